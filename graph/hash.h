@@ -1,0 +1,20 @@
+// Canonical hashes of programs and schedules. A hash depends on what is computed, not on how
+// the file is written: the order of independent statements, the names of intermediate
+// tensors and tiles, and the operand order of add/mul do not change it. Input and output
+// names, shapes, dtypes, layouts, attributes and every scheduling choice do.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "graph/ir.h"
+
+namespace mugraph::graph {
+
+uint64_t programHash(const Program& program);
+uint64_t kernelGraphHash(const KernelGraph& graph);
+uint64_t scheduleHash(const Schedule& schedule);
+
+std::string hashHex(uint64_t hash);  // 16 lowercase hex digits
+
+}  // namespace mugraph::graph

@@ -1,0 +1,70 @@
+// The op vocabulary of the µgraph IR, in one table: each op's name on disk, its arity, its
+// attributes and the levels (kernel graph, block graph) where it may appear. Parsers,
+// validation, the interpreter and the code generator all read this table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace mugraph::graph {
+
+enum class OpKind {
+  Input,
+  Output,
+  Matmul,
+  Exp,
+  Square,
+  Sqrt,
+  Silu,
+  Scale,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  ReduceSum,
+  ReduceMax,
+  RmsNorm,
+  AccumSum,
+  AccumMax,
+  BlockGraph,
+};
+
+enum class OpClass { Io, Matmul, Unary, Binary, Reduction, Accumulator, BlockGraph };
+
+struct OpInfo {
+  OpKind kind;
+  std::string_view name;
+  OpClass opClass;
+  int arity;           // number of tensor operands (-1: any, for block graphs)
+  bool hasDim;         // takes dim=
+  bool hasTo;          // takes to= (reduce_sum only)
+  bool hasScale;       // takes c= (scale only)
+  bool kernelLevel;    // may appear in a kernel graph (program or schedule)
+  bool blockLevel;     // may appear inside a block graph
+  bool fieldExact;     // has an exact finite-field meaning (false: float tests only)
+};
+
+const OpInfo& opInfo(OpKind kind);
+const std::vector<OpInfo>& allOps();
+std::optional<OpKind> parseOpKind(std::string_view name);
+inline std::string_view opName(OpKind kind) { return opInfo(kind).name; }
+
+inline bool isElementwise(OpKind kind) {
+  OpClass c = opInfo(kind).opClass;
+  return c == OpClass::Unary || c == OpClass::Binary;
+}
+inline bool isAccumulator(OpKind kind) { return opInfo(kind).opClass == OpClass::Accumulator; }
+inline bool isCommutative(OpKind kind) { return kind == OpKind::Add || kind == OpKind::Mul; }
+
+// Attributes of an op; which ones are meaningful is given by OpInfo.
+struct OpAttrs {
+  int dim = -1;        // reductions, rms_norm
+  int64_t to = 1;      // reduce_sum: size of the reduced dim after the op
+  double scale = 1.0;  // scale: the constant c
+
+  bool operator==(const OpAttrs&) const = default;
+};
+
+}  // namespace mugraph::graph

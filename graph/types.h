@@ -1,0 +1,46 @@
+// Element types, layouts and tensor descriptors shared by every level of the µgraph IR.
+// Everything that reaches a file is spelled by name ("f16", "transposed"), never by number.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mugraph::graph {
+
+enum class DType { F16, BF16, F32 };
+
+// How a device tensor is stored. The logical shape is what ops see; a Transposed tensor of
+// logical shape [..., r, c] is stored as [..., c, r] so a KV cache kept as [batch, seq, dim]
+// can feed matmul(Q, Kᵀ) as a logical [batch, dim, seq] operand without a copy.
+enum class Layout { RowMajor, Transposed };
+
+using Dims = std::vector<int64_t>;
+
+inline constexpr int kMaxRank = 4;
+
+struct TensorDesc {
+  std::string name;
+  DType dtype = DType::F32;
+  Dims shape;
+  Layout layout = Layout::RowMajor;
+
+  bool operator==(const TensorDesc&) const = default;
+};
+
+std::string_view dtypeName(DType dtype);
+std::optional<DType> parseDType(std::string_view name);
+int64_t dtypeBytes(DType dtype);
+
+std::string_view layoutName(Layout layout);
+std::optional<Layout> parseLayout(std::string_view name);
+
+int64_t elementCount(const Dims& shape);
+std::string formatDims(const Dims& shape);  // "[2, 256, 64]"
+
+// Strides of the storage order (row-major over the stored shape) expressed per logical dim.
+std::vector<int64_t> storageStrides(const Dims& logicalShape, Layout layout);
+
+}  // namespace mugraph::graph

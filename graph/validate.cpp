@@ -1,0 +1,375 @@
+#include "graph/validate.h"
+
+#include <set>
+
+#include "graph/shape_inference.h"
+
+namespace mugraph::graph {
+namespace {
+
+[[noreturn]] void fail(const std::string& section, int index, int blockOp,
+                       const std::string& field, const std::string& reason) {
+  throw IrError(IrLocation{section, index, blockOp, field}, reason);
+}
+
+void checkTensorDescs(const KernelGraph& graph, const std::string& section) {
+  std::set<std::string> names;
+  for (size_t i = 0; i < graph.tensors.size(); ++i) {
+    const TensorDesc& t = graph.tensors[i];
+    const int index = static_cast<int>(i);
+    if (t.name.empty()) fail(section, index, -1, "name", "tensor name is empty");
+    if (!names.insert(t.name).second) {
+      fail(section, index, -1, "name", "duplicate tensor '" + t.name + "'");
+    }
+    const int rank = static_cast<int>(t.shape.size());
+    if (rank < 1 || rank > kMaxRank) {
+      fail(section, index, -1, "shape",
+           "tensor '" + t.name + "' has rank " + std::to_string(rank) + " (1 to 4 supported)");
+    }
+    for (int d = 0; d < rank; ++d) {
+      if (t.shape[d] <= 0) {
+        fail(section, index, -1, "shape[" + std::to_string(d) + "]",
+             "tensor '" + t.name + "' dim " + std::to_string(d) + " is " +
+                 std::to_string(t.shape[d]) + " (must be positive)");
+      }
+    }
+    if (t.layout == Layout::Transposed && rank < 2) {
+      fail(section, index, -1, "layout",
+           "tensor '" + t.name + "' is transposed but has rank " + std::to_string(rank));
+    }
+  }
+}
+
+std::vector<Operand> operandsOf(const KernelGraph& graph, const std::vector<TensorId>& ids) {
+  std::vector<Operand> operands;
+  for (TensorId id : ids) {
+    const TensorDesc& t = graph.tensors[id];
+    operands.push_back(Operand{t.name, t.dtype, t.shape});
+  }
+  return operands;
+}
+
+void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const std::string& sec,
+                        int k) {
+  const BlockGraph& block = *kernel.block;
+  for (int axis = 0; axis < kGridAxes; ++axis) {
+    if (block.grid[axis] < 1) {
+      fail(sec, k, -1, std::string("grid.") + gridAxisName(axis),
+           "grid." + std::string(gridAxisName(axis)) + " is " + std::to_string(block.grid[axis]) +
+               " (must be >= 1)");
+    }
+  }
+  if (block.grid[0] * block.grid[1] * block.grid[2] > kMaxGridBlocks) {
+    fail(sec, k, -1, "grid", "grid has more than 2^31 blocks");
+  }
+  if (block.threads < kMinThreads || block.threads > kMaxThreads || block.threads % 32 != 0) {
+    fail(sec, k, -1, "threads",
+         "threads is " + std::to_string(block.threads) + " (a multiple of 32 in 32..1024)");
+  }
+  if (block.forloop < 1) {
+    fail(sec, k, -1, "forloop", "forloop is " + std::to_string(block.forloop) + " (must be >= 1)");
+  }
+  const int nTensors = static_cast<int>(block.tensors.size());
+  std::vector<bool> defined(nTensors, false);
+  std::vector<Phase> phase(nTensors, Phase::PerIteration);
+  std::vector<int> written(kernel.outputs.size(), -1);
+  std::set<std::string> names;
+  for (size_t bi = 0; bi < block.ops.size(); ++bi) {
+    const BlockOp& op = block.ops[bi];
+    const int b = static_cast<int>(bi);
+    const OpInfo& info = opInfo(op.kind);
+    if (!info.blockLevel) {
+      fail(sec, k, b, "op", "'" + std::string(info.name) + "' is not a block-graph op");
+    }
+    for (size_t j = 0; j < op.inputs.size(); ++j) {
+      const TensorId t = op.inputs[j];
+      if (t < 0 || t >= nTensors || !defined[t]) {
+        fail(sec, k, b, "inputs[" + std::to_string(j) + "]",
+             "operand " + std::to_string(j) + " of " + std::string(info.name) +
+                 " is used before it is defined (forward reference or cycle)");
+      }
+    }
+    if (op.kind == OpKind::Output) {
+      if (op.inputs.size() != 1) fail(sec, k, b, "inputs", "output takes exactly one tile");
+      const BlockTensor& tile = block.tensors[op.inputs[0]];
+      if (op.kernelTensor < 0 || op.kernelTensor >= static_cast<int>(kernel.outputs.size())) {
+        fail(sec, k, b, "to", "output of '" + tile.name + "' names no output of this kernel");
+      }
+      if (written[op.kernelTensor] >= 0) {
+        fail(sec, k, b, "to",
+             "kernel output '" + graph.tensors[kernel.outputs[op.kernelTensor]].name +
+                 "' is written twice");
+      }
+      written[op.kernelTensor] = b;
+      if (block.forloop > 1 && phase[op.inputs[0]] != Phase::PostLoop) {
+        fail(sec, k, b, "inputs",
+             "output of '" + tile.name + "' reads a per-iteration tile; with forloop > 1 outputs "
+             "must come after an accumulator");
+      }
+      const TensorDesc& dest = graph.tensors[kernel.outputs[op.kernelTensor]];
+      Dims shape;
+      try {
+        shape = outputDeviceShape(tile.shape, tile.name, block, op);
+      } catch (const ShapeError& e) {
+        fail(sec, k, b, "omap", e.what());
+      }
+      if (shape != dest.shape) {
+        fail(sec, k, b, "omap",
+             "blocks write '" + tile.name + "' as " + formatDims(shape) + " but kernel output '" +
+                 dest.name + "' is " + formatDims(dest.shape));
+      }
+      continue;
+    }
+    if (op.output < 0 || op.output >= nTensors) {
+      fail(sec, k, b, "output", "op produces no tensor of this block graph");
+    }
+    const BlockTensor& out = block.tensors[op.output];
+    if (defined[op.output]) fail(sec, k, b, "output", "tile '" + out.name + "' is defined twice");
+    if (out.name.empty() || !names.insert(out.name).second) {
+      fail(sec, k, b, "output", "tile name '" + out.name + "' is empty or duplicate");
+    }
+    Inferred inferred;
+    if (op.kind == OpKind::Input) {
+      if (op.kernelTensor < 0 || op.kernelTensor >= static_cast<int>(kernel.inputs.size())) {
+        fail(sec, k, b, "from", "input '" + out.name + "' names no input of this kernel");
+      }
+      const TensorDesc& src = graph.tensors[kernel.inputs[op.kernelTensor]];
+      try {
+        inferred = {inputTileShape(src.shape, src.name, block, op), src.dtype};
+      } catch (const ShapeError& e) {
+        fail(sec, k, b, "imap", e.what());
+      }
+      phase[op.output] = Phase::PerIteration;
+    } else {
+      std::vector<Operand> operands;
+      for (TensorId t : op.inputs) {
+        operands.push_back(Operand{block.tensors[t].name, block.tensors[t].dtype,
+                                   block.tensors[t].shape});
+      }
+      try {
+        inferred = inferOp(op.kind, op.attrs, operands);
+      } catch (const ShapeError& e) {
+        fail(sec, k, b, "inputs", e.what());
+      }
+      if (isAccumulator(op.kind)) {
+        if (phase[op.inputs[0]] != Phase::PerIteration) {
+          fail(sec, k, b, "inputs",
+               std::string(info.name) + "(" + block.tensors[op.inputs[0]].name +
+                   ") accumulates a tile that is already accumulated");
+        }
+        phase[op.output] = Phase::PostLoop;
+      } else {
+        const Phase p = phase[op.inputs[0]];
+        for (TensorId t : op.inputs) {
+          if (phase[t] != p) {
+            fail(sec, k, b, "inputs",
+                 std::string(info.name) + " mixes per-iteration tile '" +
+                     block.tensors[op.inputs[0]].name + "' with accumulated tile '" +
+                     block.tensors[t].name + "' (or the reverse)");
+          }
+        }
+        phase[op.output] = p;
+      }
+    }
+    if (inferred.shape != out.shape || inferred.dtype != out.dtype) {
+      fail(sec, k, b, "output",
+           "tile '" + out.name + "' is declared " + std::string(dtypeName(out.dtype)) + " " +
+               formatDims(out.shape) + " but computes " +
+               std::string(dtypeName(inferred.dtype)) + " " + formatDims(inferred.shape));
+    }
+    defined[op.output] = true;
+  }
+  for (size_t o = 0; o < written.size(); ++o) {
+    if (written[o] < 0) {
+      fail(sec, k, -1, "outputs",
+           "kernel output '" + graph.tensors[kernel.outputs[o]].name +
+               "' is never written by the block graph");
+    }
+  }
+  std::vector<bool> fusedAlready(nTensors, false);
+  for (size_t g = 0; g < block.fusion.size(); ++g) {
+    const FusionGroup& group = block.fusion[g];
+    const std::string field = "fusion[" + std::to_string(g) + "]";
+    if (group.producer < 0 || group.producer >= nTensors || !defined[group.producer]) {
+      fail(sec, k, -1, field, "fusion producer is not a tile of this block graph");
+    }
+    std::set<TensorId> available{group.producer};
+    for (TensorId t : group.fused) {
+      if (t < 0 || t >= nTensors || !defined[t]) {
+        fail(sec, k, -1, field, "fused tensor is not a tile of this block graph");
+      }
+      if (fusedAlready[t]) {
+        fail(sec, k, -1, field, "tile '" + block.tensors[t].name + "' is fused twice");
+      }
+      fusedAlready[t] = true;
+      const BlockOp* producerOp = nullptr;
+      for (const BlockOp& op : block.ops) {
+        if (op.output == t) producerOp = &op;
+      }
+      if (!producerOp || !isElementwise(producerOp->kind)) {
+        fail(sec, k, -1, field,
+             "tile '" + block.tensors[t].name + "' is not computed by an element-wise op");
+      }
+      bool chained = false;
+      for (TensorId in : producerOp->inputs) chained = chained || available.count(in) > 0;
+      if (!chained) {
+        fail(sec, k, -1, field,
+             "tile '" + block.tensors[t].name + "' does not read '" +
+                 block.tensors[group.producer].name + "' or an earlier fused tile");
+      }
+      available.insert(t);
+    }
+  }
+}
+
+void validateGraph(const KernelGraph& graph, const std::string& prefix, bool allowBlockGraphs) {
+  const std::string opsSection = prefix + (allowBlockGraphs ? "kernels" : "ops");
+  checkTensorDescs(graph, prefix + "tensors");
+  const int nTensors = static_cast<int>(graph.tensors.size());
+  std::vector<bool> defined(nTensors, false);
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const TensorId t = graph.inputs[i];
+    if (t < 0 || t >= nTensors) fail(prefix + "inputs", static_cast<int>(i), -1, "", "bad input");
+    if (defined[t]) {
+      fail(prefix + "inputs", static_cast<int>(i), -1, "name",
+           "duplicate input '" + graph.tensors[t].name + "'");
+    }
+    defined[t] = true;
+  }
+  for (size_t oi = 0; oi < graph.ops.size(); ++oi) {
+    const KernelOp& op = graph.ops[oi];
+    const int k = static_cast<int>(oi);
+    const OpInfo& info = opInfo(op.kind);
+    if (!info.kernelLevel || op.kind == OpKind::Input || op.kind == OpKind::Output ||
+        (op.kind == OpKind::BlockGraph && !allowBlockGraphs)) {
+      fail(opsSection, k, -1, "op",
+           "'" + std::string(info.name) + "' is not allowed here" +
+               (allowBlockGraphs ? "" : " (programs hold predefined ops only)"));
+    }
+    for (size_t j = 0; j < op.inputs.size(); ++j) {
+      const TensorId t = op.inputs[j];
+      if (t < 0 || t >= nTensors || !defined[t]) {
+        fail(opsSection, k, -1, "inputs[" + std::to_string(j) + "]",
+             std::string(info.name) + " uses " +
+                 (t >= 0 && t < nTensors ? "'" + graph.tensors[t].name + "'" : "a tensor") +
+                 " before it is defined (forward reference or cycle)");
+      }
+    }
+    if (op.outputs.empty()) fail(opsSection, k, -1, "outputs", "op produces no tensor");
+    for (TensorId t : op.outputs) {
+      if (t < 0 || t >= nTensors) fail(opsSection, k, -1, "outputs", "unknown output tensor");
+      if (defined[t]) {
+        fail(opsSection, k, -1, "outputs",
+             "tensor '" + graph.tensors[t].name + "' is defined twice");
+      }
+      if (graph.tensors[t].layout != Layout::RowMajor) {
+        fail(opsSection, k, -1, "outputs",
+             "computed tensor '" + graph.tensors[t].name + "' must be row_major");
+      }
+    }
+    if (op.kind == OpKind::BlockGraph) {
+      if (!op.block) fail(opsSection, k, -1, "", "block_graph op has no block graph");
+      validateBlockGraph(graph, op, opsSection, k);
+    } else {
+      if (op.block) fail(opsSection, k, -1, "", "predefined op carries a block graph");
+      if (op.outputs.size() != 1) {
+        fail(opsSection, k, -1, "outputs", "a predefined op produces exactly one tensor");
+      }
+      Inferred inferred;
+      try {
+        inferred = inferOp(op.kind, op.attrs, operandsOf(graph, op.inputs));
+      } catch (const ShapeError& e) {
+        fail(opsSection, k, -1, "inputs", e.what());
+      }
+      const TensorDesc& out = graph.tensors[op.outputs[0]];
+      if (inferred.shape != out.shape || inferred.dtype != out.dtype) {
+        fail(opsSection, k, -1, "outputs",
+             "tensor '" + out.name + "' is declared " + std::string(dtypeName(out.dtype)) + " " +
+                 formatDims(out.shape) + " but " + std::string(info.name) + " computes " +
+                 std::string(dtypeName(inferred.dtype)) + " " + formatDims(inferred.shape));
+      }
+    }
+    for (TensorId t : op.outputs) defined[t] = true;
+  }
+  if (graph.outputs.empty()) fail(prefix + "outputs", -1, -1, "", "the graph has no output");
+  std::set<TensorId> seen;
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const TensorId t = graph.outputs[i];
+    if (t < 0 || t >= nTensors || !defined[t]) {
+      fail(prefix + "outputs", static_cast<int>(i), -1, "", "output names no defined tensor");
+    }
+    if (!seen.insert(t).second) {
+      fail(prefix + "outputs", static_cast<int>(i), -1, "",
+           "tensor '" + graph.tensors[t].name + "' is output twice");
+    }
+  }
+}
+
+}  // namespace
+
+void validateProgram(const Program& program, const std::string& sectionPrefix) {
+  validateGraph(program, sectionPrefix, /*allowBlockGraphs=*/false);
+}
+
+void validateKernelGraph(const KernelGraph& graph, const std::string& sectionPrefix) {
+  validateGraph(graph, sectionPrefix, /*allowBlockGraphs=*/true);
+}
+
+void validateSchedule(const Schedule& schedule) {
+  validateProgram(schedule.program, "program.");
+  validateKernelGraph(schedule.graph);
+  const Program& p = schedule.program;
+  const KernelGraph& g = schedule.graph;
+  if (p.inputs.size() != g.inputs.size()) {
+    fail("tensors", -1, -1, "",
+         "the schedule has " + std::to_string(g.inputs.size()) + " inputs but its program has " +
+             std::to_string(p.inputs.size()));
+  }
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    const TensorDesc& a = p.tensors[p.inputs[i]];
+    const TensorDesc& b = g.tensors[g.inputs[i]];
+    if (a != b) {
+      fail("tensors", g.inputs[i], -1, "",
+           "schedule input '" + b.name + "' differs from program input " + std::to_string(i) +
+               " '" + a.name + "' (" + std::string(dtypeName(a.dtype)) + " " +
+               formatDims(a.shape) + " " + std::string(layoutName(a.layout)) + ")");
+    }
+  }
+  if (p.outputs.size() != g.outputs.size()) {
+    fail("outputs", -1, -1, "",
+         "the schedule has " + std::to_string(g.outputs.size()) + " outputs but its program has " +
+             std::to_string(p.outputs.size()));
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const TensorDesc& b = g.tensors[g.outputs[i]];
+    const auto match = p.findTensor(b.name);
+    bool isProgramOutput = false;
+    for (TensorId t : p.outputs) isProgramOutput = isProgramOutput || (match && t == *match);
+    if (!isProgramOutput) {
+      fail("outputs", static_cast<int>(i), -1, "",
+           "schedule output '" + b.name + "' is not an output of the program");
+    }
+    const TensorDesc& a = p.tensors[*match];
+    if (a.shape != b.shape || a.dtype != b.dtype) {
+      fail("outputs", static_cast<int>(i), -1, "",
+           "schedule output '" + b.name + "' is " + std::string(dtypeName(b.dtype)) + " " +
+               formatDims(b.shape) + " but the program's is " + std::string(dtypeName(a.dtype)) +
+               " " + formatDims(a.shape));
+    }
+  }
+}
+
+std::vector<Phase> blockTensorPhases(const BlockGraph& block) {
+  std::vector<Phase> phase(block.tensors.size(), Phase::PerIteration);
+  for (const BlockOp& op : block.ops) {
+    if (op.output < 0) continue;
+    if (isAccumulator(op.kind)) {
+      phase[op.output] = Phase::PostLoop;
+    } else if (!op.inputs.empty()) {
+      phase[op.output] = phase[op.inputs[0]];
+    }
+  }
+  return phase;
+}
+
+}  // namespace mugraph::graph

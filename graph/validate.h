@@ -1,0 +1,29 @@
+// Validation of programs and schedules: every rule of the IR checked in one pass, in file
+// order, so the first problem reported is the first one a reader of the file meets. Errors
+// are IrErrors carrying an IrLocation that the file readers turn into a line or JSON path.
+#pragma once
+
+#include "graph/ir.h"
+
+namespace mugraph::graph {
+
+inline constexpr int kMinThreads = 32;
+inline constexpr int kMaxThreads = 1024;
+inline constexpr int64_t kMaxGridBlocks = int64_t{1} << 31;
+
+// A program: predefined ops only, inputs declared, at least one output.
+void validateProgram(const Program& program, const std::string& sectionPrefix = "");
+
+// A kernel graph that may hold block graphs. Declared tensor descs must agree with inference.
+void validateKernelGraph(const KernelGraph& graph, const std::string& sectionPrefix = "");
+
+// A schedule: its program, its graph, and that the graph has the program's interface
+// (same inputs in the same order, same output names, shapes and dtypes).
+void validateSchedule(const Schedule& schedule);
+
+// Whether each block tensor is computed once per iteration or once per block (after the
+// accumulators). Computed by validation's rules; also used by the interpreter and codegen.
+enum class Phase { PerIteration, PostLoop };
+std::vector<Phase> blockTensorPhases(const BlockGraph& block);
+
+}  // namespace mugraph::graph

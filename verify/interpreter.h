@@ -1,0 +1,25 @@
+// The reference interpreter: the one definition of what programs and schedules compute.
+// It evaluates kernel graphs literally: predefined ops directly, block graphs block by
+// block (grid loop, for-loop over tiles, accumulators, epilogues, output placement), so a
+// schedule's bugs show up here exactly as they would on a GPU. Templated on the number
+// domain (see number_domain.h); float tests use double, fingerprints a finite field.
+#pragma once
+
+#include "graph/ir.h"
+#include "verify/host_tensor.h"
+#include "verify/number_domain.h"
+
+namespace mugraph::verify {
+
+// Evaluates `graph` (a program or a schedule's kernel graph) on `inputs` (by input name;
+// shapes must match, else UserError) and returns its outputs by name.
+template <class T>
+TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& inputs);
+
+// One op on host tensors, as both the kernel level and the block level define it
+// (not input/output/block_graph/accumulators).
+template <class T>
+HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
+                      const std::vector<const HostTensor<T>*>& operands);
+
+}  // namespace mugraph::verify
