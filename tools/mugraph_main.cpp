@@ -1,1 +1,52 @@
-int main() { return 0; }
+// mugraph: the command-line entry point. Parses flags with CLI11, runs one subcommand, and
+// turns every user error into one line on stderr with exit code 2 (never a crash).
+#include <iostream>
+#include <vector>
+#include <string>
+
+#include "graph/error.h"
+#include "tools/commands.h"
+
+namespace {
+
+int run(int argc, char** argv) {
+  using namespace mugraph::tools;
+  CLI::App app{
+      "mugraph: a superoptimizer for GPU attention and GEMM kernels.\n"
+      "Exit codes: 0 ok, 1 check failed (not equivalent), 2 bad input or usage, 3 internal "
+      "error.",
+      "mugraph"};
+  app.set_version_flag("--version", "mugraph 0.1 (schedule format version 1)");
+  app.require_subcommand(1);
+  const std::vector<Command> commands = {addShowCommand(app), addCheckCommand(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  for (const Command& command : commands) {
+    if (command.subcommand->parsed()) return command.action();
+  }
+  return kExitBadInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const mugraph::UserError& e) {
+    std::cerr << "mugraph: error: " << e.what() << "\n";
+    return mugraph::tools::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "mugraph: internal error: " << e.what() << "\n";
+    return mugraph::tools::kExitInternalError;
+  }
+}

@@ -1,0 +1,24 @@
+// The `mugraph` subcommands. Each registers itself on the CLI11 app and returns the
+// process exit code: 0 ok, 1 a check failed (not equivalent), 2 bad input or usage.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace mugraph::tools {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitInternalError = 3;
+
+// A subcommand and its body, run after parsing when that subcommand was chosen.
+struct Command {
+  CLI::App* subcommand;
+  std::function<int()> action;
+};
+
+Command addShowCommand(CLI::App& app);
+Command addCheckCommand(CLI::App& app);
+
+}  // namespace mugraph::tools

@@ -1,0 +1,195 @@
+#include "tools/describe.h"
+
+#include <sstream>
+
+#include "graph/hash.h"
+#include "graph/resources.h"
+
+namespace mugraph::tools {
+namespace {
+
+using namespace mugraph::graph;
+
+std::string descText(const TensorDesc& t) {
+  std::string text = t.name + " " + std::string(dtypeName(t.dtype)) + " " + formatDims(t.shape);
+  if (t.layout != Layout::RowMajor) text += " " + std::string(layoutName(t.layout));
+  return text;
+}
+
+std::string attrText(OpKind kind, const OpAttrs& attrs) {
+  const OpInfo& info = opInfo(kind);
+  std::ostringstream out;
+  if (info.hasDim) out << ", dim=" << attrs.dim;
+  if (info.hasTo && attrs.to != 1) out << ", to=" << attrs.to;
+  if (info.hasScale) out << ", c=" << attrs.scale;
+  return out.str();
+}
+
+std::string axisMapText(const AxisMap& map, const BlockGraph& block) {
+  std::string text;
+  for (int a = 0; a < kGridAxes; ++a) {
+    if (block.grid[a] == 1) continue;
+    text += std::string(text.empty() ? "" : " ") + gridAxisName(a) + ":" +
+            (map[a] == kReplicated ? "rep" : std::to_string(map[a]));
+  }
+  return text.empty() ? "-" : text;
+}
+
+void describeGraphOps(std::ostringstream& out, const KernelGraph& graph, const char* indent) {
+  for (size_t k = 0; k < graph.ops.size(); ++k) {
+    const KernelOp& op = graph.ops[k];
+    if (op.kind != OpKind::BlockGraph) {
+      const TensorDesc& result = graph.tensors[op.outputs[0]];
+      out << indent << "kernel " << k << ": " << result.name << " = " << opName(op.kind) << "(";
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        out << (i ? ", " : "") << graph.tensors[op.inputs[i]].name;
+      }
+      out << attrText(op.kind, op.attrs) << ")  -> " << descText(result)
+          << "  (predefined op, default schedule)\n";
+      continue;
+    }
+    const BlockGraph& block = *op.block;
+    out << indent << "kernel " << k << ": " << op.name << "  grid (" << block.grid[0] << ", "
+        << block.grid[1] << ", " << block.grid[2] << ") = " << gridBlocks(block)
+        << " blocks, threads " << block.threads << ", forloop " << block.forloop
+        << ", shared memory " << sharedMemoryBytes(block) << " B\n";
+    for (const BlockOp& bop : block.ops) {
+      if (bop.kind == OpKind::Input) {
+        const BlockTensor& tile = block.tensors[bop.output];
+        out << indent << "    load   " << tile.name << " " << dtypeName(tile.dtype) << " "
+            << formatDims(tile.shape) << " <- " << graph.tensors[op.inputs[bop.kernelTensor]].name
+            << "  imap " << axisMapText(bop.imap, block) << "  fmap "
+            << (bop.fmap == kReplicated ? "-" : std::to_string(bop.fmap)) << "\n";
+      } else if (bop.kind == OpKind::Output) {
+        const TensorDesc& dest = graph.tensors[op.outputs[bop.kernelTensor]];
+        out << indent << "    store  " << block.tensors[bop.inputs[0]].name << " -> "
+            << descText(dest) << "  omap " << axisMapText(bop.omap, block) << "\n";
+      } else {
+        const BlockTensor& tile = block.tensors[bop.output];
+        out << indent << "    " << (isAccumulator(bop.kind) ? "accum  " : "       ") << tile.name
+            << " = " << opName(bop.kind) << "(";
+        for (size_t i = 0; i < bop.inputs.size(); ++i) {
+          out << (i ? ", " : "") << block.tensors[bop.inputs[i]].name;
+        }
+        out << attrText(bop.kind, bop.attrs) << ")  " << dtypeName(tile.dtype) << " "
+            << formatDims(tile.shape) << "\n";
+      }
+    }
+    for (const FusionGroup& group : block.fusion) {
+      out << indent << "    fused into " << block.tensors[group.producer].name << ":";
+      for (TensorId t : group.fused) out << " " << block.tensors[t].name;
+      out << "\n";
+    }
+  }
+}
+
+void describeInterface(std::ostringstream& out, const KernelGraph& graph) {
+  out << "  inputs:";
+  for (TensorId t : graph.inputs) out << "  " << descText(graph.tensors[t]);
+  out << "\n  outputs:";
+  for (TensorId t : graph.outputs) out << "  " << descText(graph.tensors[t]);
+  out << "\n";
+}
+
+std::string dotId(const std::string& prefix, const std::string& name) {
+  return "\"" + prefix + name + "\"";
+}
+
+void graphToDot(std::ostringstream& out, const KernelGraph& graph) {
+  for (TensorId t : graph.inputs) {
+    out << "  " << dotId("", graph.tensors[t].name) << " [shape=box, label=\""
+        << descText(graph.tensors[t]) << "\"];\n";
+  }
+  for (size_t k = 0; k < graph.ops.size(); ++k) {
+    const KernelOp& op = graph.ops[k];
+    const std::string opNode = "\"op" + std::to_string(k) + "\"";
+    if (op.kind == OpKind::BlockGraph) {
+      const BlockGraph& block = *op.block;
+      out << "  subgraph cluster_" << k << " {\n    label=\"" << op.name << " grid ("
+          << block.grid[0] << "," << block.grid[1] << "," << block.grid[2] << ") forloop "
+          << block.forloop << "\";\n";
+      const std::string prefix = "k" + std::to_string(k) + ".";
+      for (const BlockOp& bop : block.ops) {
+        if (bop.kind == OpKind::Output) continue;
+        const BlockTensor& tile = block.tensors[bop.output];
+        out << "    " << dotId(prefix, tile.name) << " [label=\"" << tile.name << " = "
+            << opName(bop.kind) << "\\n" << formatDims(tile.shape) << "\"];\n";
+        for (TensorId in : bop.inputs) {
+          out << "    " << dotId(prefix, block.tensors[in].name) << " -> "
+              << dotId(prefix, tile.name) << ";\n";
+        }
+      }
+      out << "  }\n";
+      for (const BlockOp& bop : block.ops) {
+        if (bop.kind == OpKind::Input) {
+          out << "  " << dotId("", graph.tensors[op.inputs[bop.kernelTensor]].name) << " -> "
+              << dotId(prefix, block.tensors[bop.output].name) << ";\n";
+        } else if (bop.kind == OpKind::Output) {
+          const TensorDesc& dest = graph.tensors[op.outputs[bop.kernelTensor]];
+          out << "  " << dotId("", dest.name) << " [shape=box, label=\"" << descText(dest)
+              << "\"];\n  " << dotId(prefix, block.tensors[bop.inputs[0]].name) << " -> "
+              << dotId("", dest.name) << ";\n";
+        }
+      }
+      continue;
+    }
+    const TensorDesc& result = graph.tensors[op.outputs[0]];
+    out << "  " << opNode << " [shape=ellipse, label=\"" << opName(op.kind)
+        << attrText(op.kind, op.attrs) << "\"];\n";
+    for (TensorId in : op.inputs) {
+      out << "  " << dotId("", graph.tensors[in].name) << " -> " << opNode << ";\n";
+    }
+    out << "  " << dotId("", result.name) << " [shape=box, label=\"" << descText(result)
+        << "\"];\n  " << opNode << " -> " << dotId("", result.name) << ";\n";
+  }
+}
+
+}  // namespace
+
+std::string describeProgram(const Program& program) {
+  std::ostringstream out;
+  out << "program " << (program.name.empty() ? "(unnamed)" : program.name) << "  hash "
+      << hashHex(programHash(program)) << "\n";
+  describeInterface(out, program);
+  describeGraphOps(out, program, "  ");
+  return out.str();
+}
+
+std::string describeSchedule(const Schedule& schedule) {
+  std::ostringstream out;
+  out << "schedule " << (schedule.name.empty() ? "(unnamed)" : schedule.name) << "  hash "
+      << hashHex(scheduleHash(schedule)) << "\n";
+  out << "  implements program " << schedule.program.name << " (hash "
+      << hashHex(programHash(schedule.program)) << ")\n";
+  describeInterface(out, schedule.graph);
+  int64_t workspace = 0;
+  for (const KernelOp& op : schedule.graph.ops) {
+    for (TensorId t : op.outputs) {
+      bool isOutput = false;
+      for (TensorId o : schedule.graph.outputs) isOutput = isOutput || o == t;
+      const TensorDesc& d = schedule.graph.tensors[t];
+      if (!isOutput) workspace += elementCount(d.shape) * dtypeBytes(d.dtype);
+    }
+  }
+  out << "  kernels: " << schedule.graph.ops.size() << ", workspace " << workspace << " B\n";
+  describeGraphOps(out, schedule.graph, "  ");
+  return out.str();
+}
+
+std::string programToDot(const Program& program) {
+  std::ostringstream out;
+  out << "digraph program {\n  rankdir=TB;\n";
+  graphToDot(out, program);
+  out << "}\n";
+  return out.str();
+}
+
+std::string scheduleToDot(const Schedule& schedule) {
+  std::ostringstream out;
+  out << "digraph schedule {\n  rankdir=TB;\n  compound=true;\n";
+  graphToDot(out, schedule.graph);
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace mugraph::tools
