@@ -5,7 +5,9 @@
 
 namespace mugraph::graph {
 
-GraphBuilder::GraphBuilder(std::string name) { graph_.name = std::move(name); }
+GraphBuilder::GraphBuilder(std::string name) {
+  graph_.name = std::move(name);
+}
 
 GraphBuilder GraphBuilder::withInputsOf(const Program& program, std::string name) {
   GraphBuilder builder(std::move(name));
@@ -81,7 +83,9 @@ std::vector<TensorId> GraphBuilder::blockGraph(std::string kernelName, BlockGrap
   return graph_.ops.back().outputs;
 }
 
-void GraphBuilder::output(TensorId tensor) { graph_.outputs.push_back(tensor); }
+void GraphBuilder::output(TensorId tensor) {
+  graph_.outputs.push_back(tensor);
+}
 
 KernelGraph GraphBuilder::finish() const {
   if (graph_.isProgram()) {

@@ -167,7 +167,9 @@ uint64_t kernelGraphHash(const KernelGraph& graph) {
   return h.value();
 }
 
-uint64_t programHash(const Program& program) { return kernelGraphHash(program); }
+uint64_t programHash(const Program& program) {
+  return kernelGraphHash(program);
+}
 
 uint64_t scheduleHash(const Schedule& schedule) {
   Hasher h("schedule");

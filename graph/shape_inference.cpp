@@ -19,8 +19,8 @@ std::string callText(OpKind kind, const std::vector<Operand>& operands) {
 void checkRank(OpKind kind, const std::vector<Operand>& operands) {
   for (const Operand& o : operands) {
     if (o.shape.empty() || static_cast<int>(o.shape.size()) > kMaxRank) {
-      fail(kind, operands, "'" + o.name + "' has rank " + std::to_string(o.shape.size()) +
-                               " (1 to 4 supported)");
+      fail(kind, operands,
+           "'" + o.name + "' has rank " + std::to_string(o.shape.size()) + " (1 to 4 supported)");
     }
   }
 }
@@ -65,8 +65,7 @@ Inferred inferBroadcast(OpKind kind, const std::vector<Operand>& ops) {
     if (a.shape[d] != b.shape[d] && a.shape[d] != 1 && b.shape[d] != 1) {
       fail(kind, ops,
            "dim " + std::to_string(d) + " does not broadcast: '" + a.name + "' has " +
-               std::to_string(a.shape[d]) + ", '" + b.name + "' has " +
-               std::to_string(b.shape[d]));
+               std::to_string(a.shape[d]) + ", '" + b.name + "' has " + std::to_string(b.shape[d]));
     }
     out[d] = std::max(a.shape[d], b.shape[d]);
   }
@@ -90,8 +89,8 @@ void checkAttrs(OpKind kind, const OpAttrs& attrs, const Operand& first) {
       if (attrs.to < 1 || n % attrs.to != 0) {
         fail(kind, ops,
              "to=" + std::to_string(attrs.to) + " does not divide dim " +
-                 std::to_string(attrs.dim) + " of '" + first.name + "' (size " +
-                 std::to_string(n) + ")");
+                 std::to_string(attrs.dim) + " of '" + first.name + "' (size " + std::to_string(n) +
+                 ")");
       }
     }
   }
@@ -119,16 +118,20 @@ Inferred inferOp(OpKind kind, const OpAttrs& attrs, const std::vector<Operand>& 
   }
   checkAttrs(kind, attrs, operands[0]);
   switch (info.opClass) {
-    case OpClass::Matmul: return inferMatmul(operands);
-    case OpClass::Binary: return inferBroadcast(kind, operands);
+    case OpClass::Matmul:
+      return inferMatmul(operands);
+    case OpClass::Binary:
+      return inferBroadcast(kind, operands);
     case OpClass::Unary:
-    case OpClass::Accumulator: return {operands[0].shape, operands[0].dtype};
+    case OpClass::Accumulator:
+      return {operands[0].shape, operands[0].dtype};
     case OpClass::Reduction: {
       Dims out = operands[0].shape;
       if (kind != OpKind::RmsNorm) out[attrs.dim] = kind == OpKind::ReduceSum ? attrs.to : 1;
       return {out, operands[0].dtype};
     }
-    default: break;
+    default:
+      break;
   }
   throw ShapeError(callText(kind, operands) + ": not a compute op");
 }

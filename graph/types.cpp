@@ -6,9 +6,12 @@ namespace mugraph::graph {
 
 std::string_view dtypeName(DType dtype) {
   switch (dtype) {
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::F32: return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+    case DType::F32:
+      return "f32";
   }
   return "?";
 }
@@ -20,7 +23,9 @@ std::optional<DType> parseDType(std::string_view name) {
   return std::nullopt;
 }
 
-int64_t dtypeBytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+int64_t dtypeBytes(DType dtype) {
+  return dtype == DType::F32 ? 4 : 2;
+}
 
 std::string_view layoutName(Layout layout) {
   return layout == Layout::RowMajor ? "row_major" : "transposed";

@@ -7,8 +7,8 @@
 namespace mugraph::graph {
 namespace {
 
-[[noreturn]] void fail(const std::string& section, int index, int blockOp,
-                       const std::string& field, const std::string& reason) {
+[[noreturn]] void fail(const std::string& section, int index, int blockOp, const std::string& field,
+                       const std::string& reason) {
   throw IrError(IrLocation{section, index, blockOp, field}, reason);
 }
 
@@ -103,8 +103,9 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
       written[op.kernelTensor] = b;
       if (block.forloop > 1 && phase[op.inputs[0]] != Phase::PostLoop) {
         fail(sec, k, b, "inputs",
-             "output of '" + tile.name + "' reads a per-iteration tile; with forloop > 1 outputs "
-             "must come after an accumulator");
+             "output of '" + tile.name +
+                 "' reads a per-iteration tile; with forloop > 1 outputs "
+                 "must come after an accumulator");
       }
       const TensorDesc& dest = graph.tensors[kernel.outputs[op.kernelTensor]];
       Dims shape;
@@ -143,8 +144,8 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
     } else {
       std::vector<Operand> operands;
       for (TensorId t : op.inputs) {
-        operands.push_back(Operand{block.tensors[t].name, block.tensors[t].dtype,
-                                   block.tensors[t].shape});
+        operands.push_back(
+            Operand{block.tensors[t].name, block.tensors[t].dtype, block.tensors[t].shape});
       }
       try {
         inferred = inferOp(op.kind, op.attrs, operands);
@@ -162,10 +163,12 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
         const Phase p = phase[op.inputs[0]];
         for (TensorId t : op.inputs) {
           if (phase[t] != p) {
+            const bool firstPerIteration = p == Phase::PerIteration;
             fail(sec, k, b, "inputs",
                  std::string(info.name) + " mixes per-iteration tile '" +
-                     block.tensors[op.inputs[0]].name + "' with accumulated tile '" +
-                     block.tensors[t].name + "' (or the reverse)");
+                     block.tensors[firstPerIteration ? op.inputs[0] : t].name +
+                     "' with accumulated tile '" +
+                     block.tensors[firstPerIteration ? t : op.inputs[0]].name + "'");
           }
         }
         phase[op.output] = p;
@@ -174,8 +177,8 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
     if (inferred.shape != out.shape || inferred.dtype != out.dtype) {
       fail(sec, k, b, "output",
            "tile '" + out.name + "' is declared " + std::string(dtypeName(out.dtype)) + " " +
-               formatDims(out.shape) + " but computes " +
-               std::string(dtypeName(inferred.dtype)) + " " + formatDims(inferred.shape));
+               formatDims(out.shape) + " but computes " + std::string(dtypeName(inferred.dtype)) +
+               " " + formatDims(inferred.shape));
     }
     defined[op.output] = true;
   }
@@ -331,8 +334,8 @@ void validateSchedule(const Schedule& schedule) {
     if (a != b) {
       fail("tensors", g.inputs[i], -1, "",
            "schedule input '" + b.name + "' differs from program input " + std::to_string(i) +
-               " '" + a.name + "' (" + std::string(dtypeName(a.dtype)) + " " +
-               formatDims(a.shape) + " " + std::string(layoutName(a.layout)) + ")");
+               " '" + a.name + "' (" + std::string(dtypeName(a.dtype)) + " " + formatDims(a.shape) +
+               " " + std::string(layoutName(a.layout)) + ")");
     }
   }
   if (p.outputs.size() != g.outputs.size()) {
