@@ -1,0 +1,56 @@
+// Helpers shared by the interpreter tests: fresh seeds (printed through SCOPED_TRACE so a
+// failure can be replayed), one-op programs and a normwise comparison of flat value arrays.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+#include "verify/host_tensor.h"
+
+namespace mugraph::verify::testing {
+
+inline uint64_t freshSeed() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) | device();
+}
+
+inline std::string seedTrace(uint64_t seed) {
+  return "random seed " + std::to_string(seed);
+}
+
+// A program with inputs "a" (and "b") of the given shapes and one op whose result is "out".
+inline graph::Program oneOpProgram(graph::OpKind kind, const std::vector<graph::Dims>& shapes,
+                                   graph::OpAttrs attrs = {}) {
+  graph::GraphBuilder builder("one_op");
+  std::vector<graph::TensorId> operands;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    operands.push_back(
+        builder.input(std::string(1, static_cast<char>('a' + i)), graph::DType::F32, shapes[i]));
+  }
+  builder.output(builder.op(kind, operands, attrs, "out"));
+  return builder.finish();
+}
+
+// max |got - expected| / max |expected| over all elements; sizes must match.
+inline double normwiseError(const std::vector<double>& got, const std::vector<double>& expected) {
+  EXPECT_EQ(got.size(), expected.size());
+  if (got.size() != expected.size()) return std::numeric_limits<double>::infinity();
+  double difference = 0.0;
+  double magnitude = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) || std::isnan(expected[i]))
+      return std::numeric_limits<double>::infinity();
+    difference = std::max(difference, std::abs(got[i] - expected[i]));
+    magnitude = std::max(magnitude, std::abs(expected[i]));
+  }
+  return magnitude == 0.0 ? difference : difference / magnitude;
+}
+
+}  // namespace mugraph::verify::testing

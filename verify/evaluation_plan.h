@@ -1,0 +1,79 @@
+// What the interpreter needs to know about a kernel graph before it computes anything: every
+// consistency check it relies on (so a graph that fails validation is a UserError, never a
+// crash) and the tile geometry of each block graph, all independent of the number type.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace mugraph::verify {
+
+// A shape padded to rank 4 with leading 1s, with row-major strides; loops over it need no
+// rank-dependent code.
+struct Shape4 {
+  std::array<int64_t, graph::kMaxRank> extent{1, 1, 1, 1};
+  std::array<int64_t, graph::kMaxRank> stride{0, 0, 0, 0};
+};
+Shape4 paddedShape(const graph::Dims& shape);
+
+// Rank 1..4, positive dims and as many values as the shape has elements; else UserError.
+void checkTensorData(const graph::Dims& shape, size_t dataSize, const std::string& what);
+
+// Result shape of a compute op on operands of these shapes (UserError when they do not fit).
+graph::Dims computeResultShape(graph::OpKind kind, const graph::OpAttrs& attrs,
+                               const std::vector<const graph::Dims*>& operandShapes);
+
+using BlockIndex = std::array<int64_t, graph::kGridAxes>;
+
+// Where a block's tile sits in a device tensor: along gridDim[a] it moves gridStep[a] per block
+// index b_a, along loopDim it moves loopStep per iteration.
+struct TilePlacement {
+  graph::TensorId deviceTensor = -1;  // kernel-graph tensor read (input) or written (output)
+  graph::Dims tileShape;
+  std::array<int, graph::kGridAxes> gridDim{graph::kReplicated, graph::kReplicated,
+                                            graph::kReplicated};
+  std::array<int64_t, graph::kGridAxes> gridStep{0, 0, 0};
+  int loopDim = graph::kReplicated;
+  int64_t loopStep = 0;
+
+  // Row-major offset of the tile's first element in the device tensor, padded to rank 4.
+  std::array<int64_t, graph::kMaxRank> offset(const BlockIndex& block, int64_t iteration) const;
+};
+
+// One block-graph op as the interpreter runs it.
+struct BlockStep {
+  graph::OpKind kind = graph::OpKind::Input;
+  std::vector<graph::TensorId> inputs;  // block tensors
+  graph::TensorId output = -1;          // block tensor (-1 for Output)
+  graph::OpAttrs attrs;
+  int placement = -1;  // Input/Output: index into BlockPlan::placements
+};
+
+struct BlockPlan {
+  BlockIndex grid{1, 1, 1};
+  int64_t forloop = 1;
+  int tileCount = 0;
+  std::vector<graph::Dims> tileShapes;
+  std::vector<TilePlacement> placements;
+  std::vector<BlockStep> perIteration;  // inputs, per-iteration ops, accumulator updates
+  std::vector<BlockStep> postLoop;      // ops after the accumulators, once per block
+  std::vector<BlockStep> outputs;       // tile writes after the loop
+};
+
+struct KernelStep {
+  const graph::KernelOp* op = nullptr;
+  BlockPlan block;  // meaningful iff op->kind == BlockGraph
+};
+
+struct KernelPlan {
+  std::vector<KernelStep> steps;
+};
+
+// Checks `graph` for everything evaluation relies on; throws UserError naming the op and tensor.
+KernelPlan planKernelGraph(const graph::KernelGraph& graph);
+
+}  // namespace mugraph::verify

@@ -1,0 +1,170 @@
+// Template definitions of the reference interpreter (declared in verify/interpreter.h). A new
+// number domain includes this header and instantiates evaluate/applyOp for its type, as
+// interpreter.cpp does for double. Block graphs run literally: grid loop, for-loop, tiles.
+#pragma once
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+
+#include "graph/error.h"
+#include "verify/apply_op_impl.h"
+#include "verify/evaluation_plan.h"
+#include "verify/interpreter.h"
+
+namespace mugraph::verify::detail {
+
+using Offset4 = std::array<int64_t, graph::kMaxRank>;
+
+// Copies the tile at `offset` of `device` into `tile` (row-major over the tile shape).
+template <class T>
+void readTile(const HostTensor<T>& device, const TilePlacement& placement, const Offset4& offset,
+              HostTensor<T>& tile) {
+  const Shape4 from = paddedShape(device.shape);
+  const Shape4 to = paddedShape(placement.tileShape);
+  tile.shape = placement.tileShape;
+  tile.data.resize(static_cast<size_t>(graph::elementCount(tile.shape)), NumberDomain<T>::zero());
+  const T* base = device.data.data();
+  for (int d = 0; d < graph::kMaxRank; ++d) base += offset[d] * from.stride[d];
+  for (int64_t i0 = 0; i0 < to.extent[0]; ++i0) {
+    for (int64_t i1 = 0; i1 < to.extent[1]; ++i1) {
+      for (int64_t i2 = 0; i2 < to.extent[2]; ++i2) {
+        const T* src = base + i0 * from.stride[0] + i1 * from.stride[1] + i2 * from.stride[2];
+        T* dst = tile.data.data() + i0 * to.stride[0] + i1 * to.stride[1] + i2 * to.stride[2];
+        std::copy_n(src, to.extent[3], dst);
+      }
+    }
+  }
+}
+
+// Copies `tile` into `device` at `offset`; blocks write disjoint tiles, so this is thread-safe.
+template <class T>
+void writeTile(const HostTensor<T>& tile, const Offset4& offset, HostTensor<T>& device) {
+  const Shape4 from = paddedShape(tile.shape);
+  const Shape4 to = paddedShape(device.shape);
+  T* base = device.data.data();
+  for (int d = 0; d < graph::kMaxRank; ++d) base += offset[d] * to.stride[d];
+  for (int64_t i0 = 0; i0 < from.extent[0]; ++i0) {
+    for (int64_t i1 = 0; i1 < from.extent[1]; ++i1) {
+      for (int64_t i2 = 0; i2 < from.extent[2]; ++i2) {
+        const T* src =
+            tile.data.data() + i0 * from.stride[0] + i1 * from.stride[1] + i2 * from.stride[2];
+        T* dst = base + i0 * to.stride[0] + i1 * to.stride[1] + i2 * to.stride[2];
+        std::copy_n(src, from.extent[3], dst);
+      }
+    }
+  }
+}
+
+// accum_sum starts from zero(), accum_max from the first iteration's tile.
+template <class T>
+void accumulate(graph::OpKind kind, const HostTensor<T>& tile, bool firstIteration,
+                HostTensor<T>& accumulator) {
+  using Domain = NumberDomain<T>;
+  if (firstIteration) {
+    accumulator = kind == graph::OpKind::AccumSum ? filled(tile.shape, Domain::zero()) : tile;
+    if (kind == graph::OpKind::AccumMax) return;
+  }
+  for (size_t i = 0; i < tile.data.size(); ++i) {
+    accumulator.data[i] = kind == graph::OpKind::AccumSum
+                              ? Domain::add(accumulator.data[i], tile.data[i])
+                              : Domain::max(accumulator.data[i], tile.data[i]);
+  }
+}
+
+template <class T>
+HostTensor<T> computeStep(const BlockStep& step, const std::vector<HostTensor<T>>& tiles) {
+  std::vector<const HostTensor<T>*> operands;
+  operands.reserve(step.inputs.size());
+  for (graph::TensorId t : step.inputs) operands.push_back(&tiles[t]);
+  return applyOp<T>(step.kind, step.attrs, operands);
+}
+
+// Everything one thread block does: the for-loop over tiles, the epilogue after the
+// accumulators, then the output tiles written into the kernel's device tensors.
+template <class T>
+void runBlock(const BlockPlan& plan, const BlockIndex& index, std::vector<HostTensor<T>>& tiles,
+              std::vector<HostTensor<T>>& device) {
+  for (int64_t iteration = 0; iteration < plan.forloop; ++iteration) {
+    for (const BlockStep& step : plan.perIteration) {
+      if (step.kind == graph::OpKind::Input) {
+        const TilePlacement& placement = plan.placements[step.placement];
+        // A tile without fmap is the same every iteration and only its input op writes it.
+        if (iteration > 0 && placement.loopDim == graph::kReplicated) continue;
+        readTile(device[placement.deviceTensor], placement, placement.offset(index, iteration),
+                 tiles[step.output]);
+      } else if (graph::isAccumulator(step.kind)) {
+        accumulate(step.kind, tiles[step.inputs[0]], iteration == 0, tiles[step.output]);
+      } else {
+        tiles[step.output] = computeStep(step, tiles);
+      }
+    }
+  }
+  for (const BlockStep& step : plan.postLoop) tiles[step.output] = computeStep(step, tiles);
+  for (const BlockStep& step : plan.outputs) {
+    const TilePlacement& placement = plan.placements[step.placement];
+    writeTile(tiles[step.inputs[0]], placement.offset(index, 0), device[placement.deviceTensor]);
+  }
+}
+
+// Blocks are independent and write disjoint output tiles, so the grid runs in parallel.
+template <class T>
+void runBlockGraph(const BlockPlan& plan, const graph::KernelGraph& graph,
+                   const graph::KernelOp& kernel, std::vector<HostTensor<T>>& device) {
+  for (graph::TensorId t : kernel.outputs) {
+    device[t] = filled(graph.tensors[t].shape, NumberDomain<T>::zero());
+  }
+  const int64_t gridX = plan.grid[0];
+  const int64_t gridY = plan.grid[1];
+  const int64_t blockCount = gridX * gridY * plan.grid[2];
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, blockCount, 1),
+                    [&](const tbb::blocked_range<int64_t>& range) {
+                      std::vector<HostTensor<T>> tiles(static_cast<size_t>(plan.tileCount));
+                      for (int64_t b = range.begin(); b < range.end(); ++b) {
+                        const BlockIndex index{b % gridX, (b / gridX) % gridY, b / (gridX * gridY)};
+                        runBlock(plan, index, tiles, device);
+                      }
+                    });
+}
+
+}  // namespace mugraph::verify::detail
+
+namespace mugraph::verify {
+
+template <class T>
+TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& inputs) {
+  const KernelPlan plan = planKernelGraph(graph);
+  std::vector<HostTensor<T>> values(graph.tensors.size());
+  for (graph::TensorId id : graph.inputs) {
+    const graph::TensorDesc& desc = graph.tensors[id];
+    const std::string where = "input '" + desc.name + "'";
+    const auto found = inputs.find(desc.name);
+    if (found == inputs.end()) {
+      throw UserError(where,
+                      "is missing (the graph expects " + graph::formatDims(desc.shape) + ")");
+    }
+    const HostTensor<T>& given = found->second;
+    if (given.shape != desc.shape) {
+      throw UserError(where, "has shape " + graph::formatDims(given.shape) +
+                                 " but the graph declares " + graph::formatDims(desc.shape));
+    }
+    checkTensorData(given.shape, given.data.size(), where);
+    values[id] = given;
+  }
+  for (const KernelStep& step : plan.steps) {
+    const graph::KernelOp& op = *step.op;
+    if (op.kind == graph::OpKind::BlockGraph) {
+      detail::runBlockGraph(step.block, graph, op, values);
+      continue;
+    }
+    std::vector<const HostTensor<T>*> operands;
+    for (graph::TensorId t : op.inputs) operands.push_back(&values[t]);
+    values[op.outputs[0]] = applyOp<T>(op.kind, op.attrs, operands);
+  }
+  TensorMap<T> outputs;
+  for (graph::TensorId t : graph.outputs) outputs[graph.tensors[t].name] = values[t];
+  return outputs;
+}
+
+}  // namespace mugraph::verify
