@@ -1,0 +1,151 @@
+#include "verify/equivalence.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "graph/error.h"
+#include "verify/false_accept_bound.h"
+#include "verify/fingerprint.h"
+#include "verify/interpreter.h"
+#include "verify/random_inputs.h"
+
+namespace mugraph::verify {
+namespace {
+
+constexpr int kMaxResamplesPerTrial = 16;
+
+// Independent sub-seeds for each test of one check, all replayable from the printed seed.
+uint64_t subSeed(uint64_t seed, uint64_t stream) {
+  uint64_t x = seed + 0x9e3779b97f4a7c15ULL * (stream + 1);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::optional<std::string> opOutsideField(const graph::KernelGraph& g) {
+  auto check = [](graph::OpKind kind) -> std::optional<std::string> {
+    if (graph::opInfo(kind).fieldExact) return std::nullopt;
+    return "op '" + std::string(graph::opName(kind)) + "' has no finite-field meaning";
+  };
+  for (const graph::KernelOp& op : g.ops) {
+    if (auto why = check(op.kind)) return why;
+    if (!op.block) continue;
+    for (const graph::BlockOp& bop : op.block->ops) {
+      if (auto why = check(bop.kind)) return why;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string describe(const graph::TensorDesc& t) {
+  return std::string(graph::dtypeName(t.dtype)) + " " + graph::formatDims(t.shape);
+}
+
+void requireSameTensors(const graph::KernelGraph& a, const std::vector<graph::TensorId>& aIds,
+                        const graph::KernelGraph& b, const std::vector<graph::TensorId>& bIds,
+                        const char* role) {
+  if (aIds.size() != bIds.size()) {
+    throw UserError(std::string(role) + "s", "the reference has " + std::to_string(aIds.size()) +
+                                                 ", the candidate " + std::to_string(bIds.size()));
+  }
+  for (graph::TensorId ta : aIds) {
+    const graph::TensorDesc& da = a.tensors[ta];
+    const graph::TensorDesc* db = nullptr;
+    for (graph::TensorId tb : bIds) {
+      if (b.tensors[tb].name == da.name) db = &b.tensors[tb];
+    }
+    if (!db) {
+      throw UserError(std::string(role) + " '" + da.name + "'",
+                      "the candidate has no such " + std::string(role));
+    }
+    if (db->shape != da.shape || db->dtype != da.dtype) {
+      throw UserError(
+          std::string(role) + " '" + da.name + "'",
+          "is " + describe(da) + " in the reference but " + describe(*db) + " in the candidate");
+    }
+  }
+}
+
+}  // namespace
+
+const char* levelName(VerificationLevel level) {
+  return level == VerificationLevel::FiniteField ? "finite-field" : "float-only";
+}
+
+void requireSameInterface(const graph::KernelGraph& reference,
+                          const graph::KernelGraph& candidate) {
+  requireSameTensors(reference, reference.inputs, candidate, candidate.inputs, "input");
+  requireSameTensors(reference, reference.outputs, candidate, candidate.outputs, "output");
+}
+
+EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
+                                   const graph::KernelGraph& candidate,
+                                   const EquivalenceOptions& options) {
+  requireSameInterface(reference, candidate);
+  EquivalenceReport report;
+  report.seed = options.seed;
+
+  for (size_t i = 0; i < options.floatScales.size(); ++i) {
+    const double scale = options.floatScales[i];
+    const TensorMap<double> inputs = randomInputs(reference, subSeed(options.seed, i), scale);
+    const double error = maxRelativeError(evaluate(reference, inputs), evaluate(candidate, inputs));
+    report.maxRelError = std::max(report.maxRelError, error);
+    if (!(error <= options.floatTolerance)) {
+      std::ostringstream why;
+      why << "float test with inputs in ±" << scale << ": relative error " << error << " exceeds "
+          << options.floatTolerance;
+      report.mismatch = why.str();
+    }
+  }
+
+  if (!report.mismatch.empty()) {
+    report.levelReason = "the float tests already disagree; no fingerprint was needed";
+  } else if (auto why = opOutsideField(reference)) {
+    report.levelReason = *why;
+  } else if (auto whyCandidate = opOutsideField(candidate)) {
+    report.levelReason = *whyCandidate;
+  } else {
+    try {
+      const DegreeReport degree = differenceDegree(reference, candidate, subSeed(options.seed, 99));
+      report.degree = degree.degree;
+      report.perTrialBound = perTrialBound(degree.degree, degree.usesExp);
+      const int trials = options.trials.value_or(
+          trialsForBound(report.perTrialBound, options.targetBound, options.maxTrials));
+      uint64_t stream = 1000;
+      for (int t = 0; t < trials && report.mismatch.empty(); ++t) {
+        for (int attempt = 0;; ++attempt) {
+          try {
+            const TrialOutcome outcome =
+                runFingerprintTrial(reference, candidate, subSeed(options.seed, stream++));
+            if (!outcome.match) report.mismatch = outcome.mismatch;
+            break;
+          } catch (const ZeroDivisorInTrial&) {
+            ++report.resampledTrials;
+            if (attempt + 1 >= kMaxResamplesPerTrial) {
+              throw UserError("fingerprint trial " + std::to_string(t),
+                              "every draw hit a zero divisor; the graphs divide by something "
+                              "that vanishes identically");
+            }
+          }
+        }
+        ++report.trials;
+      }
+      report.level = VerificationLevel::FiniteField;
+      report.falseAcceptBound = falseAcceptBound(report.perTrialBound, report.trials);
+    } catch (const OutsideFieldFragment& e) {
+      report.level = VerificationLevel::FloatOnly;
+      report.levelReason = e.what();
+      report.trials = 0;
+      report.perTrialBound = 1.0;
+      report.falseAcceptBound = 1.0;
+    }
+  }
+  if (report.level == VerificationLevel::FloatOnly && options.floatScales.empty() &&
+      report.mismatch.empty()) {
+    report.mismatch = "undecided: " + report.levelReason + " and no float test was asked for";
+  }
+  report.equivalent = report.mismatch.empty();
+  return report;
+}
+
+}  // namespace mugraph::verify

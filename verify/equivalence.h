@@ -1,0 +1,50 @@
+// Equivalence checking of two programs or schedules: float tests in double at several input
+// scales, then (where every op has a field meaning) k independent finite-field fingerprint
+// trials whose false-accept bound is stated. Each verdict names the seed that replays it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace mugraph::verify {
+
+enum class VerificationLevel { FiniteField, FloatOnly };
+const char* levelName(VerificationLevel level);  // "finite-field", "float-only"
+
+struct EquivalenceOptions {
+  uint64_t seed = 0;
+  std::optional<int> trials;  // default: fewest trials reaching targetBound
+  double targetBound = 1e-12;
+  int maxTrials = 64;
+  std::vector<double> floatScales = {0.125, 0.5, 1.0};
+  double floatTolerance = 1e-9;
+};
+
+struct EquivalenceReport {
+  bool equivalent = false;
+  VerificationLevel level = VerificationLevel::FloatOnly;
+  std::string levelReason;  // why fingerprints were not used, for float-only
+  int trials = 0;           // fingerprint trials run
+  int resampledTrials = 0;  // trials drawn again after hitting a zero divisor
+  uint64_t seed = 0;
+  int64_t degree = 0;
+  double perTrialBound = 1.0;
+  double falseAcceptBound = 1.0;  // 1.0 when no fingerprint was taken
+  double maxRelError = 0.0;       // float tests, max over scales and outputs
+  std::string mismatch;           // first difference found, if any
+};
+
+// Checks that `candidate` computes the same outputs as `reference` (inputs and outputs are
+// matched by name; UserError if the interfaces differ).
+EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
+                                   const graph::KernelGraph& candidate,
+                                   const EquivalenceOptions& options);
+
+// Throws UserError naming the first input or output on which the two interfaces disagree.
+void requireSameInterface(const graph::KernelGraph& reference, const graph::KernelGraph& candidate);
+
+}  // namespace mugraph::verify

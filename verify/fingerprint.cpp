@@ -1,0 +1,54 @@
+#include "verify/fingerprint.h"
+
+#include <random>
+
+#include "verify/interpreter.h"
+
+namespace mugraph::verify {
+
+TensorMap<FieldElement> randomFieldInputs(const graph::KernelGraph& graph, uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  // Rejection sampling keeps both parts exactly uniform.
+  auto uniformBelow = [&generator](uint64_t bound) {
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
+    uint64_t x;
+    do x = generator();
+    while (x >= limit);
+    return static_cast<uint32_t>(x % bound);
+  };
+  TensorMap<FieldElement> inputs;
+  for (graph::TensorId id : graph.inputs) {
+    const graph::TensorDesc& desc = graph.tensors[id];
+    HostTensor<FieldElement> tensor{desc.shape, {}};
+    tensor.data.resize(static_cast<size_t>(graph::elementCount(desc.shape)));
+    for (FieldElement& v : tensor.data) {
+      v.a = uniformBelow(FieldParameters::p);
+      v.b = uniformBelow(FieldParameters::q);
+    }
+    inputs[desc.name] = std::move(tensor);
+  }
+  return inputs;
+}
+
+TrialOutcome runFingerprintTrial(const graph::KernelGraph& reference,
+                                 const graph::KernelGraph& candidate, uint64_t seed) {
+  const TensorMap<FieldElement> inputs = randomFieldInputs(reference, seed);
+  const TensorMap<FieldElement> expected = evaluate(reference, inputs);
+  const TensorMap<FieldElement> actual = evaluate(candidate, inputs);
+  for (const auto& [name, want] : expected) {
+    const HostTensor<FieldElement>& got = actual.at(name);
+    for (size_t i = 0; i < want.data.size(); ++i) {
+      const FieldElement& x = want.data[i];
+      const FieldElement& y = got.data[i];
+      // The q-part is compared only where both sides still carry one.
+      const bool qDiffers = x.hasQPart() && y.hasQPart() && x.b != y.b;
+      if (x.a != y.a || qDiffers) {
+        return TrialOutcome{false, "output '" + name + "' element " + std::to_string(i) +
+                                       " differs in the finite field"};
+      }
+    }
+  }
+  return TrialOutcome{};
+}
+
+}  // namespace mugraph::verify

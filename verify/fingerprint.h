@@ -1,0 +1,26 @@
+// One fingerprint trial: both graphs evaluated over the finite field on the same uniformly
+// random inputs (each element an independent pair (a mod p, b mod q)), outputs compared.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "graph/ir.h"
+#include "verify/finite_field.h"
+#include "verify/host_tensor.h"
+
+namespace mugraph::verify {
+
+TensorMap<FieldElement> randomFieldInputs(const graph::KernelGraph& graph, uint64_t seed);
+
+struct TrialOutcome {
+  bool match = true;
+  std::string mismatch;  // "output 'O' element 17 differs"
+};
+
+// Evaluates both graphs on one draw. Throws ZeroDivisorInTrial (draw again) or
+// OutsideFieldFragment (fingerprints cannot decide).
+TrialOutcome runFingerprintTrial(const graph::KernelGraph& reference,
+                                 const graph::KernelGraph& candidate, uint64_t seed);
+
+}  // namespace mugraph::verify

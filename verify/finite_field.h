@@ -1,0 +1,123 @@
+// The finite-field number domain used for fingerprints. A value is a pair (a mod p, b mod q)
+// with q prime and q | p - 1: arithmetic is component-wise, and exp maps the q-part b to
+// ω^b mod p, where ω has order q, so exp(x + y) = exp(x) · exp(y) holds exactly in the field.
+// The result of exp has no q-part; taking exp of it again leaves the verifiable fragment.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "verify/number_domain.h"
+
+namespace mugraph::verify {
+
+// 128-bit accumulators for exact modular dot products (a GCC/Clang extension).
+__extension__ typedef unsigned __int128 Uint128;
+
+// q is a Sophie Germain prime just below 2^31 and p = 2q + 1 < 2^32, so a product of two
+// residues fits in 64 bits and a dot product accumulates exactly in 128 bits.
+struct FieldParameters {
+  static constexpr uint64_t p = 4294967087ULL;  // prime
+  static constexpr uint64_t q = 2147483543ULL;  // prime, p = 2q + 1
+  static constexpr uint64_t omega = 25;         // 5 generates Z_p^*, so 5^2 has order q
+};
+
+struct FieldElement {
+  static constexpr uint32_t kNoQPart = 0xFFFFFFFFu;  // the q-part after an exp (⊥)
+  uint32_t a = 0;                                    // value mod p
+  uint32_t b = 0;                                    // value mod q, or kNoQPart
+
+  bool hasQPart() const { return b != kNoQPart; }
+  bool operator==(const FieldElement&) const = default;
+};
+
+// A division by zero: the trial's inputs hit a pole and the trial is drawn again.
+class ZeroDivisorInTrial : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The computation leaves what fingerprints can check: an op with no field meaning (max,
+// sqrt, silu) or exp applied to a value that already went through exp.
+class OutsideFieldFragment : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+namespace field {
+
+uint32_t inverseModP(uint32_t a);        // a != 0
+uint32_t inverseModQ(uint32_t b);        // b != 0
+uint32_t omegaPower(uint32_t exponent);  // ω^exponent mod p, exponent < q (table lookup)
+FieldElement fromRational(double c);     // the exact dyadic rational c, in both parts
+
+inline uint32_t mulModP(uint32_t x, uint32_t y) {
+  return static_cast<uint32_t>(uint64_t{x} * y % FieldParameters::p);
+}
+inline uint32_t mulModQ(uint32_t x, uint32_t y) {
+  return static_cast<uint32_t>(uint64_t{x} * y % FieldParameters::q);
+}
+inline uint32_t addMod(uint32_t x, uint32_t y, uint64_t m) {
+  const uint64_t s = uint64_t{x} + y;
+  return static_cast<uint32_t>(s >= m ? s - m : s);
+}
+inline uint32_t subMod(uint32_t x, uint32_t y, uint64_t m) {
+  return static_cast<uint32_t>(x >= y ? x - y : uint64_t{x} + m - y);
+}
+
+}  // namespace field
+
+template <>
+struct NumberDomain<FieldElement> {
+  using F = FieldElement;
+  static constexpr uint64_t p = FieldParameters::p;
+  static constexpr uint64_t q = FieldParameters::q;
+
+  static F zero() { return F{0, 0}; }
+  static F constant(double c) { return field::fromRational(c); }
+  static F add(F x, F y) {
+    const bool qPart = x.hasQPart() && y.hasQPart();
+    return F{field::addMod(x.a, y.a, p), qPart ? field::addMod(x.b, y.b, q) : F::kNoQPart};
+  }
+  static F sub(F x, F y) {
+    const bool qPart = x.hasQPart() && y.hasQPart();
+    return F{field::subMod(x.a, y.a, p), qPart ? field::subMod(x.b, y.b, q) : F::kNoQPart};
+  }
+  static F mul(F x, F y) {
+    const bool qPart = x.hasQPart() && y.hasQPart();
+    return F{field::mulModP(x.a, y.a), qPart ? field::mulModQ(x.b, y.b) : F::kNoQPart};
+  }
+  static F div(F x, F y) {
+    if (y.a == 0 || y.b == 0) throw ZeroDivisorInTrial("division by zero in a fingerprint trial");
+    const bool qPart = x.hasQPart() && y.hasQPart();
+    return F{field::mulModP(x.a, field::inverseModP(y.a)),
+             qPart ? field::mulModQ(x.b, field::inverseModQ(y.b)) : F::kNoQPart};
+  }
+  static F exp(F x) {
+    if (!x.hasQPart()) {
+      throw OutsideFieldFragment("exp of a value that already depends on exp");
+    }
+    return F{field::omegaPower(x.b), F::kNoQPart};
+  }
+  [[noreturn]] static F sqrt(F) { throw OutsideFieldFragment("sqrt has no finite-field meaning"); }
+  [[noreturn]] static F silu(F) { throw OutsideFieldFragment("silu has no finite-field meaning"); }
+  [[noreturn]] static F max(F, F) { throw OutsideFieldFragment("max has no finite-field meaning"); }
+  // Exact: products of residues below 2^32 fit in 64 bits, and up to 2^64 of them in 128.
+  static F dot(const F* x, int64_t strideX, const F* y, int64_t strideY, int64_t n) {
+    Uint128 sumA = 0;
+    Uint128 sumB = 0;
+    bool qPart = true;
+    for (int64_t k = 0; k < n; ++k) {
+      const F& u = x[k * strideX];
+      const F& v = y[k * strideY];
+      sumA += uint64_t{u.a} * v.a;
+      qPart = qPart && u.hasQPart() && v.hasQPart();
+      sumB += uint64_t{u.b} * v.b;
+    }
+    return F{static_cast<uint32_t>(sumA % p),
+             qPart ? static_cast<uint32_t>(sumB % q) : F::kNoQPart};
+  }
+};
+
+}  // namespace mugraph::verify
