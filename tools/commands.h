@@ -20,5 +20,6 @@ struct Command {
 
 Command addShowCommand(CLI::App& app);
 Command addCheckCommand(CLI::App& app);
+Command addVerifyCommand(CLI::App& app);
 
 }  // namespace mugraph::tools

@@ -113,7 +113,8 @@ void graphToDot(std::ostringstream& out, const KernelGraph& graph) {
         if (bop.kind == OpKind::Output) continue;
         const BlockTensor& tile = block.tensors[bop.output];
         out << "    " << dotId(prefix, tile.name) << " [label=\"" << tile.name << " = "
-            << opName(bop.kind) << "\\n" << formatDims(tile.shape) << "\"];\n";
+            << opName(bop.kind) << "\\n"
+            << formatDims(tile.shape) << "\"];\n";
         for (TensorId in : bop.inputs) {
           out << "    " << dotId(prefix, block.tensors[in].name) << " -> "
               << dotId(prefix, tile.name) << ";\n";

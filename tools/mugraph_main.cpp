@@ -1,8 +1,8 @@
 // mugraph: the command-line entry point. Parses flags with CLI11, runs one subcommand, and
 // turns every user error into one line on stderr with exit code 2 (never a crash).
 #include <iostream>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "graph/error.h"
 #include "tools/commands.h"
@@ -18,7 +18,8 @@ int run(int argc, char** argv) {
       "mugraph"};
   app.set_version_flag("--version", "mugraph 0.1 (schedule format version 1)");
   app.require_subcommand(1);
-  const std::vector<Command> commands = {addShowCommand(app), addCheckCommand(app)};
+  const std::vector<Command> commands = {addShowCommand(app), addCheckCommand(app),
+                                         addVerifyCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -14,8 +14,9 @@ Command addShowCommand(CLI::App& app) {
   };
   auto options = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
-      "show", "Summarize a program (.mg or JSON) or schedule (JSON): kernels, grids, tiles, "
-              "shared-memory bytes, hashes.");
+      "show",
+      "Summarize a program (.mg or JSON) or schedule (JSON): kernels, grids, tiles, "
+      "shared-memory bytes, hashes.");
   sub->add_option("FILE", options->file, "program or schedule file")->required();
   sub->add_flag("--dot", options->dot, "print a Graphviz digraph instead of the summary");
   return {sub, [options]() {

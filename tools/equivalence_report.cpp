@@ -1,0 +1,56 @@
+#include "tools/equivalence_report.h"
+
+#include <random>
+#include <sstream>
+
+namespace mugraph::tools {
+
+void addVerifyFlags(CLI::App& command, VerifyFlags& flags) {
+  command
+      .add_option("--trials", flags.trials,
+                  "finite-field trials (default: fewest giving a false-accept bound <= 1e-12)")
+      ->check(CLI::Range(1, 1000));
+  command.add_option("--seed", flags.seed,
+                     "seed of every random input (default: fresh; printed so a verdict replays)");
+  command.add_flag("--json", flags.json, "print the verdict as one JSON object");
+}
+
+verify::EquivalenceOptions optionsFromFlags(const VerifyFlags& flags) {
+  verify::EquivalenceOptions options;
+  options.trials = flags.trials;
+  options.seed =
+      flags.seed ? *flags.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
+  return options;
+}
+
+nlohmann::json reportToJson(const verify::EquivalenceReport& report) {
+  nlohmann::json out = {{"equivalent", report.equivalent},
+                        {"level", verify::levelName(report.level)},
+                        {"trials", report.trials},
+                        {"seed", report.seed},
+                        {"false_accept_bound", report.falseAcceptBound},
+                        {"per_trial_bound", report.perTrialBound},
+                        {"degree", report.degree},
+                        {"resampled_trials", report.resampledTrials},
+                        {"max_rel_error", report.maxRelError}};
+  if (!report.levelReason.empty()) out["level_reason"] = report.levelReason;
+  if (!report.mismatch.empty()) out["mismatch"] = report.mismatch;
+  return out;
+}
+
+std::string reportToText(const std::string& title, const verify::EquivalenceReport& report) {
+  std::ostringstream out;
+  out << title << ": " << (report.equivalent ? "EQUIVALENT" : "NOT EQUIVALENT") << "\n";
+  out << "  level               " << verify::levelName(report.level);
+  if (!report.levelReason.empty()) out << " (" << report.levelReason << ")";
+  out << "\n  trials              " << report.trials;
+  if (report.resampledTrials) out << " (" << report.resampledTrials << " redrawn: zero divisor)";
+  out << "\n  seed                " << report.seed << "\n";
+  out << "  false-accept bound  " << report.falseAcceptBound << " (degree " << report.degree
+      << ", per trial " << report.perTrialBound << ")\n";
+  out << "  max float error     " << report.maxRelError << " (relative, double)\n";
+  if (!report.mismatch.empty()) out << "  mismatch            " << report.mismatch << "\n";
+  return out.str();
+}
+
+}  // namespace mugraph::tools
