@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "graph/malformed_cases.h"
 #include "tools/run_cli.h"
 
 namespace mugraph::testing {
@@ -111,6 +112,68 @@ TEST_F(CliTest, CheckOnAProgramExplainsThatAScheduleIsNeeded) {
   const CliResult r = run("check " + shipped("gqa_mirage.mg"));
   EXPECT_EQ(r.exitCode, 2);
   EXPECT_THAT(r.err, HasSubstr("gqa_mirage.mg"));
+}
+
+// Every malformed program and schedule of the graph tests' table, through the CLI: `show`
+// and `check` (and `verify`, whose either side may be bad) exit 2 with one line on stderr
+// that names the file and the line or JSON path, and the reason; nothing on stdout.
+TEST_F(CliTest, EveryMalformedInputExitsTwoWithOneLineNamingWhereAndWhy) {
+  const std::vector<MalformedCase> cases = malformedCases();
+  ASSERT_GE(cases.size(), 25u);
+  for (const MalformedCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = writeScratch(c.fileName, c.contents);
+    for (const std::string& command :
+         {std::string("show "), std::string("check "), "verify " + shipped("gemm_1024.mg") + " "}) {
+      const CliResult r = run(command + path);
+      EXPECT_EQ(r.exitCode, 2) << command << r.err;
+      EXPECT_TRUE(r.out.empty()) << command << r.out;
+      ASSERT_FALSE(r.err.empty()) << command;
+      EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "more than one line: " << r.err;
+      EXPECT_THAT(r.err, HasSubstr(c.fileName));
+      if (command == "show ") {
+        EXPECT_THAT(r.err, HasSubstr(c.whereSubstring));
+        EXPECT_THAT(r.err, HasSubstr(c.reasonSubstring));
+      }
+    }
+  }
+}
+
+TEST_F(CliTest, VerifyComparesProgramsAndSchedulesAndReportsEveryField) {
+  const CliResult same =
+      run("verify --json " + shipped("gqa_mirage.mg") + " " + shipped("gqa_mirage.split_kv.json"));
+  ASSERT_EQ(same.exitCode, 0) << same.err;
+  const auto verdict = nlohmann::json::parse(same.out);
+  for (const char* key :
+       {"equivalent", "level", "trials", "seed", "false_accept_bound", "max_rel_error"}) {
+    EXPECT_TRUE(verdict.contains(key)) << key;
+  }
+  EXPECT_TRUE(verdict.at("equivalent").get<bool>());
+  EXPECT_EQ(verdict.at("level"), "finite-field");
+  EXPECT_LE(verdict.at("false_accept_bound").get<double>(), 1e-12);
+
+  // The same seed replays the same verdict.
+  const std::string seed = std::to_string(verdict.at("seed").get<uint64_t>());
+  const CliResult replay = run("verify --json --seed " + seed + " " + shipped("gqa_mirage.mg") +
+                               " " + shipped("gqa_mirage.split_kv.json"));
+  ASSERT_EQ(replay.exitCode, 0) << replay.err;
+  EXPECT_EQ(nlohmann::json::parse(replay.out).at("seed"), verdict.at("seed"));
+
+  // A different function over the same interface is not equivalent: exit 1.
+  const std::string other = writeScratch("other.mg",
+                                         "input A f16 [1024, 1024]\n"
+                                         "input B f16 [1024, 1024]\n"
+                                         "C = matmul(A, scale(B, c=2))\n"
+                                         "output C\n");
+  const CliResult differs =
+      run("verify --json --trials 1 " + shipped("gemm_1024.mg") + " " + other);
+  EXPECT_EQ(differs.exitCode, 1) << differs.err;
+  EXPECT_FALSE(nlohmann::json::parse(differs.out).at("equivalent").get<bool>());
+
+  // Different interfaces are bad input, not a verdict.
+  const CliResult mismatch =
+      run("verify " + shipped("gemm_1024.mg") + " " + shipped("gqa_mirage.mg"));
+  EXPECT_EQ(mismatch.exitCode, 2);
 }
 
 }  // namespace

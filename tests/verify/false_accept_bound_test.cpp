@@ -1,0 +1,160 @@
+// The false-accept bound: the formula (ε = D/p without exp, D/q with exp, ε^k for k trials),
+// the degrees the degree domain measures on hand-checked programs, and that a full check
+// reports exactly the bound the formula gives for its degree and trial count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "graph/builder.h"
+#include "graph/files.h"
+#include "verify/equivalence.h"
+#include "verify/false_accept_bound.h"
+#include "verify/finite_field.h"
+
+namespace mugraph::verify {
+namespace {
+
+using graph::DType;
+using graph::GraphBuilder;
+using graph::OpKind;
+
+constexpr double kP = static_cast<double>(FieldParameters::p);
+constexpr double kQ = static_cast<double>(FieldParameters::q);
+
+TEST(FalseAcceptBound, FieldParametersAreTheStatedPrimesWithQDividingPMinusOne) {
+  auto isPrime = [](uint64_t n) {
+    if (n < 2) return false;
+    for (uint64_t d = 2; d * d <= n; ++d) {
+      if (n % d == 0) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(isPrime(FieldParameters::p));
+  EXPECT_TRUE(isPrime(FieldParameters::q));
+  EXPECT_EQ((FieldParameters::p - 1) % FieldParameters::q, 0u);
+  EXPECT_GE(FieldParameters::q, uint64_t{1} << 30);
+  // ω has order exactly q: ω^q = 1 and ω != 1 (q is prime).
+  EXPECT_NE(field::omegaPower(1), 1u);
+  EXPECT_EQ(field::mulModP(field::omegaPower(static_cast<uint32_t>(FieldParameters::q - 1)),
+                           field::omegaPower(1)),
+            1u);
+}
+
+TEST(FalseAcceptBound, PerTrialAndTotalFollowTheFormula) {
+  for (int64_t degree : {1, 2, 7, 4096}) {
+    EXPECT_DOUBLE_EQ(perTrialBound(degree, false), static_cast<double>(degree) / kP);
+    EXPECT_DOUBLE_EQ(perTrialBound(degree, true), static_cast<double>(degree) / kQ);
+    for (int k : {1, 2, 5}) {
+      EXPECT_DOUBLE_EQ(falseAcceptBound(perTrialBound(degree, true), k),
+                       std::pow(static_cast<double>(degree) / kQ, k));
+    }
+  }
+  EXPECT_DOUBLE_EQ(perTrialBound(int64_t{1} << 40, true), 1.0);  // capped: no guarantee
+}
+
+TEST(FalseAcceptBound, TrialsAreTheFewestReachingTheTarget) {
+  const double eps = perTrialBound(2, true);  // ≈ 9.3e-10
+  EXPECT_EQ(trialsForBound(eps, 1e-12, 64), 2);
+  EXPECT_EQ(trialsForBound(eps, 1e-9, 64), 1);
+  EXPECT_EQ(trialsForBound(0.5, 1e-12, 64), 40);  // 0.5^40 ≈ 9.1e-13
+  EXPECT_EQ(trialsForBound(0.5, 1e-12, 10), 10);  // capped
+}
+
+struct Pair {
+  graph::Program a, b;
+};
+
+// A [4, 4] f32 input named `name` on the builder.
+graph::TensorId in(GraphBuilder& g, const char* name) {
+  return g.input(name, DType::F32, {4, 4});
+}
+
+Pair twoPrograms(const std::function<graph::TensorId(GraphBuilder&)>& first,
+                 const std::function<graph::TensorId(GraphBuilder&)>& second) {
+  GraphBuilder a("a"), b("b");
+  for (GraphBuilder* g : {&a, &b}) {
+    in(*g, "X");
+    in(*g, "Y");
+    in(*g, "Z");
+  }
+  a.op(OpKind::Scale, {first(a)}, {.scale = 1.0}, "R");
+  b.op(OpKind::Scale, {second(b)}, {.scale = 1.0}, "R");
+  a.output(*a.graph().findTensor("R"));
+  b.output(*b.graph().findTensor("R"));
+  return {a.finish(), b.finish()};
+}
+
+TEST(FalseAcceptBound, DegreesOfHandCheckedDifferences) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  // X·Y against Y·X: a degree-2 polynomial on both sides.
+  Pair p = twoPrograms(
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Mul, {0, 1});
+      },
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Mul, {1, 0});
+      });
+  EXPECT_EQ(differenceDegree(p.a, p.b, seed).degree, 2);
+  // (X+Y)/Z against X/Z + Y/Z: both share the denominator Z, so the difference is (X+Y-X-Y)/Z
+  // and its numerator has degree 1.
+  p = twoPrograms(
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Div, {g.op(OpKind::Add, {0, 1}), 2});
+      },
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Add, {g.op(OpKind::Div, {0, 2}), g.op(OpKind::Div, {1, 2})});
+      });
+  EXPECT_EQ(differenceDegree(p.a, p.b, seed).degree, 1);
+  // X/Y against X/Z: denominators differ, X·Z − X·Y has degree 2.
+  p = twoPrograms(
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Div, {0, 1});
+      },
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Div, {0, 2});
+      });
+  EXPECT_EQ(differenceDegree(p.a, p.b, seed).degree, 2);
+  // exp(X)·Y: each exp value is one fresh variable; the report notes exp.
+  p = twoPrograms(
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Mul, {g.op(OpKind::Exp, {0}), 1});
+      },
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Mul, {1, g.op(OpKind::Exp, {0})});
+      });
+  const DegreeReport withExp = differenceDegree(p.a, p.b, seed);
+  EXPECT_EQ(withExp.degree, 2);
+  EXPECT_TRUE(withExp.usesExp);
+  // A matmul over 4 terms of degree 2 stays degree 2 (a sum does not raise the degree).
+  p = twoPrograms(
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Matmul, {0, 1});
+      },
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Matmul, {0, 1});
+      });
+  EXPECT_EQ(differenceDegree(p.a, p.b, seed).degree, 2);
+}
+
+TEST(FalseAcceptBound, ACheckReportsTheFormulaForItsDegreeAndTrials) {
+  const graph::Schedule s =
+      graph::loadSchedule(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gqa_mirage.split_kv.json");
+  EquivalenceOptions options;
+  options.seed = std::random_device{}();
+  options.floatScales = {0.5};
+  const EquivalenceReport report = checkEquivalence(s.program, s.graph, options);
+  ASSERT_TRUE(report.equivalent) << report.mismatch;
+  EXPECT_EQ(report.level, VerificationLevel::FiniteField);
+  // GQA: O = Σ_j (e_j / S)·V_j, numerator degree 2 (an exp value times V) over the shared
+  // denominator S = Σ_j e_j of degree 1, on both sides.
+  EXPECT_EQ(report.degree, 2);
+  EXPECT_DOUBLE_EQ(report.perTrialBound, 2.0 / kQ);
+  EXPECT_EQ(report.trials, 2);
+  EXPECT_DOUBLE_EQ(report.falseAcceptBound, std::pow(2.0 / kQ, 2));
+  EXPECT_LE(report.falseAcceptBound, 1e-12);
+}
+
+}  // namespace
+}  // namespace mugraph::verify
