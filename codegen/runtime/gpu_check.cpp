@@ -1,0 +1,100 @@
+#include "codegen/runtime/gpu_check.h"
+
+#include <cmath>
+
+#include "codegen/runtime/half_precision.h"
+#include "graph/error.h"
+#include "verify/interpreter.h"
+#include "verify/random_inputs.h"
+
+namespace mugraph::codegen {
+namespace {
+
+// Logical row-major values of a tensor reordered into its storage order.
+std::vector<double> toStorageOrder(const std::vector<double>& logical, const graph::Dims& shape,
+                                   graph::Layout layout) {
+  if (layout == graph::Layout::RowMajor || shape.size() < 2) return logical;
+  const size_t rank = shape.size();
+  const int64_t rows = shape[rank - 2];
+  const int64_t cols = shape[rank - 1];
+  std::vector<double> stored(logical.size());
+  const int64_t matrices = static_cast<int64_t>(logical.size()) / (rows * cols);
+  for (int64_t m = 0; m < matrices; ++m) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        stored[m * rows * cols + c * rows + r] = logical[m * rows * cols + r * cols + c];
+      }
+    }
+  }
+  return stored;
+}
+
+}  // namespace
+
+double gpuTolerance(graph::DType dtype) {
+  switch (dtype) {
+    case graph::DType::F16:
+      return 2e-2;
+    case graph::DType::BF16:
+      return 5e-2;
+    case graph::DType::F32:
+      return 1e-3;
+  }
+  return 2e-2;
+}
+
+GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
+                          const std::string& dir, uint64_t seed, int repetitions) {
+  GpuSchedule gpu(driver, readManifest(dir + "/manifest.json"), dir);
+  GpuCheckReport report;
+  report.device = driver.deviceName();
+  report.ptxArch = gpu.ptxArch();
+  report.seed = seed;
+
+  verify::TensorMap<double> inputs = verify::randomInputs(schedule.program, seed);
+  for (auto& [name, tensor] : inputs) {
+    const ManifestTensor& t = gpu.manifest().tensor(name);
+    if (t.role != "input" || t.shape != tensor.shape) {
+      throw UserError(dir + "/manifest.json", "tensor '" + name + "' does not match the schedule");
+    }
+    std::vector<double> rounded;
+    encode(tensor.data, t.dtype, &rounded);
+    tensor.data = rounded;  // the interpreter sees exactly what the GPU reads
+    gpu.upload(name, encode(toStorageOrder(rounded, t.shape, t.layout), t.dtype));
+  }
+  for (const ManifestTensor& t : gpu.manifest().tensors) {
+    if (t.role != "input") gpu.poison(t.name);
+  }
+  gpu.run();
+  const verify::TensorMap<double> expected = verify::evaluate(schedule.program, inputs);
+
+  report.matches = true;
+  double worstRatio = 0;
+  for (const auto& [name, want] : expected) {
+    const ManifestTensor& t = gpu.manifest().tensor(name);
+    const std::vector<double> got = decode(gpu.download(name), t.dtype);
+    double maxDiff = 0, maxRef = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(got[i])) {
+        ++report.unwrittenElements;
+        continue;
+      }
+      maxDiff = std::max(maxDiff, std::fabs(got[i] - want.data[i]));
+      maxRef = std::max(maxRef, std::fabs(want.data[i]));
+    }
+    const double error = maxRef > 0 ? maxDiff / maxRef : maxDiff;
+    report.outputErrors[name] = error;
+    report.maxRelError = std::max(report.maxRelError, error);
+    const double tolerance = gpuTolerance(t.dtype);
+    if (error / tolerance >= worstRatio) {
+      worstRatio = error / tolerance;
+      report.tolerance = tolerance;
+    }
+    if (!(error <= tolerance)) report.matches = false;
+  }
+  if (report.unwrittenElements > 0) report.matches = false;
+  if (repetitions > 0) report.timing = gpu.time(/*warmup=*/10, repetitions);
+  return report;
+}
+
+}  // namespace mugraph::codegen

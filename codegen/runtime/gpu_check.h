@@ -1,0 +1,37 @@
+// Runs a replayed schedule on the GPU and checks it against the reference interpreter: fresh
+// random inputs rounded to their dtypes, outputs poisoned first (so an unwritten element
+// shows as NaN), the interpreter in double on the same rounded inputs, then timing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "codegen/runtime/cuda_driver.h"
+#include "codegen/runtime/gpu_schedule.h"
+#include "graph/ir.h"
+
+namespace mugraph::codegen {
+
+// Accepted normwise relative error of an output stored as `dtype`, against double: f16 keeps
+// 11 significant bits and bf16 8, and the kernels round intermediates (e.g. softmax weights
+// fed to an f16 matrix product) to the input dtype; f32 outputs accumulate in f32.
+double gpuTolerance(graph::DType dtype);
+
+struct GpuCheckReport {
+  std::string device;
+  std::string ptxArch;
+  uint64_t seed = 0;
+  bool matches = false;
+  double maxRelError = 0;         // max over outputs
+  double tolerance = 0;           // of the output with the largest error ratio
+  int64_t unwrittenElements = 0;  // NaN after the run (poison left, or NaN computed)
+  std::map<std::string, double> outputErrors;
+  TimingStats timing;
+};
+
+// `dir` is what `mugraph replay` wrote (manifest.json and PTX). `repetitions` = 0 skips timing.
+GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
+                          const std::string& dir, uint64_t seed, int repetitions);
+
+}  // namespace mugraph::codegen

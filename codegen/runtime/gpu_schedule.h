@@ -1,0 +1,56 @@
+// A schedule loaded on the GPU from its manifest and PTX: one module, one device buffer per
+// input and output, one workspace, and the kernels bound to their parameters. It launches
+// the whole schedule and times it with CUDA events over graph replays.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/runtime/cuda_driver.h"
+#include "codegen/runtime/manifest_reader.h"
+
+namespace mugraph::codegen {
+
+struct TimingStats {
+  int repetitions = 0;
+  double medianMicroseconds = 0;
+  double p10Microseconds = 0;  // spread: 10th and 90th percentile
+  double p90Microseconds = 0;
+  double minMicroseconds = 0;
+};
+
+class GpuSchedule {
+ public:
+  // `dir` holds the manifest's PTX files; the PTX of the highest arch the device runs is used.
+  GpuSchedule(const CudaDriver& driver, Manifest manifest, const std::string& dir);
+  ~GpuSchedule();
+  GpuSchedule(const GpuSchedule&) = delete;
+  GpuSchedule& operator=(const GpuSchedule&) = delete;
+
+  const Manifest& manifest() const { return manifest_; }
+  const std::string& ptxArch() const { return ptxArch_; }
+
+  void upload(const std::string& tensor, const std::vector<uint8_t>& bytes);
+  std::vector<uint8_t> download(const std::string& tensor) const;
+  void poison(const std::string& tensor);  // every byte 0xFF: NaN in f16, bf16 and f32
+
+  void run();  // every kernel once, in order, then synchronize (errors are thrown)
+  // Warm-up runs, then `repetitions` timed replays of a CUDA graph of the whole schedule.
+  TimingStats time(int warmup, int repetitions);
+
+ private:
+  CUdeviceptr pointerOf(const std::string& tensor) const;
+  void launchAll(CUstream stream);
+
+  const CudaDriver& driver_;
+  Manifest manifest_;
+  std::string ptxArch_;
+  CUmodule module_ = nullptr;
+  std::vector<CUfunction> functions_;
+  std::map<std::string, CUdeviceptr> buffers_;  // inputs and outputs
+  CUdeviceptr workspace_ = 0;
+  CUstream stream_ = nullptr;
+};
+
+}  // namespace mugraph::codegen

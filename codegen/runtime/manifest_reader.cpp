@@ -1,0 +1,136 @@
+#include "codegen/runtime/manifest_reader.h"
+
+#include <nlohmann/json.hpp>
+
+#include "graph/error.h"
+#include "graph/files.h"
+
+namespace mugraph::codegen {
+namespace {
+
+using nlohmann::json;
+
+// Typed access that turns every problem into a UserError with the JSON path.
+class Reader {
+ public:
+  Reader(const json& value, std::string file, std::string path)
+      : value_(value), file_(std::move(file)), path_(std::move(path)) {}
+  Reader at(const std::string& key) const {
+    if (!value_.is_object() || !value_.contains(key)) fail("missing key '" + key + "'");
+    return Reader(value_.at(key), file_, path_ + "." + key);
+  }
+  Reader at(size_t i) const {
+    return Reader(value_.at(i), file_, path_ + "[" + std::to_string(i) + "]");
+  }
+  bool has(const std::string& key) const { return value_.is_object() && value_.contains(key); }
+  size_t size() const {
+    if (!value_.is_array()) fail("expected an array");
+    return value_.size();
+  }
+  std::string string() const {
+    if (!value_.is_string()) fail("expected a string");
+    return value_.get<std::string>();
+  }
+  int64_t integer(int64_t minimum = 0) const {
+    if (!value_.is_number_integer()) fail("expected an integer");
+    const int64_t v = value_.get<int64_t>();
+    if (v < minimum) fail("must be at least " + std::to_string(minimum));
+    return v;
+  }
+  const json& raw() const { return value_; }
+  [[noreturn]] void fail(const std::string& reason) const {
+    throw UserError(file_ + ": " + path_, reason);
+  }
+
+ private:
+  const json& value_;
+  std::string file_;
+  std::string path_;
+};
+
+std::array<unsigned, 3> dim3(const Reader& r) {
+  if (r.size() != 3) r.fail("expected 3 numbers");
+  return {static_cast<unsigned>(r.at(0).integer(1)), static_cast<unsigned>(r.at(1).integer(1)),
+          static_cast<unsigned>(r.at(2).integer(1))};
+}
+
+}  // namespace
+
+const ManifestTensor& Manifest::tensor(const std::string& name) const {
+  for (const ManifestTensor& t : tensors) {
+    if (t.name == name) return t;
+  }
+  throw UserError("manifest", "no tensor '" + name + "'");
+}
+
+Manifest readManifest(const std::string& path) {
+  json document;
+  try {
+    document = json::parse(graph::readFileText(path));
+  } catch (const json::parse_error& e) {
+    throw UserError(path, std::string("not valid JSON: ") + e.what());
+  }
+  const Reader top(document, path, "$");
+  if (top.at("format").string() != "mugraph.manifest") top.at("format").fail("not a manifest");
+  if (top.at("version").integer() != 1) top.at("version").fail("unsupported manifest version");
+  Manifest m;
+  m.schedule = top.at("schedule").string();
+  m.scheduleHash = top.at("schedule_hash").string();
+  const Reader ptx = top.at("ptx");
+  if (!ptx.raw().is_object()) ptx.fail("expected an object of arch -> file");
+  for (const auto& [arch, file] : ptx.raw().items()) m.ptx[arch] = ptx.at(arch).string();
+  const Reader tensors = top.at("tensors");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Reader t = tensors.at(i);
+    ManifestTensor tensor;
+    tensor.name = t.at("name").string();
+    tensor.role = t.at("role").string();
+    if (tensor.role != "input" && tensor.role != "output" && tensor.role != "workspace") {
+      t.at("role").fail("unknown role '" + tensor.role + "'");
+    }
+    const auto dtype = graph::parseDType(t.at("dtype").string());
+    if (!dtype) t.at("dtype").fail("unknown dtype");
+    tensor.dtype = *dtype;
+    const Reader shape = t.at("shape");
+    for (size_t d = 0; d < shape.size(); ++d) tensor.shape.push_back(shape.at(d).integer(1));
+    if (t.has("layout")) {
+      const auto layout = graph::parseLayout(t.at("layout").string());
+      if (!layout) t.at("layout").fail("unknown layout");
+      tensor.layout = *layout;
+    }
+    tensor.bytes = t.at("bytes").integer(1);
+    if (tensor.bytes != graph::elementCount(tensor.shape) * graph::dtypeBytes(tensor.dtype)) {
+      t.at("bytes").fail("does not match the shape and dtype");
+    }
+    if (tensor.role == "workspace") tensor.offset = t.at("offset").integer();
+    m.tensors.push_back(std::move(tensor));
+  }
+  m.workspaceBytes = top.at("workspace_bytes").integer();
+  for (const ManifestTensor& t : m.tensors) {
+    if (t.role == "workspace" && t.offset + t.bytes > m.workspaceBytes) {
+      top.at("workspace_bytes").fail("workspace tensor '" + t.name + "' does not fit");
+    }
+  }
+  const Reader kernels = top.at("kernels");
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const Reader k = kernels.at(i);
+    ManifestKernel kernel;
+    kernel.entry = k.at("entry").string();
+    kernel.grid = dim3(k.at("grid"));
+    kernel.block = dim3(k.at("block"));
+    kernel.dynamicSharedBytes = static_cast<unsigned>(k.at("dynamic_shared_bytes").integer());
+    const Reader params = k.at("params");
+    for (size_t p = 0; p < params.size(); ++p) {
+      const Reader param = params.at(p).at("tensor");
+      const std::string name = param.string();
+      bool known = false;
+      for (const ManifestTensor& t : m.tensors) known = known || t.name == name;
+      if (!known) param.fail("names no tensor of the manifest");
+      kernel.params.push_back(name);
+    }
+    m.kernels.push_back(std::move(kernel));
+  }
+  return m;
+}
+
+}  // namespace mugraph::codegen

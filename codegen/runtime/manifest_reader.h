@@ -1,0 +1,48 @@
+// Reads the manifest.json that `mugraph replay` writes next to a schedule's PTX: everything a
+// client needs to launch the kernels (see codegen/README.md for the ABI). The runtime reads
+// it like any outside client would, so the manifest alone is known to suffice.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/types.h"
+
+namespace mugraph::codegen {
+
+struct ManifestTensor {
+  std::string name;
+  std::string role;  // "input", "output" or "workspace"
+  graph::DType dtype = graph::DType::F32;
+  graph::Dims shape;
+  graph::Layout layout = graph::Layout::RowMajor;
+  int64_t bytes = 0;
+  int64_t offset = 0;  // workspace tensors: byte offset into the workspace
+};
+
+struct ManifestKernel {
+  std::string entry;
+  std::array<unsigned, 3> grid{1, 1, 1};
+  std::array<unsigned, 3> block{1, 1, 1};
+  unsigned dynamicSharedBytes = 0;
+  std::vector<std::string> params;  // tensor names, in parameter order
+};
+
+struct Manifest {
+  std::string schedule;
+  std::string scheduleHash;
+  std::map<std::string, std::string> ptx;  // "sm_80" -> file name
+  std::vector<ManifestTensor> tensors;
+  int64_t workspaceBytes = 0;
+  std::vector<ManifestKernel> kernels;
+
+  const ManifestTensor& tensor(const std::string& name) const;
+};
+
+// UserError naming the file and JSON path of the first problem.
+Manifest readManifest(const std::string& path);
+
+}  // namespace mugraph::codegen
