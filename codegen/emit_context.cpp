@@ -1,0 +1,125 @@
+// Names and element addressing shared by the emitter's files (see emit_context.h).
+#include "codegen/emit_context.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace mugraph::codegen {
+namespace {
+
+bool isSimple(const std::string& expression) {
+  for (char c : expression) {
+    const bool plain =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (!plain) return false;
+  }
+  return true;
+}
+
+const SharedTile& layoutOf(const KernelPlan& plan, graph::TensorId tile) {
+  if (plan.home[tile] == TileHome::Registers) return *plan.materialized[tile];
+  return plan.shared[tile];
+}
+
+const char* kIndexNames[graph::kMaxRank] = {"i0", "i1", "i2", "i3"};
+
+}  // namespace
+
+Index4 openElementLoop(const EmitContext& context, const Extent4& extent,
+                       const std::string& variable, const std::string& start, int64_t stride) {
+  const int64_t count = extent[0] * extent[1] * extent[2] * extent[3];
+  if (stride == 0) stride = context.threads();
+  context.out.open("for (int " + variable + " = " + start + "; " + variable + " < " +
+                   std::to_string(count) + "; " + variable + " += " + std::to_string(stride) + ")");
+  Index4 index{"0", "0", "0", "0"};
+  int64_t inner = count;
+  for (int d = 0; d < graph::kMaxRank; ++d) {
+    if (extent[d] == 1) continue;
+    const bool outermost = inner == count;
+    inner /= extent[d];
+    std::string expression = variable;
+    if (inner != 1) expression += " / " + std::to_string(inner);
+    if (!outermost) expression = "(" + expression + ") % " + std::to_string(extent[d]);
+    context.out.line("const int " + std::string(kIndexNames[d]) + " = " + expression + ";");
+    index[d] = kIndexNames[d];
+  }
+  return index;
+}
+
+std::string storageType(graph::DType dtype) {
+  switch (dtype) {
+    case graph::DType::F16:
+      return "mg::f16";
+    case graph::DType::BF16:
+      return "mg::bf16";
+    case graph::DType::F32:
+      return "float";
+  }
+  return "float";
+}
+
+std::string floatLiteral(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  std::string text = buffer;
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text + "f";
+}
+
+std::string linearExpression(const std::vector<std::pair<std::string, int64_t>>& terms) {
+  std::string text;
+  for (const auto& [expression, stride] : terms) {
+    if (expression == "0" || stride == 0) continue;
+    if (!text.empty()) text += " + ";
+    const std::string operand = isSimple(expression) ? expression : "(" + expression + ")";
+    text += stride == 1 ? operand : operand + " * " + std::to_string(stride);
+  }
+  return text.empty() ? "0" : text;
+}
+
+std::string EmitContext::tileName(graph::TensorId tile) const {
+  if (plan.home[tile] == TileHome::Registers) return materializedName(tile);
+  return "t" + std::to_string(tile) + "_" + sanitizeIdentifier(block().tensors[tile].name);
+}
+
+std::string EmitContext::registersName(graph::TensorId tile) const {
+  return "r" + std::to_string(tile) + "_" + sanitizeIdentifier(block().tensors[tile].name);
+}
+
+std::string EmitContext::materializedName(graph::TensorId tile) const {
+  return "m" + std::to_string(tile) + "_" + sanitizeIdentifier(block().tensors[tile].name);
+}
+
+std::string EmitContext::paramName(int param) const {
+  const graph::TensorId tensor = kernel.params[param].tensor;
+  return "p" + std::to_string(param) + "_" + sanitizeIdentifier(plan.graph->tensors[tensor].name);
+}
+
+std::string EmitContext::sharedIndex(graph::TensorId tile, const Index4& index) const {
+  const SharedTile& layout = layoutOf(plan, tile);
+  const Extent4& e = layout.extent;
+  std::string row;
+  std::string col;
+  if (layout.transposed) {
+    row = linearExpression({{index[0], e[1] * e[3]}, {index[1], e[3]}, {index[3], 1}});
+    col = index[2];
+  } else {
+    row = linearExpression({{index[0], e[1] * e[2]}, {index[1], e[2]}, {index[2], 1}});
+    col = index[3];
+  }
+  if (layout.swizzleMask == 0) return linearExpression({{row, layout.cols}, {col, 1}});
+  const int chunkElements = static_cast<int>(16 / graph::dtypeBytes(layout.dtype));
+  return "mg::swizzle<" + std::to_string(chunkElements) + ">(" + row + ", " + col + ", " +
+         std::to_string(layout.cols) + ", " + std::to_string(layout.swizzleMask) + ")";
+}
+
+std::string EmitContext::readShared(graph::TensorId tile, const Index4& index) const {
+  const Extent4& e = layoutOf(plan, tile).extent;
+  Index4 clamped = index;
+  for (int d = 0; d < graph::kMaxRank; ++d) {
+    if (e[d] == 1) clamped[d] = "0";
+  }
+  return "mg::to_f32(" + tileName(tile) + "[" + sharedIndex(tile, clamped) + "])";
+}
+
+}  // namespace mugraph::codegen

@@ -1,0 +1,93 @@
+// Internal to the emitter: the state shared by the files that print one kernel (the plan,
+// the ABI, names of tiles and parameters) and the small printers they all use. Each
+// emit_*.cpp file prints one kind of code from a decided KernelPlan.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_abi.h"
+#include "codegen/kernel_plan.h"
+
+namespace mugraph::codegen {
+
+// Lines of CUDA C++ with indentation.
+class CudaWriter {
+ public:
+  void line(const std::string& text) {
+    text_ += std::string(static_cast<size_t>(indent_) * 2, ' ') + text + "\n";
+  }
+  void open(const std::string& text) {
+    line(text.empty() ? "{" : text + " {");
+    ++indent_;
+  }
+  void close(const std::string& suffix = "") {
+    --indent_;
+    line("}" + suffix);
+  }
+  // "} else {" and the like: closes one block and opens the next.
+  void reopen(const std::string& text) {
+    --indent_;
+    line("} " + text + " {");
+    ++indent_;
+  }
+  void enter() { ++indent_; }  // after a line that ends with "{"
+  void blank() { text_ += "\n"; }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+  int indent_ = 0;
+};
+
+// Four index expressions (padded rank 4); "0" where a dim has extent 1.
+using Index4 = std::array<std::string, graph::kMaxRank>;
+
+struct EmitContext {
+  const KernelPlan& plan;
+  const ScheduleAbi& abi;
+  const KernelAbi& kernel;
+  CudaWriter& out;
+
+  const graph::BlockGraph& block() const { return *plan.block; }
+  int threads() const { return plan.block->threads; }
+  std::string tileName(graph::TensorId tile) const;       // shared pointer
+  std::string registersName(graph::TensorId tile) const;  // register accumulator array
+  std::string materializedName(graph::TensorId tile) const;
+  std::string paramName(int param) const;
+  // Element (logical index) of a shared tile, as a buffer index expression.
+  std::string sharedIndex(graph::TensorId tile, const Index4& index) const;
+  // f32 value of a shared tile's element; size-1 dims of the tile broadcast.
+  std::string readShared(graph::TensorId tile, const Index4& index) const;
+};
+
+std::string storageType(graph::DType dtype);  // "float", "mg::f16", "mg::bf16"
+std::string floatLiteral(double value);       // "0.125f"
+// Expression for sum of index*stride, skipping zero indices and strides.
+std::string linearExpression(const std::vector<std::pair<std::string, int64_t>>& terms);
+
+// Opens `for (variable = start; variable < elements; variable += stride)` over the elements
+// of `extent` (stride 0: the block's thread count) and names the element's index i0..i3.
+Index4 openElementLoop(const EmitContext& context, const Extent4& extent,
+                       const std::string& variable = "e", const std::string& start = "threadIdx.x",
+                       int64_t stride = 0);
+
+// Part printers, one file each.
+void emitInputLoad(const EmitContext& context, int op, const std::string& buffer,
+                   const std::string& iteration);
+void emitOutputStore(const EmitContext& context, int op);
+void emitComputeOp(const EmitContext& context, int op);
+void emitReduction(const EmitContext& context, int op);  // reduce_sum, reduce_max, rms_norm
+void emitStandaloneAccumulate(const EmitContext& context, int op);
+void emitMmaOp(const EmitContext& context, int op);
+void emitRegisterOutputStore(const EmitContext& context, int op);
+void emitMaterialize(const EmitContext& context, graph::TensorId tile);
+
+// The register epilogue of `host` for one element: `value` is the host's result at `index`;
+// prints the fused chain, stores to shared tiles and folded accumulator updates.
+// `fragment` is the mma fragment index expression (empty outside tensor-core ops).
+void emitEpilogue(const EmitContext& context, int host, const std::string& value,
+                  const Index4& index, const std::string& fragment);
+
+}  // namespace mugraph::codegen

@@ -1,0 +1,132 @@
+// Global <-> shared copies of tiles. Input tiles are copied in their storage order (the
+// last stored dim is contiguous in global memory, also for transposed tensors) in the widest
+// chunks that stay aligned, with cp.async where possible; output tiles are converted to the
+// output dtype and stored in the widest aligned chunks.
+#include "codegen/emit_context.h"
+
+namespace mugraph::codegen {
+namespace {
+
+std::string baseOffset(const std::array<int64_t, graph::kGridAxes>& blockStep,
+                       int64_t iterationStep, const std::string& iteration) {
+  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  std::string text;
+  for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+    if (blockStep[axis] == 0) continue;
+    if (!text.empty()) text += " + ";
+    text += "static_cast<long long>(" + std::string(kBlock[axis]) + ") * " +
+            std::to_string(blockStep[axis]);
+  }
+  if (iterationStep != 0) {
+    if (!text.empty()) text += " + ";
+    text += "static_cast<long long>(" + iteration + ") * " + std::to_string(iterationStep);
+  }
+  return text.empty() ? "0" : text;
+}
+
+// Names the three outer indices of a row of a [e0][e1][e2][cols] box.
+std::array<std::string, 3> splitRow(CudaWriter& out, const Extent4& extent) {
+  std::array<std::string, 3> names{"0", "0", "0"};
+  const char* kNames[3] = {"s0", "s1", "s2"};
+  int64_t inner = extent[0] * extent[1] * extent[2];
+  const int64_t rows = inner;
+  for (int d = 0; d < 3; ++d) {
+    if (extent[d] == 1) continue;
+    const bool outermost = inner == rows;
+    inner /= extent[d];
+    std::string expression = "row";
+    if (inner != 1) expression += " / " + std::to_string(inner);
+    if (!outermost) expression = "(" + expression + ") % " + std::to_string(extent[d]);
+    out.line("const int " + std::string(kNames[d]) + " = " + expression + ";");
+    names[d] = kNames[d];
+  }
+  return names;
+}
+
+// Element offset of (s0, s1, s2, col) in global memory, in 64-bit arithmetic.
+std::string globalOffset(const std::array<std::string, 3>& s, const Extent4& stride) {
+  const auto wide = [](const std::string& index) {
+    return index == "0" ? index : "static_cast<long long>(" + index + ")";
+  };
+  return linearExpression(
+      {{wide(s[0]), stride[0]}, {wide(s[1]), stride[1]}, {wide(s[2]), stride[2]}, {"col", 1}});
+}
+
+std::string storedIndex(const SharedTile& tile, const std::string& row, const std::string& col) {
+  if (tile.swizzleMask == 0) return linearExpression({{row, tile.cols}, {col, 1}});
+  const int chunkElements = static_cast<int>(16 / graph::dtypeBytes(tile.dtype));
+  return "mg::swizzle<" + std::to_string(chunkElements) + ">(" + row + ", " + col + ", " +
+         std::to_string(tile.cols) + ", " + std::to_string(tile.swizzleMask) + ")";
+}
+
+}  // namespace
+
+void emitInputLoad(const EmitContext& context, int opIndex, const std::string& buffer,
+                   const std::string& iteration) {
+  const graph::BlockOp& op = context.block().ops[opIndex];
+  const InputCopy& copy = *context.plan.inputs[opIndex];
+  const SharedTile& tile = context.plan.shared[op.output];
+  const int64_t elementBytes = graph::dtypeBytes(tile.dtype);
+  const int64_t chunkElements = copy.chunkBytes / elementBytes;
+  const int64_t chunksPerRow = copy.boxExtent[3] / chunkElements;
+  const int64_t rows = copy.boxExtent[0] * copy.boxExtent[1] * copy.boxExtent[2];
+  CudaWriter& out = context.out;
+  out.open("");
+  out.line("const " + storageType(tile.dtype) + "* const src = " + context.paramName(copy.param) +
+           " + (" + baseOffset(copy.blockStep, copy.iterationStep, iteration) + ");");
+  out.open("for (int c = threadIdx.x; c < " + std::to_string(rows * chunksPerRow) +
+           "; c += " + std::to_string(context.threads()) + ")");
+  out.line("const int row = c / " + std::to_string(chunksPerRow) + ";");
+  out.line("const int col = (c % " + std::to_string(chunksPerRow) + ") * " +
+           std::to_string(chunkElements) + ";");
+  const std::array<std::string, 3> s = splitRow(out, copy.boxExtent);
+  out.line("const long long g = " + globalOffset(s, copy.globalStride) + ";");
+  const std::string destination = buffer + " + " + storedIndex(tile, "row", "col");
+  if (copy.async) {
+    out.line("mg::cp_async<" + std::to_string(copy.chunkBytes) + ">(" + destination +
+             ", src + g);");
+  } else {
+    out.line("*(" + destination + ") = src[g];");
+  }
+  out.close();
+  out.close();
+}
+
+void emitOutputStore(const EmitContext& context, int opIndex) {
+  const graph::BlockOp& op = context.block().ops[opIndex];
+  const OutputCopy& copy = *context.plan.outputs[opIndex];
+  const graph::TensorId tile = op.inputs[0];
+  const graph::TensorDesc& dest =
+      context.plan.graph->tensors[context.plan.kernel->outputs[op.kernelTensor]];
+  const std::string type = storageType(dest.dtype);
+  const Extent4 extent = padTo4(context.block().tensors[tile].shape);
+  const int64_t chunkElements = copy.chunkBytes / graph::dtypeBytes(dest.dtype);
+  const int64_t chunksPerRow = extent[3] / chunkElements;
+  CudaWriter& out = context.out;
+  out.open("");
+  out.line(type + "* const dst = " + context.paramName(copy.param) + " + (" +
+           baseOffset(copy.blockStep, 0, "") + ");");
+  out.open("for (int c = threadIdx.x; c < " +
+           std::to_string(extent[0] * extent[1] * extent[2] * chunksPerRow) +
+           "; c += " + std::to_string(context.threads()) + ")");
+  out.line("const int row = c / " + std::to_string(chunksPerRow) + ";");
+  out.line("const int col = (c % " + std::to_string(chunksPerRow) + ") * " +
+           std::to_string(chunkElements) + ";");
+  const std::array<std::string, 3> s = splitRow(out, extent);
+  out.line("const long long g = " + globalOffset(s, copy.globalStride) + ";");
+  if (chunkElements == 1) {
+    out.line("dst[g] = mg::from_f32<" + type + ">(" +
+             context.readShared(tile, {s[0], s[1], s[2], "col"}) + ");");
+  } else {
+    out.line("alignas(16) " + type + " values[" + std::to_string(chunkElements) + "];");
+    out.line("#pragma unroll");
+    out.line("for (int j = 0; j < " + std::to_string(chunkElements) +
+             "; ++j) values[j] = mg::from_f32<" + type + ">(" +
+             context.readShared(tile, {s[0], s[1], s[2], "col + j"}) + ");");
+    out.line("mg::copy_chunk<" + std::to_string(copy.chunkBytes) + ">(dst + g, values);");
+  }
+  out.close();
+  out.close();
+}
+
+}  // namespace mugraph::codegen

@@ -1,0 +1,258 @@
+// The skeleton of each generated kernel, in the interpreter's order: shared tile pointers
+// and accumulators, loads of loop-invariant tiles, the for-loop (prefetching the next
+// iteration's tiles with cp.async while computing this one's), the epilogue after the
+// accumulators, then the output stores. The op bodies come from emit_compute.cpp,
+// emit_mma.cpp and emit_copies.cpp.
+#include "codegen/emit_kernel.h"
+
+#include "codegen/emit_context.h"
+#include "codegen/kernel_plan.h"
+#include "graph/error.h"
+#include "graph/hash.h"
+
+namespace mugraph::codegen {
+namespace {
+
+using graph::OpKind;
+using graph::TensorId;
+
+inline constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
+inline constexpr int64_t kMaxGridYZ = 65535;
+inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
+inline constexpr int64_t kTwoBlocksSharedBytes = 113 * 1024;
+
+bool runsInLoop(const KernelPlan& plan, int op) {
+  const graph::BlockOp& blockOp = plan.block->ops[op];
+  if (blockOp.kind == OpKind::Input || blockOp.kind == OpKind::Output) return false;
+  return graph::isAccumulator(blockOp.kind) ||
+         plan.phases[blockOp.output] == graph::Phase::PerIteration;
+}
+
+std::string sharedPointer(const EmitContext& context, TensorId tile, const std::string& stage) {
+  const SharedTile& layout = context.plan.shared[tile];
+  std::string offset = std::to_string(layout.offset);
+  if (!stage.empty()) offset += " + (" + stage + ") * " + std::to_string(layout.bytes);
+  return "reinterpret_cast<" + storageType(layout.dtype) + "*>(mg_smem + " + offset + ")";
+}
+
+void declareSharedTiles(const EmitContext& context, bool doubleBuffered, const std::string& stage) {
+  const KernelPlan& plan = context.plan;
+  for (size_t t = 0; t < plan.shared.size(); ++t) {
+    const TensorId tile = static_cast<TensorId>(t);
+    if (plan.home[t] == TileHome::Shared && (plan.shared[t].buffers > 1) == doubleBuffered) {
+      context.out.line(storageType(plan.shared[t].dtype) + "* const " + context.tileName(tile) +
+                       " = " + sharedPointer(context, tile, stage) + ";");
+    }
+    if (!doubleBuffered && plan.materialized[t]) {
+      context.out.line("float* const " + context.materializedName(tile) +
+                       " = reinterpret_cast<float*>(mg_smem + " +
+                       std::to_string(plan.materialized[t]->offset) + ");");
+    }
+  }
+}
+
+void initializeAccumulators(const EmitContext& context) {
+  const KernelPlan& plan = context.plan;
+  for (const graph::BlockOp& op : context.block().ops) {
+    if (!graph::isAccumulator(op.kind)) continue;
+    const TensorId acc = op.output;
+    if (plan.home[acc] == TileHome::Registers) {
+      const int fragments = plan.ops[plan.emitter[acc]].mma->fragments();
+      context.out.line("float " + context.registersName(acc) + "[" + std::to_string(fragments) +
+                       "];");
+      context.out.line("#pragma unroll");
+      context.out.line("for (int f = 0; f < " + std::to_string(fragments) + "; ++f) " +
+                       context.registersName(acc) + "[f] = 0.0f;");
+    } else if (plan.home[acc] == TileHome::Shared && op.kind == OpKind::AccumSum) {
+      const SharedTile& layout = plan.shared[acc];
+      context.out.line("for (int e = threadIdx.x; e < " +
+                       std::to_string(layout.rows * layout.cols) +
+                       "; e += " + std::to_string(context.threads()) + ") " +
+                       context.tileName(acc) + "[e] = 0.0f;");
+    }
+  }
+}
+
+void emitOp(const EmitContext& context, int op) {
+  if (!context.plan.ops[op].emitted) return;
+  const graph::BlockOp& blockOp = context.block().ops[op];
+  context.out.line("// " + std::string(graph::opName(blockOp.kind)) + " -> " +
+                   context.block().tensors[blockOp.output].name);
+  if (graph::isAccumulator(blockOp.kind)) {
+    emitStandaloneAccumulate(context, op);
+  } else if (context.plan.ops[op].mma) {
+    emitMmaOp(context, op);
+  } else {
+    emitComputeOp(context, op);
+  }
+  context.out.line("__syncthreads();");
+}
+
+// The for-loop. Tiles with several buffers form a cp.async pipeline of `stages` buffers:
+// iterations 0 .. stages-2 are issued before the loop, iteration it + stages - 1 at the top
+// of iteration it (one commit group per iteration, empty at the end), and wait_group
+// stages-1 then guarantees that iteration it's group has landed.
+void emitLoop(const EmitContext& context) {
+  const KernelPlan& plan = context.plan;
+  const graph::BlockGraph& block = context.block();
+  CudaWriter& out = context.out;
+  const int stages = plan.pipelineStages;
+  const bool powerOfTwo = (stages & (stages - 1)) == 0;
+  const std::string stageOf =
+      powerOfTwo ? "& " + std::to_string(stages - 1) : "% " + std::to_string(stages);
+  std::vector<int> prefetched;
+  std::vector<int> loadedEachIteration;
+  bool anyAsync = false;
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    if (!plan.inputs[o]) continue;
+    const InputCopy& copy = *plan.inputs[o];
+    const int op = static_cast<int>(o);
+    if (plan.shared[block.ops[o].output].buffers > 1) {
+      prefetched.push_back(op);
+    } else if (!copy.perIteration) {
+      emitInputLoad(context, op, context.tileName(block.ops[o].output), "0");
+    } else {
+      loadedEachIteration.push_back(op);
+    }
+    anyAsync = anyAsync || copy.async;
+  }
+  if (!prefetched.empty()) {
+    out.open("for (int stage = 0; stage < " + std::to_string(stages - 1) + "; ++stage)");
+    for (int op : prefetched) {
+      emitInputLoad(context, op, sharedPointer(context, block.ops[op].output, "stage"), "stage");
+    }
+    out.line("mg::cp_async_commit();");
+    out.close();
+  } else if (anyAsync) {
+    out.line("mg::cp_async_commit();");
+  }
+  if (block.forloop > 1) {
+    out.open("for (int it = 0; it < " + std::to_string(block.forloop) + "; ++it)");
+  } else {
+    out.open("");
+    out.line("const int it = 0;");
+    out.line("(void)it;");
+  }
+  declareSharedTiles(context, true, "it " + stageOf);
+  if (!prefetched.empty()) {
+    const std::string ahead = "it + " + std::to_string(stages - 1);
+    out.open("if (" + ahead + " < " + std::to_string(block.forloop) + ")");
+    for (int op : prefetched) {
+      emitInputLoad(context, op,
+                    sharedPointer(context, block.ops[op].output, "(" + ahead + ") " + stageOf),
+                    ahead);
+    }
+    out.close();
+    out.line("mg::cp_async_commit();");
+    out.line("mg::cp_async_wait<" + std::to_string(stages - 1) + ">();");
+  } else if (anyAsync) {
+    out.line("mg::cp_async_wait<0>();");
+  }
+  for (int op : loadedEachIteration) {
+    emitInputLoad(context, op, context.tileName(block.ops[op].output), "it");
+  }
+  out.line("__syncthreads();");
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    if (runsInLoop(plan, static_cast<int>(o))) emitOp(context, static_cast<int>(o));
+  }
+  out.close();
+}
+
+void emitKernel(const EmitContext& context) {
+  const KernelPlan& plan = context.plan;
+  const graph::BlockGraph& block = context.block();
+  CudaWriter& out = context.out;
+  out.line("// " + context.kernel.entry + ": grid (" + std::to_string(block.grid[0]) + ", " +
+           std::to_string(block.grid[1]) + ", " + std::to_string(block.grid[2]) + "), " +
+           std::to_string(block.threads) + " threads, forloop " + std::to_string(block.forloop) +
+           ", " + std::to_string(plan.sharedBytes) + " bytes of dynamic shared memory.");
+  // Two blocks per multiprocessor where shared memory allows: with 256 threads that caps
+  // registers at 128, which the tiled GEMM fits without spilling.
+  const bool twoBlocks = block.threads <= 256 && plan.sharedBytes <= kTwoBlocksSharedBytes;
+  out.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block.threads) +
+           (twoBlocks ? ", 2" : "") + ") " + context.kernel.entry + "(");
+  for (size_t p = 0; p < context.kernel.params.size(); ++p) {
+    const KernelParam& param = context.kernel.params[p];
+    const graph::TensorDesc& desc = plan.graph->tensors[param.tensor];
+    const std::string type =
+        (param.written ? "" : "const ") + storageType(desc.dtype) + "* __restrict__ ";
+    const bool last = p + 1 == context.kernel.params.size();
+    out.line("    " + type + context.paramName(static_cast<int>(p)) + (last ? ") {" : ","));
+  }
+  out.enter();
+  out.line("extern __shared__ __align__(128) unsigned char mg_smem[];");
+  declareSharedTiles(context, false, "");
+  initializeAccumulators(context);
+  emitLoop(context);
+  bool materialized = false;
+  for (size_t t = 0; t < plan.materialized.size(); ++t) {
+    if (!plan.materialized[t]) continue;
+    emitMaterialize(context, static_cast<TensorId>(t));
+    materialized = true;
+  }
+  if (materialized) out.line("__syncthreads();");
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    const graph::BlockOp& op = block.ops[o];
+    if (op.kind == OpKind::Input || op.kind == OpKind::Output) continue;
+    if (!runsInLoop(plan, static_cast<int>(o))) emitOp(context, static_cast<int>(o));
+  }
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    const graph::BlockOp& op = block.ops[o];
+    if (op.kind != OpKind::Output) continue;
+    out.line("// output " + block.tensors[op.inputs[0]].name);
+    if (plan.home[op.inputs[0]] == TileHome::Registers) {
+      emitRegisterOutputStore(context, static_cast<int>(o));
+    } else {
+      emitOutputStore(context, static_cast<int>(o));
+    }
+  }
+  out.close();
+}
+
+// A kernel no sm_80/sm_90 GPU could launch is reported here rather than at launch time.
+void checkLaunchable(const KernelPlan& plan, const std::string& entry) {
+  const auto& grid = plan.block->grid;
+  if (grid[0] > kMaxGridX || grid[1] > kMaxGridYZ || grid[2] > kMaxGridYZ) {
+    throw UserError("kernel " + entry,
+                    "grid (" + std::to_string(grid[0]) + ", " + std::to_string(grid[1]) + ", " +
+                        std::to_string(grid[2]) + ") exceeds CUDA's limits (2^31-1, 65535, 65535)");
+  }
+  if (plan.sharedBytes > kMaxSharedBytes) {
+    throw UserError("kernel " + entry,
+                    "needs " + std::to_string(plan.sharedBytes) +
+                        " bytes of shared memory; an sm_90 block can have at most " +
+                        std::to_string(kMaxSharedBytes));
+  }
+}
+
+}  // namespace
+
+EmittedSource emitSchedule(const graph::Schedule& schedule) {
+  EmittedSource result;
+  result.abi = planAbi(schedule.graph);
+  CudaWriter out;
+  out.line("// Generated by mugraph from schedule '" + schedule.name + "' (hash " +
+           graph::hashHex(graph::scheduleHash(schedule)) + "). Do not edit.");
+  out.line("// Launch ABI: see manifest.json. Parameters are device pointers: the tensors a");
+  out.line("// kernel writes, then those it reads; intermediates live in the workspace.");
+  out.line("#include \"mugraph_device.cuh\"");
+  out.blank();
+  for (const KernelAbi& kernel : result.abi.kernels) {
+    const KernelPlan plan =
+        planKernel(schedule.graph, kernel.kernelIndex, kernel.inputParams, kernel.outputParams);
+    checkLaunchable(plan, kernel.entry);
+    const EmitContext context{plan, result.abi, kernel, out};
+    emitKernel(context);
+    out.blank();
+    EmittedKernel emitted;
+    emitted.entry = kernel.entry;
+    emitted.grid = plan.block->grid;
+    emitted.threads = plan.block->threads;
+    emitted.dynamicSharedBytes = plan.sharedBytes;
+    result.kernels.push_back(emitted);
+  }
+  result.source = out.text();
+  return result;
+}
+
+}  // namespace mugraph::codegen

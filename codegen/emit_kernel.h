@@ -1,0 +1,35 @@
+// CUDA C++ for a schedule whose kernels are all block graphs: one
+// `extern "C" __global__` kernel per block graph, named mugraph_k<index>_<kernel name>,
+// shapes compiled in as constants, computing exactly what verify/interpreter.h computes
+// (in f32; tiles feeding tensor-core matmuls are rounded to their declared 16-bit dtype).
+// The source includes only "mugraph_device.cuh" (device_header.h), so NVRTC needs nothing
+// from disk.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_abi.h"
+#include "graph/ir.h"
+
+namespace mugraph::codegen {
+
+struct EmittedKernel {
+  std::string entry;
+  std::array<int64_t, graph::kGridAxes> grid{1, 1, 1};
+  int threads = 128;
+  int64_t dynamicSharedBytes = 0;
+};
+
+struct EmittedSource {
+  std::string source;                  // kernel.cu
+  std::vector<EmittedKernel> kernels;  // launch order
+  ScheduleAbi abi;
+};
+
+// `schedule.graph` must hold block graphs only (see lower_predefined_ops.h); UserError else.
+EmittedSource emitSchedule(const graph::Schedule& schedule);
+
+}  // namespace mugraph::codegen

@@ -1,0 +1,135 @@
+// Tensor-core matmuls (mma.sync m16n8k16, f32 accumulators) and what follows from them:
+// each warp owns a block of fragments, the register epilogue runs per fragment element,
+// accumulators behind the matmul stay in those fragments across the for-loop and are
+// stored to global memory (or to a shared tile, for epilogue ops) straight from registers.
+#include "codegen/emit_context.h"
+
+namespace mugraph::codegen {
+namespace {
+
+const MmaPlan& registerPlan(const EmitContext& context, graph::TensorId tile) {
+  return *context.plan.ops[context.plan.emitter[tile]].mma;
+}
+
+// Opens `if (warp is active)` and names the warp's first row and column.
+void openWarpBlock(const EmitContext& context, const MmaPlan& mma) {
+  CudaWriter& out = context.out;
+  out.open("");
+  out.line("const int warp = threadIdx.x >> 5;");
+  out.line("const int lane = threadIdx.x & 31;");
+  out.line("(void)lane;");
+  out.open("if (warp < " + std::to_string(mma.warpsM * mma.warpsN) + ")");
+  out.line("const int m0 = (warp / " + std::to_string(mma.warpsN) + ") * " +
+           std::to_string(mma.mi * 16) + ";");
+  out.line("const int n0 = (warp % " + std::to_string(mma.warpsN) + ") * " +
+           std::to_string(mma.ni * 8) + ";");
+}
+
+void closeWarpBlock(const EmitContext& context) {
+  context.out.close();
+  context.out.close();
+}
+
+// Loops over the thread's fragment elements; `pairs` steps two columns at a time.
+void openFragmentLoop(const EmitContext& context, const MmaPlan& mma, bool pairs) {
+  CudaWriter& out = context.out;
+  out.line("#pragma unroll");
+  out.open("for (int mi = 0; mi < " + std::to_string(mma.mi) + "; ++mi)");
+  out.line("#pragma unroll");
+  out.open("for (int ni = 0; ni < " + std::to_string(mma.ni) + "; ++ni)");
+  out.line("#pragma unroll");
+  out.open(pairs ? "for (int r = 0; r < 4; r += 2)" : "for (int r = 0; r < 4; ++r)");
+  out.line("const int i2 = m0 + mi * 16 + (lane >> 2) + ((r >> 1) << 3);");
+  out.line("const int i3 = n0 + ni * 8 + ((lane & 3) << 1)" +
+           std::string(pairs ? "" : " + (r & 1)") + ";");
+  out.line("const int f = (mi * " + std::to_string(mma.ni) + " + ni) * 4 + r;");
+}
+
+void closeFragmentLoop(const EmitContext& context) {
+  context.out.close();
+  context.out.close();
+  context.out.close();
+}
+
+}  // namespace
+
+void emitMmaOp(const EmitContext& context, int opIndex) {
+  const OpPlan& opPlan = context.plan.ops[opIndex];
+  const MmaPlan& mma = *opPlan.mma;
+  const graph::BlockOp& op = context.block().ops[opIndex];
+  const SharedTile& a = context.plan.shared[op.inputs[0]];
+  const SharedTile& b = context.plan.shared[op.inputs[1]];
+  std::string fragments = "frag";
+  if (opPlan.accumulateInPlace) {
+    for (int accumulatorOp : context.plan.foldedAccumulators) {
+      if (context.block().ops[accumulatorOp].inputs[0] == op.output) {
+        fragments = context.registersName(context.block().ops[accumulatorOp].output);
+      }
+    }
+  }
+  openWarpBlock(context, mma);
+  CudaWriter& out = context.out;
+  if (!opPlan.accumulateInPlace) {
+    out.line("float frag[" + std::to_string(mma.fragments()) + "];");
+    out.line("#pragma unroll");
+    out.line("for (int f = 0; f < " + std::to_string(mma.fragments()) + "; ++f) frag[f] = 0.0f;");
+  }
+  out.line("mg::mma_warp_tile<" + storageType(mma.dtype) + ", " + std::to_string(mma.mi) + ", " +
+           std::to_string(mma.ni) + ", " + std::to_string(mma.k) + ", " +
+           (mma.aStoredKM ? "true" : "false") + ", " + (mma.bStoredKN ? "true" : "false") + ">(" +
+           fragments + ", " + context.tileName(op.inputs[0]) + ", " + std::to_string(a.cols) +
+           ", " + std::to_string(a.swizzleMask) + ", " + context.tileName(op.inputs[1]) + ", " +
+           std::to_string(b.cols) + ", " + std::to_string(b.swizzleMask) + ", m0, n0);");
+  if (!opPlan.accumulateInPlace) {
+    openFragmentLoop(context, mma, false);
+    emitEpilogue(context, opIndex, "frag[f]", {"0", "0", "i2", "i3"}, "f");
+    closeFragmentLoop(context);
+  }
+  closeWarpBlock(context);
+}
+
+void emitRegisterOutputStore(const EmitContext& context, int opIndex) {
+  const graph::BlockOp& op = context.block().ops[opIndex];
+  const OutputCopy& copy = *context.plan.outputs[opIndex];
+  const graph::TensorId tile = op.inputs[0];
+  const MmaPlan& mma = registerPlan(context, tile);
+  const graph::TensorDesc& dest =
+      context.plan.graph->tensors[context.plan.kernel->outputs[op.kernelTensor]];
+  const std::string type = storageType(dest.dtype);
+  const std::string values = context.registersName(tile);
+  const int64_t elementBytes = graph::dtypeBytes(dest.dtype);
+  std::string base;
+  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+    if (copy.blockStep[axis] == 0) continue;
+    base += " + static_cast<long long>(" + std::string(kBlock[axis]) + ") * " +
+            std::to_string(copy.blockStep[axis]);
+  }
+  openWarpBlock(context, mma);
+  CudaWriter& out = context.out;
+  out.line(type + "* const dst = " + context.paramName(copy.param) + base + ";");
+  openFragmentLoop(context, mma, true);
+  out.line("const long long g = static_cast<long long>(i2) * " +
+           std::to_string(copy.globalStride[2]) + " + i3;");
+  if (copy.chunkBytes >= 2 * elementBytes) {
+    out.line("mg::store_pair(dst + g, " + values + "[f], " + values + "[f + 1]);");
+  } else {
+    out.line("dst[g] = mg::from_f32<" + type + ">(" + values + "[f]);");
+    out.line("dst[g + 1] = mg::from_f32<" + type + ">(" + values + "[f + 1]);");
+  }
+  closeFragmentLoop(context);
+  closeWarpBlock(context);
+}
+
+void emitMaterialize(const EmitContext& context, graph::TensorId tile) {
+  const MmaPlan& mma = registerPlan(context, tile);
+  openWarpBlock(context, mma);
+  openFragmentLoop(context, mma, false);
+  context.out.line(context.materializedName(tile) + "[" +
+                   context.sharedIndex(tile, {"0", "0", "i2", "i3"}) +
+                   "] = " + context.registersName(tile) + "[f];");
+  closeFragmentLoop(context);
+  closeWarpBlock(context);
+}
+
+}  // namespace mugraph::codegen

@@ -1,0 +1,135 @@
+// Reductions over one dim of a shared tile: reduce_sum (with to=k), reduce_max and rms_norm.
+// Long reductions (32 or more terms) give each output element to one warp: lanes stride
+// over the reduced dim and combine with shuffles, so a row of 64 costs two loads per lane
+// instead of 64 serial loads by one thread. Short ones give each output to one thread.
+// Either way the result goes through the op's register epilogue (emit_compute.cpp).
+#include "codegen/emit_context.h"
+
+namespace mugraph::codegen {
+namespace {
+
+using graph::OpKind;
+using graph::TensorId;
+
+inline constexpr int64_t kWarpReductionMinTerms = 32;
+
+Index4 withDim(Index4 index, int dim, const std::string& expression) {
+  index[dim] = expression;
+  return index;
+}
+
+int paddedDim(const graph::BlockTensor& tile, int dim) {
+  return graph::kMaxRank - static_cast<int>(tile.shape.size()) + dim;
+}
+
+bool warpPerRow(const EmitContext& context, int64_t terms) {
+  return context.threads() % 32 == 0 && terms >= kWarpReductionMinTerms;
+}
+
+// Opens the loop over output elements: one per thread, or one per warp (lanes named `lane`).
+Index4 openRows(const EmitContext& context, const Extent4& extent, bool perWarp,
+                const std::string& variable) {
+  if (!perWarp) return openElementLoop(context, extent, variable);
+  context.out.open("");
+  context.out.line("const int warp = threadIdx.x >> 5;");
+  context.out.line("const int lane = threadIdx.x & 31;");
+  return openElementLoop(context, extent, variable, "warp", context.threads() / 32);
+}
+
+void closeRows(const EmitContext& context, bool perWarp) {
+  context.out.close();
+  if (perWarp) context.out.close();
+}
+
+void emitSumOrMax(const EmitContext& context, int opIndex) {
+  const graph::BlockOp& op = context.block().ops[opIndex];
+  const TensorId x = op.inputs[0];
+  const graph::BlockTensor& input = context.block().tensors[x];
+  const int dim = paddedDim(input, op.attrs.dim);
+  const int64_t n = padTo4(input.shape)[dim];
+  const bool sum = op.kind == OpKind::ReduceSum;
+  const int64_t terms = sum ? n / op.attrs.to : n;
+  const bool perWarp = warpPerRow(context, terms);
+  const Index4 index =
+      openRows(context, padTo4(context.block().tensors[op.output].shape), perWarp, "e");
+  const std::string first = perWarp ? "lane" : "0";
+  const std::string step = perWarp ? "32" : "1";
+  const auto term = [&](const std::string& g) {
+    const std::string at =
+        !sum || op.attrs.to == 1 ? g : g + " * " + std::to_string(op.attrs.to) + " + " + index[dim];
+    return context.readShared(x, withDim(index, dim, at));
+  };
+  CudaWriter& out = context.out;
+  if (sum) {
+    out.line("float v = 0.0f;");
+    out.line("for (int g = " + first + "; g < " + std::to_string(terms) + "; g += " + step +
+             ") v += " + term("g") + ";");
+    if (perWarp) out.line("v = mg::warp_sum(v);");
+  } else {
+    out.line("float v = " + term(first) + ";");
+    out.line("for (int g = " + first + " + " + step + "; g < " + std::to_string(terms) +
+             "; g += " + step + ") v = mg::max_of(v, " + term("g") + ");");
+    if (perWarp) out.line("v = mg::warp_max(v);");
+  }
+  if (perWarp) out.open("if (lane == 0)");
+  emitEpilogue(context, opIndex, "v", index, "");
+  if (perWarp) out.close();
+  closeRows(context, perWarp);
+}
+
+// rms_norm: the root of each row's mean square into a shared scratch row first, then every
+// element divided by its row's root.
+void emitRmsNorm(const EmitContext& context, int opIndex) {
+  const graph::BlockOp& op = context.block().ops[opIndex];
+  const TensorId x = op.inputs[0];
+  const Extent4 extent = padTo4(context.block().tensors[x].shape);
+  const int dim = paddedDim(context.block().tensors[x], op.attrs.dim);
+  Extent4 rows = extent;
+  rows[dim] = 1;
+  const std::string scratch = "rms" + std::to_string(opIndex);
+  const auto rowIndex = [&](const Index4& index) {
+    std::vector<std::pair<std::string, int64_t>> terms;
+    int64_t stride = 1;
+    for (int d = graph::kMaxRank - 1; d >= 0; --d) {
+      if (d == dim) continue;
+      terms.insert(terms.begin(), {index[d], stride});
+      stride *= rows[d];
+    }
+    return linearExpression(terms);
+  };
+  CudaWriter& out = context.out;
+  out.line("float* const " + scratch + " = reinterpret_cast<float*>(mg_smem + " +
+           std::to_string(context.plan.rmsScratch[opIndex]) + ");");
+  const bool perWarp = warpPerRow(context, extent[dim]);
+  {
+    const Index4 index = openRows(context, rows, perWarp, "r");
+    out.line("float sum = 0.0f;");
+    out.open("for (int g = " + std::string(perWarp ? "lane" : "0") + "; g < " +
+             std::to_string(extent[dim]) + "; g += " + (perWarp ? "32" : "1") + ")");
+    out.line("const float x = " + context.readShared(x, withDim(index, dim, "g")) + ";");
+    out.line("sum += x * x;");
+    out.close();
+    if (perWarp) out.line("sum = mg::warp_sum(sum);");
+    out.line(std::string(perWarp ? "if (lane == 0) " : "") + scratch + "[" + rowIndex(index) +
+             "] = sqrtf(sum * " + floatLiteral(1.0 / static_cast<double>(extent[dim])) + ");");
+    closeRows(context, perWarp);
+  }
+  out.line("__syncthreads();");
+  const Index4 index = openElementLoop(context, extent);
+  out.line("const float v = " + context.readShared(x, index) + " / " + scratch + "[" +
+           rowIndex(withDim(index, dim, "0")) + "];");
+  emitEpilogue(context, opIndex, "v", index, "");
+  out.close();
+}
+
+}  // namespace
+
+void emitReduction(const EmitContext& context, int opIndex) {
+  if (context.block().ops[opIndex].kind == OpKind::RmsNorm) {
+    emitRmsNorm(context, opIndex);
+  } else {
+    emitSumOrMax(context, opIndex);
+  }
+}
+
+}  // namespace mugraph::codegen

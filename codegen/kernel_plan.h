@@ -1,0 +1,118 @@
+// What the emitter decides about one block graph before it writes any code: where every tile
+// lives (shared memory, registers, nowhere), how shared tiles are laid out and typed, how
+// input tiles travel from global memory (cp.async or plain copies, double-buffered or not),
+// which matmuls run on tensor cores, which element-wise ops run in a producer's register
+// epilogue and which accumulators are folded into the op that feeds them. Keeping these
+// choices in one value makes the emitters plain printers of a decided plan.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "graph/ir.h"
+#include "graph/validate.h"
+
+namespace mugraph::codegen {
+
+using Extent4 = std::array<int64_t, graph::kMaxRank>;  // padded to rank 4 with leading 1s
+
+enum class TileHome {
+  None,       // never stored: consumed only in registers by its producer's epilogue
+  Shared,     // a shared-memory tile
+  Registers,  // an accumulator held in mma fragments across the for-loop
+};
+
+// A shared-memory tile: a row-major [rows][cols] array of `dtype`, 16-byte chunks of each
+// row XOR-swizzled with (row & swizzleMask). Logical element (i0, i1, i2, i3) sits at row
+// (i0*e1 + i1)*e2 + i2, col i3, or when `transposed` (an input tile of a transposed device
+// tensor, kept in its storage order) at row (i0*e1 + i1)*e3 + i3, col i2.
+struct SharedTile {
+  graph::DType dtype = graph::DType::F32;
+  Extent4 extent{1, 1, 1, 1};
+  bool transposed = false;
+  int64_t rows = 1;
+  int64_t cols = 1;
+  int swizzleMask = 0;
+  int buffers = 1;     // > 1: a cp.async pipeline over the for-loop (KernelPlan::pipelineStages)
+  int64_t bytes = 0;   // one buffer
+  int64_t offset = 0;  // in the kernel's dynamic shared memory
+};
+
+// How an input tile is copied from its device tensor: the stored box (storage order, so
+// the last dim is contiguous in global memory) and the element offsets that move it.
+struct InputCopy {
+  int param = -1;          // kernel parameter holding the device tensor
+  Extent4 boxExtent{};     // tile extents in storage order
+  Extent4 globalStride{};  // element strides of the stored box dims in the device tensor
+  std::array<int64_t, graph::kGridAxes> blockStep{0, 0, 0};  // elements per blockIdx unit
+  int64_t iterationStep = 0;  // elements per for-loop iteration (0: same tile every time)
+  int chunkBytes = 0;         // bytes per copy: 16, 8 or 4 with cp.async, else one element
+  bool async = false;
+  bool perIteration = false;  // loaded every iteration (else once, before the loop)
+};
+
+// How an output tile is written to its (row-major) device tensor.
+struct OutputCopy {
+  int param = -1;
+  Extent4 globalStride{};
+  std::array<int64_t, graph::kGridAxes> blockStep{0, 0, 0};
+  int chunkBytes = 0;  // bytes per store along the last dim (16/8/4 or one element)
+};
+
+// A matmul on tensor cores: WarpsM x WarpsN warps, each owning a (MI*16) x (NI*8) block.
+struct MmaPlan {
+  int warpsM = 1;
+  int warpsN = 1;
+  int mi = 1;
+  int ni = 2;
+  int64_t k = 16;
+  bool aStoredKM = false;
+  bool bStoredKN = true;
+  graph::DType dtype = graph::DType::F16;
+  int fragments() const { return mi * ni * 4; }  // floats per thread
+};
+
+// How one op is emitted. Ops fused into a producer's epilogue and folded accumulators are
+// not emitted at their own position (`emitted` is false).
+struct OpPlan {
+  bool emitted = true;
+  std::vector<graph::TensorId> chain;  // tiles computed in this op's register epilogue
+  std::optional<MmaPlan> mma;
+  bool accumulateInPlace = false;  // mma result goes straight into a register accumulator
+  bool warpPerRow = false;         // reductions: one warp per output element
+};
+
+struct KernelPlan {
+  const graph::KernelGraph* graph = nullptr;
+  const graph::KernelOp* kernel = nullptr;
+  const graph::BlockGraph* block = nullptr;
+  std::vector<graph::Phase> phases;         // per tile
+  std::vector<int> producer;                // per tile: the op defining it
+  std::vector<int> emitter;                 // per tile: the op whose code computes it
+  std::vector<std::vector<int>> consumers;  // per tile: ops reading it (outputs too)
+  std::vector<TileHome> home;               // per tile
+  std::vector<SharedTile> shared;           // per tile (meaningful where home == Shared)
+  std::vector<std::optional<SharedTile>> materialized;  // register accumulators read post-loop
+  std::vector<OpPlan> ops;                              // per block op
+  std::vector<std::optional<InputCopy>> inputs;         // per block op (Input ops)
+  std::vector<std::optional<OutputCopy>> outputs;       // per block op (Output ops)
+  std::vector<int> rmsScratch;          // per block op: rms_norm root buffer offset, or -1
+  std::vector<int> foldedAccumulators;  // accumulator ops folded into an epilogue
+  int pipelineStages = 1;               // buffers of prefetched input tiles (2 to 8)
+  int64_t sharedBytes = 0;
+};
+
+// Decides everything for kernel op `kernelIndex` of `graph` (a block graph). `paramOf`
+// maps a kernel-graph tensor to its kernel parameter index. Throws UserError for block
+// graphs the emitter cannot handle (none of the valid ones, so far).
+KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex,
+                      const std::vector<int>& inputParams, const std::vector<int>& outputParams);
+
+// Shared tile layout of a plain (row-major, f32 or 16-bit) tile of `shape`.
+SharedTile rowMajorTile(const graph::Dims& shape, graph::DType dtype, bool swizzle);
+
+Extent4 padTo4(const graph::Dims& shape);
+
+}  // namespace mugraph::codegen

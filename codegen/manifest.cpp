@@ -1,0 +1,90 @@
+// manifest.json and resources.json (see manifest.h).
+#include "codegen/manifest.h"
+
+#include "graph/hash.h"
+
+namespace mugraph::codegen {
+namespace {
+
+using nlohmann::json;
+
+json tensorJson(const GeneratedCode& code, const TensorBinding& binding) {
+  const graph::TensorDesc& desc = code.schedule.graph.tensors[binding.tensor];
+  json out = {{"name", desc.name},
+              {"role", roleName(binding.role)},
+              {"dtype", std::string(graph::dtypeName(desc.dtype))},
+              {"shape", desc.shape},
+              {"layout", std::string(graph::layoutName(desc.layout))},
+              {"bytes", binding.bytes}};
+  if (binding.role == TensorRole::Workspace) out["offset"] = binding.offset;
+  return out;
+}
+
+json kernelResourcesJson(const KernelResources& r, int64_t dynamicSharedBytes) {
+  return {{"entry", r.entry},
+          {"registers", r.registers},
+          {"spill_store_bytes", r.spillStoreBytes},
+          {"spill_load_bytes", r.spillLoadBytes},
+          {"static_shared_bytes", r.staticSharedBytes},
+          {"dynamic_shared_bytes", dynamicSharedBytes},
+          {"local_bytes", r.localBytes},
+          {"barriers", r.barriers}};
+}
+
+}  // namespace
+
+json resourcesJson(const GeneratedCode& code) {
+  json kernels = json::array();
+  for (size_t k = 0; k < code.resources.size(); ++k) {
+    kernels.push_back(
+        kernelResourcesJson(code.resources[k], code.emitted.kernels[k].dynamicSharedBytes));
+  }
+  return {{"arch", archName(kResourceArch)}, {"nvrtc", code.nvrtcVersion}, {"kernels", kernels}};
+}
+
+json manifestJson(const GeneratedCode& code) {
+  const ScheduleAbi& abi = code.emitted.abi;
+  json ptx = json::object();
+  json options = json::object();
+  for (const auto& [arch, text] : code.ptx) ptx[arch] = arch + ".ptx";
+  for (const auto& [arch, list] : code.options) options[arch] = list;
+  json tensors = json::array();
+  for (const TensorBinding& binding : abi.tensors) tensors.push_back(tensorJson(code, binding));
+  json kernels = json::array();
+  for (size_t k = 0; k < abi.kernels.size(); ++k) {
+    const KernelAbi& kernel = abi.kernels[k];
+    const EmittedKernel& emitted = code.emitted.kernels[k];
+    json params = json::array();
+    for (const KernelParam& param : kernel.params) {
+      json entry = tensorJson(code, abi.tensors[abi.bindingOf[param.tensor]]);
+      entry["tensor"] = entry["name"];
+      entry.erase("name");
+      entry["access"] = param.written ? "write" : "read";
+      params.push_back(entry);
+    }
+    kernels.push_back({{"entry", kernel.entry},
+                       {"grid", emitted.grid},
+                       {"block", {emitted.threads, 1, 1}},
+                       {"dynamic_shared_bytes", emitted.dynamicSharedBytes},
+                       {"params", params}});
+  }
+  json resources = json::array();
+  for (size_t k = 0; k < code.resources.size(); ++k) {
+    resources.push_back(
+        kernelResourcesJson(code.resources[k], code.emitted.kernels[k].dynamicSharedBytes));
+  }
+  return {{"format", kManifestFormat},
+          {"version", kManifestVersion},
+          {"schedule", code.schedule.name},
+          {"schedule_hash", graph::hashHex(graph::scheduleHash(code.schedule))},
+          {"program_hash", graph::hashHex(graph::programHash(code.schedule.program))},
+          {"source", "kernel.cu"},
+          {"ptx", ptx},
+          {"tensors", tensors},
+          {"workspace_bytes", abi.workspaceBytes},
+          {"kernels", kernels},
+          {"resources", {{archName(kResourceArch), resources}}},
+          {"nvrtc", {{"version", code.nvrtcVersion}, {"options", options}}}};
+}
+
+}  // namespace mugraph::codegen

@@ -1,0 +1,25 @@
+// The resource report of ptxas (registers, spills, shared and local memory per entry), read
+// from the NVRTC log of a cubin compile with --ptxas-options=-v. This is how CI on a machine
+// without a GPU knows that every generated kernel assembles and does not spill.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mugraph::codegen {
+
+struct KernelResources {
+  std::string entry;
+  int registers = 0;
+  int64_t spillStoreBytes = 0;
+  int64_t spillLoadBytes = 0;
+  int64_t staticSharedBytes = 0;
+  int64_t localBytes = 0;  // stack frame (local memory per thread)
+  int barriers = 0;
+};
+
+// Entries in the order ptxas reports them; lines it does not know are skipped.
+std::vector<KernelResources> parsePtxasReport(const std::string& log);
+
+}  // namespace mugraph::codegen

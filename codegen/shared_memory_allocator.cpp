@@ -1,0 +1,136 @@
+// Interval-based first-fit allocation of shared tiles (see shared_memory_allocator.h).
+#include "codegen/shared_memory_allocator.h"
+
+#include <algorithm>
+
+namespace mugraph::codegen {
+namespace {
+
+using graph::OpKind;
+
+struct Live {
+  int64_t start = 0;
+  int64_t end = 0;
+  int64_t bytes = 0;
+  int64_t* offset = nullptr;
+};
+
+// Program points: 0 before the loop, 1 + op inside the loop, loopEnd, then the epilogue ops,
+// then the output stores.
+class ProgramPoints {
+ public:
+  explicit ProgramPoints(const KernelPlan& plan)
+      : plan_(plan), ops_(static_cast<int64_t>(plan.block->ops.size())) {}
+
+  int64_t loopEnd() const { return 1 + ops_; }
+  int64_t end() const { return 3 + 2 * ops_; }
+
+  int64_t ofOp(int op) const {
+    const graph::BlockOp& blockOp = plan_.block->ops[op];
+    if (blockOp.kind == OpKind::Output) return end();
+    if (blockOp.kind == OpKind::Input || graph::isAccumulator(blockOp.kind) ||
+        plan_.phases[blockOp.output] == graph::Phase::PerIteration) {
+      return 1 + op;
+    }
+    return 2 + ops_ + op;
+  }
+
+  // Where `op` reads its operands: its own point, or its host's when it runs in an epilogue.
+  int64_t ofUse(int op) const {
+    if (plan_.ops[op].emitted) return ofOp(op);
+    return ofOp(plan_.emitter[plan_.block->ops[op].output]);
+  }
+
+  int64_t lastUse(graph::TensorId tile, int64_t fallback, bool outputsToo = true) const {
+    int64_t last = fallback;
+    for (int c : plan_.consumers[tile]) {
+      if (!outputsToo && plan_.block->ops[c].kind == OpKind::Output) continue;
+      last = std::max(last, ofUse(c));
+    }
+    return last;
+  }
+
+ private:
+  const KernelPlan& plan_;
+  int64_t ops_;
+};
+
+int64_t alignUp(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+}  // namespace
+
+void allocateSharedMemory(KernelPlan& plan) {
+  const graph::BlockGraph& block = *plan.block;
+  const ProgramPoints points(plan);
+  const bool looping = block.forloop > 1;
+  std::vector<Live> live;
+  for (size_t t = 0; t < block.tensors.size(); ++t) {
+    const int producer = plan.producer[t];
+    const OpKind kind = block.ops[producer].kind;
+    if (plan.home[t] == TileHome::Shared) {
+      SharedTile& tile = plan.shared[t];
+      const bool acrossIterations = kind == OpKind::Input || graph::isAccumulator(kind);
+      const int64_t defined = points.ofOp(plan.emitter[t]);
+      Live item;
+      item.start = acrossIterations ? 0 : defined;
+      item.end = points.lastUse(static_cast<graph::TensorId>(t), defined);
+      if (acrossIterations && looping) item.end = std::max(item.end, points.loopEnd());
+      item.bytes = tile.bytes * tile.buffers;
+      item.offset = &tile.offset;
+      live.push_back(item);
+    }
+    if (plan.materialized[t]) {
+      Live item;
+      item.start = points.loopEnd();
+      item.end = points.lastUse(static_cast<graph::TensorId>(t), item.start, false);
+      item.bytes = plan.materialized[t]->bytes;
+      item.offset = &plan.materialized[t]->offset;
+      live.push_back(item);
+    }
+  }
+  std::vector<int64_t> scratchOffsets(block.ops.size(), 0);
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    const graph::BlockOp& op = block.ops[o];
+    if (op.kind != OpKind::RmsNorm || !plan.ops[o].emitted) continue;
+    const graph::Dims& shape = block.tensors[op.output].shape;
+    Live item;
+    item.start = item.end = points.ofOp(static_cast<int>(o));
+    item.bytes = graph::elementCount(shape) / shape[op.attrs.dim] * 4;
+    item.offset = &scratchOffsets[o];
+    live.push_back(item);
+  }
+  std::stable_sort(live.begin(), live.end(),
+                   [](const Live& a, const Live& b) { return a.bytes > b.bytes; });
+  std::vector<const Live*> placed;
+  int64_t total = 0;
+  for (Live& item : live) {
+    int64_t offset = 0;
+    bool moved = true;
+    while (moved) {
+      moved = false;
+      for (const Live* other : placed) {
+        const bool overlapsInTime = item.start <= other->end && other->start <= item.end;
+        const bool overlapsInSpace =
+            offset < *other->offset + other->bytes && *other->offset < offset + item.bytes;
+        if (overlapsInTime && overlapsInSpace) {
+          offset = alignUp(*other->offset + other->bytes, kSharedTileAlignment);
+          moved = true;
+        }
+      }
+    }
+    *item.offset = offset;
+    placed.push_back(&item);
+    total = std::max(total, offset + item.bytes);
+  }
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    const graph::BlockOp& op = block.ops[o];
+    if (op.kind == OpKind::RmsNorm && plan.ops[o].emitted) {
+      plan.rmsScratch[o] = static_cast<int>(scratchOffsets[o]);
+    }
+  }
+  plan.sharedBytes = alignUp(total, 16);
+}
+
+}  // namespace mugraph::codegen

@@ -1,0 +1,72 @@
+// The ptxas -v report NVRTC returns is read per entry: registers, spills, stack, shared memory.
+#include <gtest/gtest.h>
+
+#include "codegen/nvrtc_compiler.h"
+#include "codegen/ptxas_report.h"
+
+namespace mugraph::codegen {
+namespace {
+
+TEST(PtxasReport, ReadsEachEntry) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'mugraph_k0_a' for 'sm_90'\n"
+      "ptxas info    : Function properties for mugraph_k0_a\n"
+      "ptxas         .     16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 1024 bytes smem, 400 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'mugraph_k1_b' for 'sm_90'\n"
+      "ptxas info    : Function properties for mugraph_k1_b\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+      "ptxas info    : Used 40 registers, used 0 barriers\n";
+  const std::vector<KernelResources> entries = parsePtxasReport(log);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].entry, "mugraph_k0_a");
+  EXPECT_EQ(entries[0].registers, 255);
+  EXPECT_EQ(entries[0].spillStoreBytes, 8);
+  EXPECT_EQ(entries[0].spillLoadBytes, 4);
+  EXPECT_EQ(entries[0].localBytes, 16);
+  EXPECT_EQ(entries[0].staticSharedBytes, 1024);
+  EXPECT_EQ(entries[0].barriers, 1);
+  EXPECT_EQ(entries[1].entry, "mugraph_k1_b");
+  EXPECT_EQ(entries[1].registers, 40);
+  EXPECT_EQ(entries[1].staticSharedBytes, 0);
+}
+
+TEST(PtxasReport, NvrtcReportsTheResourcesOfARealCompile) {
+  const NvrtcOutput out = compileWithNvrtc(
+      "#include \"mugraph_device.cuh\"\n"
+      "extern \"C\" __global__ void mugraph_k0_t(float* o) { o[threadIdx.x] = "
+      "mg::to_f32(mg::from_f32<mg::bf16>(1.5f)); }\n",
+      "tiny", 90, true);
+  const std::vector<KernelResources> entries = parsePtxasReport(out.log);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].entry, "mugraph_k0_t");
+  EXPECT_GT(entries[0].registers, 0);
+  EXPECT_FALSE(out.cubin.empty());
+}
+
+TEST(NvrtcCompiler, ErrorsCarryTheScheduleTheEntryAndTheLog) {
+  const std::string source =
+      "#include \"mugraph_device.cuh\"\n"
+      "extern \"C\" __global__ void mugraph_k0_ok(float* o) { o[0] = 1.0f; }\n"
+      "extern \"C\" __global__ void mugraph_k1_bad(float* o) {\n"
+      "  o[0] = undefined_name;\n"
+      "}\n";
+  try {
+    compileWithNvrtc(source, "broken", 80, false);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.schedule(), "broken");
+    EXPECT_EQ(e.entry(), "mugraph_k1_bad");
+    EXPECT_NE(e.log().find("undefined_name"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("mugraph_k1_bad"), std::string::npos);
+  }
+}
+
+TEST(NvrtcCompiler, VersionIsMajorDotMinor) {
+  const std::string version = nvrtcVersionText();
+  EXPECT_NE(version.find('.'), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mugraph::codegen

@@ -1,0 +1,126 @@
+// Every shipped schedule (schedules/*.json) emits CUDA C++ that NVRTC compiles to PTX for
+// compute_80 and compute_90 and assembles to an sm_90 cubin without spills or local memory;
+// the emitted source is deterministic and the written files are complete.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/emit_kernel.h"
+#include "codegen_test_support.h"
+#include "graph/error.h"
+
+namespace mugraph::codegen::testing {
+namespace {
+
+inline constexpr int64_t kSm90SharedBytes = 227 * 1024;
+
+TEST(ShippedSchedules, ThereAreSome) {
+  EXPECT_GE(shippedSchedulePaths().size(), 2u);
+}
+
+TEST(ShippedSchedules, CompileToPtxForBothArchitecturesAndAssembleWithoutSpills) {
+  for (const std::string& path : shippedSchedulePaths()) {
+    SCOPED_TRACE(path);
+    const GeneratedCode& code = compiledShipped(path);
+    ASSERT_EQ(code.ptx.size(), 2u);
+    EXPECT_NE(code.ptx.at("sm_80").find(".target sm_80"), std::string::npos);
+    EXPECT_NE(code.ptx.at("sm_90").find(".target sm_90"), std::string::npos);
+    EXPECT_FALSE(code.cubin.empty());
+    ASSERT_EQ(code.resources.size(), code.emitted.kernels.size());
+    for (size_t k = 0; k < code.resources.size(); ++k) {
+      const KernelResources& r = code.resources[k];
+      SCOPED_TRACE(r.entry);
+      EXPECT_EQ(r.entry, code.emitted.kernels[k].entry);
+      EXPECT_NE(code.ptx.at("sm_80").find(".entry " + r.entry), std::string::npos);
+      EXPECT_GT(r.registers, 0);
+      EXPECT_LE(r.registers, 255);
+      EXPECT_EQ(r.spillStoreBytes, 0);
+      EXPECT_EQ(r.spillLoadBytes, 0);
+      EXPECT_EQ(r.localBytes, 0);
+      EXPECT_EQ(r.staticSharedBytes, 0);  // all shared memory is dynamic
+      EXPECT_LE(code.emitted.kernels[k].dynamicSharedBytes, kSm90SharedBytes);
+    }
+  }
+}
+
+TEST(ShippedSchedules, EmittedSourceIsByteIdenticalAcrossRunsAndReloads) {
+  for (const std::string& path : shippedSchedulePaths()) {
+    SCOPED_TRACE(path);
+    const graph::Schedule schedule = graph::loadSchedule(path);
+    const std::string first = emitSchedule(schedule).source;
+    EXPECT_EQ(first, emitSchedule(schedule).source);
+    EXPECT_EQ(first, compiledShipped(path).emitted.source);
+    const auto scratch = scratchFolder("reload");
+    graph::saveSchedule((scratch / "s.json").string(), schedule);
+    EXPECT_EQ(first, emitSchedule(graph::loadSchedule((scratch / "s.json").string())).source);
+    std::filesystem::remove_all(scratch);
+  }
+}
+
+TEST(ShippedSchedules, EntryNamesFollowKernelIndexAndName) {
+  const GeneratedCode& code =
+      compiledShipped(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gqa_mirage.split_kv.json");
+  ASSERT_EQ(code.emitted.kernels.size(), 2u);
+  EXPECT_EQ(code.emitted.kernels[0].entry, "mugraph_k0_gqa_split_kv_partial");
+  EXPECT_EQ(code.emitted.kernels[1].entry, "mugraph_k1_gqa_split_kv_combine");
+  EXPECT_NE(code.emitted.source.find("extern \"C\" __global__"), std::string::npos);
+  EXPECT_NE(code.emitted.source.find("#include \"mugraph_device.cuh\""), std::string::npos);
+}
+
+TEST(ShippedSchedules, TiledGemmRunsOnTensorCoresWithAThreeStageCpAsyncPipeline) {
+  const GeneratedCode& code =
+      compiledShipped(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1024.tiled.json");
+  const std::string& source = code.emitted.source;
+  EXPECT_NE(source.find("mg::mma_warp_tile<mg::f16"), std::string::npos);
+  EXPECT_NE(source.find("mg::cp_async<16>"), std::string::npos);
+  EXPECT_NE(source.find("mg::cp_async_wait<2>"), std::string::npos);
+  EXPECT_NE(source.find("(it % 3) * 16384"), std::string::npos);
+  EXPECT_NE(code.ptx.at("sm_90").find("mma.sync.aligned.m16n8k16"), std::string::npos);
+  EXPECT_NE(code.ptx.at("sm_90").find("ldmatrix.sync.aligned"), std::string::npos);
+  EXPECT_NE(code.ptx.at("sm_80").find("cp.async.cg.shared.global"), std::string::npos);
+}
+
+TEST(ShippedSchedules, WrittenFilesAreCompleteAndReload) {
+  const std::string path = std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gqa_mirage.split_kv.json";
+  const GeneratedCode& code = compiledShipped(path);
+  const auto scratch = scratchFolder("written");
+  const std::vector<std::string> files = writeGeneratedCode(code, (scratch / "out").string());
+  EXPECT_EQ(files, (std::vector<std::string>{"kernel.cu", "sm_80.ptx", "sm_90.ptx",
+                                             "resources.json", "schedule.json", "manifest.json"}));
+  for (const std::string& file : files) {
+    EXPECT_TRUE(std::filesystem::exists(scratch / "out" / file)) << file;
+  }
+  EXPECT_EQ(graph::loadSchedule((scratch / "out" / "schedule.json").string()),
+            graph::loadSchedule(path));
+  EXPECT_EQ(graph::readFileText((scratch / "out" / "kernel.cu").string()), code.emitted.source);
+  const auto resources =
+      nlohmann::json::parse(graph::readFileText((scratch / "out" / "resources.json").string()));
+  EXPECT_EQ(resources.at("arch"), "sm_90");
+  EXPECT_EQ(resources.at("kernels").size(), 2u);
+  std::filesystem::remove_all(scratch);
+}
+
+TEST(EmitSchedule, BlockGraphsNoGpuCouldLaunchAreRejectedWithTheReason) {
+  graph::GraphBuilder program("too_big");
+  const graph::TensorId x = program.input("X", graph::DType::F32, {256, 256});
+  program.output(program.op(graph::OpKind::Exp, {x}, {}, "Y"));
+  graph::Schedule schedule;
+  schedule.name = "too_big.one_block";
+  schedule.program = program.finish();
+  graph::BlockGraphBuilder block({1, 1, 1}, 128, 1, {schedule.program.tensors[0]});
+  block.output(block.op(graph::OpKind::Exp, {block.input(0, {-1, -1, -1}, -1, "x")}, {}, "y"),
+               {-1, -1, -1});
+  graph::GraphBuilder graph = graph::GraphBuilder::withInputsOf(schedule.program, schedule.name);
+  graph.output(graph.blockGraph("exp", block.block(), {0}, {{"Y", graph::DType::F32}})[0]);
+  schedule.graph = graph.finish();
+  try {
+    emitSchedule(schedule);
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("mugraph_k0_exp"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mugraph::codegen::testing

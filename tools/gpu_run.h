@@ -1,0 +1,29 @@
+// `--run` for the commands that emit code: runs a replayed schedule on the GPU through the
+// runtime, checks it against the interpreter and times it. Without a GPU it throws a
+// GpuUnavailable whose message says so plainly; the command exits 2.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "graph/ir.h"
+
+namespace mugraph::tools {
+
+class GpuUnavailable : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// `dir` holds what `mugraph replay` wrote for `schedule`. Returns the report as JSON:
+// {"device", "ptx_arch", "seed", "matches", "max_rel_error", "tolerance",
+//  "unwritten_elements", "outputs": {name: error}, "timing": {"median_us", "p10_us",
+//  "p90_us", "min_us", "repetitions"}}.
+nlohmann::json runScheduleOnGpu(const graph::Schedule& schedule, const std::string& dir,
+                                uint64_t seed, int repetitions = 100);
+
+std::string describeGpuRun(const nlohmann::json& report);  // a few readable lines
+
+}  // namespace mugraph::tools
