@@ -4,10 +4,12 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "graph/hash.h"
 #include "verify/false_accept_bound.h"
 #include "verify/fingerprint.h"
 #include "verify/interpreter.h"
 #include "verify/random_inputs.h"
+#include "verify/reference_cache.h"
 
 namespace mugraph::verify {
 namespace {
@@ -84,6 +86,11 @@ EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
   requireSameInterface(reference, candidate);
   EquivalenceReport report;
   report.seed = options.seed;
+  ReferenceEvaluations* cache = nullptr;
+  if (options.referenceCache &&
+      options.referenceCache->referenceHash() == graph::kernelGraphHash(reference)) {
+    cache = options.referenceCache.get();
+  }
 
   for (size_t i = 0; i < options.floatScales.size(); ++i) {
     const double scale = options.floatScales[i];
@@ -106,7 +113,8 @@ EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
     report.levelReason = *whyCandidate;
   } else {
     try {
-      const DegreeReport degree = differenceDegree(reference, candidate, subSeed(options.seed, 99));
+      const DegreeReport degree =
+          differenceDegree(reference, candidate, subSeed(options.seed, 99), cache);
       report.degree = degree.degree;
       report.perTrialBound = perTrialBound(degree.degree, degree.usesExp);
       const int trials = options.trials.value_or(
@@ -116,7 +124,7 @@ EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
         for (int attempt = 0;; ++attempt) {
           try {
             const TrialOutcome outcome =
-                runFingerprintTrial(reference, candidate, subSeed(options.seed, stream++));
+                runFingerprintTrial(reference, candidate, subSeed(options.seed, stream++), cache);
             if (!outcome.match) report.mismatch = outcome.mismatch;
             break;
           } catch (const ZeroDivisorInTrial&) {

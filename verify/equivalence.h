@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ struct EquivalenceOptions {
   int maxTrials = 64;
   std::vector<double> floatScales = {0.125, 0.5, 1.0};
   double floatTolerance = 1e-9;
+  // Reused evaluations of the reference (the search checks many candidates against one
+  // program with one seed); ignored unless it was made for this very reference graph.
+  std::shared_ptr<class ReferenceEvaluations> referenceCache;
 };
 
 struct EquivalenceReport {

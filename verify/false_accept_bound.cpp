@@ -6,6 +6,7 @@
 #include "graph/error.h"
 #include "verify/degree_domain.h"
 #include "verify/interpreter.h"
+#include "verify/reference_cache.h"
 
 namespace mugraph::verify {
 namespace {
@@ -37,9 +38,10 @@ TensorMap<DegreeValue> degreeInputs(const graph::KernelGraph& g, uint64_t seed) 
 }  // namespace
 
 DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGraph& b,
-                              uint64_t seed) {
+                              uint64_t seed, ReferenceEvaluations* cache) {
   const TensorMap<DegreeValue> inputs = degreeInputs(a, seed);
-  const TensorMap<DegreeValue> outA = evaluate(a, inputs);
+  const TensorMap<DegreeValue> outA =
+      cache ? cache->degreeOutputs(inputs, seed) : evaluate(a, inputs);
   const TensorMap<DegreeValue> outB = evaluate(b, inputs);
   DegreeReport report;
   report.usesExp = graphUsesExp(a) || graphUsesExp(b);

@@ -13,6 +13,10 @@
 #include "graph/ir.h"
 
 namespace mugraph::verify {
+class ReferenceEvaluations;
+}
+
+namespace mugraph::verify {
 
 struct DegreeReport {
   int64_t degree = 0;  // max over output elements of deg(N_a·D_b − N_b·D_a)
@@ -21,8 +25,9 @@ struct DegreeReport {
 
 // Degree of the difference of `a` and `b` (same inputs and outputs by name), both evaluated
 // over the degree domain. Throws OutsideFieldFragment for ops with no field meaning.
+// `cache`, if given, holds `a`'s evaluations (see reference_cache.h).
 DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGraph& b,
-                              uint64_t seed);
+                              uint64_t seed, ReferenceEvaluations* cache = nullptr);
 
 double perTrialBound(int64_t degree, bool usesExp);
 double falseAcceptBound(double perTrial, int trials);  // perTrial^trials

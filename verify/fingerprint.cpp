@@ -3,6 +3,7 @@
 #include <random>
 
 #include "verify/interpreter.h"
+#include "verify/reference_cache.h"
 
 namespace mugraph::verify {
 
@@ -31,9 +32,11 @@ TensorMap<FieldElement> randomFieldInputs(const graph::KernelGraph& graph, uint6
 }
 
 TrialOutcome runFingerprintTrial(const graph::KernelGraph& reference,
-                                 const graph::KernelGraph& candidate, uint64_t seed) {
+                                 const graph::KernelGraph& candidate, uint64_t seed,
+                                 ReferenceEvaluations* cache) {
   const TensorMap<FieldElement> inputs = randomFieldInputs(reference, seed);
-  const TensorMap<FieldElement> expected = evaluate(reference, inputs);
+  const TensorMap<FieldElement> expected =
+      cache ? cache->fieldOutputs(inputs, seed) : evaluate(reference, inputs);
   const TensorMap<FieldElement> actual = evaluate(candidate, inputs);
   for (const auto& [name, want] : expected) {
     const HostTensor<FieldElement>& got = actual.at(name);

@@ -11,6 +11,8 @@
 
 namespace mugraph::verify {
 
+class ReferenceEvaluations;
+
 TensorMap<FieldElement> randomFieldInputs(const graph::KernelGraph& graph, uint64_t seed);
 
 struct TrialOutcome {
@@ -20,7 +22,9 @@ struct TrialOutcome {
 
 // Evaluates both graphs on one draw. Throws ZeroDivisorInTrial (draw again) or
 // OutsideFieldFragment (fingerprints cannot decide).
+// `cache`, if given, holds the reference's evaluations (see reference_cache.h).
 TrialOutcome runFingerprintTrial(const graph::KernelGraph& reference,
-                                 const graph::KernelGraph& candidate, uint64_t seed);
+                                 const graph::KernelGraph& candidate, uint64_t seed,
+                                 ReferenceEvaluations* cache = nullptr);
 
 }  // namespace mugraph::verify

@@ -1,0 +1,116 @@
+#include "search/checkpoint.h"
+
+#include <nlohmann/json.hpp>
+
+#include "graph/error.h"
+#include "graph/files.h"
+#include "graph/hash.h"
+#include "graph/json_format.h"
+
+namespace mugraph::search {
+namespace {
+
+constexpr const char* kCheckpointFormat = "mugraph.search_checkpoint";
+constexpr int kCheckpointVersion = 1;
+
+uint64_t parseHash(const std::string& text, const std::string& where) {
+  try {
+    size_t used = 0;
+    const uint64_t value = std::stoull(text, &used, 16);
+    if (used == text.size() && text.size() == 16) return value;
+  } catch (const std::exception&) {
+  }
+  throw UserError(where, "'" + text + "' is not a 16-digit hex hash");
+}
+
+}  // namespace
+
+void saveCheckpoint(const std::string& path, const CheckpointState& state) {
+  nlohmann::json pool = nlohmann::json::array();
+  for (const Candidate& c : state.pool) {
+    pool.push_back({{"hash", graph::hashHex(c.hash)},
+                    {"cost", c.cost},
+                    {"origin", c.origin},
+                    {"schedule", graph::scheduleToJson(c.schedule)}});
+  }
+  nlohmann::json verified = nlohmann::json::array();
+  for (const auto& [hash, r] : state.verified) {
+    verified.push_back({{"hash", graph::hashHex(hash)},
+                        {"equivalent", r.equivalent},
+                        {"level", r.level},
+                        {"false_accept_bound", r.falseAcceptBound},
+                        {"trials", r.trials},
+                        {"max_rel_error", r.maxRelError},
+                        {"detail", r.detail}});
+  }
+  nlohmann::json hashes = nlohmann::json::array();
+  for (uint64_t h : state.hashes) hashes.push_back(graph::hashHex(h));
+  nlohmann::json pruned = nlohmann::json::object();
+  for (const auto& [name, count] : pruneCountsByName(state.stats.pruned)) pruned[name] = count;
+  const nlohmann::json json = {{"format", kCheckpointFormat},
+                               {"version", kCheckpointVersion},
+                               {"program_hash", graph::hashHex(state.programHash)},
+                               {"config", state.configKey},
+                               {"subtrees", state.subtrees},
+                               {"completed", state.completed},
+                               {"states", state.stats.states},
+                               {"pruned", pruned},
+                               {"hashes", hashes},
+                               {"pool", pool},
+                               {"verified", verified}};
+  graph::writeFileAtomic(path, json.dump() + "\n");
+}
+
+CheckpointState loadCheckpoint(const std::string& path) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(graph::readFileText(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(path, std::string("not JSON: ") + e.what());
+  }
+  try {
+    if (json.value("format", "") != kCheckpointFormat) {
+      throw UserError(path, "not a search checkpoint (format is not mugraph.search_checkpoint)");
+    }
+    if (json.at("version").get<int>() != kCheckpointVersion) {
+      throw UserError(path, "checkpoint version " + json.at("version").dump() +
+                                " cannot be read (this build reads version 1)");
+    }
+    CheckpointState state;
+    state.programHash = parseHash(json.at("program_hash").get<std::string>(), path);
+    state.configKey = json.at("config").get<std::string>();
+    state.subtrees = json.at("subtrees").get<int>();
+    state.completed = json.at("completed").get<std::set<int>>();
+    state.stats.states = json.at("states").get<uint64_t>();
+    for (int r = 0; r < kPruneReasons; ++r) {
+      const char* name = pruneReasonName(static_cast<PruneReason>(r));
+      state.stats.pruned[r] = json.at("pruned").value(name, uint64_t{0});
+    }
+    for (const nlohmann::json& h : json.at("hashes")) {
+      state.hashes.insert(parseHash(h.get<std::string>(), path));
+    }
+    for (const nlohmann::json& entry : json.at("pool")) {
+      Candidate c;
+      c.hash = parseHash(entry.at("hash").get<std::string>(), path);
+      c.cost = entry.at("cost").get<double>();
+      c.origin = entry.at("origin").get<int>();
+      c.schedule = graph::scheduleFromJson(entry.at("schedule"), path);
+      state.pool.push_back(std::move(c));
+    }
+    for (const nlohmann::json& entry : json.at("verified")) {
+      VerificationRecord r;
+      r.equivalent = entry.at("equivalent").get<bool>();
+      r.level = entry.at("level").get<std::string>();
+      r.falseAcceptBound = entry.at("false_accept_bound").get<double>();
+      r.trials = entry.at("trials").get<int>();
+      r.maxRelError = entry.at("max_rel_error").get<double>();
+      r.detail = entry.at("detail").get<std::string>();
+      state.verified[parseHash(entry.at("hash").get<std::string>(), path)] = r;
+    }
+    return state;
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(path, std::string("malformed checkpoint: ") + e.what());
+  }
+}
+
+}  // namespace mugraph::search

@@ -1,0 +1,109 @@
+#include "search/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "graph/resources.h"
+#include "graph/validate.h"
+
+namespace mugraph::search {
+namespace {
+
+using graph::OpKind;
+
+double bytesOf(const graph::TensorDesc& t) {
+  return static_cast<double>(graph::elementCount(t.shape) * graph::dtypeBytes(t.dtype));
+}
+
+double matmulFlops(const graph::Dims& a, const graph::Dims& out) {
+  return 2.0 * static_cast<double>(graph::elementCount(out)) * static_cast<double>(a.back());
+}
+
+struct KernelWork {
+  double bytes = 0, tensorFlops = 0, vectorFlops = 0;
+  double blocks = 1, blocksPerSm = 1, serialSteps = 0;
+  double bytesPerBlock = 0;  // tiles one block loads over the whole loop
+};
+
+double kernelMicroseconds(const KernelWork& w, const Arch& arch, const CostConstants& c) {
+  const double sms = arch.streamingMultiprocessors;
+  const double resident = std::min(w.blocks, sms * w.blocksPerSm);
+  const double activeSms = std::min(w.blocks, sms);
+  const double bandwidth = std::min(c.bandwidthBytesPerSecond, resident * c.perSmBandwidthShare *
+                                                                   c.bandwidthBytesPerSecond / sms);
+  const double smFraction = activeSms / sms;
+  const double memory = w.bytes / bandwidth;
+  const double compute = w.tensorFlops / (c.tensorFlopsPerSecond * smFraction) +
+                         w.vectorFlops / (c.vectorFlopsPerSecond * smFraction);
+  const double waves = std::ceil(w.blocks / (sms * w.blocksPerSm));
+  const double latency = waves * w.serialSteps * c.iterationMicroseconds * 1e-6;
+  const double blockLoads = waves * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
+  return c.launchMicroseconds + 1e6 * std::max({memory, compute, latency, blockLoads});
+}
+
+KernelWork predefinedWork(const graph::KernelGraph& g, const graph::KernelOp& op) {
+  KernelWork w;
+  w.blocks = 1e9;  // a default schedule fills the GPU
+  for (graph::TensorId t : op.inputs) w.bytes += bytesOf(g.tensors[t]);
+  const graph::TensorDesc& out = g.tensors[op.outputs[0]];
+  w.bytes += bytesOf(out);
+  if (op.kind == OpKind::Matmul) {
+    w.tensorFlops = matmulFlops(g.tensors[op.inputs[0]].shape, out.shape);
+  } else {
+    w.vectorFlops = static_cast<double>(graph::elementCount(g.tensors[op.inputs[0]].shape));
+  }
+  return w;
+}
+
+KernelWork blockGraphWork(const graph::KernelGraph& g, const graph::KernelOp& op,
+                          const CostConstants& c) {
+  const graph::BlockGraph& block = *op.block;
+  KernelWork w;
+  w.blocks = static_cast<double>(graph::gridBlocks(block));
+  const int64_t shared = std::max<int64_t>(1, graph::sharedMemoryBytes(block));
+  w.blocksPerSm = static_cast<double>(std::max<int64_t>(1, c.sharedMemoryPerSm / shared));
+  w.serialSteps = static_cast<double>(block.forloop);
+  const std::vector<graph::Phase> phase = graph::blockTensorPhases(block);
+  double tileReads = 0;
+  for (const graph::BlockOp& bop : block.ops) {
+    if (bop.kind == OpKind::Output) {
+      w.bytes += bytesOf(g.tensors[op.outputs[bop.kernelTensor]]);
+      continue;
+    }
+    const graph::BlockTensor& tile = block.tensors[bop.output];
+    const double tileElements = static_cast<double>(graph::elementCount(tile.shape));
+    const double times = w.blocks * (phase[bop.output] == graph::Phase::PerIteration
+                                         ? static_cast<double>(block.forloop)
+                                         : 1.0);
+    if (bop.kind == OpKind::Input) {
+      tileReads += tileElements * static_cast<double>(graph::dtypeBytes(tile.dtype)) * times;
+    } else if (bop.kind == OpKind::Matmul) {
+      w.tensorFlops += matmulFlops(block.tensors[bop.inputs[0]].shape, tile.shape) * times;
+    } else {
+      w.vectorFlops += tileElements * times;
+    }
+  }
+  double unique = 0;
+  for (graph::TensorId t : op.inputs) unique += bytesOf(g.tensors[t]);
+  w.bytes += unique + std::max(0.0, tileReads - unique) * c.l2RereadDiscount;
+  w.bytesPerBlock = tileReads / w.blocks;
+  return w;
+}
+
+}  // namespace
+
+CostEstimate estimateCost(const graph::KernelGraph& graph, const Arch& arch,
+                          const CostConstants& constants) {
+  CostEstimate estimate;
+  for (const graph::KernelOp& op : graph.ops) {
+    const KernelWork work = op.kind == OpKind::BlockGraph ? blockGraphWork(graph, op, constants)
+                                                          : predefinedWork(graph, op);
+    estimate.microseconds += kernelMicroseconds(work, arch, constants);
+    estimate.bytes += work.bytes;
+    estimate.flops += work.tensorFlops + work.vectorFlops;
+    ++estimate.kernels;
+  }
+  return estimate;
+}
+
+}  // namespace mugraph::search

@@ -1,0 +1,312 @@
+#include "search/enumerate_block_graphs.h"
+
+#include <algorithm>
+#include <set>
+
+#include "graph/builder.h"
+#include "graph/resources.h"
+#include "graph/shape_inference.h"
+#include "graph/validate.h"
+
+namespace mugraph::search {
+namespace {
+
+using graph::OpKind;
+
+bool reduces(const FlowOp& op, int var) {
+  return std::find(op.reducedVars.begin(), op.reducedVars.end(), var) != op.reducedVars.end();
+}
+
+std::set<int> segmentTensors(const Dataflow& flow, const Segment& segment) {
+  std::set<int> tensors(segment.inputs.begin(), segment.inputs.end());
+  for (int i = segment.first; i <= segment.last; ++i) tensors.insert(flow.ops[i].output);
+  return tensors;
+}
+
+// A variable can be split if it is never buried inside a composite dim and never needed whole.
+bool splittable(const Dataflow& flow, const std::set<int>& tensors, int var) {
+  if (flow.vars[var].whole) return false;
+  for (int t : tensors) {
+    if (flow.buriedIn(t, var)) return false;
+  }
+  return true;
+}
+
+// Grid variables that every output carries (no replication) and no op reduces.
+std::vector<int> parallelVars(const Dataflow& flow, const Segment& segment,
+                              const std::set<int>& tensors) {
+  std::vector<int> vars;
+  for (int v = 0; v < static_cast<int>(flow.vars.size()); ++v) {
+    bool everywhere = !segment.outputs.empty();
+    for (int t : segment.outputs) everywhere = everywhere && flow.dimOf(t, v) >= 0;
+    for (int i = segment.first; i <= segment.last; ++i)
+      everywhere = everywhere && !reduces(flow.ops[i], v);
+    if (everywhere && splittable(flow, tensors, v)) vars.push_back(v);
+  }
+  return vars;
+}
+
+// Variables that some op of the segment reduces over.
+std::vector<int> reducedVars(const Dataflow& flow, const Segment& segment,
+                             const std::set<int>& tensors) {
+  std::set<int> vars;
+  for (int i = segment.first; i <= segment.last; ++i) {
+    for (int v : flow.ops[i].reducedVars) {
+      if (splittable(flow, tensors, v)) vars.insert(v);
+    }
+  }
+  return {vars.begin(), vars.end()};
+}
+
+// A reduction variable the grid may split: every output is a reduction over it, and nothing
+// inside the segment reads such a (partial) result.
+bool gridSplittableReduction(const Dataflow& flow, const Segment& segment, int var) {
+  std::set<int> partial;
+  for (int i = segment.first; i <= segment.last; ++i) {
+    const FlowOp& op = flow.ops[i];
+    for (int t : op.inputs) {
+      if (partial.count(t)) return false;
+    }
+    if (reduces(op, var)) partial.insert(op.output);
+  }
+  for (int t : segment.outputs) {
+    if (!partial.count(t)) return false;
+  }
+  return true;
+}
+
+std::vector<int64_t> gridCounts(const IndexVar& var, const SearchConfig& config) {
+  std::vector<int64_t> counts;
+  for (int64_t c = 2; c <= var.extent && c <= config.maxGridPerDim; c *= 2) {
+    if (var.extent % c != 0) break;
+    if (var.matmulDim && var.extent / c < config.minMatmulTile) break;
+    counts.push_back(c);
+  }
+  return counts;
+}
+
+// Depth-first over variables in id order: skip the variable, or split it with each count.
+void chooseGrids(const Dataflow& flow, const std::vector<int>& candidates,
+                 const std::vector<int>& splitReductions, const SearchConfig& config, size_t next,
+                 BlockChoice& current, std::vector<BlockChoice>& out) {
+  if (next == candidates.size()) {
+    out.push_back(current);
+    return;
+  }
+  chooseGrids(flow, candidates, splitReductions, config, next + 1, current, out);
+  if (current.grid.size() == static_cast<size_t>(graph::kGridAxes)) return;
+  const int var = candidates[next];
+  const bool isReduction =
+      std::find(splitReductions.begin(), splitReductions.end(), var) != splitReductions.end();
+  if (isReduction && current.reductionSplitVar >= 0) return;
+  int64_t blocks = 1;
+  for (const GridSplit& g : current.grid) blocks *= g.count;
+  for (int64_t count : gridCounts(flow.vars[var], config)) {
+    if (blocks * count > config.maxGridBlocks) break;
+    current.grid.push_back(GridSplit{var, count});
+    if (isReduction) current.reductionSplitVar = var;
+    chooseGrids(flow, candidates, splitReductions, config, next + 1, current, out);
+    if (isReduction) current.reductionSplitVar = -1;
+    current.grid.pop_back();
+  }
+}
+
+int64_t gridCountOf(const BlockChoice& choice, int var) {
+  for (const GridSplit& g : choice.grid) {
+    if (g.var == var) return g.count;
+  }
+  return 1;
+}
+
+// Element-wise ops join the register epilogue of the compute op (or fused op) they read.
+void fuseEpilogues(graph::BlockGraph& block) {
+  const std::vector<graph::Phase> phase = graph::blockTensorPhases(block);
+  std::vector<int> groupOf(block.tensors.size(), -1);
+  std::vector<bool> computed(block.tensors.size(), false);
+  for (const graph::BlockOp& op : block.ops) {
+    if (op.output < 0) continue;
+    if (op.kind != OpKind::Input) computed[op.output] = true;
+    if (!graph::isElementwise(op.kind)) continue;
+    for (graph::TensorId in : op.inputs) {
+      if (!computed[in] || phase[in] != phase[op.output]) continue;
+      if (groupOf[in] < 0) {
+        groupOf[in] = static_cast<int>(block.fusion.size());
+        block.fusion.push_back(graph::FusionGroup{in, {}});
+      }
+      groupOf[op.output] = groupOf[in];
+      block.fusion[groupOf[in]].fused.push_back(op.output);
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+Segment analyzeSegment(const Dataflow& flow, int first, int last) {
+  Segment segment;
+  segment.first = first;
+  segment.last = last;
+  std::set<int> produced;
+  bool heavy = false;
+  for (int i = first; i <= last; ++i) {
+    const FlowOp& op = flow.ops[i];
+    segment.fusable = segment.fusable && op.fusable;
+    heavy = heavy || op.kind == OpKind::Matmul || !op.reducedVars.empty();
+    for (int t : op.inputs) {
+      if (!produced.count(t) &&
+          std::find(segment.inputs.begin(), segment.inputs.end(), t) == segment.inputs.end()) {
+        segment.inputs.push_back(t);
+      }
+    }
+    produced.insert(op.output);
+  }
+  for (int i = first; i <= last; ++i) {
+    const int t = flow.ops[i].output;
+    bool readLater = flow.isProgramOutput(t);
+    for (size_t j = last + 1; j < flow.ops.size() && !readLater; ++j) {
+      const std::vector<int>& in = flow.ops[j].inputs;
+      readLater = std::find(in.begin(), in.end(), t) != in.end();
+    }
+    if (readLater) segment.outputs.push_back(t);
+  }
+  segment.worthABlockGraph = heavy || last > first;
+  return segment;
+}
+
+std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segment& segment,
+                                               const SearchConfig& config) {
+  std::vector<BlockChoice> choices;
+  if (!segment.fusable || !segment.worthABlockGraph || segment.outputs.empty()) return choices;
+  const std::set<int> tensors = segmentTensors(flow, segment);
+  std::vector<int> candidates = parallelVars(flow, segment, tensors);
+  const std::vector<int> reductions = reducedVars(flow, segment, tensors);
+  std::vector<int> splitReductions;
+  if (config.allowGridSplitReduction) {
+    for (int v : reductions) {
+      if (gridSplittableReduction(flow, segment, v)) splitReductions.push_back(v);
+    }
+  }
+  candidates.insert(candidates.end(), splitReductions.begin(), splitReductions.end());
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+
+  std::vector<BlockChoice> grids;
+  BlockChoice current;
+  chooseGrids(flow, candidates, splitReductions, config, 0, current, grids);
+  for (const BlockChoice& grid : grids) {
+    int64_t blocks = 1;
+    for (const GridSplit& g : grid.grid) blocks *= g.count;
+    if (blocks < config.minGridBlocks) continue;
+    std::vector<std::pair<int, int64_t>> loops = {{-1, 1}};
+    for (int v : reductions) {
+      const IndexVar& var = flow.vars[v];
+      const int64_t perBlock = var.extent / gridCountOf(grid, v);
+      for (int64_t trip : config.forloopCandidates) {
+        if (trip <= 1 || perBlock % trip != 0) continue;
+        if (var.matmulDim && perBlock / trip < config.minMatmulTile) continue;
+        loops.push_back({v, trip});
+      }
+    }
+    for (const auto& [loopVar, trip] : loops) {
+      for (int threads : config.threadCandidates) {
+        BlockChoice choice = grid;
+        choice.loopVar = loopVar;
+        choice.forloop = trip;
+        choice.threads = threads;
+        choices.push_back(std::move(choice));
+      }
+    }
+  }
+  return choices;
+}
+
+BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
+                                 const BlockChoice& choice, const SearchConfig& config) {
+  BlockBuildResult result;
+  std::array<int64_t, graph::kGridAxes> grid{1, 1, 1};
+  for (size_t a = 0; a < choice.grid.size(); ++a) grid[a] = choice.grid[a].count;
+  std::vector<graph::TensorDesc> inputDescs;
+  for (int t : segment.inputs) inputDescs.push_back(flow.tensors[t].desc);
+  graph::BlockGraphBuilder builder(grid, choice.threads, choice.forloop, inputDescs);
+
+  enum class State { PerIteration, PostLoop };
+  std::vector<graph::TensorId> tile(flow.tensors.size(), -1);
+  std::vector<State> state(flow.tensors.size(), State::PerIteration);
+  try {
+    for (size_t i = 0; i < segment.inputs.size(); ++i) {
+      const int t = segment.inputs[i];
+      graph::AxisMap imap{graph::kReplicated, graph::kReplicated, graph::kReplicated};
+      for (size_t a = 0; a < choice.grid.size(); ++a) imap[a] = flow.dimOf(t, choice.grid[a].var);
+      const int fmap = choice.loopVar >= 0 ? flow.dimOf(t, choice.loopVar) : graph::kReplicated;
+      tile[t] = builder.input(static_cast<int>(i), imap, fmap);
+    }
+    for (int i = segment.first; i <= segment.last; ++i) {
+      const FlowOp& op = flow.ops[i];
+      std::vector<graph::TensorId> operands;
+      const State phase = state[op.inputs[0]];
+      for (int t : op.inputs) {
+        if (state[t] != phase) {
+          result.reason = PruneReason::LoopPhase;
+          return result;
+        }
+        operands.push_back(tile[t]);
+      }
+      const bool identity = op.kind == OpKind::ReduceSum && op.attrs.to > 1 &&
+                            builder.tile(operands[0]).shape.at(op.attrs.dim) == op.attrs.to;
+      graph::TensorId out = identity ? operands[0] : builder.op(op.kind, operands, op.attrs);
+      State outState = phase;
+      if (choice.forloop > 1 && reduces(op, choice.loopVar)) {
+        const OpKind accumulator =
+            op.kind == OpKind::ReduceMax ? OpKind::AccumMax : OpKind::AccumSum;
+        out = builder.op(accumulator, {out});
+        outState = State::PostLoop;
+      }
+      tile[op.output] = out;
+      state[op.output] = outState;
+    }
+    BuiltBlockGraph built;
+    for (int t : segment.outputs) {
+      if (choice.forloop > 1 && state[t] != State::PostLoop) {
+        result.reason = PruneReason::LoopPhase;
+        return result;
+      }
+      graph::AxisMap omap{graph::kReplicated, graph::kReplicated, graph::kReplicated};
+      std::vector<bool> used(flow.tensors[t].dims.size(), false);
+      for (size_t a = 0; a < choice.grid.size(); ++a) {
+        if (choice.grid[a].var == choice.reductionSplitVar) continue;
+        omap[a] = flow.dimOf(t, choice.grid[a].var);
+        if (omap[a] < 0) {
+          result.reason = PruneReason::Replication;
+          return result;
+        }
+        used[omap[a]] = true;
+      }
+      BlockOutput output{t, -1};
+      for (size_t a = 0; a < choice.grid.size(); ++a) {
+        if (choice.grid[a].var != choice.reductionSplitVar) continue;
+        for (int d = static_cast<int>(used.size()) - 1; d >= 0 && output.partialDim < 0; --d) {
+          if (!used[d]) output.partialDim = d;
+        }
+        if (output.partialDim < 0) {
+          result.reason = PruneReason::Replication;
+          return result;
+        }
+        omap[a] = output.partialDim;
+      }
+      builder.output(tile[t], omap);
+      built.outputs.push_back(output);
+    }
+    built.block = builder.block();
+    fuseEpilogues(built.block);
+    if (graph::sharedMemoryBytes(built.block) > config.arch.sharedMemoryPerBlock) {
+      result.reason = PruneReason::SharedMemory;
+      return result;
+    }
+    result.built = std::move(built);
+  } catch (const graph::ShapeError&) {
+    result.reason = PruneReason::Shape;
+  }
+  return result;
+}
+
+}  // namespace mugraph::search

@@ -1,0 +1,244 @@
+#include "search/enumerate_kernel_graphs.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "graph/hash.h"
+#include "graph/shape_inference.h"
+#include "graph/validate.h"
+#include "search/cost_model.h"
+#include "verify/abstract_expr.h"
+
+namespace mugraph::search {
+namespace {
+
+std::string uniqueName(const graph::GraphBuilder& builder, const std::string& base) {
+  for (int i = 0;; ++i) {
+    std::string name = i == 0 ? base : base + std::to_string(i);
+    if (!builder.graph().findTensor(name)) return name;
+  }
+}
+
+void keepBest(std::vector<Candidate>& best, Candidate candidate, size_t limit) {
+  auto at = std::lower_bound(best.begin(), best.end(), candidate, betterCandidate);
+  if (best.size() >= limit && at == best.end()) return;
+  best.insert(at, std::move(candidate));
+  if (best.size() > limit) best.pop_back();
+}
+
+// Adds the partial outputs' dataflow tensors and their combine ops (inserted right after the
+// segment) for a block graph that split reduction variable `splitVar` `count` ways.
+void addCombineOps(PartialSchedule& child, const Segment& segment,
+                   const std::vector<BlockOutput>& outputs,
+                   const std::vector<graph::TensorId>& kernelOutputs, int64_t count) {
+  Dataflow& flow = child.flow;
+  const int splitVar = static_cast<int>(flow.vars.size());
+  flow.vars.push_back(IndexVar{count, false, false});
+  std::vector<FlowOp> combines;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const int t = outputs[o].tensor;
+    if (outputs[o].partialDim < 0) {
+      child.kernelTensorOf[t] = kernelOutputs[o];
+      continue;
+    }
+    const int d = outputs[o].partialDim;
+    FlowTensor partial;
+    partial.desc = child.builder.desc(kernelOutputs[o]);
+    partial.dims = flow.tensors[t].dims;
+    partial.dims[d].insert(partial.dims[d].begin(), splitVar);
+    const int partialId = static_cast<int>(flow.tensors.size());
+    flow.tensors.push_back(std::move(partial));
+    child.kernelTensorOf.push_back(kernelOutputs[o]);
+    FlowOp combine;
+    combine.kind = graph::OpKind::ReduceSum;
+    combine.attrs.dim = d;
+    combine.attrs.to = flow.tensors[t].desc.shape[d];
+    combine.inputs = {partialId};
+    combine.output = t;
+    combine.reducedVars = {splitVar};
+    combines.push_back(std::move(combine));
+  }
+  flow.ops.insert(flow.ops.begin() + segment.last + 1, combines.begin(), combines.end());
+}
+
+uint64_t nextEnumeratorId() {
+  static std::atomic<uint64_t> next{1};
+  return next++;
+}
+
+}  // namespace
+
+bool betterCandidate(const Candidate& a, const Candidate& b) {
+  if (a.cost != b.cost) return a.cost < b.cost;
+  if (a.hash != b.hash) return a.hash < b.hash;
+  return a.origin < b.origin;
+}
+
+KernelGraphEnumerator::KernelGraphEnumerator(const graph::Program& program,
+                                             const SearchConfig& config,
+                                             verify::SubexpressionOracle& oracle)
+    : program_(program), config_(config), oracle_(oracle), id_(nextEnumeratorId()) {}
+
+PartialSchedule KernelGraphEnumerator::start(const graph::Program& form) const {
+  PartialSchedule state{buildDataflow(form),
+                        graph::GraphBuilder::withInputsOf(program_, program_.name),
+                        {},
+                        {},
+                        0,
+                        0,
+                        0};
+  state.kernelTensorOf.assign(state.flow.tensors.size(), -1);
+  state.kernelTerms = verify::abstractExpressions(state.builder.graph());
+  for (size_t i = 0; i < form.inputs.size(); ++i) {
+    state.kernelTensorOf[form.inputs[i]] = state.builder.graph().inputs[i];
+  }
+  return state;
+}
+
+std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state) const {
+  std::vector<Step> steps;
+  const int opCount = static_cast<int>(state.flow.ops.size());
+  if (state.position >= opCount || state.kernels >= config_.maxKernels) return steps;
+  steps.push_back(Step{state.position, -1, {}});
+  if (state.blockGraphKernels >= config_.maxBlockGraphKernels) return steps;
+  const int lastAllowed = std::min(opCount, state.position + config_.maxBlockOps) - 1;
+  for (int last = state.position; last <= lastAllowed; ++last) {
+    const Segment segment = analyzeSegment(state.flow, state.position, last);
+    std::vector<BlockChoice> choices = enumerateBlockChoices(state.flow, segment, config_);
+    for (size_t c = 0; c < choices.size(); ++c) {
+      steps.push_back(Step{last, static_cast<int>(c), std::move(choices[c])});
+    }
+  }
+  return steps;
+}
+
+// Terms are hash-consed, so a per-thread memo keyed by node identity answers repeats without
+// the oracle's canonicalization and shared cache; it holds a reference so the node outlives it.
+bool KernelGraphEnumerator::possibleSubexpression(const verify::AbstractExprRef& term) const {
+  thread_local std::unordered_map<const void*, std::pair<uint64_t, bool>> memo;
+  thread_local std::vector<verify::AbstractExprRef> keepAlive;
+  const auto found = memo.find(term.get());
+  if (found != memo.end() && found->second.first == id_) return found->second.second;
+  const bool answer = oracle_.isPossibleSubexpression(term);
+  memo[term.get()] = {id_, answer};
+  keepAlive.push_back(term);
+  return answer;
+}
+
+bool KernelGraphEnumerator::prunedByAbstractExpressions(const PartialSchedule& state,
+                                                        const Segment& segment,
+                                                        const graph::BlockGraph& block) const {
+  std::vector<verify::AbstractExprRef> inputTerms;
+  for (int t : segment.inputs) inputTerms.push_back(state.kernelTerms.at(state.kernelTensorOf[t]));
+  const std::vector<verify::AbstractExprRef> terms =
+      verify::abstractExpressionsOfBlock(block, inputTerms);
+  for (const graph::BlockOp& op : block.ops) {
+    if (op.kind == graph::OpKind::Input || op.output < 0) continue;
+    if (!possibleSubexpression(terms.at(op.output))) return true;
+  }
+  return false;
+}
+
+bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step,
+                                  PartialSchedule& child, ExploreStats& stats) const {
+  auto prune = [&](PruneReason reason) {
+    ++stats.pruned[static_cast<int>(reason)];
+    return false;
+  };
+  const Segment segment = analyzeSegment(state.flow, state.position, step.last);
+  child = state;
+  child.position = step.last + 1;
+  ++child.kernels;
+  try {
+    if (step.choice < 0) {
+      const FlowOp& op = state.flow.ops[state.position];
+      std::vector<graph::TensorId> inputs;
+      for (int t : op.inputs) inputs.push_back(state.kernelTensorOf[t]);
+      const graph::TensorDesc& desc = state.flow.tensors[op.output].desc;
+      const graph::TensorId out =
+          child.builder.op(op.kind, inputs, op.attrs, uniqueName(child.builder, desc.name));
+      child.kernelTensorOf[op.output] = out;
+      child.kernelTerms = verify::abstractExpressions(child.builder.graph());
+      if (!possibleSubexpression(child.kernelTerms.at(out))) {
+        return prune(PruneReason::AbstractExpression);
+      }
+      ++stats.states;
+      return true;
+    }
+    const BlockChoice& choice = step.block;
+    BlockBuildResult result = buildBlockGraph(state.flow, segment, choice, config_);
+    if (!result.built) return prune(result.reason);
+    if (prunedByAbstractExpressions(state, segment, result.built->block)) {
+      return prune(PruneReason::AbstractExpression);
+    }
+    std::vector<graph::TensorId> inputs;
+    for (int t : segment.inputs) inputs.push_back(state.kernelTensorOf[t]);
+    std::vector<std::pair<std::string, graph::DType>> outputs;
+    for (const BlockOutput& o : result.built->outputs) {
+      const graph::TensorDesc& desc = state.flow.tensors[o.tensor].desc;
+      if (o.partialDim >= 0) {
+        outputs.push_back({uniqueName(child.builder, desc.name + "_part"), graph::DType::F32});
+      } else {
+        outputs.push_back({uniqueName(child.builder, desc.name), desc.dtype});
+      }
+    }
+    const std::string kernelName = "k" + std::to_string(state.kernels);
+    const std::vector<graph::TensorId> kernelOutputs =
+        child.builder.blockGraph(kernelName, result.built->block, inputs, outputs);
+    ++child.blockGraphKernels;
+    const GridSplit* split = nullptr;
+    for (const GridSplit& g : choice.grid) {
+      if (g.var == choice.reductionSplitVar) split = &g;
+    }
+    addCombineOps(child, segment, result.built->outputs, kernelOutputs, split ? split->count : 1);
+    child.kernelTerms = verify::abstractExpressions(child.builder.graph());
+  } catch (const graph::ShapeError&) {
+    return prune(PruneReason::Shape);
+  }
+  ++stats.states;
+  return true;
+}
+
+void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome& outcome) const {
+  graph::GraphBuilder builder = state.builder;
+  for (int t : state.flow.outputs) builder.output(state.kernelTensorOf[t]);
+  Candidate candidate;
+  try {
+    candidate.schedule.program = program_;
+    candidate.schedule.graph = builder.finish();
+    graph::validateSchedule(candidate.schedule);
+  } catch (const graph::IrError&) {
+    ++outcome.stats.pruned[static_cast<int>(PruneReason::Shape)];
+    return;
+  }
+  candidate.hash = graph::scheduleHash(candidate.schedule);
+  candidate.origin = outcome.origin;
+  if (!outcome.hashes.insert(candidate.hash).second) {
+    ++outcome.stats.pruned[static_cast<int>(PruneReason::Duplicate)];
+    return;
+  }
+  candidate.schedule.name = program_.name + ".v" + graph::hashHex(candidate.hash);
+  candidate.schedule.graph.name = candidate.schedule.name;
+  candidate.cost = estimateCost(candidate.schedule.graph, config_.arch).microseconds;
+  keepBest(outcome.best, std::move(candidate), static_cast<size_t>(config_.candidatePool));
+}
+
+void KernelGraphEnumerator::explore(const PartialSchedule& state, SubtreeOutcome& outcome,
+                                    const std::atomic<bool>& stop) const {
+  if (stop.load(std::memory_order_relaxed)) return;
+  if (state.position >= static_cast<int>(state.flow.ops.size())) {
+    finish(state, outcome);
+    return;
+  }
+  if (state.kernels >= config_.maxKernels) {
+    ++outcome.stats.pruned[static_cast<int>(PruneReason::KernelLimit)];
+    return;
+  }
+  for (const Step& step : steps(state)) {
+    if (stop.load(std::memory_order_relaxed)) return;
+    PartialSchedule child;
+    if (apply(state, step, child, outcome.stats)) explore(child, outcome, stop);
+  }
+}
+
+}  // namespace mugraph::search

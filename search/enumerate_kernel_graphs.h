@@ -1,0 +1,94 @@
+// Kernel graphs, depth-first. The program's ops (in one form of program_rewrites.h) are cut
+// into consecutive segments in their canonical topological order, so every partition is met
+// once; a segment becomes a predefined op (a single op) or a block-graph kernel (one choice of
+// enumerate_block_graphs.h). A block graph that splits a reduction across the grid leaves
+// combine ops (reduce_sum(to=k) of its partial outputs) at the front of what remains, where
+// they are scheduled like any other op: as predefined ops or fused into the next block graph.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+#include "search/dataflow.h"
+#include "search/enumerate_block_graphs.h"
+#include "search/prune_reasons.h"
+#include "search/search_config.h"
+#include "verify/abstract_expr_oracle.h"
+
+namespace mugraph::search {
+
+// A schedule under construction: the kernels so far and the ops still to schedule.
+struct PartialSchedule {
+  Dataflow flow;
+  graph::GraphBuilder builder;
+  std::vector<graph::TensorId> kernelTensorOf;       // per dataflow tensor, -1 until computed
+  std::vector<verify::AbstractExprRef> kernelTerms;  // abstract expression per kernel tensor
+  int position = 0;                                  // next op of flow.ops to schedule
+  int kernels = 0;
+  int blockGraphKernels = 0;
+};
+
+// One way to extend a partial schedule: ops [position, last] as a predefined op
+// (choice == -1) or as the block graph `block`, the choice-th for that segment.
+struct Step {
+  int last = 0;
+  int choice = -1;
+  BlockChoice block;
+};
+
+struct Candidate {
+  uint64_t hash = 0;
+  double cost = 0;
+  int origin = 0;  // ordinal of the top-level subtree that found it
+  graph::Schedule schedule;
+};
+
+// Best first: lower cost, then lower hash, then lower origin. A total order, so rankings do
+// not depend on which thread found what first.
+bool betterCandidate(const Candidate& a, const Candidate& b);
+
+struct ExploreStats {
+  uint64_t states = 0;
+  PruneCounts pruned{};
+};
+
+// The candidates one subtree produced: every hash (to count and dedupe) and the best few.
+struct SubtreeOutcome {
+  int origin = 0;  // the subtree's ordinal, stamped on its candidates
+  ExploreStats stats;
+  std::set<uint64_t> hashes;
+  std::vector<Candidate> best;  // at most config.candidatePool, best first
+  bool completed = false;       // false when stopped early (time limit or stop request)
+};
+
+class KernelGraphEnumerator {
+ public:
+  KernelGraphEnumerator(const graph::Program& program, const SearchConfig& config,
+                        verify::SubexpressionOracle& oracle);
+
+  PartialSchedule start(const graph::Program& form) const;
+  std::vector<Step> steps(const PartialSchedule& state) const;
+  // Applies `step` to `state`; false (with the reason counted in `stats`) if pruned.
+  bool apply(const PartialSchedule& state, const Step& step, PartialSchedule& child,
+             ExploreStats& stats) const;
+  // Depth-first below `state`, until done or `stop` is set.
+  void explore(const PartialSchedule& state, SubtreeOutcome& outcome,
+               const std::atomic<bool>& stop) const;
+
+ private:
+  bool possibleSubexpression(const verify::AbstractExprRef& term) const;
+  bool prunedByAbstractExpressions(const PartialSchedule& state, const Segment& segment,
+                                   const graph::BlockGraph& block) const;
+  void finish(const PartialSchedule& state, SubtreeOutcome& outcome) const;
+
+  const graph::Program& program_;
+  const SearchConfig& config_;
+  verify::SubexpressionOracle& oracle_;
+  uint64_t id_;  // distinct per enumerator: keys the per-thread oracle memo
+};
+
+}  // namespace mugraph::search

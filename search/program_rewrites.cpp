@@ -1,0 +1,171 @@
+#include "search/program_rewrites.h"
+
+#include <functional>
+#include <optional>
+#include <set>
+
+#include "graph/builder.h"
+#include "graph/hash.h"
+
+namespace mugraph::search {
+namespace {
+
+using graph::GraphBuilder;
+using graph::KernelOp;
+using graph::OpKind;
+using graph::Program;
+using graph::TensorId;
+
+// Emits the replacement of one op; returns the tensor that now holds the op's result.
+using Emit = std::function<TensorId(GraphBuilder&, const std::vector<TensorId>& remap)>;
+
+const KernelOp* producerOf(const Program& program, TensorId tensor) {
+  for (const KernelOp& op : program.ops) {
+    if (op.outputs.at(0) == tensor) return &op;
+  }
+  return nullptr;
+}
+
+std::string freshName(const Program& program, const GraphBuilder& builder,
+                      const std::string& base) {
+  for (int i = 0;; ++i) {
+    std::string name = i == 0 ? base : base + std::to_string(i);
+    if (!program.findTensor(name) && !builder.graph().findTensor(name)) return name;
+  }
+}
+
+// Copies `program` with op `at` replaced by `emit`, then drops ops nothing reads any more.
+Program rebuild(const Program& program, size_t at, const Emit& emit) {
+  GraphBuilder builder = GraphBuilder::withInputsOf(program, program.name);
+  std::vector<TensorId> remap(program.tensors.size(), -1);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    remap[program.inputs[i]] = builder.graph().inputs[i];
+  }
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const KernelOp& op = program.ops[i];
+    const TensorId out = op.outputs.at(0);
+    if (i == at) {
+      remap[out] = emit(builder, remap);
+      continue;
+    }
+    std::vector<TensorId> inputs;
+    for (TensorId t : op.inputs) inputs.push_back(remap[t]);
+    remap[out] = builder.op(op.kind, inputs, op.attrs, program.tensors[out].name);
+  }
+  for (TensorId t : program.outputs) builder.output(remap[t]);
+  const Program rewritten = builder.graph();
+
+  std::vector<bool> live(rewritten.tensors.size(), false);
+  for (TensorId t : rewritten.outputs) live[t] = true;
+  for (size_t i = rewritten.ops.size(); i-- > 0;) {
+    const KernelOp& op = rewritten.ops[i];
+    if (!live[op.outputs[0]]) continue;
+    for (TensorId t : op.inputs) live[t] = true;
+  }
+  GraphBuilder pruned = GraphBuilder::withInputsOf(rewritten, rewritten.name);
+  std::vector<TensorId> keep(rewritten.tensors.size(), -1);
+  for (size_t i = 0; i < rewritten.inputs.size(); ++i) {
+    keep[rewritten.inputs[i]] = pruned.graph().inputs[i];
+  }
+  for (const KernelOp& op : rewritten.ops) {
+    if (!live[op.outputs[0]]) continue;
+    std::vector<TensorId> inputs;
+    for (TensorId t : op.inputs) inputs.push_back(keep[t]);
+    keep[op.outputs[0]] =
+        pruned.op(op.kind, inputs, op.attrs, rewritten.tensors[op.outputs[0]].name);
+  }
+  for (TensorId t : rewritten.outputs) pruned.output(keep[t]);
+  return pruned.finish();
+}
+
+// matmul(div(E, S), Y) -> div(matmul(E, Y), S) where S is constant along the contracted dim.
+std::optional<Program> divPastMatmul(const Program& program, size_t at) {
+  const KernelOp& matmul = program.ops[at];
+  if (matmul.kind != OpKind::Matmul) return std::nullopt;
+  const KernelOp* div = producerOf(program, matmul.inputs[0]);
+  if (!div || div->kind != OpKind::Div) return std::nullopt;
+  const TensorId numerator = div->inputs[0], denominator = div->inputs[1];
+  const graph::Dims& shape = program.tensors[div->outputs[0]].shape;
+  if (program.tensors[numerator].shape != shape) return std::nullopt;
+  if (program.tensors[denominator].shape.back() != 1) return std::nullopt;
+  const std::string name = program.tensors[matmul.outputs[0]].name;
+  return rebuild(program, at, [&](GraphBuilder& b, const std::vector<TensorId>& remap) {
+    const TensorId product = b.op(OpKind::Matmul, {remap[numerator], remap[matmul.inputs[1]]}, {},
+                                  freshName(program, b, name + "_num"));
+    return b.op(OpKind::Div, {product, remap[denominator]}, {}, name);
+  });
+}
+
+// matmul(rms_norm(X, last dim), W) -> div(matmul(X, W), sqrt(scale(reduce_sum(square(X)), 1/n)))
+std::optional<Program> rmsNormPastMatmul(const Program& program, size_t at) {
+  const KernelOp& matmul = program.ops[at];
+  if (matmul.kind != OpKind::Matmul) return std::nullopt;
+  const KernelOp* norm = producerOf(program, matmul.inputs[0]);
+  if (!norm || norm->kind != OpKind::RmsNorm) return std::nullopt;
+  const TensorId x = norm->inputs[0];
+  const graph::Dims& shape = program.tensors[x].shape;
+  const int last = static_cast<int>(shape.size()) - 1;
+  if (norm->attrs.dim != last) return std::nullopt;
+  const std::string name = program.tensors[matmul.outputs[0]].name;
+  return rebuild(program, at, [&](GraphBuilder& b, const std::vector<TensorId>& remap) {
+    const TensorId product = b.op(OpKind::Matmul, {remap[x], remap[matmul.inputs[1]]}, {},
+                                  freshName(program, b, name + "_num"));
+    const TensorId squares = b.op(OpKind::Square, {remap[x]}, {}, freshName(program, b, "sq"));
+    graph::OpAttrs sumAttrs;
+    sumAttrs.dim = last;
+    const TensorId sum =
+        b.op(OpKind::ReduceSum, {squares}, sumAttrs, freshName(program, b, "sumsq"));
+    graph::OpAttrs meanAttrs;
+    meanAttrs.scale = 1.0 / static_cast<double>(shape[last]);
+    const TensorId mean = b.op(OpKind::Scale, {sum}, meanAttrs, freshName(program, b, "meansq"));
+    const TensorId root = b.op(OpKind::Sqrt, {mean}, {}, freshName(program, b, "rms"));
+    return b.op(OpKind::Div, {product, root}, {}, name);
+  });
+}
+
+using RuleFunction = std::optional<Program> (*)(const Program&, size_t);
+
+struct RuleEntry {
+  RewriteRule rule;
+  RuleFunction apply;
+};
+
+// clang-format off
+const std::vector<RuleEntry> kRules = {
+  {{"div_past_matmul", "matmul(div(E, S), Y) = div(matmul(E, Y), S)  if S is size 1 along the contracted dim"},
+   divPastMatmul},
+  {{"rms_norm_past_matmul", "matmul(rms_norm(X), W) = div(matmul(X, W), sqrt(mean(square(X))))  over X's last dim"},
+   rmsNormPastMatmul},
+};
+// clang-format on
+
+}  // namespace
+
+const std::vector<RewriteRule>& rewriteRules() {
+  static const std::vector<RewriteRule> rules = [] {
+    std::vector<RewriteRule> out;
+    for (const RuleEntry& entry : kRules) out.push_back(entry.rule);
+    return out;
+  }();
+  return rules;
+}
+
+std::vector<ProgramForm> programForms(const graph::Program& program, int maxForms) {
+  std::vector<ProgramForm> forms = {ProgramForm{program, {}}};
+  std::set<uint64_t> seen = {graph::programHash(program)};
+  for (size_t next = 0; next < forms.size(); ++next) {
+    for (const RuleEntry& entry : kRules) {
+      for (size_t at = 0; at < forms[next].program.ops.size(); ++at) {
+        if (static_cast<int>(forms.size()) >= maxForms) return forms;
+        std::optional<Program> rewritten = entry.apply(forms[next].program, at);
+        if (!rewritten || !seen.insert(graph::programHash(*rewritten)).second) continue;
+        ProgramForm form{std::move(*rewritten), forms[next].rulesApplied};
+        form.rulesApplied.push_back(entry.rule.name);
+        forms.push_back(std::move(form));
+      }
+    }
+  }
+  return forms;
+}
+
+}  // namespace mugraph::search

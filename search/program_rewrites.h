@@ -1,0 +1,30 @@
+// Algebraic rewrites of a program, kept as one table of rules. The search enumerates schedules
+// of every form reachable from the program by these rules: a softmax's division moved past
+// the matmul that follows it (so the whole attention becomes a sum the for-loop or the grid
+// can split), and rms_norm before a matmul expanded into a sum of squares applied after it.
+// Every rule is an identity of real arithmetic; the verifier still checks each schedule.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace mugraph::search {
+
+struct ProgramForm {
+  graph::Program program;
+  std::vector<std::string> rulesApplied;  // in application order; empty for the original
+};
+
+struct RewriteRule {
+  const char* name;
+  const char* identity;  // the equation, for documentation and reports
+};
+const std::vector<RewriteRule>& rewriteRules();
+
+// The original program first, then every distinct form (by program hash) reachable by the
+// rules, breadth-first, at most `maxForms` in all. Deterministic.
+std::vector<ProgramForm> programForms(const graph::Program& program, int maxForms);
+
+}  // namespace mugraph::search

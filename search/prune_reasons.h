@@ -1,0 +1,31 @@
+// Why the search dropped a partial or finished candidate. Counted per reason, reported in the
+// progress line, the summary and the JSON output, and saved in checkpoints.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace mugraph::search {
+
+enum class PruneReason {
+  Shape,               // a split does not divide, or shape inference / validation failed
+  SharedMemory,        // the block graph needs more shared memory than the arch has
+  AbstractExpression,  // a tile's term is not a subexpression of the program (Z3 oracle)
+  LoopPhase,           // per-iteration and accumulated tiles meet, or an output is per-iteration
+  Replication,         // an output does not carry a grid axis (two blocks would write it)
+  KernelLimit,         // the candidate already has the most kernels the config allows
+  Duplicate,           // same canonical schedule hash as a candidate found before
+  Count
+};
+
+inline constexpr int kPruneReasons = static_cast<int>(PruneReason::Count);
+
+const char* pruneReasonName(PruneReason reason);  // "shape", "shared_memory", ...
+
+using PruneCounts = std::array<uint64_t, kPruneReasons>;
+
+std::map<std::string, uint64_t> pruneCountsByName(const PruneCounts& counts);
+
+}  // namespace mugraph::search

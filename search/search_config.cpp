@@ -1,0 +1,68 @@
+#include "search/search_config.h"
+
+#include "graph/error.h"
+
+namespace mugraph::search {
+
+Arch archByName(const std::string& name) {
+  if (name == "sm_90") return Arch{"sm_90", 227 * 1024, 132};
+  if (name == "sm_80") return Arch{"sm_80", 163 * 1024, 108};
+  throw UserError("--arch", "unknown architecture '" + name + "' (sm_90 or sm_80)");
+}
+
+const char* programKindName(ProgramKind kind) {
+  switch (kind) {
+    case ProgramKind::Attention:
+      return "attention";
+    case ProgramKind::Gemm:
+      return "gemm";
+    case ProgramKind::NormMatmul:
+      return "norm+matmul";
+    case ProgramKind::Other:
+      break;
+  }
+  return "other";
+}
+
+ProgramKind classifyProgram(const graph::Program& program) {
+  bool hasExp = false, hasNorm = false, onlyMatmul = true;
+  for (const graph::KernelOp& op : program.ops) {
+    hasExp = hasExp || op.kind == graph::OpKind::Exp;
+    hasNorm = hasNorm || op.kind == graph::OpKind::RmsNorm;
+    onlyMatmul = onlyMatmul && op.kind == graph::OpKind::Matmul;
+  }
+  if (hasExp) return ProgramKind::Attention;
+  if (hasNorm) return ProgramKind::NormMatmul;
+  if (onlyMatmul) return ProgramKind::Gemm;
+  return ProgramKind::Other;
+}
+
+SearchConfig defaultConfig(ProgramKind kind) {
+  SearchConfig config;
+  switch (kind) {
+    case ProgramKind::Attention:
+      // Up to six kernels so the unfused program itself (one predefined op per statement)
+      // stays in the space; at most two of them are block graphs (partial + combine).
+      config.maxKernels = 6;
+      config.maxBlockGraphKernels = 2;
+      config.maxVariants = 32;
+      break;
+    case ProgramKind::Gemm:
+      config.maxKernels = 2;
+      config.threadCandidates = {128, 256};
+      config.minMatmulTile = 32;
+      config.maxVariants = 16;
+      config.candidatePool = 64;
+      break;
+    case ProgramKind::NormMatmul:
+      config.maxKernels = 4;
+      config.maxVariants = 16;
+      config.candidatePool = 64;
+      break;
+    case ProgramKind::Other:
+      break;
+  }
+  return config;
+}
+
+}  // namespace mugraph::search

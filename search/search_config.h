@@ -1,0 +1,52 @@
+// The search space, described as data: how many kernels and block ops a candidate may have,
+// which grid sizes, thread counts and for-loop trip counts are tried, which program rewrites
+// are allowed, and the target architecture's shared-memory capacity. Defaults depend on the
+// kind of program (attention-like, GEMM-like, norm+matmul); every field can be overridden.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace mugraph::search {
+
+struct Arch {
+  std::string name = "sm_90";
+  int64_t sharedMemoryPerBlock = 227 * 1024;
+  int streamingMultiprocessors = 132;
+};
+
+// "sm_90" (H100/H200: 227 KB shared memory per block, 132 SMs) or "sm_80" (A100: 163 KB,
+// 108 SMs). UserError for anything else.
+Arch archByName(const std::string& name);
+
+enum class ProgramKind { Attention, Gemm, NormMatmul, Other };
+const char* programKindName(ProgramKind kind);
+// Attention: a matmul fed by exp; norm+matmul: a matmul fed by rms_norm; GEMM: matmuls only.
+ProgramKind classifyProgram(const graph::Program& program);
+
+struct SearchConfig {
+  Arch arch;
+  int maxKernels = 4;            // kernel ops in a candidate (predefined ops included)
+  int maxBlockGraphKernels = 2;  // of which block-graph kernels
+  int maxBlockOps = 8;           // program ops fused into one block graph
+  int64_t maxGridBlocks = 1024;  // blocks per kernel
+  int64_t minGridBlocks = 1;
+  // Grid counts per mapped dim: powers of two dividing the dim (plus the whole dim when
+  // gridFullExtent), at most maxGridPerDim.
+  int64_t maxGridPerDim = 1024;
+  // A dim that a matmul reads as its M, N or K is never tiled below this (tensor-core shape).
+  int64_t minMatmulTile = 16;
+  std::vector<int> threadCandidates = {128};
+  std::vector<int64_t> forloopCandidates = {1, 2, 4, 8, 16, 32, 64};
+  bool allowGridSplitReduction = true;  // split a reduction dim across the grid + combine
+  int maxRewriteForms = 8;              // program forms reached by the rewrite table
+  int maxVariants = 32;                 // best candidates verified at real shapes and reported
+  int candidatePool = 128;              // best candidates kept (by cost, then hash)
+};
+
+SearchConfig defaultConfig(ProgramKind kind);
+
+}  // namespace mugraph::search

@@ -1,0 +1,303 @@
+#include "search/superoptimize.h"
+
+#include "verify/reference_cache.h"
+
+#include <tbb/global_control.h>
+#include <tbb/info.h>
+#include <tbb/parallel_for.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "graph/error.h"
+#include "graph/hash.h"
+#include "search/enumerate_kernel_graphs.h"
+#include "search/program_rewrites.h"
+#include "search/progress.h"
+#include "verify/abstract_expr.h"
+#include "verify/equivalence.h"
+#include "verify/reference_cache.h"
+
+namespace mugraph::search {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Subtree {
+  int form = 0;
+  Step step;
+};
+
+// The shared, mutex-guarded state of a running search; also what a checkpoint saves.
+class SearchState {
+ public:
+  explicit SearchState(CheckpointState initial) : saved_(std::move(initial)) {}
+
+  void merge(int ordinal, SubtreeOutcome&& outcome, size_t poolLimit) {
+    std::lock_guard lock(mutex_);
+    saved_.completed.insert(ordinal);
+    saved_.stats.states += outcome.stats.states;
+    for (int r = 0; r < kPruneReasons; ++r) saved_.stats.pruned[r] += outcome.stats.pruned[r];
+    saved_.hashes.insert(outcome.hashes.begin(), outcome.hashes.end());
+    std::vector<Candidate> merged;
+    std::merge(
+        std::make_move_iterator(saved_.pool.begin()), std::make_move_iterator(saved_.pool.end()),
+        std::make_move_iterator(outcome.best.begin()), std::make_move_iterator(outcome.best.end()),
+        std::back_inserter(merged), betterCandidate);
+    saved_.pool.clear();
+    for (Candidate& c : merged) {
+      bool seen = false;
+      for (const Candidate& kept : saved_.pool) seen = seen || kept.hash == c.hash;
+      if (!seen && saved_.pool.size() < poolLimit) saved_.pool.push_back(std::move(c));
+    }
+  }
+  void recordVerification(uint64_t hash, const VerificationRecord& record) {
+    std::lock_guard lock(mutex_);
+    saved_.verified[hash] = record;
+  }
+  CheckpointState snapshot() const {
+    std::lock_guard lock(mutex_);
+    return saved_;
+  }
+  std::string progressText(double seconds, size_t verified) const {
+    std::lock_guard lock(mutex_);
+    std::ostringstream text;
+    uint64_t pruned = 0;
+    for (uint64_t n : saved_.stats.pruned) pruned += n;
+    text << "search: subtrees " << saved_.completed.size() << "/" << saved_.subtrees << "  states "
+         << saved_.stats.states << "  pruned " << pruned << " (";
+    bool first = true;
+    for (int r = 0; r < kPruneReasons; ++r) {
+      if (saved_.stats.pruned[r] == 0) continue;
+      text << (first ? "" : ", ") << pruneReasonName(static_cast<PruneReason>(r)) << " "
+           << saved_.stats.pruned[r];
+      first = false;
+    }
+    text << ")  candidates " << saved_.hashes.size() << "  verified " << verified << "  "
+         << static_cast<int>(seconds) << "s";
+    return text.str();
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  CheckpointState saved_;
+};
+
+// Redraws the progress line and writes checkpoints on a timer until stopped.
+class Reporter {
+ public:
+  Reporter(const SearchState& state, const SearchOptions& options, Clock::time_point start,
+           const std::atomic<size_t>& verified)
+      : state_(state),
+        options_(options),
+        start_(start),
+        verified_(verified),
+        line_(options.progress),
+        thread_([this] { run(); }) {}
+  ~Reporter() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+    line_.update(state_.progressText(elapsed(), verified_.load()));
+    line_.finish();
+  }
+  void checkpointNow() {
+    if (!options_.checkpointPath.empty())
+      saveCheckpoint(options_.checkpointPath, state_.snapshot());
+  }
+
+ private:
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  void run() {
+    auto lastCheckpoint = Clock::now();
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return done_; })) {
+      line_.update(state_.progressText(elapsed(), verified_.load()));
+      if (std::chrono::duration<double>(Clock::now() - lastCheckpoint).count() >=
+          options_.checkpointIntervalSeconds) {
+        checkpointNow();
+        lastCheckpoint = Clock::now();
+      }
+    }
+  }
+
+  const SearchState& state_;
+  const SearchOptions& options_;
+  Clock::time_point start_;
+  const std::atomic<size_t>& verified_;
+  ProgressLine line_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+VerificationRecord verifyCandidate(const graph::Program& program, const Candidate& candidate,
+                                   uint64_t seed,
+                                   const std::shared_ptr<verify::ReferenceEvaluations>& cache) {
+  verify::EquivalenceOptions options;
+  options.seed = seed;
+  options.referenceCache = cache;
+  options.targetBound = 1e-12;
+  VerificationRecord record;
+  try {
+    const verify::EquivalenceReport report =
+        verify::checkEquivalence(program, candidate.schedule.graph, options);
+    record.equivalent = report.equivalent;
+    record.level = verify::levelName(report.level);
+    record.falseAcceptBound = report.falseAcceptBound;
+    record.trials = report.trials;
+    record.maxRelError = report.maxRelError;
+    record.detail = report.equivalent ? report.levelReason : report.mismatch;
+  } catch (const UserError& e) {
+    record.equivalent = false;
+    record.detail = e.what();
+  }
+  return record;
+}
+
+bool acceptable(const VerificationRecord& record) {
+  return record.equivalent && (record.level != "finite-field" || record.falseAcceptBound <= 1e-12);
+}
+
+}  // namespace
+
+std::string configKey(const SearchConfig& c) {
+  std::ostringstream key;
+  key << c.arch.name << " kernels " << c.maxKernels << " block_graphs " << c.maxBlockGraphKernels
+      << " block_ops " << c.maxBlockOps << " blocks " << c.minGridBlocks << ".." << c.maxGridBlocks
+      << " per_dim " << c.maxGridPerDim << " min_tile " << c.minMatmulTile << " threads";
+  for (int t : c.threadCandidates) key << " " << t;
+  key << " forloop";
+  for (int64_t f : c.forloopCandidates) key << " " << f;
+  key << " split " << c.allowGridSplitReduction << " forms " << c.maxRewriteForms << " pool "
+      << c.candidatePool;
+  return key.str();
+}
+
+SearchResult superoptimize(const graph::Program& program, const SearchOptions& options) {
+  const Clock::time_point start = Clock::now();
+  const SearchConfig& config = options.config;
+  const int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
+
+  const std::vector<ProgramForm> forms = programForms(program, config.maxRewriteForms);
+  // The oracle's targets: the output terms of the program and of each rewritten form. The
+  // forms compute the same function by identities the axioms may not know (rms_norm is
+  // uninterpreted there), so a schedule of a form is judged against that form's own terms.
+  std::vector<verify::AbstractExprRef> targets;
+  for (const ProgramForm& form : forms) {
+    const std::vector<verify::AbstractExprRef> terms = verify::abstractExpressions(form.program);
+    for (graph::TensorId t : form.program.outputs) targets.push_back(terms.at(t));
+  }
+  verify::SubexpressionOracle oracle(targets);
+  const KernelGraphEnumerator enumerator(program, config, oracle);
+
+  std::vector<PartialSchedule> roots;
+  std::vector<Subtree> subtrees;
+  for (size_t f = 0; f < forms.size(); ++f) {
+    roots.push_back(enumerator.start(forms[f].program));
+    for (Step& step : enumerator.steps(roots.back())) {
+      subtrees.push_back(Subtree{static_cast<int>(f), std::move(step)});
+    }
+  }
+
+  CheckpointState initial;
+  if (options.resume) {
+    if (options.checkpointPath.empty()) throw UserError("--resume", "needs --checkpoint FILE");
+    initial = loadCheckpoint(options.checkpointPath);
+    if (initial.programHash != graph::programHash(program) ||
+        initial.configKey != configKey(config) ||
+        initial.subtrees != static_cast<int>(subtrees.size())) {
+      throw UserError(options.checkpointPath,
+                      "the checkpoint is of another program or search space; run without --resume");
+    }
+  } else {
+    initial.programHash = graph::programHash(program);
+    initial.configKey = configKey(config);
+    initial.subtrees = static_cast<int>(subtrees.size());
+  }
+  std::vector<int> pending;
+  for (int i = 0; i < static_cast<int>(subtrees.size()); ++i) {
+    if (!initial.completed.count(i)) pending.push_back(i);
+  }
+  SearchState state(std::move(initial));
+  std::atomic<size_t> verifiedCount{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> finishedThisRun{0};
+  std::atomic<bool> timeUp{false};
+  SearchResult result;
+  {
+    Reporter reporter(state, options, start, verifiedCount);
+    tbb::parallel_for(size_t{0}, pending.size(), [&](size_t i) {
+      if (stop.load()) return;
+      const int ordinal = pending[i];
+      const Subtree& subtree = subtrees[ordinal];
+      SubtreeOutcome outcome;
+      outcome.origin = ordinal;
+      PartialSchedule child;
+      if (enumerator.apply(roots[subtree.form], subtree.step, child, outcome.stats)) {
+        enumerator.explore(child, outcome, stop);
+      }
+      if (stop.load()) return;
+      state.merge(ordinal, std::move(outcome), static_cast<size_t>(config.candidatePool));
+      const int finished = ++finishedThisRun;
+      if (options.stopAfterSubtrees >= 0 && finished >= options.stopAfterSubtrees) stop = true;
+      if (options.timeLimitSeconds > 0 &&
+          std::chrono::duration<double>(Clock::now() - start).count() > options.timeLimitSeconds) {
+        timeUp = true;
+        stop = true;
+      }
+    });
+    reporter.checkpointNow();
+
+    // Verify the best candidates at their real shapes, best first, until enough pass.
+    const CheckpointState found = state.snapshot();
+    const auto referenceCache = std::make_shared<verify::ReferenceEvaluations>(program);
+    for (const Candidate& candidate : found.pool) {
+      if (static_cast<int>(result.variants.size()) >= config.maxVariants) break;
+      VerificationRecord record;
+      const auto known = found.verified.find(candidate.hash);
+      if (known != found.verified.end()) {
+        record = known->second;
+      } else {
+        record = verifyCandidate(program, candidate, options.verifySeed, referenceCache);
+        state.recordVerification(candidate.hash, record);
+        reporter.checkpointNow();
+      }
+      if (!acceptable(record)) {
+        ++result.summary.rejected;
+        continue;
+      }
+      VerifiedVariant variant;
+      variant.hash = candidate.hash;
+      variant.name = "v" + graph::hashHex(candidate.hash);
+      variant.cost = estimateCost(candidate.schedule.graph, config.arch);
+      variant.schedule = candidate.schedule;
+      variant.verification = record;
+      result.variants.push_back(std::move(variant));
+      ++verifiedCount;
+    }
+  }
+  const CheckpointState final = state.snapshot();
+  SearchSummary& summary = result.summary;
+  summary.forms = static_cast<int>(forms.size());
+  summary.stoppedByTimeLimit = timeUp.load();
+  summary.subtrees = final.subtrees;
+  summary.subtreesCompleted = static_cast<int>(final.completed.size());
+  summary.complete = summary.subtreesCompleted == summary.subtrees;
+  summary.stats = final.stats;
+  summary.candidates = final.hashes.size();
+  summary.verified = result.variants.size();
+  summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  summary.oracle = oracle.stats();
+  return result;
+}
+
+}  // namespace mugraph::search

@@ -1,0 +1,67 @@
+// The search, end to end: program forms (rewrites), the top-level subtrees of the kernel-graph
+// enumeration explored in parallel with oneTBB, pruning with one shared abstract-expression
+// oracle, a pool of the best candidates by cost, then verification of the best at their real
+// shapes (finite-field fingerprints with a stated bound, float tests where ops need them).
+// Results do not depend on the thread count: subtrees are merged order-independently and the
+// ranking is a total order. Time limit, periodic atomic checkpoints and resume.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+#include "search/checkpoint.h"
+#include "search/cost_model.h"
+#include "search/prune_reasons.h"
+#include "search/search_config.h"
+#include "verify/abstract_expr_oracle.h"
+
+namespace mugraph::search {
+
+struct SearchOptions {
+  SearchConfig config;
+  int threads = 0;              // 0: every core
+  double timeLimitSeconds = 0;  // 0: none; stops the enumeration (resumable)
+  std::string checkpointPath;   // empty: no checkpoint
+  bool resume = false;          // continue from checkpointPath
+  double checkpointIntervalSeconds = 5;
+  int stopAfterSubtrees = -1;    // test hook: stop the enumeration after this many subtrees
+  bool progress = true;          // progress line on stderr (only when it is a TTY)
+  uint64_t verifySeed = 0x5eed;  // verification seed (replayable)
+};
+
+struct VerifiedVariant {
+  std::string name;  // "v" + 16 hex digits of the schedule hash
+  uint64_t hash = 0;
+  CostEstimate cost;
+  graph::Schedule schedule;
+  VerificationRecord verification;
+};
+
+struct SearchSummary {
+  int forms = 0;
+  int subtrees = 0;
+  int subtreesCompleted = 0;
+  bool complete = false;  // every subtree explored
+  bool stoppedByTimeLimit = false;
+  ExploreStats stats;
+  uint64_t candidates = 0;  // distinct finished schedules that passed pruning
+  uint64_t verified = 0;    // reported variants
+  uint64_t rejected = 0;    // candidates the verifier refuted
+  double seconds = 0;
+  verify::OracleStats oracle;
+};
+
+struct SearchResult {
+  SearchSummary summary;
+  std::vector<VerifiedVariant> variants;  // best (estimated fastest) first
+};
+
+SearchResult superoptimize(const graph::Program& program, const SearchOptions& options);
+
+// A string identifying the search space (config and arch), stored in checkpoints.
+std::string configKey(const SearchConfig& config);
+
+}  // namespace mugraph::search

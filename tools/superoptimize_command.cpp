@@ -1,0 +1,195 @@
+// `mugraph superoptimize PROGRAM`: searches schedules of a program (a built-in name or a
+// file), verifies the best at their real shapes, writes each variant's schedule JSON under
+// --out, and prints a ranked table (or JSON with --json).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "graph/error.h"
+#include "graph/files.h"
+#include "graph/hash.h"
+#include "graph/resources.h"
+#include "search/builtin_programs.h"
+#include "search/superoptimize.h"
+#include "tools/commands.h"
+
+namespace mugraph::tools {
+namespace {
+
+// Hook for code generation (codegen/, being written): emit kernel.cu, PTX and the manifest of
+// one verified variant into `variantDir`. Until it lands, variants get their schedule only.
+void emitVariantCode(const graph::Schedule& schedule, const std::string& variantDir) {
+  (void)schedule;
+  (void)variantDir;
+}
+
+std::string gridsOf(const graph::KernelGraph& graph) {
+  std::string grids;
+  for (const graph::KernelOp& op : graph.ops) {
+    if (!grids.empty()) grids += " ";
+    grids += op.block ? std::to_string(graph::gridBlocks(*op.block)) : "-";
+  }
+  return grids;
+}
+
+nlohmann::json summaryJson(const search::SearchResult& result) {
+  const search::SearchSummary& s = result.summary;
+  nlohmann::json pruned = nlohmann::json::object();
+  for (const auto& [name, count] : search::pruneCountsByName(s.stats.pruned)) pruned[name] = count;
+  nlohmann::json variants = nlohmann::json::array();
+  for (const search::VerifiedVariant& v : result.variants) {
+    variants.push_back({{"name", v.name},
+                        {"hash", graph::hashHex(v.hash)},
+                        {"cost", v.cost.microseconds},
+                        {"level", v.verification.level},
+                        {"false_accept_bound", v.verification.falseAcceptBound},
+                        {"kernels", v.schedule.graph.ops.size()},
+                        {"grids", gridsOf(v.schedule.graph)}});
+  }
+  return {{"states", s.stats.states},
+          {"pruned", pruned},
+          {"candidates", s.candidates},
+          {"verified", s.verified},
+          {"rejected", s.rejected},
+          {"seconds", s.seconds},
+          {"complete", s.complete},
+          {"stopped_by_time_limit", s.stoppedByTimeLimit},
+          {"subtrees", s.subtrees},
+          {"subtrees_completed", s.subtreesCompleted},
+          {"forms", s.forms},
+          {"oracle",
+           {{"queries", s.oracle.queries},
+            {"cache_hits", s.oracle.cacheHits},
+            {"z3_queries", s.oracle.z3Queries},
+            {"timeouts", s.oracle.timeouts}}},
+          {"variants", variants}};
+}
+
+void printTable(const search::SearchResult& result) {
+  const search::SearchSummary& s = result.summary;
+  std::printf("%4s  %-18s  %-16s  %10s  %7s  %-16s  %-12s  %9s\n", "rank", "name", "hash",
+              "cost (us)", "kernels", "grids", "level", "bound");
+  for (size_t i = 0; i < result.variants.size(); ++i) {
+    const search::VerifiedVariant& v = result.variants[i];
+    std::printf("%4zu  %-18s  %-16s  %10.2f  %7zu  %-16s  %-12s  %9.2e\n", i + 1, v.name.c_str(),
+                graph::hashHex(v.hash).c_str(), v.cost.microseconds, v.schedule.graph.ops.size(),
+                gridsOf(v.schedule.graph).c_str(), v.verification.level.c_str(),
+                v.verification.falseAcceptBound);
+  }
+  uint64_t pruned = 0;
+  for (uint64_t n : s.stats.pruned) pruned += n;
+  std::printf(
+      "states %llu, pruned %llu, candidates %llu, verified %llu, rejected %llu, %.1f s%s\n",
+      static_cast<unsigned long long>(s.stats.states), static_cast<unsigned long long>(pruned),
+      static_cast<unsigned long long>(s.candidates), static_cast<unsigned long long>(s.verified),
+      static_cast<unsigned long long>(s.rejected), s.seconds,
+      s.complete ? "" : " (incomplete: resume with --checkpoint F --resume)");
+}
+
+}  // namespace
+
+Command addSuperoptimizeCommand(CLI::App& app) {
+  struct Options {
+    std::string program;
+    int threads = 0;
+    double timeLimit = 0;
+    std::string arch = "sm_90";
+    std::string out;
+    std::string checkpoint;
+    bool resume = false;
+    bool profile = false;
+    bool json = false;
+    std::optional<int> maxVariants, maxKernels, maxBlockGraphs, maxBlockOps;
+    std::optional<int64_t> maxBlocks;
+    std::vector<int64_t> forloops;
+    std::vector<int> blockThreads;
+    bool noGridSplit = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = app.add_subcommand(
+      "superoptimize",
+      "Search schedules of PROGRAM (a built-in: gqa, gemm, rmsnorm_matmul, gqa_decode; or a "
+      "program file), verify the best at real shapes, rank them by the cost model. Exit 0 ok, "
+      "2 bad input.");
+  sub->add_option("PROGRAM", o->program, "built-in program name or program file")->required();
+  sub->add_option("--threads", o->threads, "worker threads (default: every core)")
+      ->check(CLI::Range(1, 1024));
+  sub->add_option("--time-limit", o->timeLimit, "stop enumerating after S seconds (resumable)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--arch", o->arch, "sm_90 (227 KB shared memory per block) or sm_80 (163 KB)");
+  sub->add_option("--out", o->out, "write DIR/<variant>/schedule.json and DIR/summary.json");
+  sub->add_option("--checkpoint", o->checkpoint, "checkpoint file, written every few seconds");
+  sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
+  sub->add_flag("--profile", o->profile, "time variants on the GPU (needs the GPU runtime)");
+  sub->add_flag("--json", o->json, "print the summary as one JSON object");
+  sub->add_option("--max-variants", o->maxVariants, "variants to verify and report")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--max-kernels", o->maxKernels, "kernels per candidate")
+      ->check(CLI::Range(1, 16));
+  sub->add_option("--max-block-graphs", o->maxBlockGraphs, "block-graph kernels per candidate")
+      ->check(CLI::Range(0, 16));
+  sub->add_option("--max-block-ops", o->maxBlockOps, "program ops fused into one block graph")
+      ->check(CLI::Range(1, 64));
+  sub->add_option("--max-blocks", o->maxBlocks, "blocks per kernel")->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--forloops", o->forloops, "for-loop trip counts to try")->delimiter(',');
+  sub->add_option("--block-threads", o->blockThreads, "threads per block to try")->delimiter(',');
+  sub->add_flag("--no-grid-split", o->noGridSplit, "never split a reduction across the grid");
+  return {sub, [o]() {
+            if (o->profile) {
+              std::cerr << "mugraph: --profile needs the GPU runtime, which this build does not "
+                           "have yet; rank by the cost model instead (drop --profile)\n";
+              return kExitBadInput;
+            }
+            const graph::Program program = search::loadProgramOrBuiltin(o->program);
+            search::SearchOptions options;
+            options.config = search::defaultConfig(search::classifyProgram(program));
+            options.config.arch = search::archByName(o->arch);
+            if (o->maxVariants) {
+              options.config.maxVariants = *o->maxVariants;
+              options.config.candidatePool =
+                  std::max(options.config.candidatePool, 4 * *o->maxVariants);
+            }
+            if (o->maxKernels) options.config.maxKernels = *o->maxKernels;
+            if (o->maxBlockGraphs) options.config.maxBlockGraphKernels = *o->maxBlockGraphs;
+            if (o->maxBlockOps) options.config.maxBlockOps = *o->maxBlockOps;
+            if (o->maxBlocks) options.config.maxGridBlocks = *o->maxBlocks;
+            if (!o->forloops.empty()) options.config.forloopCandidates = o->forloops;
+            if (!o->blockThreads.empty()) options.config.threadCandidates = o->blockThreads;
+            if (o->noGridSplit) options.config.allowGridSplitReduction = false;
+            for (int t : options.config.threadCandidates) {
+              if (t < 32 || t > 1024 || t % 32 != 0) {
+                throw UserError("--block-threads",
+                                std::to_string(t) + " is not a multiple of 32 in 32..1024");
+              }
+            }
+            for (int64_t f : options.config.forloopCandidates) {
+              if (f < 1) throw UserError("--forloops", "trip counts must be >= 1");
+            }
+            options.threads = o->threads;
+            options.timeLimitSeconds = o->timeLimit;
+            options.checkpointPath = o->checkpoint;
+            options.resume = o->resume;
+            const search::SearchResult result = search::superoptimize(program, options);
+            if (!o->out.empty()) {
+              std::filesystem::create_directories(o->out);
+              for (const search::VerifiedVariant& v : result.variants) {
+                const std::string dir = o->out + "/" + v.name;
+                std::filesystem::create_directories(dir);
+                graph::saveSchedule(dir + "/schedule.json", v.schedule);
+                emitVariantCode(v.schedule, dir);
+              }
+              graph::writeFileAtomic(o->out + "/summary.json", summaryJson(result).dump(2) + "\n");
+            }
+            if (o->json) {
+              std::cout << summaryJson(result).dump() << "\n";
+            } else {
+              printTable(result);
+            }
+            return kExitOk;
+          }};
+}
+
+}  // namespace mugraph::tools

@@ -1,0 +1,43 @@
+#include "verify/reference_cache.h"
+
+#include "graph/hash.h"
+#include "verify/interpreter.h"
+
+namespace mugraph::verify {
+namespace {
+
+template <class T, class Key>
+TensorMap<T> cached(std::mutex& mutex, std::map<Key, TensorMap<T>>& cache, const Key& key,
+                    const graph::KernelGraph& graph, const TensorMap<T>& inputs) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto found = cache.find(key);
+    if (found != cache.end()) return found->second;
+  }
+  TensorMap<T> outputs = evaluate(graph, inputs);
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.emplace(key, outputs);
+  return outputs;
+}
+
+}  // namespace
+
+ReferenceEvaluations::ReferenceEvaluations(graph::KernelGraph reference)
+    : reference_(std::move(reference)), hash_(graph::kernelGraphHash(reference_)) {}
+
+TensorMap<double> ReferenceEvaluations::floatOutputs(const TensorMap<double>& inputs, uint64_t seed,
+                                                     double scale) {
+  return cached(mutex_, floats_, std::make_pair(seed, scale), reference_, inputs);
+}
+
+TensorMap<FieldElement> ReferenceEvaluations::fieldOutputs(const TensorMap<FieldElement>& inputs,
+                                                           uint64_t seed) {
+  return cached(mutex_, fields_, seed, reference_, inputs);
+}
+
+TensorMap<DegreeValue> ReferenceEvaluations::degreeOutputs(const TensorMap<DegreeValue>& inputs,
+                                                           uint64_t seed) {
+  return cached(mutex_, degrees_, seed, reference_, inputs);
+}
+
+}  // namespace mugraph::verify
