@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ make libz3-dev libeigen3-dev libtbb-dev nlohmann-json3-dev libgtest-dev libcli11-dev)
+packages=(cmake g++ make libz3-dev libeigen3-dev libtbb-dev nlohmann-json3-dev libgtest-dev libcli11-dev libssl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -21,5 +21,8 @@ struct Command {
 Command addShowCommand(CLI::App& app);
 Command addCheckCommand(CLI::App& app);
 Command addVerifyCommand(CLI::App& app);
+Command addSuperoptimizeCommand(CLI::App& app);
+Command addReplayCommand(CLI::App& app);
+Command addDatasetCommand(CLI::App& app);
 
 }  // namespace mugraph::tools

@@ -26,10 +26,13 @@ inline std::string readWholeFile(const std::string& path) {
 }
 
 // `args` is appended to the binary's path as shell text; callers quote file names.
-inline CliResult runMugraph(const std::string& args, const std::string& scratchDir) {
+// `env` (e.g. "NAME=value") and `wrapper` (e.g. "timeout -s KILL 2") prefix the command.
+inline CliResult runMugraph(const std::string& args, const std::string& scratchDir,
+                            const std::string& env = "", const std::string& wrapper = "") {
   const std::string outPath = scratchDir + "/cli.out";
   const std::string errPath = scratchDir + "/cli.err";
   const std::string command =
+      (env.empty() ? "" : "env " + env + " ") + (wrapper.empty() ? "" : wrapper + " ") +
       std::string(MUGRAPH_BINARY) + " " + args + " >" + outPath + " 2>" + errPath;
   const int status = std::system(command.c_str());
   CliResult result;

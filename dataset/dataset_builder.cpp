@@ -1,0 +1,194 @@
+#include "dataset/dataset_builder.h"
+
+#include <cuda.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "codegen/generate.h"
+#include "codegen/manifest.h"
+#include "codegen/runtime/cuda_driver.h"
+#include "codegen/runtime/gpu_check.h"
+#include "dataset/dataset_layout.h"
+#include "dataset/dataset_rows.h"
+#include "dataset/sha256.h"
+#include "graph/error.h"
+#include "graph/files.h"
+#include "graph/hash.h"
+#include "verify/equivalence.h"
+
+namespace mugraph::dataset {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// The verification seed of a variant: fixed by its hash, so a rerun writes the same row.
+uint64_t verificationSeed(const graph::Schedule& schedule) {
+  return graph::scheduleHash(schedule) ^ 0x6d75677261706821ULL;
+}
+
+json verificationJson(const verify::EquivalenceReport& r) {
+  json out = {{"equivalent", r.equivalent},
+              {"level", verify::levelName(r.level)},
+              {"trials", r.trials},
+              {"seed", r.seed},
+              {"degree", r.degree},
+              {"false_accept_bound", r.falseAcceptBound},
+              {"max_rel_error", r.maxRelError}};
+  if (!r.levelReason.empty()) out["level_reason"] = r.levelReason;
+  return out;
+}
+
+json filesJson(const std::string& variantDir, const std::string& relativeDir,
+               const std::vector<std::string>& names) {
+  json files = json::object();
+  for (const std::string& name : names) {
+    files[name] = {{"path", relativeDir + "/" + name},
+                   {"sha256", sha256OfFile(variantDir + "/" + name)}};
+  }
+  return files;
+}
+
+json gpuJson(const codegen::GpuCheckReport& r) {
+  return {{"device", r.device},
+          {"ptx_arch", r.ptxArch},
+          {"matches", r.matches},
+          {"max_rel_error", r.maxRelError},
+          {"tolerance", r.tolerance},
+          {"unwritten_elements", r.unwrittenElements},
+          {"latency_us",
+           {{"median", r.timing.medianMicroseconds},
+            {"p10", r.timing.p10Microseconds},
+            {"p90", r.timing.p90Microseconds},
+            {"min", r.timing.minMicroseconds},
+            {"repetitions", r.timing.repetitions}}}};
+}
+
+class Builder {
+ public:
+  explicit Builder(const DatasetOptions& options) : options_(options) {
+    fs::create_directories(options_.outDir);
+    rows_ = readManifestRows(options_.outDir + "/" + kManifestFile, /*strict=*/false);
+    if (options_.runOnGpu) {
+      std::string whyNot;
+      driver_ = codegen::CudaDriver::open(whyNot);
+      if (!driver_) throw UserError("--run", "cannot run on a GPU: " + whyNot);
+    }
+  }
+
+  void addVariant(const graph::Program& program, const graph::Schedule& schedule,
+                  DatasetSummary& summary) {
+    const std::string cls = classId(program);
+    const std::string variant = variantId(schedule);
+    const std::string key = cls + "/" + variant;
+    const std::string dir = options_.outDir + "/" + key;
+    ++summary.variants;
+    auto existing = rows_.find(key);
+    if (existing != rows_.end() && rowFilesIntact(options_.outDir, existing->second)) {
+      ++summary.skipped;
+      say("skip " + key + " (already in the dataset)");
+      return;
+    }
+    say("verify " + key);
+    verify::EquivalenceOptions verifyOptions;
+    verifyOptions.seed = verificationSeed(schedule);
+    const verify::EquivalenceReport report =
+        verify::checkEquivalence(program, schedule.graph, verifyOptions);
+    if (!report.equivalent) {
+      ++summary.rejected;
+      say("reject " + key + ": " + report.mismatch);
+      return;
+    }
+    say("generate " + key);
+    codegen::GenerateOptions generateOptions;
+    generateOptions.archs = options_.archs;
+    const codegen::GeneratedCode code = codegen::generateCode(schedule, generateOptions);
+    const std::string staging = options_.outDir + "/" + cls + "/.staging-" + variant;
+    fs::remove_all(staging);
+    const std::vector<std::string> files = codegen::writeGeneratedCode(code, staging);
+    json row = {{"format", kRowFormat},
+                {"class", cls},
+                {"variant", variant},
+                {"program", program.name},
+                {"program_hash", graph::hashHex(graph::programHash(program))},
+                {"schedule_hash", graph::hashHex(graph::scheduleHash(schedule))},
+                {"archs", json::array()},
+                {"files", filesJson(staging, key, files)},
+                {"verification", verificationJson(report)},
+                {"cuda", {{"toolkit_version", CUDA_VERSION}}}};
+    for (int arch : options_.archs) row["archs"].push_back(codegen::archName(arch));
+    const json manifest = codegen::manifestJson(code);
+    row["kernels"] = manifest.at("kernels");
+    row["workspace_bytes"] = manifest.at("workspace_bytes");
+    row["resources_sm_90"] = manifest.at("resources");
+    row["nvrtc"] = manifest.at("nvrtc");
+    if (driver_) {
+      say("run " + key + " on " + driver_->deviceName());
+      row["gpu"] = gpuJson(codegen::checkOnGpu(
+          *driver_, code.schedule, staging, verificationSeed(schedule), options_.gpuRepetitions));
+    }
+    fs::remove_all(dir);
+    fs::create_directories(fs::path(dir).parent_path());
+    fs::rename(staging, dir);
+    rows_[key] = row;
+    writeManifestAndClasses();
+    ++summary.written;
+    if (options_.abortAfterVariants >= 0 && ++writtenThisRun_ >= options_.abortAfterVariants) {
+      _exit(137);  // the test hook: end like a killed process, with no cleanup
+    }
+  }
+
+ private:
+  void writeManifestAndClasses() {
+    std::string manifest;
+    std::map<std::string, json> classes;
+    for (const auto& [key, row] : rows_) {
+      manifest += row.dump() + "\n";
+      json& cls = classes[row.at("class").get<std::string>()];
+      if (cls.is_null()) {
+        cls = {{"class", row.at("class")},
+               {"program", row.at("program")},
+               {"program_hash", row.at("program_hash")},
+               {"members", json::array()}};
+      }
+      cls["members"].push_back(row.at("variant"));
+    }
+    graph::writeFileAtomic(options_.outDir + "/" + kManifestFile, manifest);
+    json document = {{"format", "mugraph.dataset.classes"},
+                     {"version", 1},
+                     {"equivalence", kEquivalenceStatement},
+                     {"classes", json::array()}};
+    for (auto& [id, cls] : classes) document["classes"].push_back(cls);
+    graph::writeFileAtomic(options_.outDir + "/" + kClassesFile, document.dump(2) + "\n");
+  }
+
+  void say(const std::string& line) const {
+    if (options_.progress) options_.progress(line);
+  }
+
+  const DatasetOptions& options_;
+  std::map<std::string, json> rows_;  // "<class>/<variant>" -> row, sorted
+  std::unique_ptr<codegen::CudaDriver> driver_;
+  int writtenThisRun_ = 0;
+};
+
+}  // namespace
+
+DatasetSummary buildDataset(const std::vector<DatasetClassInput>& classes,
+                            const DatasetOptions& options) {
+  Builder builder(options);
+  DatasetSummary summary;
+  for (const DatasetClassInput& cls : classes) {
+    ++summary.classes;
+    for (const graph::Schedule& schedule : cls.schedules) {
+      builder.addVariant(cls.program, schedule, summary);
+    }
+  }
+  return summary;
+}
+
+}  // namespace mugraph::dataset

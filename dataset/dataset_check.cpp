@@ -1,0 +1,164 @@
+#include "dataset/dataset_check.h"
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "codegen/runtime/cuda_driver.h"
+#include "codegen/runtime/gpu_check.h"
+#include "codegen/runtime/manifest_reader.h"
+#include "dataset/dataset_layout.h"
+#include "dataset/dataset_rows.h"
+#include "dataset/sha256.h"
+#include "graph/error.h"
+#include "graph/files.h"
+#include "graph/hash.h"
+
+namespace mugraph::dataset {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class Checker {
+ public:
+  Checker(std::string dir, DatasetCheckReport& report) : dir_(std::move(dir)), report_(report) {}
+
+  void problem(const std::string& where, const std::string& what) {
+    report_.problems.push_back(where + ": " + what);
+  }
+
+  // The row's own fields, its files and its schedule. Returns the schedule if it loads.
+  std::optional<graph::Schedule> checkRow(const std::string& key, const json& row) {
+    const std::string where = std::string(kManifestFile) + " row " + key;
+    for (const char* field : {"program_hash", "schedule_hash", "files", "kernels", "verification",
+                              "archs", "workspace_bytes", "nvrtc"}) {
+      if (!row.contains(field)) problem(where, std::string("missing field '") + field + "'");
+    }
+    if (!row.contains("files") || !row.at("files").is_object()) return std::nullopt;
+    for (const auto& [name, file] : row.at("files").items()) {
+      const std::string path = dir_ + "/" + file.value("path", std::string());
+      if (!fs::is_regular_file(path)) {
+        problem(where, "file " + file.value("path", name) + " is missing");
+        continue;
+      }
+      if (sha256OfFile(path) != file.value("sha256", std::string())) {
+        problem(where, "file " + file.value("path", name) + " does not match its sha256");
+      }
+    }
+    for (const std::string& arch : row.value("archs", std::vector<std::string>{})) {
+      if (!row.at("files").contains(arch + ".ptx")) problem(where, "no PTX listed for " + arch);
+    }
+    std::optional<graph::Schedule> schedule;
+    try {
+      schedule = graph::loadSchedule(dir_ + "/" + key + "/schedule.json");
+    } catch (const UserError& e) {
+      problem(where, std::string("schedule does not load: ") + e.what());
+      return std::nullopt;
+    }
+    if (variantId(*schedule) != row.value("variant", std::string())) {
+      problem(where, "schedule hash " + variantId(*schedule) + " does not match the variant id");
+    }
+    if (classId(schedule->program) != row.value("class", std::string())) {
+      problem(where, "the schedule's program is not the class's program");
+    }
+    if (graph::hashHex(graph::programHash(schedule->program)) !=
+        row.value("program_hash", std::string())) {
+      problem(where, "program_hash does not match the schedule's program");
+    }
+    try {
+      const codegen::Manifest manifest = codegen::readManifest(dir_ + "/" + key + "/manifest.json");
+      if (row.contains("kernels") && row.at("kernels").size() != manifest.kernels.size()) {
+        problem(where, "the row and manifest.json list different kernels");
+      }
+    } catch (const UserError& e) {
+      problem(where, std::string("manifest.json: ") + e.what());
+    }
+    const json verification = row.value("verification", json::object());
+    if (!verification.value("equivalent", false)) {
+      problem(where, "its verification does not say equivalent");
+    }
+    ++report_.variantsChecked;
+    return schedule;
+  }
+
+  void checkClasses(const std::map<std::string, json>& rows) {
+    json classes;
+    try {
+      classes = json::parse(graph::readFileText(dir_ + "/" + kClassesFile));
+    } catch (const std::exception& e) {
+      problem(kClassesFile, std::string("cannot be read: ") + e.what());
+      return;
+    }
+    std::set<std::string> listed;
+    for (const json& cls : classes.value("classes", json::array())) {
+      for (const json& member : cls.value("members", json::array())) {
+        listed.insert(cls.value("class", std::string()) + "/" + member.get<std::string>());
+      }
+    }
+    for (const auto& [key, row] : rows) {
+      if (!listed.count(key)) problem(kClassesFile, "does not list " + key);
+    }
+    for (const std::string& key : listed) {
+      if (!rows.count(key)) problem(kClassesFile, "lists " + key + ", which has no manifest row");
+    }
+    if (!classes.contains("equivalence")) problem(kClassesFile, "has no equivalence statement");
+  }
+
+  void checkOrphans(const std::map<std::string, json>& rows) {
+    for (const auto& cls : fs::directory_iterator(dir_)) {
+      if (!cls.is_directory()) continue;
+      for (const auto& variant : fs::directory_iterator(cls.path())) {
+        const std::string name = variant.path().filename().string();
+        if (!variant.is_directory() || name.rfind(".staging-", 0) == 0) continue;
+        const std::string key = cls.path().filename().string() + "/" + name;
+        if (!rows.count(key)) problem(key, "folder has no manifest row");
+      }
+    }
+  }
+
+ private:
+  std::string dir_;
+  DatasetCheckReport& report_;
+};
+
+}  // namespace
+
+DatasetCheckReport checkDataset(const std::string& dir, bool runOnGpu) {
+  if (!fs::is_directory(dir)) throw UserError(dir, "is not a dataset folder");
+  DatasetCheckReport report;
+  Checker checker(dir, report);
+  std::map<std::string, json> rows;
+  try {
+    rows = readManifestRows(dir + "/" + kManifestFile, /*strict=*/true);
+  } catch (const UserError& e) {
+    checker.problem(kManifestFile, e.what());
+    rows = readManifestRows(dir + "/" + kManifestFile, /*strict=*/false);
+  }
+  report.rows = static_cast<int>(rows.size());
+  std::unique_ptr<codegen::CudaDriver> driver;
+  if (runOnGpu) {
+    std::string whyNot;
+    driver = codegen::CudaDriver::open(whyNot);
+    if (!driver) throw UserError("--run", "cannot run on a GPU: " + whyNot);
+  }
+  for (const auto& [key, row] : rows) {
+    const std::optional<graph::Schedule> schedule = checker.checkRow(key, row);
+    if (!driver || !schedule) continue;
+    const codegen::GpuCheckReport gpu =
+        codegen::checkOnGpu(*driver, *schedule, dir + "/" + key, graph::scheduleHash(*schedule),
+                            /*repetitions=*/20);
+    ++report.gpuRuns;
+    std::ostringstream line;
+    line << key << ": " << (gpu.matches ? "matches" : "DOES NOT MATCH") << " on " << gpu.device
+         << ", max relative error " << gpu.maxRelError << " (tolerance " << gpu.tolerance << "), "
+         << gpu.timing.medianMicroseconds << " us median";
+    report.gpuLines.push_back(line.str());
+    if (!gpu.matches) checker.problem(key, "does not match its program on the GPU");
+  }
+  checker.checkClasses(rows);
+  checker.checkOrphans(rows);
+  return report;
+}
+
+}  // namespace mugraph::dataset

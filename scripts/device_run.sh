@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# On the GPU machine, from the repository root with devbuild/ carried: the gpu-labelled
+# tests, compute-sanitizer on the shipped schedules, and the benchmark against PyTorch.
+# Results land in $OUT (or ./device_out).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-device_out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/devbuild/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export MUGRAPH_BINARY="$PWD/devbuild/bin/mugraph"
+mg="$PWD/devbuild/bin/mugraph"
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+step=${1:-all}
+
+if [[ $step == all || $step == tests ]]; then
+  echo "== gpu tests"
+  devbuild/bin/gpu_tests 2>&1 | tee "$out/gpu_tests.log" | grep -E "^\[gpu\]|OK|FAILED|PASSED|SKIPPED"
+fi
+
+if [[ $step == all || $step == sanitize ]]; then
+  echo "== compute-sanitizer"
+  for s in gqa_mirage.split_kv gemm_1024.tiled gqa_decode_4k.split_kv; do
+    "$mg" replay "schedules/$s.json" --out "/tmp/san_$s" >/dev/null || echo "replay $s failed"
+    for tool in memcheck racecheck; do
+      compute-sanitizer --tool $tool --error-exitcode 9 "$mg" replay "schedules/$s.json" \
+        --out "/tmp/san_$s" --run --repetitions 1 > "$out/sanitize_${tool}_$s.log" 2>&1
+      echo "$tool $s: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_${tool}_$s.log" | tail -1)"
+    done
+  done
+fi
+
+if [[ $step == all || $step == bench ]]; then
+  echo "== benchmark"
+  mkdir -p /tmp/replays
+  for pair in gqa_mirage:gqa_mirage.split_kv gqa_decode_4k:gqa_decode_4k.split_kv \
+              gqa_decode_32k:gqa_decode_32k.split_kv gemm_1024:gemm_1024.tiled \
+              gemm_4096:gemm_4096.tiled; do
+    "$mg" replay "schedules/${pair#*:}.json" --out "/tmp/replays/${pair%%:*}" >/dev/null \
+      || echo "replay ${pair#*:} failed"
+  done
+  PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/replays \
+    --out "$out/bench_gpu.json" 2>&1 | tee "$out/bench_gpu.log"
+fi

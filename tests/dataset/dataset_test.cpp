@@ -1,0 +1,148 @@
+// `mugraph dataset` end to end on small saved schedules (no search, no GPU): a dataset
+// passes `dataset check`; a corrupted file, a deleted PTX and a truncated manifest row are
+// each reported; a run killed mid-way and rerun ends with exactly an uninterrupted run's
+// manifest and classes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "graph/malformed_cases.h"
+#include "tools/run_cli.h"
+
+namespace mugraph::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class DatasetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scratch_ = fs::temp_directory_path() /
+               ("mugraph_dataset_test_" + std::to_string(::getpid()) + "_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(scratch_);
+    fs::create_directories(scratch_ / "schedules");
+    // One class of three tilings of a small batched matmul (the table's valid schedule with
+    // for-loops of 4, 2 and 1 steps).
+    const std::string base = kValidScheduleJson;
+    writeFile("schedules/mm_f4.json", base);
+    writeFile("schedules/mm_f2.json",
+              withChange(withChange(base, "\"forloop\": 4", "\"forloop\": 2"),
+                         "\"name\": \"mm.split\"", "\"name\": \"mm.f2\""));
+    writeFile("schedules/mm_f1.json",
+              withChange(withChange(withChange(withChange(base, "\"forloop\": 4", "\"forloop\": 1"),
+                                               "\"fmap\": 2}", "\"fmap\": -1}"),
+                                    "\"fmap\": 1}", "\"fmap\": -1}"),
+                         "\"name\": \"mm.split\"", "\"name\": \"mm.f1\""));
+  }
+  void TearDown() override { fs::remove_all(scratch_); }
+
+  void writeFile(const std::string& relative, const std::string& contents) {
+    std::ofstream(scratch_ / relative) << contents;
+  }
+  std::string read(const fs::path& path) { return readWholeFile(path.string()); }
+  CliResult run(const std::string& args) { return runMugraph(args, scratch_.string()); }
+  CliResult build(const std::string& out, const std::string& env = "") {
+    return runMugraph("dataset --from-schedules " + (scratch_ / "schedules").string() + " --out " +
+                          (scratch_ / out).string(),
+                      scratch_.string(), env);
+  }
+  CliResult check(const std::string& dir) {
+    return run("dataset check " + (scratch_ / dir).string());
+  }
+  std::string firstVariantFolder(const std::string& dir) {
+    for (const auto& cls : fs::directory_iterator(scratch_ / dir)) {
+      if (!cls.is_directory()) continue;
+      for (const auto& v : fs::directory_iterator(cls.path())) return v.path().string();
+    }
+    return "";
+  }
+
+  fs::path scratch_;
+};
+
+TEST_F(DatasetTest, ABuiltDatasetPassesItsCheckAndDescribesEveryVariant) {
+  const CliResult built = build("ds");
+  ASSERT_EQ(built.exitCode, 0) << built.out << built.err;
+  EXPECT_THAT(built.out, HasSubstr("1 classes, 3 variants (3 written"));
+  const CliResult checked = check("ds");
+  EXPECT_EQ(checked.exitCode, 0) << checked.out << checked.err;
+  EXPECT_THAT(checked.out, HasSubstr("3 rows, 3 variants checked"));
+
+  std::ifstream manifest(scratch_ / "ds" / "manifest.jsonl");
+  std::string line;
+  int rows = 0;
+  while (std::getline(manifest, line)) {
+    ++rows;
+    const auto row = nlohmann::json::parse(line);
+    EXPECT_EQ(row.at("variant").get<std::string>().substr(0, 1), "v");
+    EXPECT_EQ(row.at("verification").at("level"), "finite-field");
+    EXPECT_LE(row.at("verification").at("false_accept_bound").get<double>(), 1e-12);
+    EXPECT_FALSE(row.at("kernels").empty());
+    EXPECT_TRUE(row.at("files").contains("sm_80.ptx"));
+    EXPECT_TRUE(row.at("files").contains("sm_90.ptx"));
+    EXPECT_EQ(row.at("files").at("kernel.cu").at("sha256").get<std::string>().size(), 64u);
+    EXPECT_TRUE(row.contains("resources_sm_90"));
+    EXPECT_TRUE(row.at("nvrtc").contains("version"));
+  }
+  EXPECT_EQ(rows, 3);
+  const auto classes = nlohmann::json::parse(read(scratch_ / "ds" / "classes.json"));
+  EXPECT_EQ(classes.at("classes").size(), 1u);
+  EXPECT_EQ(classes.at("classes")[0].at("members").size(), 3u);
+  EXPECT_THAT(classes.at("equivalence").get<std::string>(), HasSubstr("reassociation"));
+}
+
+TEST_F(DatasetTest, CheckReportsACorruptedFileADeletedPtxAndATruncatedRow) {
+  ASSERT_EQ(build("ds").exitCode, 0);
+  for (const char* damage : {"corrupt", "delete", "truncate"}) {
+    SCOPED_TRACE(damage);
+    const std::string copy = std::string("ds_") + damage;
+    fs::copy(scratch_ / "ds", scratch_ / copy, fs::copy_options::recursive);
+    const std::string variant = firstVariantFolder(copy);
+    std::string expected;
+    if (std::string(damage) == "corrupt") {
+      std::ofstream(variant + "/kernel.cu", std::ios::app) << "// tampered\n";
+      expected = "kernel.cu does not match its sha256";
+    } else if (std::string(damage) == "delete") {
+      fs::remove(variant + "/sm_90.ptx");
+      expected = "sm_90.ptx is missing";
+    } else {
+      const std::string manifest = read(scratch_ / copy / "manifest.jsonl");
+      const size_t firstEnd = manifest.find('\n');
+      writeFile(copy + "/manifest.jsonl",
+                manifest.substr(0, firstEnd / 2) + manifest.substr(firstEnd));
+      expected = "manifest.jsonl:1: not valid JSON";
+    }
+    const CliResult r = check(copy);
+    EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr(expected));
+  }
+}
+
+TEST_F(DatasetTest, AKilledRunRerunEqualsAnUninterruptedRun) {
+  ASSERT_EQ(build("whole").exitCode, 0);
+  // Stopped abruptly (as by SIGKILL) right after its first variant, by the test hook...
+  const CliResult killed = build("resumed", "MUGRAPH_TEST_DATASET_ABORT_AFTER=1");
+  EXPECT_EQ(killed.exitCode, 137) << killed.err;
+  const CliResult rerun = build("resumed");
+  ASSERT_EQ(rerun.exitCode, 0) << rerun.err;
+  EXPECT_THAT(rerun.out, HasSubstr("1 already there"));
+  // ...and by a real SIGKILL at an arbitrary moment.
+  runMugraph("dataset --from-schedules " + (scratch_ / "schedules").string() + " --out " +
+                 (scratch_ / "killed").string(),
+             scratch_.string(), "", "timeout -s KILL 0.25");
+  ASSERT_EQ(build("killed").exitCode, 0);
+  for (const char* dir : {"resumed", "killed"}) {
+    SCOPED_TRACE(dir);
+    EXPECT_EQ(read(scratch_ / dir / "manifest.jsonl"), read(scratch_ / "whole" / "manifest.jsonl"));
+    EXPECT_EQ(read(scratch_ / dir / "classes.json"), read(scratch_ / "whole" / "classes.json"));
+    EXPECT_EQ(check(dir).exitCode, 0);
+  }
+}
+
+}  // namespace
+}  // namespace mugraph::testing
