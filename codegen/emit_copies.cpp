@@ -117,6 +117,17 @@ void emitOutputStore(const EmitContext& context, int opIndex) {
   if (chunkElements == 1) {
     out.line("dst[g] = mg::from_f32<" + type + ">(" +
              context.readShared(tile, {s[0], s[1], s[2], "col"}) + ");");
+  } else if (graph::dtypeBytes(dest.dtype) == 2) {
+    // 16-bit values are packed in pairs into 32-bit words first: building the chunk as an
+    // array of 16-bit structs and storing it through another type lost the low bytes of
+    // every value but the first on an H200 (NVRTC 13.0).
+    const int64_t words = chunkElements / 2;
+    out.line("unsigned words[" + std::to_string(words) + "];");
+    out.line("#pragma unroll");
+    out.line("for (int j = 0; j < " + std::to_string(words) + "; ++j) words[j] = mg::pack2<" +
+             type + ">(" + context.readShared(tile, {s[0], s[1], s[2], "col + 2 * j"}) + ", " +
+             context.readShared(tile, {s[0], s[1], s[2], "col + 2 * j + 1"}) + ");");
+    out.line("mg::store_words<" + std::to_string(words) + ">(dst + g, words);");
   } else {
     out.line("alignas(16) " + type + " values[" + std::to_string(chunkElements) + "];");
     out.line("#pragma unroll");

@@ -8,6 +8,7 @@ out=${OUT:-device_out}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/devbuild/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export MUGRAPH_BINARY="$PWD/devbuild/bin/mugraph"
+export MUGRAPH_SOURCE_DIR="$PWD"
 mg="$PWD/devbuild/bin/mugraph"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 step=${1:-all}

@@ -141,6 +141,19 @@ __device__ __forceinline__ void store_pair(bf16* p, float lo, float hi) {
   *reinterpret_cast<unsigned*>(p) = pack2<bf16>(lo, hi);
 }
 
+// 1, 2 or 4 packed 32-bit words stored with one 4-, 8- or 16-byte write (aligned address).
+template <int Words>
+struct alignas(4 * Words) WordChunk {
+  unsigned w[Words];
+};
+template <int Words>
+__device__ __forceinline__ void store_words(void* to, const unsigned (&words)[Words]) {
+  WordChunk<Words> chunk;
+#pragma unroll
+  for (int i = 0; i < Words; ++i) chunk.w[i] = words[i];
+  *static_cast<WordChunk<Words>*>(to) = chunk;
+}
+
 // Element-wise ops as the interpreter defines them (verify/number_domain.h), in f32.
 __device__ __forceinline__ float silu(float x) {
   return x / (1.0f + expf(-x));

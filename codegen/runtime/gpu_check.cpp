@@ -44,14 +44,15 @@ double gpuTolerance(graph::DType dtype) {
 }
 
 GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
-                          const std::string& dir, uint64_t seed, int repetitions) {
+                          const std::string& dir, uint64_t seed, int repetitions,
+                          double inputScale) {
   GpuSchedule gpu(driver, readManifest(dir + "/manifest.json"), dir);
   GpuCheckReport report;
   report.device = driver.deviceName();
   report.ptxArch = gpu.ptxArch();
   report.seed = seed;
 
-  verify::TensorMap<double> inputs = verify::randomInputs(schedule.program, seed);
+  verify::TensorMap<double> inputs = verify::randomInputs(schedule.program, seed, inputScale);
   for (auto& [name, tensor] : inputs) {
     const ManifestTensor& t = gpu.manifest().tensor(name);
     if (t.role != "input" || t.shape != tensor.shape) {

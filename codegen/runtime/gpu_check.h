@@ -31,7 +31,11 @@ struct GpuCheckReport {
 };
 
 // `dir` is what `mugraph replay` wrote (manifest.json and PTX). `repetitions` = 0 skips timing.
+// Inputs are uniform in [-inputScale, inputScale]: the default keeps softmax programs without
+// max-subtraction (Mirage's GQA) inside f16's range, where their exp values are stored.
+inline constexpr double kDefaultGpuInputScale = 0.5;
 GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
-                          const std::string& dir, uint64_t seed, int repetitions);
+                          const std::string& dir, uint64_t seed, int repetitions,
+                          double inputScale = kDefaultGpuInputScale);
 
 }  // namespace mugraph::codegen

@@ -29,7 +29,7 @@ class ReplayOnGpu : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(ReplayOnGpu, MatchesTheInterpreterAndOverwritesEveryOutput) {
-  const std::string schedule = std::string(MUGRAPH_SOURCE_DIR) + "/schedules/" + GetParam();
+  const std::string schedule = sourceDir() + "/schedules/" + GetParam();
   const std::string out = (scratch_ / "replay").string();
   const CliResult r =
       runMugraph("replay " + schedule + " --out " + out + " --run --json", scratch_.string());

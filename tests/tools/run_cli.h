@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace mugraph::testing {
@@ -26,6 +27,17 @@ inline std::string readWholeFile(const std::string& path) {
 }
 
 // `args` is appended to the binary's path as shell text; callers quote file names.
+// Where the binary and the sources are: the build's paths, unless the environment moves
+// them (as on a GPU machine that runs binaries carried from here).
+inline std::string mugraphBinary() {
+  const char* moved = std::getenv("MUGRAPH_BINARY");
+  return moved ? moved : MUGRAPH_BINARY;
+}
+inline std::string sourceDir() {
+  const char* moved = std::getenv("MUGRAPH_SOURCE_DIR");
+  return moved ? moved : MUGRAPH_SOURCE_DIR;
+}
+
 // `env` (e.g. "NAME=value") and `wrapper` (e.g. "timeout -s KILL 2") prefix the command.
 inline CliResult runMugraph(const std::string& args, const std::string& scratchDir,
                             const std::string& env = "", const std::string& wrapper = "") {
@@ -33,7 +45,7 @@ inline CliResult runMugraph(const std::string& args, const std::string& scratchD
   const std::string errPath = scratchDir + "/cli.err";
   const std::string command =
       (env.empty() ? "" : "env " + env + " ") + (wrapper.empty() ? "" : wrapper + " ") +
-      std::string(MUGRAPH_BINARY) + " " + args + " >" + outPath + " 2>" + errPath;
+      mugraphBinary() + " " + args + " >" + outPath + " 2>" + errPath;
   const int status = std::system(command.c_str());
   CliResult result;
   result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
