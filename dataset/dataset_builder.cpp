@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "codegen/generate.h"
+#include "codegen/lower_predefined_ops.h"
 #include "codegen/manifest.h"
 #include "codegen/runtime/cuda_driver.h"
 #include "codegen/runtime/gpu_check.h"
@@ -80,8 +81,11 @@ class Builder {
     }
   }
 
-  void addVariant(const graph::Program& program, const graph::Schedule& schedule,
+  // A variant is the schedule as emitted: predefined ops lowered to their default block
+  // graphs, so its id, its schedule.json and its code describe the same thing.
+  void addVariant(const graph::Program& program, const graph::Schedule& given,
                   DatasetSummary& summary) {
+    const graph::Schedule schedule = codegen::lowerPredefinedOps(given);
     const std::string cls = classId(program);
     const std::string variant = variantId(schedule);
     const std::string key = cls + "/" + variant;

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "codegen/generate.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
@@ -19,11 +20,12 @@
 namespace mugraph::tools {
 namespace {
 
-// Hook for code generation (codegen/, being written): emit kernel.cu, PTX and the manifest of
-// one verified variant into `variantDir`. Until it lands, variants get their schedule only.
+// Each verified variant gets its CUDA C++, PTX (sm_80, sm_90), resource report and launch
+// manifest next to its schedule, exactly as `mugraph replay` writes them.
 void emitVariantCode(const graph::Schedule& schedule, const std::string& variantDir) {
-  (void)schedule;
-  (void)variantDir;
+  codegen::GenerateOptions options;
+  const codegen::GeneratedCode code = codegen::generateCode(schedule, options);
+  codegen::writeGeneratedCode(code, variantDir);
 }
 
 std::string gridsOf(const graph::KernelGraph& graph) {
@@ -120,7 +122,7 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--time-limit", o->timeLimit, "stop enumerating after S seconds (resumable)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--arch", o->arch, "sm_90 (227 KB shared memory per block) or sm_80 (163 KB)");
-  sub->add_option("--out", o->out, "write DIR/<variant>/schedule.json and DIR/summary.json");
+  sub->add_option("--out", o->out, "write DIR/<variant>/ (schedule.json, kernel.cu, sm_80/sm_90 PTX, manifest.json) and DIR/summary.json");
   sub->add_option("--checkpoint", o->checkpoint, "checkpoint file, written every few seconds");
   sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
   sub->add_flag("--profile", o->profile, "time variants on the GPU (needs the GPU runtime)");
@@ -178,8 +180,7 @@ Command addSuperoptimizeCommand(CLI::App& app) {
               for (const search::VerifiedVariant& v : result.variants) {
                 const std::string dir = o->out + "/" + v.name;
                 std::filesystem::create_directories(dir);
-                graph::saveSchedule(dir + "/schedule.json", v.schedule);
-                emitVariantCode(v.schedule, dir);
+                emitVariantCode(v.schedule, dir);  // writes schedule.json too
               }
               graph::writeFileAtomic(o->out + "/summary.json", summaryJson(result).dump(2) + "\n");
             }
