@@ -110,7 +110,16 @@ class Builder {
     say("generate " + key);
     codegen::GenerateOptions generateOptions;
     generateOptions.archs = options_.archs;
-    const codegen::GeneratedCode code = codegen::generateCode(schedule, generateOptions);
+    codegen::GeneratedCode code;
+    try {
+      code = codegen::generateCode(schedule, generateOptions);
+    } catch (const std::exception& e) {
+      // A schedule that verifies but cannot be emitted (too much shared memory for the
+      // kernel as generated, say) is left out of the dataset, with the reason.
+      ++summary.rejected;
+      say("reject " + key + ": no code: " + e.what());
+      return;
+    }
     const std::string staging = options_.outDir + "/" + cls + "/.staging-" + variant;
     fs::remove_all(staging);
     const std::vector<std::string> files = codegen::writeGeneratedCode(code, staging);

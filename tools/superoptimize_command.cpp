@@ -122,7 +122,9 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--time-limit", o->timeLimit, "stop enumerating after S seconds (resumable)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--arch", o->arch, "sm_90 (227 KB shared memory per block) or sm_80 (163 KB)");
-  sub->add_option("--out", o->out, "write DIR/<variant>/ (schedule.json, kernel.cu, sm_80/sm_90 PTX, manifest.json) and DIR/summary.json");
+  sub->add_option("--out", o->out,
+                  "write DIR/<variant>/ (schedule.json, kernel.cu, sm_80/sm_90 PTX, manifest.json) "
+                  "and DIR/summary.json");
   sub->add_option("--checkpoint", o->checkpoint, "checkpoint file, written every few seconds");
   sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
   sub->add_flag("--profile", o->profile, "time variants on the GPU (needs the GPU runtime)");
@@ -180,7 +182,13 @@ Command addSuperoptimizeCommand(CLI::App& app) {
               for (const search::VerifiedVariant& v : result.variants) {
                 const std::string dir = o->out + "/" + v.name;
                 std::filesystem::create_directories(dir);
-                emitVariantCode(v.schedule, dir);  // writes schedule.json too
+                try {
+                  emitVariantCode(v.schedule, dir);  // writes schedule.json too
+                } catch (const std::exception& e) {
+                  graph::saveSchedule(dir + "/schedule.json", v.schedule);
+                  std::cerr << "mugraph: warning: " << v.name
+                            << ": verified, but no code was generated: " << e.what() << "\n";
+                }
               }
               graph::writeFileAtomic(o->out + "/summary.json", summaryJson(result).dump(2) + "\n");
             }

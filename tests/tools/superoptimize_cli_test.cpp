@@ -33,8 +33,9 @@ class SuperoptimizeCli : public ::testing::Test {
 
 TEST_F(SuperoptimizeCli, WritesVerifiedVariantsWithCodeAndASummary) {
   const std::string program = (scratch_ / "small.mg").string();
-  const CliResult r = run("superoptimize " + program + " --threads 2 --max-variants 3 --json --out " +
-                          (scratch_ / "out").string());
+  const CliResult r =
+      run("superoptimize " + program + " --threads 2 --max-variants 3 --json --out " +
+          (scratch_ / "out").string());
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const auto summary = nlohmann::json::parse(r.out);
   for (const char* key : {"states", "pruned", "candidates", "verified", "seconds", "variants"}) {
@@ -45,7 +46,8 @@ TEST_F(SuperoptimizeCli, WritesVerifiedVariantsWithCodeAndASummary) {
     for (const char* key : {"name", "hash", "cost", "level"}) EXPECT_TRUE(v.contains(key)) << key;
     EXPECT_EQ(v.at("level"), "finite-field");
     const fs::path dir = scratch_ / "out" / v.at("name").get<std::string>();
-    for (const char* file : {"schedule.json", "kernel.cu", "sm_80.ptx", "sm_90.ptx", "manifest.json"}) {
+    for (const char* file :
+         {"schedule.json", "kernel.cu", "sm_80.ptx", "sm_90.ptx", "manifest.json"}) {
       EXPECT_TRUE(fs::is_regular_file(dir / file)) << dir / file;
     }
     EXPECT_EQ(run("check --trials 1 " + (dir / "schedule.json").string()).exitCode, 0);
