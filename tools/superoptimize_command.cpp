@@ -6,9 +6,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "codegen/generate.h"
+#include "codegen/runtime/cuda_driver.h"
+#include "codegen/runtime/gpu_check.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
@@ -37,7 +42,10 @@ std::string gridsOf(const graph::KernelGraph& graph) {
   return grids;
 }
 
-nlohmann::json summaryJson(const search::SearchResult& result) {
+// Measured GPU time of each variant (by name) when --profile ranked them.
+using Measurements = std::map<std::string, double>;
+
+nlohmann::json summaryJson(const search::SearchResult& result, const Measurements& measured) {
   const search::SearchSummary& s = result.summary;
   nlohmann::json pruned = nlohmann::json::object();
   for (const auto& [name, count] : search::pruneCountsByName(s.stats.pruned)) pruned[name] = count;
@@ -50,6 +58,7 @@ nlohmann::json summaryJson(const search::SearchResult& result) {
                         {"false_accept_bound", v.verification.falseAcceptBound},
                         {"kernels", v.schedule.graph.ops.size()},
                         {"grids", gridsOf(v.schedule.graph)}});
+    if (measured.count(v.name)) variants.back()["measured_us"] = measured.at(v.name);
   }
   return {{"states", s.stats.states},
           {"pruned", pruned},
@@ -67,7 +76,46 @@ nlohmann::json summaryJson(const search::SearchResult& result) {
             {"cache_hits", s.oracle.cacheHits},
             {"z3_queries", s.oracle.z3Queries},
             {"timeouts", s.oracle.timeouts}}},
+          {"ranked_by", measured.empty() ? "cost_model" : "measured_gpu_time"},
           {"variants", variants}};
+}
+
+// --profile: every variant generated, checked and timed on the GPU, then ranked by its
+// measured median time (a variant whose code cannot be emitted or that does not match the
+// interpreter on the GPU goes last, with a warning).
+Measurements profileOnGpu(const codegen::CudaDriver& driver, search::SearchResult& result,
+                          const std::string& out) {
+  Measurements measured;
+  const std::string scratch = out.empty() ? (std::filesystem::temp_directory_path() /
+                                             ("mugraph_profile_" + std::to_string(::getpid())))
+                                                .string()
+                                          : out;
+  for (const search::VerifiedVariant& v : result.variants) {
+    const std::string dir = scratch + "/" + v.name;
+    double us = std::numeric_limits<double>::infinity();
+    try {
+      const codegen::GeneratedCode code = codegen::generateCode(v.schedule, {});
+      codegen::writeGeneratedCode(code, dir);
+      const codegen::GpuCheckReport r =
+          codegen::checkOnGpu(driver, code.schedule, dir, v.hash, /*repetitions=*/50);
+      if (r.matches) {
+        us = r.timing.medianMicroseconds;
+      } else {
+        std::cerr << "mugraph: warning: " << v.name << " does not match on the GPU (error "
+                  << r.maxRelError << ")\n";
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "mugraph: warning: " << v.name << ": not profiled: " << e.what() << "\n";
+    }
+    measured[v.name] = us;
+    std::cerr << "profile: " << v.name << " " << us << " us\n";
+  }
+  if (out.empty()) std::filesystem::remove_all(scratch);
+  std::stable_sort(result.variants.begin(), result.variants.end(),
+                   [&](const search::VerifiedVariant& a, const search::VerifiedVariant& b) {
+                     return measured[a.name] < measured[b.name];
+                   });
+  return measured;
 }
 
 void printTable(const search::SearchResult& result) {
@@ -127,7 +175,9 @@ Command addSuperoptimizeCommand(CLI::App& app) {
                   "and DIR/summary.json");
   sub->add_option("--checkpoint", o->checkpoint, "checkpoint file, written every few seconds");
   sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
-  sub->add_flag("--profile", o->profile, "time variants on the GPU (needs the GPU runtime)");
+  sub->add_flag(
+      "--profile", o->profile,
+      "rank variants by their measured GPU time (generated, checked and timed on the GPU)");
   sub->add_flag("--json", o->json, "print the summary as one JSON object");
   sub->add_option("--max-variants", o->maxVariants, "variants to verify and report")
       ->check(CLI::Range(1, 100000));
@@ -142,10 +192,15 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--block-threads", o->blockThreads, "threads per block to try")->delimiter(',');
   sub->add_flag("--no-grid-split", o->noGridSplit, "never split a reduction across the grid");
   return {sub, [o]() {
+            std::unique_ptr<codegen::CudaDriver> driver;
             if (o->profile) {
-              std::cerr << "mugraph: --profile needs the GPU runtime, which this build does not "
-                           "have yet; rank by the cost model instead (drop --profile)\n";
-              return kExitBadInput;
+              std::string whyNot;
+              driver = codegen::CudaDriver::open(whyNot);
+              if (!driver) {
+                std::cerr << "mugraph: --profile needs a GPU: " << whyNot
+                          << " (drop --profile to rank by the cost model)\n";
+                return kExitBadInput;
+              }
             }
             const graph::Program program = search::loadProgramOrBuiltin(o->program);
             search::SearchOptions options;
@@ -176,7 +231,9 @@ Command addSuperoptimizeCommand(CLI::App& app) {
             options.timeLimitSeconds = o->timeLimit;
             options.checkpointPath = o->checkpoint;
             options.resume = o->resume;
-            const search::SearchResult result = search::superoptimize(program, options);
+            search::SearchResult result = search::superoptimize(program, options);
+            const Measurements measured =
+                driver ? profileOnGpu(*driver, result, o->out) : Measurements{};
             if (!o->out.empty()) {
               std::filesystem::create_directories(o->out);
               for (const search::VerifiedVariant& v : result.variants) {
@@ -190,10 +247,11 @@ Command addSuperoptimizeCommand(CLI::App& app) {
                             << ": verified, but no code was generated: " << e.what() << "\n";
                 }
               }
-              graph::writeFileAtomic(o->out + "/summary.json", summaryJson(result).dump(2) + "\n");
+              graph::writeFileAtomic(o->out + "/summary.json",
+                                     summaryJson(result, measured).dump(2) + "\n");
             }
             if (o->json) {
-              std::cout << summaryJson(result).dump() << "\n";
+              std::cout << summaryJson(result, measured).dump() << "\n";
             } else {
               printTable(result);
             }
