@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "codegen/emit_kernel.h"
+#include "codegen/lower_predefined_ops.h"
 #include "graph/error.h"
 #include "graph/hash.h"
 #include "search/enumerate_kernel_graphs.h"
@@ -262,6 +264,14 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
     const auto referenceCache = std::make_shared<verify::ReferenceEvaluations>(program);
     for (const Candidate& candidate : found.pool) {
       if (static_cast<int>(result.variants.size()) >= config.maxVariants) break;
+      // The search's shared-memory estimate is a model; the code generator's layout is the
+      // truth. A schedule it cannot emit (no code, no variant) is never reported.
+      try {
+        codegen::emitSchedule(codegen::lowerPredefinedOps(candidate.schedule));
+      } catch (const UserError&) {
+        ++result.summary.notEmittable;
+        continue;
+      }
       VerificationRecord record;
       const auto known = found.verified.find(candidate.hash);
       if (known != found.verified.end()) {

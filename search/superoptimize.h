@@ -47,9 +47,10 @@ struct SearchSummary {
   bool complete = false;  // every subtree explored
   bool stoppedByTimeLimit = false;
   ExploreStats stats;
-  uint64_t candidates = 0;  // distinct finished schedules that passed pruning
-  uint64_t verified = 0;    // reported variants
-  uint64_t rejected = 0;    // candidates the verifier refuted
+  uint64_t candidates = 0;    // distinct finished schedules that passed pruning
+  uint64_t verified = 0;      // reported variants
+  uint64_t rejected = 0;      // candidates the verifier refuted
+  uint64_t notEmittable = 0;  // candidates the code generator cannot lay out (shared memory)
   double seconds = 0;
   verify::OracleStats oracle;
 };

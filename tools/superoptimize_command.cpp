@@ -65,6 +65,7 @@ nlohmann::json summaryJson(const search::SearchResult& result, const Measurement
           {"candidates", s.candidates},
           {"verified", s.verified},
           {"rejected", s.rejected},
+          {"not_emittable", s.notEmittable},
           {"seconds", s.seconds},
           {"complete", s.complete},
           {"stopped_by_time_limit", s.stoppedByTimeLimit},
