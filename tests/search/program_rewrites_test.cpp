@@ -1,0 +1,263 @@
+// The rewrite table: which forms each rule produces for small programs (checked statement by
+// statement against hand-derived text), that every form computes what the original does
+// (the verifier's equivalence check), where the rules must refuse, and how the
+// breadth-first enumeration orders, dedupes and caps the forms.
+#include "search/program_rewrites.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/hash.h"
+#include "graph/program_text.h"
+#include "verify/equivalence.h"
+
+namespace mugraph::search {
+namespace {
+
+using Rules = std::vector<std::string>;
+
+graph::Program parse(const std::string& text) {
+  return graph::parseProgramText(text, "rewrites_test.mg");
+}
+
+const char* const kAttention =
+    "program attention\n"
+    "input Q f16 [2, 8, 4]\n"
+    "input K f16 [2, 4, 16]\n"
+    "input V f16 [2, 16, 4]\n"
+    "A = matmul(Q, K)\n"
+    "E = exp(A)\n"
+    "S = reduce_sum(E, dim=2)\n"
+    "O = matmul(div(E, S), V)\n"
+    "output O\n";
+
+const char* const kRmsNormMatmul =
+    "program rmsnorm_matmul\n"
+    "input X f16 [4, 16]\n"
+    "input W f16 [16, 8]\n"
+    "Y = matmul(rms_norm(X, dim=1), W)\n"
+    "output Y\n";
+
+verify::EquivalenceReport checkAgainst(const graph::Program& original, const ProgramForm& form) {
+  verify::EquivalenceOptions options;
+  options.seed = 7;
+  return verify::checkEquivalence(original, form.program, options);
+}
+
+TEST(RewriteRules, TableNamesEveryRuleWithItsIdentity) {
+  const std::vector<RewriteRule>& rules = rewriteRules();
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_STREQ(rules[0].name, "div_past_matmul");
+  EXPECT_STREQ(rules[1].name, "rms_norm_past_matmul");
+  for (const RewriteRule& rule : rules) {
+    EXPECT_NE(std::string(rule.identity).find('='), std::string::npos) << rule.name;
+  }
+}
+
+TEST(ProgramForms, OriginalComesFirstUnchanged) {
+  const graph::Program program = parse(kAttention);
+  const std::vector<ProgramForm> forms = programForms(program, 8);
+  ASSERT_FALSE(forms.empty());
+  EXPECT_EQ(forms[0].program, program);
+  EXPECT_TRUE(forms[0].rulesApplied.empty());
+}
+
+TEST(ProgramForms, DivPastMatmulMovesTheSoftmaxDivisionAfterTheSecondMatmul) {
+  const graph::Program program = parse(kAttention);
+  const std::vector<ProgramForm> forms = programForms(program, 8);
+  ASSERT_EQ(forms.size(), 2u);
+  EXPECT_EQ(forms[1].rulesApplied, Rules{"div_past_matmul"});
+  // The division's old result (t0) is read by nothing any more and is dropped.
+  EXPECT_EQ(graph::programToText(forms[1].program),
+            "program attention\n"
+            "input Q f16 [2, 8, 4]\n"
+            "input K f16 [2, 4, 16]\n"
+            "input V f16 [2, 16, 4]\n"
+            "A = matmul(Q, K)\n"
+            "E = exp(A)\n"
+            "S = reduce_sum(E, dim=2)\n"
+            "O_num = matmul(E, V)\n"
+            "O = div(O_num, S)\n"
+            "output O\n");
+}
+
+TEST(ProgramForms, DivPastMatmulFormIsEquivalentOverTheFiniteField) {
+  const graph::Program program = parse(kAttention);
+  const std::vector<ProgramForm> forms = programForms(program, 8);
+  ASSERT_EQ(forms.size(), 2u);
+  const verify::EquivalenceReport report = checkAgainst(program, forms[1]);
+  EXPECT_TRUE(report.equivalent) << report.mismatch;
+  EXPECT_EQ(report.level, verify::VerificationLevel::FiniteField) << report.levelReason;
+}
+
+TEST(ProgramForms, RmsNormPastMatmulExpandsTheNormIntoASumOfSquaresAfterTheMatmul) {
+  const graph::Program program = parse(kRmsNormMatmul);
+  const std::vector<ProgramForm> forms = programForms(program, 8);
+  ASSERT_EQ(forms.size(), 2u);
+  EXPECT_EQ(forms[1].rulesApplied, Rules{"rms_norm_past_matmul"});
+  // 1/16: the mean over X's last dim, of size 16.
+  EXPECT_EQ(graph::programToText(forms[1].program),
+            "program rmsnorm_matmul\n"
+            "input X f16 [4, 16]\n"
+            "input W f16 [16, 8]\n"
+            "Y_num = matmul(X, W)\n"
+            "sq = square(X)\n"
+            "sumsq = reduce_sum(sq, dim=1)\n"
+            "meansq = scale(sumsq, c=0.0625)\n"
+            "rms = sqrt(meansq)\n"
+            "Y = div(Y_num, rms)\n"
+            "output Y\n");
+  const verify::EquivalenceReport report = checkAgainst(program, forms[1]);
+  EXPECT_TRUE(report.equivalent) << report.mismatch;
+  EXPECT_LT(report.maxRelError, 1e-9);
+}
+
+TEST(ProgramForms, FreshNamesAvoidEveryNameOfTheOriginal) {
+  // Y_num is an input, sq is defined before the rewritten matmul (and dropped by the
+  // rewrite), rms after it: the new tensors take the next free names instead.
+  const graph::Program program = parse(
+      "input X f16 [4, 16]\n"
+      "input W f16 [16, 8]\n"
+      "input Y_num f16 [4, 8]\n"
+      "sq = rms_norm(X, dim=1)\n"
+      "Y = matmul(sq, W)\n"
+      "rms = add(Y, Y_num)\n"
+      "output rms\n");
+  const std::vector<ProgramForm> forms = programForms(program, 8);
+  ASSERT_EQ(forms.size(), 2u);
+  EXPECT_EQ(graph::programToText(forms[1].program),
+            "input X f16 [4, 16]\n"
+            "input W f16 [16, 8]\n"
+            "input Y_num f16 [4, 8]\n"
+            "Y_num1 = matmul(X, W)\n"
+            "sq1 = square(X)\n"
+            "sumsq = reduce_sum(sq1, dim=1)\n"
+            "meansq = scale(sumsq, c=0.0625)\n"
+            "rms1 = sqrt(meansq)\n"
+            "Y = div(Y_num1, rms1)\n"
+            "rms = add(Y, Y_num)\n"
+            "output rms\n");
+  const verify::EquivalenceReport report = checkAgainst(program, forms[1]);
+  EXPECT_TRUE(report.equivalent) << report.mismatch;
+}
+
+TEST(ProgramForms, AnIntermediateThatIsAlsoAnOutputSurvivesTheRewrite) {
+  const graph::Program program = parse(
+      "input E f16 [2, 8, 16]\n"
+      "input V f16 [2, 16, 4]\n"
+      "S = reduce_sum(E, dim=2)\n"
+      "P = div(E, S)\n"
+      "O = matmul(P, V)\n"
+      "output P\n"
+      "output O\n");
+  const std::vector<ProgramForm> forms = programForms(program, 8);
+  ASSERT_EQ(forms.size(), 2u);
+  const graph::Program& rewritten = forms[1].program;
+  EXPECT_EQ(graph::programToText(rewritten),
+            "input E f16 [2, 8, 16]\n"
+            "input V f16 [2, 16, 4]\n"
+            "S = reduce_sum(E, dim=2)\n"
+            "P = div(E, S)\n"
+            "O_num = matmul(E, V)\n"
+            "O = div(O_num, S)\n"
+            "output P\n"
+            "output O\n");
+  const verify::EquivalenceReport report = checkAgainst(program, forms[1]);
+  EXPECT_TRUE(report.equivalent) << report.mismatch;
+}
+
+TEST(ProgramForms, DivisorThatVariesAlongTheContractedDimIsNotMoved) {
+  // matmul(E / D, V) != matmul(E, V) / D when D changes along the contracted dim; the
+  // verifier confirms the tempting rewrite is wrong, and the rule must not make it.
+  const graph::Program program = parse(
+      "input E f16 [8, 16]\n"
+      "input D f16 [8, 16]\n"
+      "input V f16 [16, 4]\n"
+      "O = matmul(div(E, D), V)\n"
+      "output O\n");
+  EXPECT_EQ(programForms(program, 8).size(), 1u);
+  const graph::Program wrong = parse(
+      "input E f16 [8, 16]\n"
+      "input D f16 [8, 16]\n"
+      "input V f16 [16, 4]\n"
+      "N = matmul(E, V)\n"
+      "Dsum = reduce_sum(D, dim=1)\n"
+      "O = div(N, Dsum)\n"
+      "output O\n");
+  EXPECT_FALSE(verify::checkEquivalence(program, wrong, {}).equivalent);
+}
+
+TEST(ProgramForms, RulesLeaveProgramsWithoutTheirPatternAlone) {
+  // A division feeding the matmul's second operand (its divisor varies along the contracted
+  // dim there), an rms_norm over a dim other than the last, and a plain GEMM.
+  for (const char* text : {
+           "input E f16 [16, 8]\ninput S f16 [16, 1]\ninput Q f16 [4, 16]\n"
+           "O = matmul(Q, div(E, S))\noutput O\n",
+           "input X f16 [16, 4]\ninput W f16 [4, 8]\n"
+           "Y = matmul(rms_norm(X, dim=0), W)\noutput Y\n",
+           "input A f16 [8, 8]\ninput B f16 [8, 8]\nC = matmul(A, B)\noutput C\n",
+       }) {
+    EXPECT_EQ(programForms(parse(text), 8).size(), 1u) << text;
+  }
+}
+
+// Two independent sites: breadth-first gives each rule alone, then both; applying them in
+// the other order reaches the same program, which is kept once.
+const char* const kTwoSites =
+    "input Q f16 [8, 4]\n"
+    "input K f16 [4, 16]\n"
+    "input V f16 [16, 4]\n"
+    "input X f16 [8, 16]\n"
+    "input W f16 [16, 4]\n"
+    "E = exp(matmul(Q, K))\n"
+    "O = matmul(div(E, reduce_sum(E, dim=1)), V)\n"
+    "Y = matmul(rms_norm(X, dim=1), W)\n"
+    "output O\n"
+    "output Y\n";
+
+TEST(ProgramForms, BreadthFirstOverTwoSitesKeepsEachDistinctFormOnce) {
+  const graph::Program program = parse(kTwoSites);
+  const std::vector<ProgramForm> forms = programForms(program, 16);
+  ASSERT_EQ(forms.size(), 4u);
+  EXPECT_EQ(forms[0].rulesApplied, Rules{});
+  EXPECT_EQ(forms[1].rulesApplied, Rules{"div_past_matmul"});
+  EXPECT_EQ(forms[2].rulesApplied, Rules{"rms_norm_past_matmul"});
+  EXPECT_EQ(forms[3].rulesApplied, (Rules{"div_past_matmul", "rms_norm_past_matmul"}));
+  std::set<uint64_t> hashes;
+  for (const ProgramForm& form : forms) {
+    EXPECT_TRUE(hashes.insert(graph::programHash(form.program)).second);
+  }
+  for (size_t i = 1; i < forms.size(); ++i) {
+    const verify::EquivalenceReport report = checkAgainst(program, forms[i]);
+    EXPECT_TRUE(report.equivalent) << "form " << i << ": " << report.mismatch;
+  }
+}
+
+TEST(ProgramForms, MaxFormsCapsTheEnumerationInBreadthFirstOrder) {
+  const graph::Program program = parse(kTwoSites);
+  const std::vector<ProgramForm> all = programForms(program, 16);
+  for (int cap = 1; cap <= 4; ++cap) {
+    const std::vector<ProgramForm> some = programForms(program, cap);
+    ASSERT_EQ(some.size(), static_cast<size_t>(cap));
+    for (int i = 0; i < cap; ++i) {
+      EXPECT_EQ(some[i].program, all[i].program) << "cap " << cap << ", form " << i;
+    }
+  }
+}
+
+TEST(ProgramForms, SameProgramGivesTheSameFormsEveryTime) {
+  const graph::Program program = parse(kTwoSites);
+  const std::vector<ProgramForm> first = programForms(program, 16);
+  const std::vector<ProgramForm> second = programForms(program, 16);
+  ASSERT_EQ(first.size(), second.size());
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(first[i].program, second[i].program);
+    EXPECT_EQ(first[i].rulesApplied, second[i].rulesApplied);
+  }
+}
+
+}  // namespace
+}  // namespace mugraph::search
