@@ -56,8 +56,9 @@ class Checker {
       problem(where, std::string("schedule does not load: ") + e.what());
       return std::nullopt;
     }
-    if (variantId(*schedule) != row.value("variant", std::string())) {
-      problem(where, "schedule hash " + variantId(*schedule) + " does not match the variant id");
+    if (graph::variantName(*schedule) != row.value("variant", std::string())) {
+      problem(where,
+              "schedule hash " + graph::variantName(*schedule) + " does not match the variant id");
     }
     if (classId(schedule->program) != row.value("class", std::string())) {
       problem(where, "the schedule's program is not the class's program");

@@ -10,8 +10,4 @@ std::string classId(const graph::Program& program) {
   return codegen::sanitizeIdentifier(name) + "-" + graph::hashHex(graph::programHash(program));
 }
 
-std::string variantId(const graph::Schedule& schedule) {
-  return "v" + graph::hashHex(graph::scheduleHash(schedule));
-}
-
 }  // namespace mugraph::dataset

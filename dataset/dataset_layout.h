@@ -6,7 +6,8 @@
 //                                  resources.json
 //
 // A class is one program (id: its name and canonical program hash); a variant is one
-// schedule (id: "v" + its canonical schedule hash), so names never depend on run order.
+// schedule, the one in its schedule.json (id: graph::variantName, "v" + its canonical
+// schedule hash), so names never depend on run order.
 #pragma once
 
 #include <string>
@@ -29,7 +30,6 @@ inline constexpr const char* kEquivalenceStatement =
     "false-accept probability is at most the stated bound. Variants differ in how they "
     "schedule the computation (kernels, grids, tiles, loops), not in what they compute.";
 
-std::string classId(const graph::Program& program);      // "<name>-<16 hex>"
-std::string variantId(const graph::Schedule& schedule);  // "v<16 hex>"
+std::string classId(const graph::Program& program);  // "<name>-<16 hex>"
 
 }  // namespace mugraph::dataset

@@ -6,6 +6,7 @@
 #include "graph/hash.h"
 #include "tools/commands.h"
 #include "tools/equivalence_report.h"
+#include "verify/equivalence_json.h"
 
 namespace mugraph::tools {
 
@@ -27,7 +28,7 @@ Command addCheckCommand(CLI::App& app) {
             const verify::EquivalenceReport report = verify::checkEquivalence(
                 schedule.program, schedule.graph, optionsFromFlags(options->flags));
             if (options->flags.json) {
-              nlohmann::json out = reportToJson(report);
+              nlohmann::json out = verify::equivalenceReportJson(report);
               out["valid"] = report.equivalent;
               out["schedule"] = schedule.name;
               out["hash"] = graph::hashHex(graph::scheduleHash(schedule));

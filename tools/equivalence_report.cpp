@@ -23,21 +23,6 @@ verify::EquivalenceOptions optionsFromFlags(const VerifyFlags& flags) {
   return options;
 }
 
-nlohmann::json reportToJson(const verify::EquivalenceReport& report) {
-  nlohmann::json out = {{"equivalent", report.equivalent},
-                        {"level", verify::levelName(report.level)},
-                        {"trials", report.trials},
-                        {"seed", report.seed},
-                        {"false_accept_bound", report.falseAcceptBound},
-                        {"per_trial_bound", report.perTrialBound},
-                        {"degree", report.degree},
-                        {"resampled_trials", report.resampledTrials},
-                        {"max_rel_error", report.maxRelError}};
-  if (!report.levelReason.empty()) out["level_reason"] = report.levelReason;
-  if (!report.mismatch.empty()) out["mismatch"] = report.mismatch;
-  return out;
-}
-
 std::string reportToText(const std::string& title, const verify::EquivalenceReport& report) {
   std::ostringstream out;
   out << title << ": " << (report.equivalent ? "EQUIVALENT" : "NOT EQUIVALENT") << "\n";

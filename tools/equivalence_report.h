@@ -1,9 +1,8 @@
 // How `mugraph check` and `mugraph verify` print an equivalence verdict: one readable block,
-// or one JSON object with the same fields.
+// or (with --json) verify::equivalenceReportJson, the report's one JSON schema.
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -20,7 +19,6 @@ struct VerifyFlags {
 void addVerifyFlags(CLI::App& command, VerifyFlags& flags);
 verify::EquivalenceOptions optionsFromFlags(const VerifyFlags& flags);
 
-nlohmann::json reportToJson(const verify::EquivalenceReport& report);
 std::string reportToText(const std::string& title, const verify::EquivalenceReport& report);
 
 }  // namespace mugraph::tools

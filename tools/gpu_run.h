@@ -17,10 +17,8 @@ class GpuUnavailable : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// `dir` holds what `mugraph replay` wrote for `schedule`. Returns the report as JSON:
-// {"device", "ptx_arch", "seed", "matches", "max_rel_error", "tolerance",
-//  "unwritten_elements", "outputs": {name: error}, "timing": {"median_us", "p10_us",
-//  "p90_us", "min_us", "repetitions"}}.
+// `dir` holds what `mugraph replay` wrote for `schedule`. Returns the report as JSON
+// (codegen::gpuCheckReportJson, the report's one schema).
 nlohmann::json runScheduleOnGpu(const graph::Schedule& schedule, const std::string& dir,
                                 uint64_t seed, int repetitions = 100);
 

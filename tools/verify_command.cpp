@@ -5,6 +5,7 @@
 #include "graph/files.h"
 #include "tools/commands.h"
 #include "tools/equivalence_report.h"
+#include "verify/equivalence_json.h"
 
 namespace mugraph::tools {
 
@@ -30,7 +31,7 @@ Command addVerifyCommand(CLI::App& app) {
             const verify::EquivalenceReport report =
                 verify::checkEquivalence(a, b, optionsFromFlags(options->flags));
             if (options->flags.json) {
-              std::cout << reportToJson(report).dump() << "\n";
+              std::cout << verify::equivalenceReportJson(report).dump() << "\n";
             } else {
               std::cout << reportToText(options->b + " vs " + options->a, report);
             }

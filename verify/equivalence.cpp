@@ -10,6 +10,7 @@
 #include "verify/interpreter.h"
 #include "verify/random_inputs.h"
 #include "verify/reference_cache.h"
+#include "verify/relative_error.h"
 
 namespace mugraph::verify {
 namespace {

@@ -1,9 +1,10 @@
-// Consistency checks and tile geometry for the interpreter. Validation (graph/validate.cpp)
-// reports the same problems with file locations; this file only makes sure evaluation never
-// reads or writes out of bounds, so a graph that skipped validation fails cleanly.
+// Tile geometry for the interpreter. Whether a graph is consistent is decided once, by
+// graph validation (graph/validate.cpp); this file asks it first, so a graph that skipped
+// validation fails with validation's own message instead of reading out of bounds.
 #include "verify/evaluation_plan.h"
 
 #include "graph/error.h"
+#include "graph/json_reader.h"
 #include "graph/shape_inference.h"
 #include "graph/validate.h"
 
@@ -43,56 +44,29 @@ Dims inferShape(OpKind kind, const graph::OpAttrs& attrs, const std::vector<cons
   }
 }
 
-std::string kernelOpWhere(const graph::KernelGraph& graph, size_t index) {
-  const graph::KernelOp& op = graph.ops[index];
-  std::string where =
-      "kernel op " + std::to_string(index) + " (" + std::string(graph::opName(op.kind));
-  if (!op.name.empty()) where += " '" + op.name + "'";
-  return where + ")";
-}
-
-// Tensor ids of a block graph's ops must be in range before graph::blockTensorPhases reads them.
-void checkBlockTensorIds(const graph::BlockGraph& block, const std::string& where) {
-  const int count = static_cast<int>(block.tensors.size());
-  std::vector<bool> defined(count, false);
-  for (size_t b = 0; b < block.ops.size(); ++b) {
-    const graph::BlockOp& op = block.ops[b];
-    const std::string opWhere =
-        where + " block op " + std::to_string(b) + " (" + std::string(graph::opName(op.kind)) + ")";
-    for (TensorId t : op.inputs) {
-      if (t < 0 || t >= count || !defined[t]) {
-        throw UserError(opWhere, "reads a tile that is not defined before it");
-      }
+// Graph validation's verdict as a UserError; `where` is the JSON path of the offending field
+// (the same path a schedule file loaded from disk would report).
+void requireValidGraph(const graph::KernelGraph& graph) {
+  try {
+    if (graph.isProgram()) {
+      graph::validateProgram(graph);
+    } else {
+      graph::validateKernelGraph(graph);
     }
-    if (op.kind == OpKind::Output) continue;
-    if (op.output < 0 || op.output >= count || defined[op.output]) {
-      throw UserError(opWhere, "does not define a new tile of this block graph");
-    }
-    defined[op.output] = true;
+  } catch (const graph::IrError& e) {
+    throw UserError(graph::jsonPathOf("$", e.location().section, e.location()), e.what());
   }
 }
 
+// A block's step along a grid-split dim is its part of the dim (validation made each split
+// divide), which the for-loop may split further into tiles.
 TilePlacement planInput(const graph::KernelGraph& graph, const graph::KernelOp& kernel,
-                        const graph::BlockOp& op, const Dims& declaredTile,
-                        const std::string& where) {
+                        const graph::BlockOp& op, const Dims& tile) {
   const graph::BlockGraph& block = *kernel.block;
-  if (op.kernelTensor < 0 || op.kernelTensor >= static_cast<int>(kernel.inputs.size())) {
-    throw UserError(where, "reads kernel input " + std::to_string(op.kernelTensor) +
-                               ", which this kernel does not have");
-  }
   const graph::TensorDesc& source = graph.tensors[kernel.inputs[op.kernelTensor]];
   TilePlacement placement;
   placement.deviceTensor = kernel.inputs[op.kernelTensor];
-  try {
-    placement.tileShape = graph::inputTileShape(source.shape, source.name, block, op);
-  } catch (const graph::ShapeError& e) {
-    throw UserError(where, e.what());
-  }
-  if (placement.tileShape != declaredTile) {
-    throw UserError(where, "tile of '" + source.name + "' is " +
-                               graph::formatDims(placement.tileShape) + " but is declared " +
-                               graph::formatDims(declaredTile));
-  }
+  placement.tileShape = tile;
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     const int dim = op.imap[axis];
     if (block.grid[axis] == 1 || dim == graph::kReplicated) continue;
@@ -101,25 +75,14 @@ TilePlacement planInput(const graph::KernelGraph& graph, const graph::KernelOp& 
   }
   if (block.forloop > 1 && op.fmap != graph::kReplicated) {
     placement.loopDim = op.fmap;
-    placement.loopStep = placement.tileShape[op.fmap];
+    placement.loopStep = tile[op.fmap];
   }
   return placement;
 }
 
-TilePlacement planOutput(const graph::KernelGraph& graph, const graph::KernelOp& kernel,
-                         const graph::BlockOp& op, const Dims& tile, const std::string& where) {
+TilePlacement planOutput(const graph::KernelOp& kernel, const graph::BlockOp& op,
+                         const Dims& tile) {
   const graph::BlockGraph& block = *kernel.block;
-  const graph::TensorDesc& dest = graph.tensors[kernel.outputs[op.kernelTensor]];
-  Dims written;
-  try {
-    written = graph::outputDeviceShape(tile, dest.name, block, op);
-  } catch (const graph::ShapeError& e) {
-    throw UserError(where, e.what());
-  }
-  if (written != dest.shape) {
-    throw UserError(where, "blocks write " + graph::formatDims(written) + " but kernel output '" +
-                               dest.name + "' is " + graph::formatDims(dest.shape));
-  }
   TilePlacement placement;
   placement.deviceTensor = kernel.outputs[op.kernelTensor];
   placement.tileShape = tile;
@@ -131,85 +94,30 @@ TilePlacement planOutput(const graph::KernelGraph& graph, const graph::KernelOp&
   return placement;
 }
 
-BlockPlan planBlockGraph(const graph::KernelGraph& graph, const graph::KernelOp& kernel,
-                         const std::string& where) {
+// Inputs and per-iteration ops (accumulator updates included) run every iteration; ops on
+// accumulated tiles once per block after the loop; outputs last.
+BlockPlan planBlockGraph(const graph::KernelGraph& graph, const graph::KernelOp& kernel) {
   const graph::BlockGraph& block = *kernel.block;
   BlockPlan plan;
   plan.grid = block.grid;
   plan.forloop = block.forloop;
-  for (int axis = 0; axis < graph::kGridAxes; ++axis) {
-    if (block.grid[axis] < 1) {
-      throw UserError(where, std::string("grid.") + graph::gridAxisName(axis) + " is " +
-                                 std::to_string(block.grid[axis]) + " (must be >= 1)");
-    }
-  }
-  if (block.forloop < 1) {
-    throw UserError(where, "forloop is " + std::to_string(block.forloop) + " (must be >= 1)");
-  }
-  checkBlockTensorIds(block, where);
   plan.tileCount = static_cast<int>(block.tensors.size());
   for (const graph::BlockTensor& tile : block.tensors) plan.tileShapes.push_back(tile.shape);
   const std::vector<graph::Phase> phases = graph::blockTensorPhases(block);
-  std::vector<bool> written(kernel.outputs.size(), false);
-  for (size_t b = 0; b < block.ops.size(); ++b) {
-    const graph::BlockOp& op = block.ops[b];
-    const std::string opWhere =
-        where + " block op " + std::to_string(b) + " (" + std::string(graph::opName(op.kind)) + ")";
-    if (!graph::opInfo(op.kind).blockLevel) throw UserError(opWhere, "is not a block-graph op");
+  for (const graph::BlockOp& op : block.ops) {
     BlockStep step{op.kind, op.inputs, op.output, op.attrs, -1};
     if (op.kind == OpKind::Input) {
       step.placement = static_cast<int>(plan.placements.size());
-      plan.placements.push_back(planInput(graph, kernel, op, plan.tileShapes[op.output], opWhere));
+      plan.placements.push_back(planInput(graph, kernel, op, plan.tileShapes[op.output]));
       plan.perIteration.push_back(std::move(step));
-      continue;
-    }
-    if (op.kind == OpKind::Output) {
-      if (op.inputs.size() != 1) throw UserError(opWhere, "must write exactly one tile");
-      if (op.kernelTensor < 0 || op.kernelTensor >= static_cast<int>(kernel.outputs.size()) ||
-          written[op.kernelTensor]) {
-        throw UserError(opWhere, "must write a distinct output of its kernel");
-      }
-      written[op.kernelTensor] = true;
-      if (block.forloop > 1 && phases[op.inputs[0]] != graph::Phase::PostLoop) {
-        throw UserError(opWhere, "writes a per-iteration tile while forloop > 1");
-      }
+    } else if (op.kind == OpKind::Output) {
       step.placement = static_cast<int>(plan.placements.size());
-      plan.placements.push_back(
-          planOutput(graph, kernel, op, plan.tileShapes[op.inputs[0]], opWhere));
+      plan.placements.push_back(planOutput(kernel, op, plan.tileShapes[op.inputs[0]]));
       plan.outputs.push_back(std::move(step));
-      continue;
-    }
-    std::vector<const Dims*> shapes;
-    std::vector<std::string> names;
-    for (TensorId t : op.inputs) {
-      shapes.push_back(&plan.tileShapes[t]);
-      names.push_back(block.tensors[t].name);
-    }
-    const Dims result = inferShape(op.kind, op.attrs, shapes, names, opWhere);
-    if (result != plan.tileShapes[op.output]) {
-      throw UserError(opWhere, "computes " + graph::formatDims(result) + " but tile '" +
-                                   block.tensors[op.output].name + "' is declared " +
-                                   graph::formatDims(plan.tileShapes[op.output]));
-    }
-    const graph::Phase phase = phases[op.inputs[0]];
-    for (TensorId t : op.inputs) {
-      if (phases[t] != phase) throw UserError(opWhere, "mixes per-iteration and accumulated tiles");
-    }
-    if (graph::isAccumulator(op.kind)) {
-      if (phase != graph::Phase::PerIteration) {
-        throw UserError(opWhere, "accumulates a tile that is already accumulated");
-      }
-      plan.perIteration.push_back(std::move(step));
-    } else if (phase == graph::Phase::PerIteration) {
+    } else if (phases[op.output] == graph::Phase::PerIteration || graph::isAccumulator(op.kind)) {
       plan.perIteration.push_back(std::move(step));
     } else {
       plan.postLoop.push_back(std::move(step));
-    }
-  }
-  for (size_t o = 0; o < written.size(); ++o) {
-    if (!written[o]) {
-      throw UserError(where, "kernel output '" + graph.tensors[kernel.outputs[o]].name +
-                                 "' is never written by the block graph");
     }
   }
   return plan;
@@ -256,60 +164,12 @@ std::array<int64_t, graph::kMaxRank> TilePlacement::offset(const BlockIndex& blo
 }
 
 KernelPlan planKernelGraph(const graph::KernelGraph& graph) {
-  const int count = static_cast<int>(graph.tensors.size());
-  for (const graph::TensorDesc& t : graph.tensors) checkShape(t.shape, "tensor '" + t.name + "'");
-  std::vector<bool> defined(count, false);
-  for (TensorId t : graph.inputs) {
-    if (t < 0 || t >= count || defined[t]) {
-      throw UserError("inputs", "input " + std::to_string(t) + " is not a distinct tensor");
-    }
-    defined[t] = true;
-  }
+  requireValidGraph(graph);
   KernelPlan plan;
-  for (size_t k = 0; k < graph.ops.size(); ++k) {
-    const graph::KernelOp& op = graph.ops[k];
-    const std::string where = kernelOpWhere(graph, k);
-    if (!graph::opInfo(op.kind).kernelLevel || op.kind == OpKind::Input ||
-        op.kind == OpKind::Output) {
-      throw UserError(where, "is not a kernel-graph op");
-    }
-    for (TensorId t : op.inputs) {
-      if (t < 0 || t >= count || !defined[t]) {
-        throw UserError(where, "reads a tensor that is not defined before it");
-      }
-    }
-    if (op.outputs.empty()) throw UserError(where, "produces no tensor");
-    for (TensorId t : op.outputs) {
-      if (t < 0 || t >= count || defined[t]) {
-        throw UserError(where, "does not define a new tensor of this graph");
-      }
-    }
+  for (const graph::KernelOp& op : graph.ops) {
     KernelStep step{&op, {}};
-    if (op.kind == OpKind::BlockGraph) {
-      if (!op.block) throw UserError(where, "has no block graph");
-      step.block = planBlockGraph(graph, op, where);
-    } else {
-      if (op.outputs.size() != 1) throw UserError(where, "must produce exactly one tensor");
-      std::vector<const Dims*> shapes;
-      std::vector<std::string> names;
-      for (TensorId t : op.inputs) {
-        shapes.push_back(&graph.tensors[t].shape);
-        names.push_back(graph.tensors[t].name);
-      }
-      const Dims result = inferShape(op.kind, op.attrs, shapes, names, where);
-      const graph::TensorDesc& out = graph.tensors[op.outputs[0]];
-      if (result != out.shape) {
-        throw UserError(where, "computes " + graph::formatDims(result) + " but '" + out.name +
-                                   "' is declared " + graph::formatDims(out.shape));
-      }
-    }
-    for (TensorId t : op.outputs) defined[t] = true;
+    if (op.kind == OpKind::BlockGraph) step.block = planBlockGraph(graph, op);
     plan.steps.push_back(std::move(step));
-  }
-  for (TensorId t : graph.outputs) {
-    if (t < 0 || t >= count || !defined[t]) {
-      throw UserError("outputs", "output " + std::to_string(t) + " is not a defined tensor");
-    }
   }
   return plan;
 }

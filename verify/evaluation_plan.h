@@ -1,6 +1,6 @@
-// What the interpreter needs to know about a kernel graph before it computes anything: every
-// consistency check it relies on (so a graph that fails validation is a UserError, never a
-// crash) and the tile geometry of each block graph, all independent of the number type.
+// What the interpreter needs to know about a kernel graph before it computes anything: graph
+// validation's verdict (so a graph that fails validation is a UserError, never a crash) and
+// the tile geometry of each block graph, all independent of the number type.
 #pragma once
 
 #include <array>
@@ -73,7 +73,8 @@ struct KernelPlan {
   std::vector<KernelStep> steps;
 };
 
-// Checks `graph` for everything evaluation relies on; throws UserError naming the op and tensor.
+// Validates `graph` (graph/validate.h; a violation is a UserError at the JSON path of the
+// offending field) and lays out its evaluation.
 KernelPlan planKernelGraph(const graph::KernelGraph& graph);
 
 }  // namespace mugraph::verify

@@ -11,8 +11,4 @@ namespace mugraph::verify {
 // Uniform in [-scale, scale] for every input of `program`, drawn from `seed`.
 TensorMap<double> randomInputs(const graph::Program& program, uint64_t seed, double scale = 1.0);
 
-// Normwise relative error of each output, max over outputs: max |a - b| / max |reference|
-// (outputs matched by name; UserError if names or shapes differ).
-double maxRelativeError(const TensorMap<double>& reference, const TensorMap<double>& candidate);
-
 }  // namespace mugraph::verify

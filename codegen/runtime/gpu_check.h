@@ -13,9 +13,10 @@
 
 namespace mugraph::codegen {
 
-// Accepted normwise relative error of an output stored as `dtype`, against double: f16 keeps
-// 11 significant bits and bf16 8, and the kernels round intermediates (e.g. softmax weights
-// fed to an f16 matrix product) to the input dtype; f32 outputs accumulate in f32.
+// Accepted relative error (verify::normwiseRelativeError) of an output stored as `dtype`,
+// against double: f16 keeps 11 significant bits and bf16 8, and the kernels round
+// intermediates (e.g. softmax weights fed to an f16 matrix product) to the input dtype; f32
+// outputs accumulate in f32.
 double gpuTolerance(graph::DType dtype);
 
 struct GpuCheckReport {

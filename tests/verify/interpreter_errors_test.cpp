@@ -1,5 +1,6 @@
 // The interpreter's contract with bad input: missing or mis-shaped inputs and graphs that
-// would fail validation are UserErrors that name the problem, never a crash.
+// would fail validation are UserErrors that name the problem, never a crash. Graphs are
+// judged by graph validation itself, so the messages (and JSON paths) are validation's.
 #include <gtest/gtest.h>
 
 #include "graph/error.h"
@@ -92,7 +93,7 @@ TEST(InterpreterErrors, UnvalidatedBlockGraphsFailCleanly) {
 
   graph::KernelGraph danglingTile = valid;
   danglingTile.ops[0].block->ops[1].inputs = {7};
-  expectInvalidKernel(danglingTile, {"not defined"});
+  expectInvalidKernel(danglingTile, {"$.kernels[0].ops[1].inputs[0]", "before it is defined"});
 
   graph::KernelGraph wrongTileShape = valid;
   wrongTileShape.ops[0].block->tensors[0].shape = {2, 8};
@@ -118,7 +119,7 @@ TEST(InterpreterErrors, UnvalidatedProgramsFailCleanly) {
 
   graph::Program forwardReference = expProgram();
   forwardReference.ops[0].inputs = {1};
-  expectInvalidKernel(forwardReference, {"not defined"});
+  expectInvalidKernel(forwardReference, {"$.ops[0].inputs[0]", "before it is defined"});
 
   graph::Program undefinedOutput = expProgram();
   undefinedOutput.outputs = {5};

@@ -13,6 +13,7 @@
 
 #include "graph/builder.h"
 #include "verify/host_tensor.h"
+#include "verify/relative_error.h"
 
 namespace mugraph::verify::testing {
 
@@ -38,19 +39,11 @@ inline graph::Program oneOpProgram(graph::OpKind kind, const std::vector<graph::
   return builder.finish();
 }
 
-// max |got - expected| / max |expected| over all elements; sizes must match.
+// verify::normwiseRelativeError of flat value arrays; sizes must match.
 inline double normwiseError(const std::vector<double>& got, const std::vector<double>& expected) {
   EXPECT_EQ(got.size(), expected.size());
   if (got.size() != expected.size()) return std::numeric_limits<double>::infinity();
-  double difference = 0.0;
-  double magnitude = 0.0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(got[i]) || std::isnan(expected[i]))
-      return std::numeric_limits<double>::infinity();
-    difference = std::max(difference, std::abs(got[i] - expected[i]));
-    magnitude = std::max(magnitude, std::abs(expected[i]));
-  }
-  return magnitude == 0.0 ? difference : difference / magnitude;
+  return normwiseRelativeError(expected, got);
 }
 
 }  // namespace mugraph::verify::testing

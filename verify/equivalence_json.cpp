@@ -1,0 +1,20 @@
+#include "verify/equivalence_json.h"
+
+namespace mugraph::verify {
+
+nlohmann::json equivalenceReportJson(const EquivalenceReport& report) {
+  nlohmann::json out = {{"equivalent", report.equivalent},
+                        {"level", levelName(report.level)},
+                        {"trials", report.trials},
+                        {"resampled_trials", report.resampledTrials},
+                        {"seed", report.seed},
+                        {"degree", report.degree},
+                        {"per_trial_bound", report.perTrialBound},
+                        {"false_accept_bound", report.falseAcceptBound},
+                        {"max_rel_error", report.maxRelError}};
+  if (!report.levelReason.empty()) out["level_reason"] = report.levelReason;
+  if (!report.mismatch.empty()) out["mismatch"] = report.mismatch;
+  return out;
+}
+
+}  // namespace mugraph::verify
