@@ -8,9 +8,20 @@
 #include <vector>
 
 #include "codegen/kernel_abi.h"
-#include "codegen/kernel_plan.h"
+#include "plan/kernel_plan.h"
 
 namespace mugraph::codegen {
+
+// The emitters print a plan; these are its parts.
+using plan::Extent4;
+using plan::InputCopy;
+using plan::KernelPlan;
+using plan::MmaPlan;
+using plan::OpPlan;
+using plan::OutputCopy;
+using plan::padTo4;
+using plan::SharedTile;
+using plan::TileHome;
 
 // Lines of CUDA C++ with indentation.
 class CudaWriter {

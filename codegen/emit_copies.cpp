@@ -72,7 +72,8 @@ void emitInputLoad(const EmitContext& context, int opIndex, const std::string& b
   const int64_t rows = copy.boxExtent[0] * copy.boxExtent[1] * copy.boxExtent[2];
   CudaWriter& out = context.out;
   out.open("");
-  out.line("const " + storageType(tile.dtype) + "* const src = " + context.paramName(copy.param) +
+  out.line("const " + storageType(tile.dtype) +
+           "* const src = " + context.paramName(context.kernel.inputParams[op.kernelTensor]) +
            " + (" + baseOffset(copy.blockStep, copy.iterationStep, iteration) + ");");
   out.open("for (int c = threadIdx.x; c < " + std::to_string(rows * chunksPerRow) +
            "; c += " + std::to_string(context.threads()) + ")");
@@ -104,8 +105,9 @@ void emitOutputStore(const EmitContext& context, int opIndex) {
   const int64_t chunksPerRow = extent[3] / chunkElements;
   CudaWriter& out = context.out;
   out.open("");
-  out.line(type + "* const dst = " + context.paramName(copy.param) + " + (" +
-           baseOffset(copy.blockStep, 0, "") + ");");
+  out.line(type +
+           "* const dst = " + context.paramName(context.kernel.outputParams[op.kernelTensor]) +
+           " + (" + baseOffset(copy.blockStep, 0, "") + ");");
   out.open("for (int c = threadIdx.x; c < " +
            std::to_string(extent[0] * extent[1] * extent[2] * chunksPerRow) +
            "; c += " + std::to_string(context.threads()) + ")");

@@ -6,8 +6,6 @@
 #include "codegen/emit_kernel.h"
 
 #include "codegen/emit_context.h"
-#include "codegen/kernel_plan.h"
-#include "graph/error.h"
 #include "graph/hash.h"
 
 namespace mugraph::codegen {
@@ -15,11 +13,6 @@ namespace {
 
 using graph::OpKind;
 using graph::TensorId;
-
-inline constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
-inline constexpr int64_t kMaxGridYZ = 65535;
-inline constexpr int64_t kMaxSharedBytes = 227 * 1024;
-inline constexpr int64_t kTwoBlocksSharedBytes = 113 * 1024;
 
 bool runsInLoop(const KernelPlan& plan, int op) {
   const graph::BlockOp& blockOp = plan.block->ops[op];
@@ -166,11 +159,10 @@ void emitKernel(const EmitContext& context) {
            std::to_string(block.grid[1]) + ", " + std::to_string(block.grid[2]) + "), " +
            std::to_string(block.threads) + " threads, forloop " + std::to_string(block.forloop) +
            ", " + std::to_string(plan.sharedBytes) + " bytes of dynamic shared memory.");
-  // Two blocks per multiprocessor where shared memory allows: with 256 threads that caps
-  // registers at 128, which the tiled GEMM fits without spilling.
-  const bool twoBlocks = block.threads <= 256 && plan.sharedBytes <= kTwoBlocksSharedBytes;
+  const std::string minBlocks =
+      plan.minBlocksPerSm > 1 ? ", " + std::to_string(plan.minBlocksPerSm) : "";
   out.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block.threads) +
-           (twoBlocks ? ", 2" : "") + ") " + context.kernel.entry + "(");
+           minBlocks + ") " + context.kernel.entry + "(");
   for (size_t p = 0; p < context.kernel.params.size(); ++p) {
     const KernelParam& param = context.kernel.params[p];
     const graph::TensorDesc& desc = plan.graph->tensors[param.tensor];
@@ -209,25 +201,10 @@ void emitKernel(const EmitContext& context) {
   out.close();
 }
 
-// A kernel no sm_80/sm_90 GPU could launch is reported here rather than at launch time.
-void checkLaunchable(const KernelPlan& plan, const std::string& entry) {
-  const auto& grid = plan.block->grid;
-  if (grid[0] > kMaxGridX || grid[1] > kMaxGridYZ || grid[2] > kMaxGridYZ) {
-    throw UserError("kernel " + entry,
-                    "grid (" + std::to_string(grid[0]) + ", " + std::to_string(grid[1]) + ", " +
-                        std::to_string(grid[2]) + ") exceeds CUDA's limits (2^31-1, 65535, 65535)");
-  }
-  if (plan.sharedBytes > kMaxSharedBytes) {
-    throw UserError("kernel " + entry,
-                    "needs " + std::to_string(plan.sharedBytes) +
-                        " bytes of shared memory; an sm_90 block can have at most " +
-                        std::to_string(kMaxSharedBytes));
-  }
-}
-
 }  // namespace
 
-EmittedSource emitSchedule(const graph::Schedule& schedule) {
+EmittedSource emitSchedule(const plan::SchedulePlan& planned) {
+  const graph::Schedule& schedule = *planned.lowered;
   EmittedSource result;
   result.abi = planAbi(schedule.graph);
   CudaWriter out;
@@ -238,9 +215,7 @@ EmittedSource emitSchedule(const graph::Schedule& schedule) {
   out.line("#include \"mugraph_device.cuh\"");
   out.blank();
   for (const KernelAbi& kernel : result.abi.kernels) {
-    const KernelPlan plan =
-        planKernel(schedule.graph, kernel.kernelIndex, kernel.inputParams, kernel.outputParams);
-    checkLaunchable(plan, kernel.entry);
+    const KernelPlan& plan = planned.kernels.at(kernel.kernelIndex);
     const EmitContext context{plan, result.abi, kernel, out};
     emitKernel(context);
     out.blank();

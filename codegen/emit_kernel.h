@@ -13,6 +13,7 @@
 
 #include "codegen/kernel_abi.h"
 #include "graph/ir.h"
+#include "plan/schedule_plan.h"
 
 namespace mugraph::codegen {
 
@@ -29,7 +30,8 @@ struct EmittedSource {
   ScheduleAbi abi;
 };
 
-// `schedule.graph` must hold block graphs only (see lower_predefined_ops.h); UserError else.
-EmittedSource emitSchedule(const graph::Schedule& schedule);
+// Prints a planned schedule; every decision (tiles, layouts, stages, shared-memory offsets
+// and bytes) is the plan's.
+EmittedSource emitSchedule(const plan::SchedulePlan& plan);
 
 }  // namespace mugraph::codegen

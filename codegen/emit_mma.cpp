@@ -107,7 +107,8 @@ void emitRegisterOutputStore(const EmitContext& context, int opIndex) {
   }
   openWarpBlock(context, mma);
   CudaWriter& out = context.out;
-  out.line(type + "* const dst = " + context.paramName(copy.param) + base + ";");
+  out.line(type + "* const dst = " +
+           context.paramName(context.kernel.outputParams[op.kernelTensor]) + base + ";");
   openFragmentLoop(context, mma, true);
   out.line("const long long g = static_cast<long long>(i2) * " +
            std::to_string(copy.globalStride[2]) + " + i3;");

@@ -4,6 +4,7 @@
 // instead of 64 serial loads by one thread. Short ones give each output to one thread.
 // Either way the result goes through the op's register epilogue (emit_compute.cpp).
 #include "codegen/emit_context.h"
+#include "graph/cuda_limits.h"
 
 namespace mugraph::codegen {
 namespace {
@@ -23,7 +24,7 @@ int paddedDim(const graph::BlockTensor& tile, int dim) {
 }
 
 bool warpPerRow(const EmitContext& context, int64_t terms) {
-  return context.threads() % 32 == 0 && terms >= kWarpReductionMinTerms;
+  return context.threads() % graph::kWarpSize == 0 && terms >= kWarpReductionMinTerms;
 }
 
 // Opens the loop over output elements: one per thread, or one per warp (lanes named `lane`).

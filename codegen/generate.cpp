@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <sstream>
 
-#include "codegen/lower_predefined_ops.h"
 #include "codegen/manifest.h"
 #include "codegen/nvrtc_compiler.h"
 #include "graph/error.h"
 #include "graph/files.h"
+#include "plan/schedule_plan.h"
 
 namespace mugraph::codegen {
 
@@ -18,29 +18,51 @@ std::string archName(int arch) {
 
 std::vector<int> parseArchList(const std::string& text) {
   std::vector<int> archs;
-  std::istringstream items(text);
-  std::string item;
-  while (std::getline(items, item, ',')) {
-    if (item == "sm_80") {
-      archs.push_back(80);
-    } else if (item == "sm_90") {
-      archs.push_back(90);
-    } else {
-      throw UserError("--arch",
-                      "unknown architecture '" + item + "' (sm_80 and sm_90 are supported)");
-    }
+  for (const plan::Target* target : plan::parseTargetList(text)) {
+    archs.push_back(target->computeCapability);
   }
-  if (archs.empty()) throw UserError("--arch", "names no architecture");
   return archs;
 }
 
+namespace {
+
+// The first kernel whose plan differs between two targets, described for the user.
+std::string planDifference(const plan::SchedulePlan& a, const plan::SchedulePlan& b) {
+  for (size_t k = 0; k < a.kernels.size() && k < b.kernels.size(); ++k) {
+    if (a.kernels[k].sharedBytes != b.kernels[k].sharedBytes ||
+        a.kernels[k].pipelineStages != b.kernels[k].pipelineStages) {
+      return "kernel '" + a.lowered->graph.ops[k].name + "' is planned with " +
+             std::to_string(a.kernels[k].sharedBytes) + " B of shared memory and " +
+             std::to_string(a.kernels[k].pipelineStages) + " stages for " + a.target->name +
+             " but " + std::to_string(b.kernels[k].sharedBytes) + " B and " +
+             std::to_string(b.kernels[k].pipelineStages) + " stages for " + b.target->name;
+    }
+  }
+  return "the default block graphs of its predefined ops differ";
+}
+
+}  // namespace
+
 GeneratedCode generateCode(const graph::Schedule& schedule, const GenerateOptions& options) {
+  if (options.archs.empty()) throw UserError("--arch", "names no architecture");
   GeneratedCode code;
-  code.schedule = lowerPredefinedOps(schedule);
-  code.emitted = emitSchedule(code.schedule);
+  const plan::SchedulePlan planned =
+      plan::planSchedule(schedule, plan::targetByName(archName(options.archs.front())));
+  code.schedule = *planned.lowered;
+  code.emitted = emitSchedule(planned);
+  for (size_t i = 1; i < options.archs.size(); ++i) {
+    const plan::SchedulePlan other =
+        plan::planSchedule(schedule, plan::targetByName(archName(options.archs[i])));
+    if (emitSchedule(other).source != code.emitted.source) {
+      throw UserError("--arch", "schedule '" + schedule.name + "' needs a different plan per " +
+                                    "architecture (" + planDifference(planned, other) +
+                                    "); generate one architecture at a time");
+    }
+  }
   code.nvrtcVersion = nvrtcVersionText();
+  code.resourceArch = archName(options.archs.front());
   const NvrtcOutput assembled =
-      compileWithNvrtc(code.emitted.source, code.schedule.name, kResourceArch, true);
+      compileWithNvrtc(code.emitted.source, code.schedule.name, options.archs.front(), true);
   code.cubin = assembled.cubin;
   const std::vector<KernelResources> reported = parsePtxasReport(assembled.log);
   for (const EmittedKernel& kernel : code.emitted.kernels) {
@@ -54,7 +76,7 @@ GeneratedCode generateCode(const graph::Schedule& schedule, const GenerateOption
   for (int arch : options.archs) {
     const std::string name = archName(arch);
     if (code.ptx.count(name)) continue;
-    if (arch == kResourceArch) {
+    if (name == code.resourceArch) {
       code.ptx[name] = assembled.ptx;
       code.options[name] = assembled.options;
       continue;

@@ -1,7 +1,9 @@
-// The whole of `mugraph replay` short of running: lower predefined ops, emit CUDA C++,
-// compile it with NVRTC to PTX for each requested architecture and to an sm_90 cubin whose
-// ptxas report gives each kernel's registers, spills and memory, and write the files with
-// their manifest.
+// The whole of `mugraph replay` short of running: plan the schedule for each requested
+// target (plan/schedule_plan.h), print the plan as CUDA C++, compile it with NVRTC to PTX for
+// each target and to a cubin for the first one, whose ptxas report gives each kernel's
+// registers, spills and memory, and write the files with their manifest. One kernel.cu
+// serves every requested target, so their plans must agree; a schedule whose plan differs
+// between targets (shared memory, pipeline stages) is generated one target at a time.
 #pragma once
 
 #include <map>
@@ -14,10 +16,9 @@
 
 namespace mugraph::codegen {
 
-inline constexpr int kResourceArch = 90;  // the cubin whose ptxas report is recorded
-
 struct GenerateOptions {
-  std::vector<int> archs = {80, 90};  // PTX targets (compute capability * 10)
+  // Targets by compute capability * 10; the first one's cubin gives the resources.
+  std::vector<int> archs = {90};
 };
 
 struct GeneratedCode {
@@ -25,14 +26,16 @@ struct GeneratedCode {
   EmittedSource emitted;
   std::map<std::string, std::string> ptx;                   // "sm_80" -> PTX text
   std::map<std::string, std::vector<std::string>> options;  // "sm_80" -> NVRTC options
-  std::string cubin;                                        // sm_90
-  std::vector<KernelResources> resources;                   // sm_90, launch order
+  std::string resourceArch;                                 // the cubin's target: "sm_90"
+  std::string cubin;
+  std::vector<KernelResources> resources;  // of the cubin, launch order
   std::string nvrtcVersion;
 };
 
 std::string archName(int arch);  // 90 -> "sm_90"
-// "sm_80,sm_90" -> {80, 90}; UserError for anything else.
+// "sm_80,sm_90" -> {80, 90}; UserError for an architecture with no plan::Target.
 std::vector<int> parseArchList(const std::string& text);
+inline constexpr const char* kDefaultArchList = "sm_90";
 
 GeneratedCode generateCode(const graph::Schedule& schedule, const GenerateOptions& options);
 

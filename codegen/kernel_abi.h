@@ -45,7 +45,7 @@ struct ScheduleAbi {
   std::vector<KernelAbi> kernels;  // launch order
 };
 
-// `graph` must hold block graphs only (see lower_predefined_ops.h).
+// `graph` must hold block graphs only (see plan/lower_predefined_ops.h).
 ScheduleAbi planAbi(const graph::KernelGraph& graph);
 
 // A C identifier from any name: letters, digits and '_' kept, everything else '_'.

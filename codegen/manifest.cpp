@@ -39,7 +39,7 @@ json resourcesJson(const GeneratedCode& code) {
     kernels.push_back(
         kernelResourcesJson(code.resources[k], code.emitted.kernels[k].dynamicSharedBytes));
   }
-  return {{"arch", archName(kResourceArch)}, {"nvrtc", code.nvrtcVersion}, {"kernels", kernels}};
+  return {{"arch", code.resourceArch}, {"nvrtc", code.nvrtcVersion}, {"kernels", kernels}};
 }
 
 json manifestJson(const GeneratedCode& code) {
@@ -83,7 +83,7 @@ json manifestJson(const GeneratedCode& code) {
           {"tensors", tensors},
           {"workspace_bytes", abi.workspaceBytes},
           {"kernels", kernels},
-          {"resources", {{archName(kResourceArch), resources}}},
+          {"resources", {{code.resourceArch, resources}}},
           {"nvrtc", {{"version", code.nvrtcVersion}, {"options", options}}}};
 }
 

@@ -1,7 +1,6 @@
 #include "dataset/dataset_builder.h"
 
 #include <cuda.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -9,17 +8,19 @@
 #include <sstream>
 
 #include "codegen/generate.h"
-#include "codegen/lower_predefined_ops.h"
 #include "codegen/manifest.h"
 #include "codegen/runtime/cuda_driver.h"
 #include "codegen/runtime/gpu_check.h"
+#include "codegen/runtime/gpu_check_json.h"
 #include "dataset/dataset_layout.h"
 #include "dataset/dataset_rows.h"
 #include "dataset/sha256.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
+#include "plan/lower_predefined_ops.h"
 #include "verify/equivalence.h"
+#include "verify/equivalence_json.h"
 
 namespace mugraph::dataset {
 namespace {
@@ -32,18 +33,6 @@ uint64_t verificationSeed(const graph::Schedule& schedule) {
   return graph::scheduleHash(schedule) ^ 0x6d75677261706821ULL;
 }
 
-json verificationJson(const verify::EquivalenceReport& r) {
-  json out = {{"equivalent", r.equivalent},
-              {"level", verify::levelName(r.level)},
-              {"trials", r.trials},
-              {"seed", r.seed},
-              {"degree", r.degree},
-              {"false_accept_bound", r.falseAcceptBound},
-              {"max_rel_error", r.maxRelError}};
-  if (!r.levelReason.empty()) out["level_reason"] = r.levelReason;
-  return out;
-}
-
 json filesJson(const std::string& variantDir, const std::string& relativeDir,
                const std::vector<std::string>& names) {
   json files = json::object();
@@ -52,21 +41,6 @@ json filesJson(const std::string& variantDir, const std::string& relativeDir,
                    {"sha256", sha256OfFile(variantDir + "/" + name)}};
   }
   return files;
-}
-
-json gpuJson(const codegen::GpuCheckReport& r) {
-  return {{"device", r.device},
-          {"ptx_arch", r.ptxArch},
-          {"matches", r.matches},
-          {"max_rel_error", r.maxRelError},
-          {"tolerance", r.tolerance},
-          {"unwritten_elements", r.unwrittenElements},
-          {"latency_us",
-           {{"median", r.timing.medianMicroseconds},
-            {"p10", r.timing.p10Microseconds},
-            {"p90", r.timing.p90Microseconds},
-            {"min", r.timing.minMicroseconds},
-            {"repetitions", r.timing.repetitions}}}};
 }
 
 class Builder {
@@ -85,9 +59,10 @@ class Builder {
   // graphs, so its id, its schedule.json and its code describe the same thing.
   void addVariant(const graph::Program& program, const graph::Schedule& given,
                   DatasetSummary& summary) {
-    const graph::Schedule schedule = codegen::lowerPredefinedOps(given);
+    const graph::Schedule schedule = plan::lowerPredefinedOps(
+        given, plan::targetByName(codegen::archName(options_.archs.front())));
     const std::string cls = classId(program);
-    const std::string variant = variantId(schedule);
+    const std::string variant = graph::variantName(schedule);
     const std::string key = cls + "/" + variant;
     const std::string dir = options_.outDir + "/" + key;
     ++summary.variants;
@@ -131,7 +106,7 @@ class Builder {
                 {"schedule_hash", graph::hashHex(graph::scheduleHash(schedule))},
                 {"archs", json::array()},
                 {"files", filesJson(staging, key, files)},
-                {"verification", verificationJson(report)},
+                {"verification", verify::equivalenceReportJson(report)},
                 {"cuda", {{"toolkit_version", CUDA_VERSION}}}};
     for (int arch : options_.archs) row["archs"].push_back(codegen::archName(arch));
     const json manifest = codegen::manifestJson(code);
@@ -141,7 +116,7 @@ class Builder {
     row["nvrtc"] = manifest.at("nvrtc");
     if (driver_) {
       say("run " + key + " on " + driver_->deviceName());
-      row["gpu"] = gpuJson(codegen::checkOnGpu(
+      row["gpu"] = codegen::gpuCheckReportJson(codegen::checkOnGpu(
           *driver_, code.schedule, staging, verificationSeed(schedule), options_.gpuRepetitions));
     }
     fs::remove_all(dir);
@@ -150,9 +125,7 @@ class Builder {
     rows_[key] = row;
     writeManifestAndClasses();
     ++summary.written;
-    if (options_.abortAfterVariants >= 0 && ++writtenThisRun_ >= options_.abortAfterVariants) {
-      _exit(137);  // the test hook: end like a killed process, with no cleanup
-    }
+    say("wrote " + key);
   }
 
  private:
@@ -186,7 +159,6 @@ class Builder {
   const DatasetOptions& options_;
   std::map<std::string, json> rows_;  // "<class>/<variant>" -> row, sorted
   std::unique_ptr<codegen::CudaDriver> driver_;
-  int writtenThisRun_ = 0;
 };
 
 }  // namespace

@@ -21,12 +21,14 @@ struct DatasetClassInput {
 
 struct DatasetOptions {
   std::string outDir;
-  std::vector<int> archs = {80, 90};
-  bool runOnGpu = false;  // measure latency and GPU error (needs a GPU)
+  std::vector<int> archs = {90};  // the first one's plan is generated; see codegen/generate.h
+  bool runOnGpu = false;          // measure latency and GPU error (needs a GPU)
   int gpuRepetitions = 100;
-  std::function<void(const std::string&)> progress;  // one line per event, may be empty
-  // Test hook: stop the process abruptly (as a kill would) after writing this many variants.
-  int abortAfterVariants = -1;
+  // One line per event, starting "<event> <class>/<variant>": skip, verify, reject,
+  // generate, run, and "wrote" once a variant and the manifest row naming it are on disk.
+  // May be empty. An exception it throws ends the build at that event, leaving the dataset
+  // as a kill would (consistent, completed by a rerun): the way to cancel a build.
+  std::function<void(const std::string&)> progress;
 };
 
 struct DatasetSummary {

@@ -183,4 +183,10 @@ std::string hashHex(uint64_t hash) {
   return text;
 }
 
+std::string variantName(const Schedule& schedule) {
+  std::string name = "v";  // appended: GCC 12's -Wrestrict misfires on "v" + std::string
+  name += hashHex(scheduleHash(schedule));
+  return name;
+}
+
 }  // namespace mugraph::graph

@@ -17,4 +17,9 @@ uint64_t scheduleHash(const Schedule& schedule);
 
 std::string hashHex(uint64_t hash);  // 16 lowercase hex digits
 
+// The name of a variant, and of the folder that holds it: "v" + hashHex(scheduleHash).
+// `schedule` is the one written into that folder's schedule.json (for emitted code, the
+// schedule as emitted, predefined ops lowered), so the folder name checks its contents.
+std::string variantName(const Schedule& schedule);
+
 }  // namespace mugraph::graph

@@ -69,6 +69,7 @@ struct BlockGraph {
   std::vector<BlockOp> ops;  // definition before use
   std::vector<FusionGroup> fusion;
 
+  int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
   bool operator==(const BlockGraph&) const = default;
 };
 

@@ -3,6 +3,7 @@
 // tiles are numbered in their block graph's op order, and their shapes are inferred on read.
 #include <map>
 
+#include "graph/cuda_limits.h"
 #include "graph/error.h"
 #include "graph/hash.h"
 #include "graph/json_format.h"
@@ -246,7 +247,7 @@ BlockGraph ScheduleReader::readBlockGraph(const JsonReader& item, const KernelOp
     grid->expectObject({"x", "y", "z"});
     for (int axis = 0; axis < kGridAxes; ++axis) {
       if (std::optional<JsonReader> size = grid->find(gridAxisName(axis))) {
-        block.grid[axis] = size->integer(1, kMaxDimSize);
+        block.grid[axis] = size->integer(1, maxGridExtent(axis));
       }
     }
   }

@@ -1,6 +1,9 @@
 #include "graph/validate.h"
 
+#include "graph/cuda_limits.h"
+
 #include <set>
+#include <string_view>
 
 #include "graph/shape_inference.h"
 
@@ -10,6 +13,23 @@ namespace {
 [[noreturn]] void fail(const std::string& section, int index, int blockOp, const std::string& field,
                        const std::string& reason) {
   throw IrError(IrLocation{section, index, blockOp, field}, reason);
+}
+
+// The phase of a block op's result, from the phases of its operands: an input tile is
+// per-iteration, an accumulator's result exists once per block after the loop, and any other
+// op runs where its (phase-consistent) operands live. Validation and blockTensorPhases share it.
+Phase resultPhase(const BlockOp& op, const std::vector<Phase>& phase) {
+  if (isAccumulator(op.kind)) return Phase::PostLoop;
+  if (op.kind == OpKind::Input || op.inputs.empty()) return Phase::PerIteration;
+  return phase[op.inputs[0]];
+}
+
+// "'name'"; built by appending, since GCC 12's -Wrestrict misfires on "'" + std::string(...).
+std::string quoted(std::string_view name) {
+  std::string text = "'";
+  text += name;
+  text += "'";
+  return text;
 }
 
 void checkTensorDescs(const KernelGraph& graph, const std::string& section) {
@@ -53,18 +73,22 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
                         int k) {
   const BlockGraph& block = *kernel.block;
   for (int axis = 0; axis < kGridAxes; ++axis) {
+    const std::string field = std::string("grid.") + gridAxisName(axis);
     if (block.grid[axis] < 1) {
-      fail(sec, k, -1, std::string("grid.") + gridAxisName(axis),
-           "grid." + std::string(gridAxisName(axis)) + " is " + std::to_string(block.grid[axis]) +
-               " (must be >= 1)");
+      fail(sec, k, -1, field, field + " is " + std::to_string(block.grid[axis]) + " (must be >= 1)");
+    }
+    if (block.grid[axis] > maxGridExtent(axis)) {
+      fail(sec, k, -1, field,
+           field + " is " + std::to_string(block.grid[axis]) + " (CUDA allows at most " +
+               std::to_string(maxGridExtent(axis)) + ")");
     }
   }
-  if (block.grid[0] * block.grid[1] * block.grid[2] > kMaxGridBlocks) {
-    fail(sec, k, -1, "grid", "grid has more than 2^31 blocks");
-  }
-  if (block.threads < kMinThreads || block.threads > kMaxThreads || block.threads % 32 != 0) {
+  if (block.threads < kWarpSize || block.threads > kMaxThreadsPerBlock ||
+      block.threads % kWarpSize != 0) {
     fail(sec, k, -1, "threads",
-         "threads is " + std::to_string(block.threads) + " (a multiple of 32 in 32..1024)");
+         "threads is " + std::to_string(block.threads) + " (a multiple of " +
+             std::to_string(kWarpSize) + " in " + std::to_string(kWarpSize) + ".." +
+             std::to_string(kMaxThreadsPerBlock) + ")");
   }
   if (block.forloop < 1) {
     fail(sec, k, -1, "forloop", "forloop is " + std::to_string(block.forloop) + " (must be >= 1)");
@@ -79,7 +103,7 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
     const int b = static_cast<int>(bi);
     const OpInfo& info = opInfo(op.kind);
     if (!info.blockLevel) {
-      fail(sec, k, b, "op", "'" + std::string(info.name) + "' is not a block-graph op");
+      fail(sec, k, b, "op", quoted(info.name) + " is not a block-graph op");
     }
     for (size_t j = 0; j < op.inputs.size(); ++j) {
       const TensorId t = op.inputs[j];
@@ -140,7 +164,6 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
       } catch (const ShapeError& e) {
         fail(sec, k, b, "imap", e.what());
       }
-      phase[op.output] = Phase::PerIteration;
     } else {
       std::vector<Operand> operands;
       for (TensorId t : op.inputs) {
@@ -158,7 +181,6 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
                std::string(info.name) + "(" + block.tensors[op.inputs[0]].name +
                    ") accumulates a tile that is already accumulated");
         }
-        phase[op.output] = Phase::PostLoop;
       } else {
         const Phase p = phase[op.inputs[0]];
         for (TensorId t : op.inputs) {
@@ -171,9 +193,9 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
                      block.tensors[firstPerIteration ? t : op.inputs[0]].name + "'");
           }
         }
-        phase[op.output] = p;
       }
     }
+    phase[op.output] = resultPhase(op, phase);
     if (inferred.shape != out.shape || inferred.dtype != out.dtype) {
       fail(sec, k, b, "output",
            "tile '" + out.name + "' is declared " + std::string(dtypeName(out.dtype)) + " " +
@@ -246,7 +268,7 @@ void validateGraph(const KernelGraph& graph, const std::string& prefix, bool all
     if (!info.kernelLevel || op.kind == OpKind::Input || op.kind == OpKind::Output ||
         (op.kind == OpKind::BlockGraph && !allowBlockGraphs)) {
       fail(opsSection, k, -1, "op",
-           "'" + std::string(info.name) + "' is not allowed here" +
+           quoted(info.name) + " is not allowed here" +
                (allowBlockGraphs ? "" : " (programs hold predefined ops only)"));
     }
     for (size_t j = 0; j < op.inputs.size(); ++j) {
@@ -365,12 +387,7 @@ void validateSchedule(const Schedule& schedule) {
 std::vector<Phase> blockTensorPhases(const BlockGraph& block) {
   std::vector<Phase> phase(block.tensors.size(), Phase::PerIteration);
   for (const BlockOp& op : block.ops) {
-    if (op.output < 0) continue;
-    if (isAccumulator(op.kind)) {
-      phase[op.output] = Phase::PostLoop;
-    } else if (!op.inputs.empty()) {
-      phase[op.output] = phase[op.inputs[0]];
-    }
+    if (op.output >= 0) phase[op.output] = resultPhase(op, phase);
   }
   return phase;
 }

@@ -7,10 +7,6 @@
 
 namespace mugraph::graph {
 
-inline constexpr int kMinThreads = 32;
-inline constexpr int kMaxThreads = 1024;
-inline constexpr int64_t kMaxGridBlocks = int64_t{1} << 31;
-
 // A program: predefined ops only, inputs declared, at least one output.
 void validateProgram(const Program& program, const std::string& sectionPrefix = "");
 

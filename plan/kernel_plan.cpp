@@ -1,25 +1,20 @@
 // Planning one block graph for emission (see kernel_plan.h). Decisions are made in the
 // order they depend on each other: fusion, tensor-core matmuls, folded accumulators, where
 // each tile lives, shared layouts, global copies, then shared-memory offsets.
-#include "codegen/kernel_plan.h"
+#include "plan/kernel_plan.h"
 
 #include <algorithm>
 #include <set>
 
-#include "codegen/shared_memory_allocator.h"
 #include "graph/error.h"
+#include "plan/shared_memory_allocator.h"
 
-namespace mugraph::codegen {
+namespace mugraph::plan {
 namespace {
 
 using graph::DType;
 using graph::OpKind;
 using graph::TensorId;
-
-// Shared memory per block that still lets two blocks share an sm_90 multiprocessor.
-inline constexpr int64_t kTwoBlocksPerSmSharedBytes = 113 * 1024;
-inline constexpr int64_t kBytesInFlight = 32 * 1024;  // per block, for the cp.async pipeline
-inline constexpr int64_t kMaxPipelineStages = 8;
 
 bool isSixteenBit(DType dtype) {
   return dtype == DType::F16 || dtype == DType::BF16;
@@ -201,7 +196,7 @@ int widestChunk(int64_t rowBytes, const std::vector<int64_t>& byteOffsets) {
   return 0;
 }
 
-void planInputCopy(KernelPlan& plan, int opIndex, const std::vector<int>& inputParams) {
+void planInputCopy(KernelPlan& plan, int opIndex) {
   const graph::BlockGraph& block = *plan.block;
   const graph::BlockOp& op = block.ops[opIndex];
   const graph::TensorDesc& source = plan.graph->tensors[plan.kernel->inputs[op.kernelTensor]];
@@ -215,7 +210,6 @@ void planInputCopy(KernelPlan& plan, int opIndex, const std::vector<int>& inputP
   if (source.layout == graph::Layout::Transposed) std::swap(order[2], order[3]);
 
   InputCopy copy;
-  copy.param = inputParams[op.kernelTensor];
   for (int k = 0; k < graph::kMaxRank; ++k) {
     copy.boxExtent[k] = extent[order[k]];
     copy.globalStride[k] = logicalStride[order[k]];
@@ -240,7 +234,7 @@ void planInputCopy(KernelPlan& plan, int opIndex, const std::vector<int>& inputP
   plan.inputs[opIndex] = copy;
 }
 
-void planOutputCopy(KernelPlan& plan, int opIndex, const std::vector<int>& outputParams) {
+void planOutputCopy(KernelPlan& plan, int opIndex) {
   const graph::BlockGraph& block = *plan.block;
   const graph::BlockOp& op = block.ops[opIndex];
   const graph::TensorDesc& dest = plan.graph->tensors[plan.kernel->outputs[op.kernelTensor]];
@@ -248,7 +242,6 @@ void planOutputCopy(KernelPlan& plan, int opIndex, const std::vector<int>& outpu
   const int pad = graph::kMaxRank - static_cast<int>(tileShape.size());
   const std::vector<int64_t> strides = graph::storageStrides(dest.shape, graph::Layout::RowMajor);
   OutputCopy copy;
-  copy.param = outputParams[op.kernelTensor];
   for (size_t d = 0; d < strides.size(); ++d) copy.globalStride[pad + d] = strides[d];
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     if (block.grid[axis] == 1) continue;
@@ -265,10 +258,11 @@ void planOutputCopy(KernelPlan& plan, int opIndex, const std::vector<int>& outpu
   plan.outputs[opIndex] = copy;
 }
 
-// Enough buffers to keep about kBytesInFlight of copies in flight (at least three, so two
-// iterations' copies overlap the compute, at most eight, at most one per iteration), as long
-// as two blocks still fit on an sm_90 multiprocessor; never fewer than two.
-void choosePipelineStages(KernelPlan& plan) {
+// Enough buffers to keep the target's bytes in flight (at least three, so two iterations'
+// copies overlap the compute, at most the target's maximum, at most one per iteration), as
+// long as the target's wanted number of blocks still fits on a multiprocessor; never fewer
+// than two.
+void choosePipelineStages(KernelPlan& plan, const Target& target) {
   int64_t stageBytes = 0;
   for (const SharedTile& tile : plan.shared) {
     if (tile.buffers > 1) stageBytes += tile.bytes;
@@ -284,11 +278,13 @@ void choosePipelineStages(KernelPlan& plan) {
     plan.pipelineStages = stages;
     allocateSharedMemory(plan);
   };
-  const int64_t wanted = std::clamp<int64_t>(1 + (kBytesInFlight + stageBytes - 1) / stageBytes, 3,
-                                             kMaxPipelineStages);
+  const int64_t wanted =
+      std::clamp<int64_t>(1 + (target.bytesInFlightPerBlock + stageBytes - 1) / stageBytes, 3,
+                          target.maxPipelineStages);
+  const int64_t occupancyBytes = target.sharedBytesForBlocksPerSm(target.wantedBlocksPerSm);
   for (int stages = static_cast<int>(std::min(wanted, plan.block->forloop)); stages > 2; --stages) {
     useStages(stages);
-    if (plan.sharedBytes <= kTwoBlocksPerSmSharedBytes) return;
+    if (plan.sharedBytes <= occupancyBytes) return;
   }
   useStages(2);
 }
@@ -313,8 +309,7 @@ SharedTile rowMajorTile(const graph::Dims& shape, DType dtype, bool swizzle) {
   return tile;
 }
 
-KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex,
-                      const std::vector<int>& inputParams, const std::vector<int>& outputParams) {
+KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Target& target) {
   KernelPlan plan;
   plan.graph = &graph;
   plan.kernel = &graph.ops.at(kernelIndex);
@@ -346,11 +341,31 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex,
   layOutSharedTiles(plan, transposedInput);
   for (size_t o = 0; o < block.ops.size(); ++o) {
     const graph::BlockOp& op = block.ops[o];
-    if (op.kind == OpKind::Input) planInputCopy(plan, static_cast<int>(o), inputParams);
-    if (op.kind == OpKind::Output) planOutputCopy(plan, static_cast<int>(o), outputParams);
+    if (op.kind == OpKind::Input) planInputCopy(plan, static_cast<int>(o));
+    if (op.kind == OpKind::Output) planOutputCopy(plan, static_cast<int>(o));
   }
-  choosePipelineStages(plan);
+  choosePipelineStages(plan, target);
+  // Several blocks per multiprocessor where shared memory allows and registers stay
+  // generous: two blocks of at most 256 threads leave 128 registers per thread, which the
+  // tiled GEMM fits without spilling.
+  const bool severalBlocks =
+      block.threads * target.wantedBlocksPerSm <= 512 &&
+      plan.sharedBytes <= target.sharedBytesForBlocksPerSm(target.wantedBlocksPerSm);
+  plan.minBlocksPerSm = severalBlocks ? target.wantedBlocksPerSm : 1;
   return plan;
 }
 
-}  // namespace mugraph::codegen
+std::string launchProblem(const KernelPlan& plan, const Target& target) {
+  if (plan.sharedBytes > target.sharedBytesPerBlock) {
+    return "needs " + std::to_string(plan.sharedBytes) + " bytes of shared memory; an " +
+           target.name + " block can have at most " + std::to_string(target.sharedBytesPerBlock);
+  }
+  return "";
+}
+
+void checkLaunchable(const KernelPlan& plan, const Target& target, const std::string& kernelName) {
+  const std::string problem = launchProblem(plan, target);
+  if (!problem.empty()) throw UserError("kernel " + kernelName, problem);
+}
+
+}  // namespace mugraph::plan

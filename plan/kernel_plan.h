@@ -1,9 +1,11 @@
-// What the emitter decides about one block graph before it writes any code: where every tile
-// lives (shared memory, registers, nowhere), how shared tiles are laid out and typed, how
+// What is decided about one block graph, for one target, before any code is written: where every
+// tile lives (shared memory, registers, nowhere), how shared tiles are laid out and typed, how
 // input tiles travel from global memory (cp.async or plain copies, double-buffered or not),
 // which matmuls run on tensor cores, which element-wise ops run in a producer's register
 // epilogue and which accumulators are folded into the op that feeds them. Keeping these
-// choices in one value makes the emitters plain printers of a decided plan.
+// choices in one value makes the emitters plain printers of a decided plan, and makes the
+// plan's shared-memory bytes the one number the search prunes and ranks with, `mugraph show`
+// prints and the manifest records.
 #pragma once
 
 #include <array>
@@ -13,8 +15,9 @@
 
 #include "graph/ir.h"
 #include "graph/validate.h"
+#include "plan/target.h"
 
-namespace mugraph::codegen {
+namespace mugraph::plan {
 
 using Extent4 = std::array<int64_t, graph::kMaxRank>;  // padded to rank 4 with leading 1s
 
@@ -43,7 +46,6 @@ struct SharedTile {
 // How an input tile is copied from its device tensor: the stored box (storage order, so
 // the last dim is contiguous in global memory) and the element offsets that move it.
 struct InputCopy {
-  int param = -1;          // kernel parameter holding the device tensor
   Extent4 boxExtent{};     // tile extents in storage order
   Extent4 globalStride{};  // element strides of the stored box dims in the device tensor
   std::array<int64_t, graph::kGridAxes> blockStep{0, 0, 0};  // elements per blockIdx unit
@@ -55,7 +57,6 @@ struct InputCopy {
 
 // How an output tile is written to its (row-major) device tensor.
 struct OutputCopy {
-  int param = -1;
   Extent4 globalStride{};
   std::array<int64_t, graph::kGridAxes> blockStep{0, 0, 0};
   int chunkBytes = 0;  // bytes per store along the last dim (16/8/4 or one element)
@@ -101,18 +102,25 @@ struct KernelPlan {
   std::vector<int> rmsScratch;          // per block op: rms_norm root buffer offset, or -1
   std::vector<int> foldedAccumulators;  // accumulator ops folded into an epilogue
   int pipelineStages = 1;               // buffers of prefetched input tiles (2 to 8)
-  int64_t sharedBytes = 0;
+  int64_t sharedBytes = 0;              // dynamic shared memory of one block
+  int minBlocksPerSm = 1;               // promised to ptxas through __launch_bounds__
 };
 
-// Decides everything for kernel op `kernelIndex` of `graph` (a block graph). `paramOf`
-// maps a kernel-graph tensor to its kernel parameter index. Throws UserError for block
-// graphs the emitter cannot handle (none of the valid ones, so far).
-KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex,
-                      const std::vector<int>& inputParams, const std::vector<int>& outputParams);
+// Decides everything for kernel op `kernelIndex` of `graph` (a block graph) on `target`. The
+// plan points into `graph`, which must outlive it. Throws UserError for a kernel that is not
+// a block graph; a plan that does not fit the target is returned (see checkLaunchable).
+KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Target& target);
+
+// Why a planned kernel cannot be launched on `target` (shared memory beyond its limits; grid
+// and thread limits are IR rules, checked by graph validation), or an empty string.
+std::string launchProblem(const KernelPlan& plan, const Target& target);
+
+// UserError naming `kernelName` with launchProblem's reason, if there is one.
+void checkLaunchable(const KernelPlan& plan, const Target& target, const std::string& kernelName);
 
 // Shared tile layout of a plain (row-major, f32 or 16-bit) tile of `shape`.
 SharedTile rowMajorTile(const graph::Dims& shape, graph::DType dtype, bool swizzle);
 
 Extent4 padTo4(const graph::Dims& shape);
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::plan

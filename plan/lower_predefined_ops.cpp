@@ -1,16 +1,17 @@
 // Default block graphs for predefined ops (see lower_predefined_ops.h). Tiles are chosen
 // from divisors only (every split is exact, as the IR requires) and kept small enough for
 // shared memory on every target.
-#include "codegen/lower_predefined_ops.h"
+#include "plan/lower_predefined_ops.h"
 
 #include <algorithm>
 
 #include "graph/builder.h"
+#include "graph/cuda_limits.h"
 #include "graph/error.h"
 #include "graph/shape_inference.h"
 #include "graph/validate.h"
 
-namespace mugraph::codegen {
+namespace mugraph::plan {
 namespace {
 
 using graph::AxisMap;
@@ -20,7 +21,6 @@ using graph::TensorId;
 
 inline constexpr int64_t kElementwiseTile = 4096;  // elements per block
 inline constexpr int64_t kReductionTile = 8192;    // input elements per block and iteration
-inline constexpr int64_t kMaxGridY = 65535;        // y and z limits of a CUDA grid
 
 // Largest divisor of n that is at most `limit`.
 int64_t divisorAtMost(int64_t n, int64_t limit) {
@@ -69,7 +69,7 @@ Tiling tileOutput(const Dims& shape, const std::vector<bool>& splittable, int64_
   std::stable_sort(splits.begin(), splits.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   for (size_t axis = 0; axis < splits.size(); ++axis) {
-    if (axis > 0 && splits[axis].first > kMaxGridY) {
+    if (splits[axis].first > graph::maxGridExtent(static_cast<int>(axis))) {
       throw UserError("lowering", "a grid of " + std::to_string(splits[axis].first) +
                                       " blocks along one axis exceeds the CUDA limit");
     }
@@ -97,15 +97,17 @@ std::vector<graph::TensorDesc> inputDescs(const graph::KernelGraph& graph,
   return descs;
 }
 
-graph::BlockGraph lowerMatmul(const std::vector<graph::TensorDesc>& in, const Dims& out) {
+graph::BlockGraph lowerMatmul(const std::vector<graph::TensorDesc>& in, const Dims& out,
+                              const Target& target) {
   const int rank = static_cast<int>(out.size());
   const int64_t m = out[rank - 2];
   const int64_t n = out[rank - 1];
   const int64_t k = in[0].shape[rank - 1];
   int64_t batches = 1;
   for (int d = 0; d < rank - 2; ++d) batches *= out[d];
-  // 128x128 tiles where they still give every SM of an H100 a block; 64x64 otherwise.
-  const bool large = m % 128 == 0 && n % 128 == 0 && (m / 128) * (n / 128) * batches >= 128;
+  // 128x128 tiles where they still give every multiprocessor a block; 64x64 otherwise.
+  const bool large = m % 128 == 0 && n % 128 == 0 &&
+                     (m / 128) * (n / 128) * batches >= target.streamingMultiprocessors;
   const int64_t tileM = large ? 128 : tileExtent(m, 64, 16);
   const int64_t tileN = large ? 128 : tileExtent(n, 64, 16);
   const int64_t tileK = tileExtent(k, 32, 16);
@@ -180,7 +182,8 @@ graph::BlockGraph lowerReduction(const graph::KernelOp& op,
 
 }  // namespace
 
-graph::KernelOp lowerKernelOp(const graph::KernelGraph& graph, const graph::KernelOp& op) {
+graph::KernelOp lowerKernelOp(const graph::KernelGraph& graph, const graph::KernelOp& op,
+                              const Target& target) {
   if (op.kind == OpKind::BlockGraph) return op;
   const std::vector<graph::TensorDesc> in = inputDescs(graph, op);
   const Dims& out = graph.tensors[op.outputs.at(0)].shape;
@@ -194,7 +197,7 @@ graph::KernelOp lowerKernelOp(const graph::KernelGraph& graph, const graph::Kern
   try {
     switch (graph::opInfo(op.kind).opClass) {
       case graph::OpClass::Matmul:
-        lowered.block = lowerMatmul(in, out);
+        lowered.block = lowerMatmul(in, out, target);
         break;
       case graph::OpClass::Unary:
       case graph::OpClass::Binary:
@@ -212,19 +215,19 @@ graph::KernelOp lowerKernelOp(const graph::KernelGraph& graph, const graph::Kern
   return lowered;
 }
 
-graph::Schedule lowerPredefinedOps(const graph::Schedule& schedule) {
+graph::Schedule lowerPredefinedOps(const graph::Schedule& schedule, const Target& target) {
   graph::Schedule lowered = schedule;
-  for (graph::KernelOp& op : lowered.graph.ops) op = lowerKernelOp(schedule.graph, op);
+  for (graph::KernelOp& op : lowered.graph.ops) op = lowerKernelOp(schedule.graph, op, target);
   graph::validateSchedule(lowered);
   return lowered;
 }
 
-graph::Schedule lowerProgram(const graph::Program& program) {
+graph::Schedule lowerProgram(const graph::Program& program, const Target& target) {
   graph::Schedule schedule;
   schedule.name = program.name + ".default";
   schedule.program = program;
   schedule.graph = program;
-  return lowerPredefinedOps(schedule);
+  return lowerPredefinedOps(schedule, target);
 }
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::plan

@@ -9,17 +9,19 @@
 #pragma once
 
 #include "graph/ir.h"
+#include "plan/target.h"
 
-namespace mugraph::codegen {
+namespace mugraph::plan {
 
 // `schedule` with every predefined kernel op replaced by its default block graph (kernel
 // name "<output>_<op>"); block-graph kernels are kept as they are. The result validates.
-graph::Schedule lowerPredefinedOps(const graph::Schedule& schedule);
+graph::Schedule lowerPredefinedOps(const graph::Schedule& schedule, const Target& target);
 
 // The program as a schedule of default block graphs, named "<program>.default".
-graph::Schedule lowerProgram(const graph::Program& program);
+graph::Schedule lowerProgram(const graph::Program& program, const Target& target);
 
 // The default block graph of one predefined op of `graph`.
-graph::KernelOp lowerKernelOp(const graph::KernelGraph& graph, const graph::KernelOp& op);
+graph::KernelOp lowerKernelOp(const graph::KernelGraph& graph, const graph::KernelOp& op,
+                              const Target& target);
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::plan

@@ -1,9 +1,9 @@
 // Interval-based first-fit allocation of shared tiles (see shared_memory_allocator.h).
-#include "codegen/shared_memory_allocator.h"
+#include "plan/shared_memory_allocator.h"
 
 #include <algorithm>
 
-namespace mugraph::codegen {
+namespace mugraph::plan {
 namespace {
 
 using graph::OpKind;
@@ -133,4 +133,4 @@ void allocateSharedMemory(KernelPlan& plan) {
   plan.sharedBytes = alignUp(total, 16);
 }
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::plan

@@ -4,9 +4,9 @@
 // (accumulators, prefetched or loop-invariant inputs) live through the whole loop.
 #pragma once
 
-#include "codegen/kernel_plan.h"
+#include "plan/kernel_plan.h"
 
-namespace mugraph::codegen {
+namespace mugraph::plan {
 
 inline constexpr int64_t kSharedTileAlignment = 128;
 
@@ -14,4 +14,4 @@ inline constexpr int64_t kSharedTileAlignment = 128;
 // plan.sharedBytes.
 void allocateSharedMemory(KernelPlan& plan);
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::plan

@@ -1,26 +1,88 @@
 #!/usr/bin/env bash
-# Installs what mugraph needs (Debian packages; the CUDA toolkit is expected at
-# /usr/local/cuda), then configures and builds into ./build. Idempotent: a second run with
-# everything in place installs nothing and rebuilds only what changed.
+# Installs what mugraph needs, then configures and builds. Debian packages for the libraries;
+# NVRTC and the CUDA driver API header (cuda.h) from the CUDA toolkit at $MUGRAPH_CUDA_HOME
+# (default /usr/local/cuda), or, where there is none, from NVIDIA's wheels on the Python
+# package index, unpacked into .whl/ (NVRTC needs no GPU and no driver). Builds into
+# $MUGRAPH_BUILD_DIR (default build). Idempotent: a second run with everything in place
+# installs nothing and rebuilds only what changed.
+#
+# --release-check (the test command's): also build the product targets as Release into
+# build-release with warnings as errors, so a second build type is checked on every run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake g++ make libz3-dev libeigen3-dev libtbb-dev nlohmann-json3-dev libgtest-dev libcli11-dev libssl-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+release_check=0
+for arg in "$@"; do
+  case $arg in
+    --release-check) release_check=1 ;;
+    *) echo "setup: unknown option '$arg' (known: --release-check)" >&2; exit 2 ;;
+  esac
 done
-if [ ${#missing[@]} -gt 0 ]; then
+
+cuda_home=${MUGRAPH_CUDA_HOME:-/usr/local/cuda}
+build_dir=${MUGRAPH_BUILD_DIR:-build}
+# The wheels of the CUDA release the project is developed and its datasets built with, so
+# the PTX is the same as with that toolkit. Any NVRTC from CUDA 11.8 on compiles for sm_90.
+wheels=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96)
+wheel_dir=.whl/cuda13
+wheel_root=$wheel_dir/nvidia/cu13
+min_cuda_version=11080
+
+sudo_cmd=""
+[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+apt_install() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
   echo "setup: installing ${missing[*]}" >&2
-  sudo_cmd=""
-  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -q "${missing[@]}"
-fi
-if [ ! -x /usr/local/cuda/bin/nvcc ] && [ ! -f /usr/local/cuda/lib64/libnvrtc.so ]; then
-  echo "setup: note: no CUDA toolkit at /usr/local/cuda (code generation will be unavailable)" >&2
+}
+
+# Whether $1 holds NVRTC (library and header) and a cuda.h of CUDA >= 11.8.
+has_nvrtc() {
+  local root=$1 version
+  compgen -G "$root/lib64/libnvrtc.so*" >/dev/null ||
+    compgen -G "$root/lib/libnvrtc.so*" >/dev/null || return 1
+  [ -f "$root/include/nvrtc.h" ] && [ -f "$root/include/cuda.h" ] || return 1
+  version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$root/include/cuda.h")
+  [ -n "$version" ] && [ "$version" -ge "$min_cuda_version" ]
+}
+
+# --target installs outside any Python environment, so Debian's PEP 668 guard does not apply.
+# Staged: an interrupted download leaves nothing that looks complete.
+install_wheels() {
+  echo "setup: no NVRTC of CUDA >= 11.8 at $cuda_home; installing ${wheels[*]} into $wheel_dir" >&2
+  python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip || true
+  rm -rf "$wheel_dir" "$wheel_dir.partial"
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check \
+    --no-deps --only-binary=:all: --target "$wheel_dir.partial" "${wheels[@]}" &&
+    mv "$wheel_dir.partial" "$wheel_dir" && has_nvrtc "$wheel_root"
+}
+
+apt_install cmake g++ make libz3-dev libeigen3-dev libtbb-dev nlohmann-json3-dev libgtest-dev \
+  libcli11-dev libssl-dev
+
+if has_nvrtc "$cuda_home"; then
+  cuda_root=$cuda_home
+elif has_nvrtc "$wheel_root" || install_wheels; then
+  cuda_root=$PWD/$wheel_root
+else
+  echo "setup: error: no NVRTC and cuda.h: install the CUDA toolkit (11.8 or later) at" \
+    "$cuda_home (or point MUGRAPH_CUDA_HOME at one), or let pip install ${wheels[*]}" >&2
+  exit 1
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$jobs"
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUGRAPH_CUDA_ROOT="$cuda_root" \
+  >/dev/null
+cmake --build "$build_dir" -j"$jobs"
+if [ $release_check -eq 1 ]; then
+  echo "setup: checking the Release build (build-release, warnings as errors)" >&2
+  cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DMUGRAPH_CUDA_ROOT="$cuda_root" \
+    >/dev/null
+  cmake --build build-release -j"$jobs" --target mugraph search_bench fingerprint_bench
+fi

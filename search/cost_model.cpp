@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "graph/resources.h"
 #include "graph/validate.h"
+#include "plan/kernel_plan.h"
 
 namespace mugraph::search {
 namespace {
@@ -25,15 +25,16 @@ struct KernelWork {
   double bytesPerBlock = 0;  // tiles one block loads over the whole loop
 };
 
-double kernelMicroseconds(const KernelWork& w, const Arch& arch, const CostConstants& c) {
-  const double sms = arch.streamingMultiprocessors;
+double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const CostConstants& c) {
+  const double sms = target.streamingMultiprocessors;
+  const double peakBandwidth = target.memoryBytesPerSecond;
   const double resident = std::min(w.blocks, sms * w.blocksPerSm);
   const double activeSms = std::min(w.blocks, sms);
-  const double bandwidth = std::min(c.bandwidthBytesPerSecond, resident * c.perSmBandwidthShare *
-                                                                   c.bandwidthBytesPerSecond / sms);
+  const double bandwidth =
+      std::min(peakBandwidth, resident * c.perSmBandwidthShare * peakBandwidth / sms);
   const double smFraction = activeSms / sms;
   const double memory = w.bytes / bandwidth;
-  const double compute = w.tensorFlops / (c.tensorFlopsPerSecond * smFraction) +
+  const double compute = w.tensorFlops / (target.tensorFlopsPerSecond * smFraction) +
                          w.vectorFlops / (c.vectorFlopsPerSecond * smFraction);
   const double waves = std::ceil(w.blocks / (sms * w.blocksPerSm));
   const double latency = waves * w.serialSteps * c.iterationMicroseconds * 1e-6;
@@ -55,13 +56,14 @@ KernelWork predefinedWork(const graph::KernelGraph& g, const graph::KernelOp& op
   return w;
 }
 
-KernelWork blockGraphWork(const graph::KernelGraph& g, const graph::KernelOp& op,
+KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const plan::Target& target,
                           const CostConstants& c) {
+  const graph::KernelOp& op = g.ops[kernelIndex];
   const graph::BlockGraph& block = *op.block;
   KernelWork w;
-  w.blocks = static_cast<double>(graph::gridBlocks(block));
-  const int64_t shared = std::max<int64_t>(1, graph::sharedMemoryBytes(block));
-  w.blocksPerSm = static_cast<double>(std::max<int64_t>(1, c.sharedMemoryPerSm / shared));
+  w.blocks = static_cast<double>(block.blocks());
+  const int64_t shared = plan::planKernel(g, kernelIndex, target).sharedBytes;
+  w.blocksPerSm = static_cast<double>(target.blocksPerSmByShared(shared));
   w.serialSteps = static_cast<double>(block.forloop);
   const std::vector<graph::Phase> phase = graph::blockTensorPhases(block);
   double tileReads = 0;
@@ -92,13 +94,15 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, const graph::KernelOp& op
 
 }  // namespace
 
-CostEstimate estimateCost(const graph::KernelGraph& graph, const Arch& arch,
+CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& target,
                           const CostConstants& constants) {
   CostEstimate estimate;
-  for (const graph::KernelOp& op : graph.ops) {
-    const KernelWork work = op.kind == OpKind::BlockGraph ? blockGraphWork(graph, op, constants)
-                                                          : predefinedWork(graph, op);
-    estimate.microseconds += kernelMicroseconds(work, arch, constants);
+  for (size_t k = 0; k < graph.ops.size(); ++k) {
+    const graph::KernelOp& op = graph.ops[k];
+    const KernelWork work = op.kind == OpKind::BlockGraph
+                                ? blockGraphWork(graph, static_cast<int>(k), target, constants)
+                                : predefinedWork(graph, op);
+    estimate.microseconds += kernelMicroseconds(work, target, constants);
     estimate.bytes += work.bytes;
     estimate.flops += work.tensorFlops + work.vectorFlops;
     ++estimate.kernels;

@@ -4,32 +4,30 @@
 //    every tensor read once plus tile re-reads (replicated tiles, reloaded per block) at an
 //    L2 discount, plus the outputs written;
 //  - compute time = matmul FLOPs at tensor-core peak plus other FLOPs at CUDA-core peak, both
-//    scaled by the fraction of SMs the grid occupies (blocks vs SMs, shared memory limiting
-//    blocks per SM);
+//    scaled by the fraction of SMs the grid occupies (blocks vs SMs, the plan's shared memory
+//    limiting blocks per SM);
 //  - block time = waves x (bytes one block loads / what one SM can pull from L2 and memory),
 //    so a few blocks streaming a whole KV cache are slow even if the total traffic is small;
 //  - loop latency = waves x for-loop trips x a per-iteration pipeline latency.
 // Predefined ops are costed as one kernel that reads its inputs and writes its output with the
-// whole GPU busy. Constants are H100-class and documented below; only the ranking matters.
+// whole GPU busy. The target gives SMs, shared memory, bandwidth and tensor-core throughput;
+// the constants below are the rest, H100-class and documented; only the ranking matters.
 #pragma once
 
 #include <cstdint>
 
 #include "graph/ir.h"
-#include "search/search_config.h"
+#include "plan/target.h"
 
 namespace mugraph::search {
 
 struct CostConstants {
   double launchMicroseconds = 2.0;
-  double bandwidthBytesPerSecond = 3.0e12;  // H100 device copy, measured 3.02 TB/s
-  double perSmBandwidthShare = 2.0;         // one SM alone reaches ~2x its fair share
-  double tensorFlopsPerSecond = 700e12;     // cuBLAS f16, measured 704 TFLOP/s
-  double vectorFlopsPerSecond = 50e12;      // f32 CUDA cores
-  double l2RereadDiscount = 0.25;           // re-read tiles mostly hit L2
-  double iterationMicroseconds = 0.25;      // one for-loop step's pipeline latency
-  double perSmLoadBytesPerSecond = 75e9;    // L2 -> one SM (about 10 TB/s over 132 SMs)
-  int64_t sharedMemoryPerSm = 228 * 1024;
+  double perSmBandwidthShare = 2.0;       // one SM alone reaches ~2x its fair share
+  double vectorFlopsPerSecond = 50e12;    // f32 CUDA cores
+  double l2RereadDiscount = 0.25;         // re-read tiles mostly hit L2
+  double iterationMicroseconds = 0.25;    // one for-loop step's pipeline latency
+  double perSmLoadBytesPerSecond = 75e9;  // L2 -> one SM (about 10 TB/s over 132 SMs)
 };
 
 struct CostEstimate {
@@ -39,7 +37,9 @@ struct CostEstimate {
   int kernels = 0;
 };
 
-CostEstimate estimateCost(const graph::KernelGraph& graph, const Arch& arch,
+// Block-graph kernels are planned for `target` (plan/kernel_plan.h) to learn their shared
+// memory.
+CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& target,
                           const CostConstants& constants = {});
 
 }  // namespace mugraph::search

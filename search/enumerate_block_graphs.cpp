@@ -4,7 +4,6 @@
 #include <set>
 
 #include "graph/builder.h"
-#include "graph/resources.h"
 #include "graph/shape_inference.h"
 #include "graph/validate.h"
 
@@ -221,7 +220,7 @@ std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segme
 }
 
 BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
-                                 const BlockChoice& choice, const SearchConfig& config) {
+                                 const BlockChoice& choice) {
   BlockBuildResult result;
   std::array<int64_t, graph::kGridAxes> grid{1, 1, 1};
   for (size_t a = 0; a < choice.grid.size(); ++a) grid[a] = choice.grid[a].count;
@@ -298,10 +297,6 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
     }
     built.block = builder.block();
     fuseEpilogues(built.block);
-    if (graph::sharedMemoryBytes(built.block) > config.arch.sharedMemoryPerBlock) {
-      result.reason = PruneReason::SharedMemory;
-      return result;
-    }
     result.built = std::move(built);
   } catch (const graph::ShapeError&) {
     result.reason = PruneReason::Shape;

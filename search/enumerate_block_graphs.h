@@ -61,9 +61,9 @@ struct BlockBuildResult {
   PruneReason reason = PruneReason::Shape;  // when not built
 };
 
-// The block graph of `choice` for `segment`, or why it is invalid. Shared-memory capacity is
-// checked here; abstract expressions by the caller (they need the kernel inputs' terms).
+// The block graph of `choice` for `segment`, or why it is invalid. Abstract expressions and
+// the plan's fit on the target are checked by the caller (they need the kernel graph).
 BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
-                                 const BlockChoice& choice, const SearchConfig& config);
+                                 const BlockChoice& choice);
 
 }  // namespace mugraph::search

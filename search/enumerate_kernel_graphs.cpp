@@ -6,6 +6,7 @@
 #include "graph/hash.h"
 #include "graph/shape_inference.h"
 #include "graph/validate.h"
+#include "plan/kernel_plan.h"
 #include "search/cost_model.h"
 #include "verify/abstract_expr.h"
 
@@ -166,7 +167,7 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
       return true;
     }
     const BlockChoice& choice = step.block;
-    BlockBuildResult result = buildBlockGraph(state.flow, segment, choice, config_);
+    BlockBuildResult result = buildBlockGraph(state.flow, segment, choice);
     if (!result.built) return prune(result.reason);
     if (prunedByAbstractExpressions(state, segment, result.built->block)) {
       return prune(PruneReason::AbstractExpression);
@@ -185,6 +186,13 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
     const std::string kernelName = "k" + std::to_string(state.kernels);
     const std::vector<graph::TensorId> kernelOutputs =
         child.builder.blockGraph(kernelName, result.built->block, inputs, outputs);
+    // The plan the code generator will print decides what fits: its bytes, not an estimate.
+    const graph::KernelGraph& kernelGraph = child.builder.graph();
+    const plan::KernelPlan planned = plan::planKernel(
+        kernelGraph, static_cast<int>(kernelGraph.ops.size()) - 1, *config_.target);
+    if (!plan::launchProblem(planned, *config_.target).empty()) {
+      return prune(PruneReason::SharedMemory);
+    }
     ++child.blockGraphKernels;
     const GridSplit* split = nullptr;
     for (const GridSplit& g : choice.grid) {
@@ -219,7 +227,7 @@ void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome&
   }
   candidate.schedule.name = program_.name + ".v" + graph::hashHex(candidate.hash);
   candidate.schedule.graph.name = candidate.schedule.name;
-  candidate.cost = estimateCost(candidate.schedule.graph, config_.arch).microseconds;
+  candidate.cost = estimateCost(candidate.schedule.graph, *config_.target).microseconds;
   keepBest(outcome.best, std::move(candidate), static_cast<size_t>(config_.candidatePool));
 }
 

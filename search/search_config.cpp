@@ -4,12 +4,6 @@
 
 namespace mugraph::search {
 
-Arch archByName(const std::string& name) {
-  if (name == "sm_90") return Arch{"sm_90", 227 * 1024, 132};
-  if (name == "sm_80") return Arch{"sm_80", 163 * 1024, 108};
-  throw UserError("--arch", "unknown architecture '" + name + "' (sm_90 or sm_80)");
-}
-
 const char* programKindName(ProgramKind kind) {
   switch (kind) {
     case ProgramKind::Attention:

@@ -1,6 +1,6 @@
 // The search space, described as data: how many kernels and block ops a candidate may have,
 // which grid sizes, thread counts and for-loop trip counts are tried, which program rewrites
-// are allowed, and the target architecture's shared-memory capacity. Defaults depend on the
+// are allowed, and the target whose plans decide what fits (plan/target.h). Defaults depend on the
 // kind of program (attention-like, GEMM-like, norm+matmul); every field can be overridden.
 #pragma once
 
@@ -9,18 +9,9 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "plan/target.h"
 
 namespace mugraph::search {
-
-struct Arch {
-  std::string name = "sm_90";
-  int64_t sharedMemoryPerBlock = 227 * 1024;
-  int streamingMultiprocessors = 132;
-};
-
-// "sm_90" (H100/H200: 227 KB shared memory per block, 132 SMs) or "sm_80" (A100: 163 KB,
-// 108 SMs). UserError for anything else.
-Arch archByName(const std::string& name);
 
 enum class ProgramKind { Attention, Gemm, NormMatmul, Other };
 const char* programKindName(ProgramKind kind);
@@ -28,7 +19,7 @@ const char* programKindName(ProgramKind kind);
 ProgramKind classifyProgram(const graph::Program& program);
 
 struct SearchConfig {
-  Arch arch;
+  const plan::Target* target = &plan::targetByName(plan::kDefaultTarget);
   int maxKernels = 4;            // kernel ops in a candidate (predefined ops included)
   int maxBlockGraphKernels = 2;  // of which block-graph kernels
   int maxBlockOps = 8;           // program ops fused into one block graph

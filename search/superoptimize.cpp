@@ -9,13 +9,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
-#include "codegen/emit_kernel.h"
-#include "codegen/lower_predefined_ops.h"
 #include "graph/error.h"
 #include "graph/hash.h"
+#include "plan/schedule_plan.h"
 #include "search/enumerate_kernel_graphs.h"
 #include "search/program_rewrites.h"
 #include "search/progress.h"
@@ -172,7 +172,7 @@ bool acceptable(const VerificationRecord& record) {
 
 std::string configKey(const SearchConfig& c) {
   std::ostringstream key;
-  key << c.arch.name << " kernels " << c.maxKernels << " block_graphs " << c.maxBlockGraphKernels
+  key << c.target->name << " kernels " << c.maxKernels << " block_graphs " << c.maxBlockGraphKernels
       << " block_ops " << c.maxBlockOps << " blocks " << c.minGridBlocks << ".." << c.maxGridBlocks
       << " per_dim " << c.maxGridPerDim << " min_tile " << c.minMatmulTile << " threads";
   for (int t : c.threadCandidates) key << " " << t;
@@ -250,7 +250,7 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
       if (stop.load()) return;
       state.merge(ordinal, std::move(outcome), static_cast<size_t>(config.candidatePool));
       const int finished = ++finishedThisRun;
-      if (options.stopAfterSubtrees >= 0 && finished >= options.stopAfterSubtrees) stop = true;
+      if (options.shouldStop && options.shouldStop(finished)) stop = true;
       if (options.timeLimitSeconds > 0 &&
           std::chrono::duration<double>(Clock::now() - start).count() > options.timeLimitSeconds) {
         timeUp = true;
@@ -264,10 +264,11 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
     const auto referenceCache = std::make_shared<verify::ReferenceEvaluations>(program);
     for (const Candidate& candidate : found.pool) {
       if (static_cast<int>(result.variants.size()) >= config.maxVariants) break;
-      // The search's shared-memory estimate is a model; the code generator's layout is the
-      // truth. A schedule it cannot emit (no code, no variant) is never reported.
+      // Block graphs were planned when the search built them; the default block graphs of
+      // predefined ops are planned here. A candidate whose plan does not fit is never reported.
+      std::optional<plan::SchedulePlan> planned;
       try {
-        codegen::emitSchedule(codegen::lowerPredefinedOps(candidate.schedule));
+        planned = plan::planSchedule(candidate.schedule, *config.target);
       } catch (const UserError&) {
         ++result.summary.notEmittable;
         continue;
@@ -285,11 +286,13 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
         ++result.summary.rejected;
         continue;
       }
+      // The variant is the schedule as its code is generated (predefined ops lowered; the
+      // lowering is equivalence-preserving), and is named by it.
       VerifiedVariant variant;
-      variant.hash = candidate.hash;
-      variant.name = "v" + graph::hashHex(candidate.hash);
-      variant.cost = estimateCost(candidate.schedule.graph, config.arch);
-      variant.schedule = candidate.schedule;
+      variant.schedule = *planned->lowered;
+      variant.hash = graph::scheduleHash(variant.schedule);
+      variant.name = graph::variantName(variant.schedule);
+      variant.cost = estimateCost(candidate.schedule.graph, *config.target);
       variant.verification = record;
       result.variants.push_back(std::move(variant));
       ++verifiedCount;

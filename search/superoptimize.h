@@ -27,16 +27,19 @@ struct SearchOptions {
   std::string checkpointPath;   // empty: no checkpoint
   bool resume = false;          // continue from checkpointPath
   double checkpointIntervalSeconds = 5;
-  int stopAfterSubtrees = -1;    // test hook: stop the enumeration after this many subtrees
+  // Asked after each finished subtree with the number finished in this run; true stops the
+  // enumeration as a time limit does (resumable). Embedders cancel or budget a search here.
+  // Called from the worker threads, possibly at once.
+  std::function<bool(int finishedSubtrees)> shouldStop;
   bool progress = true;          // progress line on stderr (only when it is a TTY)
   uint64_t verifySeed = 0x5eed;  // verification seed (replayable)
 };
 
 struct VerifiedVariant {
-  std::string name;  // "v" + 16 hex digits of the schedule hash
-  uint64_t hash = 0;
+  std::string name;  // graph::variantName(schedule)
+  uint64_t hash = 0;  // of `schedule`
   CostEstimate cost;
-  graph::Schedule schedule;
+  graph::Schedule schedule;  // as generated: predefined ops lowered for the search's target
   VerificationRecord verification;
 };
 
@@ -50,7 +53,7 @@ struct SearchSummary {
   uint64_t candidates = 0;    // distinct finished schedules that passed pruning
   uint64_t verified = 0;      // reported variants
   uint64_t rejected = 0;      // candidates the verifier refuted
-  uint64_t notEmittable = 0;  // candidates the code generator cannot lay out (shared memory)
+  uint64_t notEmittable = 0;  // candidates whose plan does not fit the target
   double seconds = 0;
   verify::OracleStats oracle;
 };

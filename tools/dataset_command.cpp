@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 struct DatasetFlags {
   std::vector<std::string> programs;
   std::string out;
-  std::string archs = "sm_80,sm_90";
+  std::string archs = codegen::kDefaultArchList;
   int threads = 0;
   double timeLimit = 0;
   bool run = false;
@@ -78,6 +78,9 @@ int buildCommand(const DatasetFlags& flags) {
     for (const std::string& p : flags.programs) {
       const graph::Program program = search::loadProgramOrBuiltin(p);
       search::SearchOptions options;
+      options.config = search::defaultConfig(search::classifyProgram(program));
+      options.config.target =
+          &plan::targetByName(codegen::archName(codegen::parseArchList(flags.archs).front()));
       options.threads = flags.threads;
       options.timeLimitSeconds = flags.timeLimit;
       std::cerr << "dataset: superoptimizing " << program.name << "\n";
@@ -97,9 +100,6 @@ int buildCommand(const DatasetFlags& flags) {
   options.archs = codegen::parseArchList(flags.archs);
   options.runOnGpu = flags.run;
   options.progress = [](const std::string& line) { std::cerr << "dataset: " << line << "\n"; };
-  if (const char* abortAfter = std::getenv("MUGRAPH_TEST_DATASET_ABORT_AFTER")) {
-    options.abortAfterVariants = std::atoi(abortAfter);
-  }
   const dataset::DatasetSummary s = dataset::buildDataset(classes, options);
   std::cout << "dataset " << flags.out << ": " << s.classes << " classes, " << s.variants
             << " variants (" << s.written << " written, " << s.skipped << " already there, "
@@ -127,7 +127,10 @@ Command addDatasetCommand(CLI::App& app) {
       "schedule, CUDA C++, PTX and a manifest row. `dataset check DIR` audits one.");
   sub->add_option("PROGRAM", flags->programs, "built-in name or program file (several allowed)");
   sub->add_option("--out", flags->out, "dataset folder (created; reruns complete it)");
-  sub->add_option("--arch", flags->archs, "PTX targets")->capture_default_str();
+  sub->add_option("--arch", flags->archs,
+                  "targets, comma-separated: each gets PTX, the first one's plan is searched and "
+                  "generated (the others must plan alike)")
+      ->capture_default_str();
   sub->add_option("--threads", flags->threads, "search threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--time-limit", flags->timeLimit, "search time limit per program, seconds")

@@ -3,7 +3,8 @@
 #include <sstream>
 
 #include "graph/hash.h"
-#include "graph/resources.h"
+#include "plan/kernel_plan.h"
+#include "plan/lower_predefined_ops.h"
 
 namespace mugraph::tools {
 namespace {
@@ -35,7 +36,24 @@ std::string axisMapText(const AxisMap& map, const BlockGraph& block) {
   return text.empty() ? "-" : text;
 }
 
-void describeGraphOps(std::ostringstream& out, const KernelGraph& graph, const char* indent) {
+// What the plan for `target` decides about kernel `k` of `lowered` (a graph with every
+// predefined op lowered): the numbers the emitter and the manifest use.
+std::string planText(const KernelGraph& lowered, int k, const plan::Target& target) {
+  const plan::KernelPlan kernel = plan::planKernel(lowered, k, target);
+  const BlockGraph& block = *lowered.ops[k].block;
+  std::ostringstream out;
+  out << "grid (" << block.grid[0] << ", " << block.grid[1] << ", " << block.grid[2]
+      << ") = " << block.blocks() << " blocks, threads " << block.threads << ", forloop "
+      << block.forloop << ", shared memory " << kernel.sharedBytes << " B on " << target.name;
+  if (kernel.pipelineStages > 1) out << ", " << kernel.pipelineStages << " pipeline stages";
+  const std::string problem = plan::launchProblem(kernel, target);
+  if (!problem.empty()) out << "  NOT LAUNCHABLE: " << problem;
+  return out.str();
+}
+
+void describeGraphOps(std::ostringstream& out, const KernelGraph& graph, const char* indent,
+                      const KernelGraph* lowered, const plan::Target& target) {
+  // `lowered` is `graph` with its predefined ops lowered, kernel for kernel.
   for (size_t k = 0; k < graph.ops.size(); ++k) {
     const KernelOp& op = graph.ops[k];
     if (op.kind != OpKind::BlockGraph) {
@@ -46,13 +64,13 @@ void describeGraphOps(std::ostringstream& out, const KernelGraph& graph, const c
       }
       out << attrText(op.kind, op.attrs) << ")  -> " << descText(result)
           << "  (predefined op, default schedule)\n";
+      out << indent << "    default schedule: " << planText(*lowered, static_cast<int>(k), target)
+          << "\n";
       continue;
     }
     const BlockGraph& block = *op.block;
-    out << indent << "kernel " << k << ": " << op.name << "  grid (" << block.grid[0] << ", "
-        << block.grid[1] << ", " << block.grid[2] << ") = " << gridBlocks(block)
-        << " blocks, threads " << block.threads << ", forloop " << block.forloop
-        << ", shared memory " << sharedMemoryBytes(block) << " B\n";
+    out << indent << "kernel " << k << ": " << op.name << "  "
+        << planText(*lowered, static_cast<int>(k), target) << "\n";
     for (const BlockOp& bop : block.ops) {
       if (bop.kind == OpKind::Input) {
         const BlockTensor& tile = block.tensors[bop.output];
@@ -147,16 +165,17 @@ void graphToDot(std::ostringstream& out, const KernelGraph& graph) {
 
 }  // namespace
 
-std::string describeProgram(const Program& program) {
+std::string describeProgram(const Program& program, const plan::Target& target) {
   std::ostringstream out;
   out << "program " << (program.name.empty() ? "(unnamed)" : program.name) << "  hash "
       << hashHex(programHash(program)) << "\n";
   describeInterface(out, program);
-  describeGraphOps(out, program, "  ");
+  const Schedule lowered = plan::lowerProgram(program, target);
+  describeGraphOps(out, program, "  ", &lowered.graph, target);
   return out.str();
 }
 
-std::string describeSchedule(const Schedule& schedule) {
+std::string describeSchedule(const Schedule& schedule, const plan::Target& target) {
   std::ostringstream out;
   out << "schedule " << (schedule.name.empty() ? "(unnamed)" : schedule.name) << "  hash "
       << hashHex(scheduleHash(schedule)) << "\n";
@@ -173,7 +192,8 @@ std::string describeSchedule(const Schedule& schedule) {
     }
   }
   out << "  kernels: " << schedule.graph.ops.size() << ", workspace " << workspace << " B\n";
-  describeGraphOps(out, schedule.graph, "  ");
+  const Schedule lowered = plan::lowerPredefinedOps(schedule, target);
+  describeGraphOps(out, schedule.graph, "  ", &lowered.graph, target);
   return out.str();
 }
 

@@ -1,6 +1,7 @@
 // `mugraph replay SCHEDULE --out DIR`: turns a saved schedule (or a program, through the
-// default schedules of its ops) into standalone CUDA C++, PTX per architecture, the sm_90
-// ptxas resource report and a launch manifest, without a GPU. `--run` runs and times it on
+// default schedules of its ops) into standalone CUDA C++ printed from the plan for the
+// requested targets, PTX per target, the first target's ptxas resource report and a launch
+// manifest, without a GPU. `--run` runs and times it on
 // the GPU through the runtime (codegen/runtime), or exits 2 saying there is no GPU.
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -8,10 +9,10 @@
 #include <random>
 
 #include "codegen/generate.h"
-#include "codegen/lower_predefined_ops.h"
 #include "codegen/nvrtc_compiler.h"
 #include "graph/files.h"
 #include "graph/hash.h"
+#include "plan/lower_predefined_ops.h"
 #include "tools/commands.h"
 #include "tools/gpu_run.h"
 
@@ -66,7 +67,7 @@ Command addReplayCommand(CLI::App& app) {
   struct Options {
     std::string file;
     std::string out;
-    std::string archs = "sm_80,sm_90";
+    std::string archs = codegen::kDefaultArchList;
     bool json = false;
     bool run = false;
     int repetitions = 100;
@@ -76,11 +77,14 @@ Command addReplayCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "replay",
       "Generate standalone CUDA C++ and PTX for a saved schedule (or a program, through the "
-      "default schedules of its ops) with NVRTC: kernel.cu, <arch>.ptx, resources.json (sm_90 "
-      "ptxas report), schedule.json and manifest.json in DIR. No GPU needed.");
+      "default schedules of its ops) with NVRTC: kernel.cu, <arch>.ptx, resources.json (ptxas "
+      "report of the first --arch), schedule.json and manifest.json in DIR. No GPU needed.");
   sub->add_option("SCHEDULE", options->file, "schedule JSON (or program) file")->required();
   sub->add_option("--out", options->out, "output folder (created if missing)")->required();
-  sub->add_option("--arch", options->archs, "PTX targets, comma-separated (default sm_80,sm_90)");
+  sub->add_option("--arch", options->archs,
+                  "targets, comma-separated (sm_80, sm_90): one kernel.cu planned for them, PTX "
+                  "for each; fails if the schedule plans differently on them")
+      ->capture_default_str();
   sub->add_flag("--json", options->json, "print a JSON summary");
   sub->add_flag("--run", options->run,
                 "also run on the GPU: random inputs, outputs poisoned first, compared with the "
@@ -91,10 +95,14 @@ Command addReplayCommand(CLI::App& app) {
   sub->add_option("--seed", options->seed, "input seed with --run (default: fresh)");
   return {sub, [options]() {
             const graph::LoadedFile loaded = graph::loadFile(options->file);
-            const graph::Schedule schedule =
-                loaded.schedule ? *loaded.schedule : codegen::lowerProgram(loaded.program);
             codegen::GenerateOptions generate;
             generate.archs = codegen::parseArchList(options->archs);
+            const graph::Schedule schedule =
+                loaded.schedule
+                    ? *loaded.schedule
+                    : plan::lowerProgram(
+                          loaded.program,
+                          plan::targetByName(codegen::archName(generate.archs.front())));
             codegen::GeneratedCode code;
             try {
               code = codegen::generateCode(schedule, generate);

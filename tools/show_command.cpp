@@ -11,22 +11,26 @@ Command addShowCommand(CLI::App& app) {
   struct Options {
     std::string file;
     bool dot = false;
+    std::string arch = plan::kDefaultTarget;
   };
   auto options = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
       "show",
       "Summarize a program (.mg or JSON) or schedule (JSON): kernels, grids, tiles, "
-      "shared-memory bytes, hashes.");
+      "shared-memory bytes and pipeline stages as planned for --arch, hashes.");
   sub->add_option("FILE", options->file, "program or schedule file")->required();
   sub->add_flag("--dot", options->dot, "print a Graphviz digraph instead of the summary");
+  sub->add_option("--arch", options->arch, "target whose plan is shown (sm_80 or sm_90)")
+      ->capture_default_str();
   return {sub, [options]() {
+            const plan::Target& target = plan::targetByName(options->arch);
             const graph::LoadedFile loaded = graph::loadFile(options->file);
             if (loaded.schedule) {
               std::cout << (options->dot ? scheduleToDot(*loaded.schedule)
-                                         : describeSchedule(*loaded.schedule));
+                                         : describeSchedule(*loaded.schedule, target));
             } else {
               std::cout << (options->dot ? programToDot(loaded.program)
-                                         : describeProgram(loaded.program));
+                                         : describeProgram(loaded.program, target));
             }
             return kExitOk;
           }};

@@ -15,10 +15,11 @@
 #include "codegen/generate.h"
 #include "codegen/runtime/cuda_driver.h"
 #include "codegen/runtime/gpu_check.h"
+#include "graph/cuda_limits.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
-#include "graph/resources.h"
+#include "plan/lower_predefined_ops.h"
 #include "search/builtin_programs.h"
 #include "search/superoptimize.h"
 #include "tools/commands.h"
@@ -26,19 +27,28 @@
 namespace mugraph::tools {
 namespace {
 
-// Each verified variant gets its CUDA C++, PTX (sm_80, sm_90), resource report and launch
-// manifest next to its schedule, exactly as `mugraph replay` writes them.
-void emitVariantCode(const graph::Schedule& schedule, const std::string& variantDir) {
+// The code of a variant for the target it was searched for, as `mugraph replay --arch`
+// generates it.
+codegen::GeneratedCode variantCode(const graph::Schedule& schedule, const plan::Target& target) {
   codegen::GenerateOptions options;
-  const codegen::GeneratedCode code = codegen::generateCode(schedule, options);
+  options.archs = {target.computeCapability};
+  return codegen::generateCode(schedule, options);
+}
+
+// Each verified variant gets its CUDA C++, PTX, resource report and launch manifest next to
+// its schedule, exactly as `mugraph replay` writes them.
+void emitVariantCode(const graph::Schedule& schedule, const plan::Target& target,
+                     const std::string& variantDir) {
+  const codegen::GeneratedCode code = variantCode(schedule, target);
   codegen::writeGeneratedCode(code, variantDir);
 }
+
 
 std::string gridsOf(const graph::KernelGraph& graph) {
   std::string grids;
   for (const graph::KernelOp& op : graph.ops) {
     if (!grids.empty()) grids += " ";
-    grids += op.block ? std::to_string(graph::gridBlocks(*op.block)) : "-";
+    grids += op.block ? std::to_string(op.block->blocks()) : "-";
   }
   return grids;
 }
@@ -86,7 +96,7 @@ nlohmann::json summaryJson(const search::SearchResult& result, const Measurement
 // measured median time (a variant whose code cannot be emitted or that does not match the
 // interpreter on the GPU goes last, with a warning).
 Measurements profileOnGpu(const codegen::CudaDriver& driver, search::SearchResult& result,
-                          const std::string& out) {
+                          const plan::Target& target, const std::string& out) {
   Measurements measured;
   const std::string scratch = out.empty() ? (std::filesystem::temp_directory_path() /
                                              ("mugraph_profile_" + std::to_string(::getpid())))
@@ -96,7 +106,7 @@ Measurements profileOnGpu(const codegen::CudaDriver& driver, search::SearchResul
     const std::string dir = scratch + "/" + v.name;
     double us = std::numeric_limits<double>::infinity();
     try {
-      const codegen::GeneratedCode code = codegen::generateCode(v.schedule, {});
+      const codegen::GeneratedCode code = variantCode(v.schedule, target);
       codegen::writeGeneratedCode(code, dir);
       const codegen::GpuCheckReport r =
           codegen::checkOnGpu(driver, code.schedule, dir, v.hash, /*repetitions=*/50);
@@ -148,7 +158,7 @@ Command addSuperoptimizeCommand(CLI::App& app) {
     std::string program;
     int threads = 0;
     double timeLimit = 0;
-    std::string arch = "sm_90";
+    std::string arch = plan::kDefaultTarget;
     std::string out;
     std::string checkpoint;
     bool resume = false;
@@ -171,9 +181,12 @@ Command addSuperoptimizeCommand(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   sub->add_option("--time-limit", o->timeLimit, "stop enumerating after S seconds (resumable)")
       ->check(CLI::NonNegativeNumber);
-  sub->add_option("--arch", o->arch, "sm_90 (227 KB shared memory per block) or sm_80 (163 KB)");
+  sub->add_option("--arch", o->arch,
+                  "target the search plans, prunes and ranks for and the code is generated for "
+                  "(sm_90: H100/H200, sm_80: A100)")
+      ->capture_default_str();
   sub->add_option("--out", o->out,
-                  "write DIR/<variant>/ (schedule.json, kernel.cu, sm_80/sm_90 PTX, manifest.json) "
+                  "write DIR/<variant>/ (schedule.json, kernel.cu, PTX for --arch, manifest.json) "
                   "and DIR/summary.json");
   sub->add_option("--checkpoint", o->checkpoint, "checkpoint file, written every few seconds");
   sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
@@ -207,7 +220,7 @@ Command addSuperoptimizeCommand(CLI::App& app) {
             const graph::Program program = search::loadProgramOrBuiltin(o->program);
             search::SearchOptions options;
             options.config = search::defaultConfig(search::classifyProgram(program));
-            options.config.arch = search::archByName(o->arch);
+            options.config.target = &plan::targetByName(o->arch);
             if (o->maxVariants) {
               options.config.maxVariants = *o->maxVariants;
               options.config.candidatePool =
@@ -221,9 +234,13 @@ Command addSuperoptimizeCommand(CLI::App& app) {
             if (!o->blockThreads.empty()) options.config.threadCandidates = o->blockThreads;
             if (o->noGridSplit) options.config.allowGridSplitReduction = false;
             for (int t : options.config.threadCandidates) {
-              if (t < 32 || t > 1024 || t % 32 != 0) {
+              if (t < graph::kWarpSize || t > graph::kMaxThreadsPerBlock ||
+                  t % graph::kWarpSize != 0) {
                 throw UserError("--block-threads",
-                                std::to_string(t) + " is not a multiple of 32 in 32..1024");
+                                std::to_string(t) + " is not a multiple of " +
+                                    std::to_string(graph::kWarpSize) + " in " +
+                                    std::to_string(graph::kWarpSize) + ".." +
+                                    std::to_string(graph::kMaxThreadsPerBlock));
               }
             }
             for (int64_t f : options.config.forloopCandidates) {
@@ -235,7 +252,8 @@ Command addSuperoptimizeCommand(CLI::App& app) {
             options.resume = o->resume;
             search::SearchResult result = search::superoptimize(program, options);
             const Measurements measured =
-                driver ? profileOnGpu(*driver, result, o->out) : Measurements{};
+                driver ? profileOnGpu(*driver, result, *options.config.target, o->out)
+                       : Measurements{};
             if (!o->out.empty()) {
               std::filesystem::create_directories(o->out);
               for (const search::VerifiedVariant& v : result.variants) {
@@ -246,7 +264,7 @@ Command addSuperoptimizeCommand(CLI::App& app) {
                 if (profiled != measured.end() && std::isfinite(profiled->second)) continue;
                 std::filesystem::create_directories(dir);
                 try {
-                  emitVariantCode(v.schedule, dir);  // writes schedule.json too
+                  emitVariantCode(v.schedule, *options.config.target, dir);  // + schedule.json
                 } catch (const std::exception& e) {
                   graph::saveSchedule(dir + "/schedule.json", v.schedule);
                   std::cerr << "mugraph: warning: " << v.name

@@ -5,6 +5,7 @@
 
 #include "graph/error.h"
 #include "graph/files.h"
+#include "plan/target.h"
 
 namespace mugraph::codegen {
 namespace {
@@ -36,7 +37,14 @@ GpuSchedule::GpuSchedule(const CudaDriver& driver, Manifest manifest, const std:
     CUfunction f = nullptr;
     driver_.check(driver_.moduleGetFunction(&f, module_, k.entry.c_str()),
                   "finding entry " + k.entry);
-    if (k.dynamicSharedBytes > 48 * 1024) {
+    const plan::Target& target = plan::targetByName(ptxArch_, dir + "/manifest.json");
+    if (k.dynamicSharedBytes > target.sharedBytesPerBlock) {
+      throw UserError(dir + "/manifest.json",
+                      "kernel " + k.entry + " needs " + std::to_string(k.dynamicSharedBytes) +
+                          " B of shared memory; an " + target.name + " block has at most " +
+                          std::to_string(target.sharedBytesPerBlock));
+    }
+    if (k.dynamicSharedBytes > target.defaultDynamicSharedBytes) {
       driver_.check(driver_.funcSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                              static_cast<int>(k.dynamicSharedBytes)),
                     "raising the shared-memory limit of " + k.entry);

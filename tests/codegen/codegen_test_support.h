@@ -10,12 +10,27 @@
 #include <vector>
 
 #include "codegen/generate.h"
-#include "codegen/lower_predefined_ops.h"
 #include "graph/builder.h"
 #include "graph/files.h"
 #include "graph/validate.h"
+#include "plan/lower_predefined_ops.h"
+#include "plan/schedule_plan.h"
 
 namespace mugraph::codegen::testing {
+
+// The target the tests plan for, and the plan-layer entry points bound to it.
+inline const plan::Target& testTarget() {
+  return plan::targetByName(plan::kDefaultTarget);
+}
+inline graph::Schedule lowerProgram(const graph::Program& program) {
+  return plan::lowerProgram(program, testTarget());
+}
+inline graph::Schedule lowerPredefinedOps(const graph::Schedule& schedule) {
+  return plan::lowerPredefinedOps(schedule, testTarget());
+}
+inline EmittedSource emitSchedule(const graph::Schedule& schedule) {
+  return codegen::emitSchedule(plan::planSchedule(schedule, testTarget()));
+}
 
 inline std::vector<std::string> shippedSchedulePaths() {
   std::vector<std::string> paths;
@@ -27,17 +42,23 @@ inline std::vector<std::string> shippedSchedulePaths() {
   return paths;
 }
 
-// generateCode once per schedule path (or name), shared by every test of the binary.
+// generateCode once per schedule path (or name) and target, shared by every test of the
+// binary.
 inline const GeneratedCode& compiledOnce(const std::string& key,
-                                         const std::function<graph::Schedule()>& make) {
+                                         const std::function<graph::Schedule()>& make,
+                                         const std::vector<int>& archs = {
+                                             testTarget().computeCapability}) {
   static std::map<std::string, std::unique_ptr<GeneratedCode>> cache;
-  auto& slot = cache[key];
-  if (!slot) slot = std::make_unique<GeneratedCode>(generateCode(make(), GenerateOptions{}));
+  std::string slotKey = key;
+  for (int arch : archs) slotKey += "@" + std::to_string(arch);
+  auto& slot = cache[slotKey];
+  if (!slot) slot = std::make_unique<GeneratedCode>(generateCode(make(), GenerateOptions{archs}));
   return *slot;
 }
 
-inline const GeneratedCode& compiledShipped(const std::string& path) {
-  return compiledOnce(path, [&] { return graph::loadSchedule(path); });
+inline const GeneratedCode& compiledShipped(const std::string& path,
+                                            int arch = testTarget().computeCapability) {
+  return compiledOnce(path, [&] { return graph::loadSchedule(path); }, {arch});
 }
 
 struct OneOpCase {
@@ -170,8 +191,11 @@ inline graph::Schedule allOneOpCasesLowered() {
   return merged;
 }
 
+// For every target at once: the default tiles are small enough to plan alike on each, so one
+// kernel.cu serves them all.
 inline const GeneratedCode& allOneOpCasesCompiled() {
-  return compiledOnce("one_op_cases", allOneOpCasesLowered);
+  static const GeneratedCode code = generateCode(allOneOpCasesLowered(), GenerateOptions{{80, 90}});
+  return code;
 }
 
 inline std::filesystem::path scratchFolder(const std::string& test) {

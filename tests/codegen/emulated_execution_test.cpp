@@ -47,6 +47,26 @@ TEST_F(EmulatedExecution, ShippedSchedulesMatchTheInterpreter) {
   EXPECT_GE(emulated, 3);
 }
 
+// Every run checks that a kernel touches no shared memory past its planned bytes (the
+// manifest's dynamic_shared_bytes); here that check is shown to fail when the bytes handed
+// to the launch are fewer than the plan's.
+TEST_F(EmulatedExecution, AKernelGivenLessSharedMemoryThanPlannedIsCaught) {
+  const graph::Schedule schedule = graph::loadSchedule(std::string(MUGRAPH_SOURCE_DIR) +
+                                                       "/schedules/gqa_decode_4k.split_kv.json");
+  EmittedSource emitted = emitSchedule(schedule);
+  EmulatedKernels kernels(emitted.source, scratchFolder("short_shared"));
+  const verify::TensorMap<double> inputs = verify::randomInputs(schedule.program, 14, 0.5);
+  EXPECT_NO_THROW(kernels.run(schedule.graph, emitted, inputs));
+  ASSERT_GT(emitted.kernels[0].dynamicSharedBytes, 256);
+  emitted.kernels[0].dynamicSharedBytes -= 256;
+  try {
+    kernels.run(schedule.graph, emitted, inputs);
+    FAIL() << "expected the shared-memory check to fail";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("past its planned"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(EmulatedExecution, EveryDefaultScheduleOfAPredefinedOpMatchesTheInterpreter) {
   expectMatchesInterpreter(allOneOpCasesLowered(), 12, 1.0);
 }

@@ -137,6 +137,11 @@ class EmulatedKernels {
     handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle_) throw UserError("dlopen", dlerror());
     launch_ = reinterpret_cast<LaunchFunction>(dlsym(handle_, "mg_emu_launch"));
+    using SharedFunction = unsigned char* (*)(unsigned long*, unsigned char*);
+    const auto shared = reinterpret_cast<SharedFunction>(dlsym(handle_, "mg_emu_shared_memory"));
+    unsigned long bytes = 0;
+    shared_ = shared(&bytes, &sharedPoison_);
+    sharedCapacity_ = static_cast<int64_t>(bytes);
   }
   ~EmulatedKernels() {
     if (handle_) dlclose(handle_);
@@ -182,6 +187,13 @@ class EmulatedKernels {
                   static_cast<unsigned>(launch.grid[1]), static_cast<unsigned>(launch.grid[2]),
                   static_cast<unsigned>(launch.threads), error, sizeof error) != 0) {
         throw UserError(kernel.entry, error);
+      }
+      // The manifest's dynamic shared memory (the plan's bytes) must cover every byte used.
+      for (int64_t b = launch.dynamicSharedBytes; b < sharedCapacity_; ++b) {
+        if (shared_[b] == sharedPoison_) continue;
+        throw UserError(kernel.entry, "touched shared-memory byte " + std::to_string(b) +
+                                          ", past its planned " +
+                                          std::to_string(launch.dynamicSharedBytes) + " bytes");
       }
     }
     for (graph::TensorId t : graph.outputs) {
@@ -230,6 +242,9 @@ class EmulatedKernels {
 
   void* handle_ = nullptr;
   LaunchFunction launch_ = nullptr;
+  unsigned char* shared_ = nullptr;  // poisoned by every launch
+  unsigned char sharedPoison_ = 0;
+  int64_t sharedCapacity_ = 0;
 };
 
 #if defined(__x86_64__)

@@ -27,7 +27,8 @@ class ReplayCliTest : public ::testing::Test {
 
 TEST_F(ReplayCliTest, WritesEveryFileAndSummarizesAsJson) {
   const std::string out = (scratch_ / "gqa").string();
-  const auto r = run("replay " + shipped("gqa_mirage.split_kv.json") + " --out " + out + " --json");
+  const auto r = run("replay " + shipped("gqa_mirage.split_kv.json") +
+                     " --arch sm_80,sm_90 --out " + out + " --json");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   const auto summary = nlohmann::json::parse(r.out);
   EXPECT_EQ(summary.at("schedule"), "gqa_mirage.split_kv");
@@ -38,6 +39,17 @@ TEST_F(ReplayCliTest, WritesEveryFileAndSummarizesAsJson) {
                            "manifest.json"}) {
     EXPECT_TRUE(std::filesystem::exists(scratch_ / "gqa" / file)) << file;
   }
+}
+
+TEST_F(ReplayCliTest, ASchedulePlannedDifferentlyPerTargetIsGeneratedOneTargetAtATime) {
+  // The 4096 GEMM's pipeline is deeper on sm_90, whose multiprocessor holds two blocks of it.
+  const std::string out = (scratch_ / "gemm4096").string();
+  const auto r =
+      run("replay " + shipped("gemm_4096.tiled.json") + " --arch sm_80,sm_90 --out " + out);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("one architecture at a time"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sm_80"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(scratch_ / "gemm4096" / "kernel.cu"));
 }
 
 TEST_F(ReplayCliTest, ArchPicksThePtxTargetsAndProgramsUseDefaultSchedules) {

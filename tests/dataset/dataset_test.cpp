@@ -1,14 +1,20 @@
 // `mugraph dataset` end to end on small saved schedules (no search, no GPU): a dataset
-// passes `dataset check`; a corrupted file, a deleted PTX and a truncated manifest row are
-// each reported; a run killed mid-way and rerun ends with exactly an uninterrupted run's
-// manifest and classes.
+// passes `dataset check`; each variant folder is named by the hash of its schedule.json; a
+// corrupted file, a deleted PTX and a truncated manifest row are each reported; a run
+// interrupted mid-way (cancelled through the builder's progress observer, or killed) and
+// rerun ends with exactly an uninterrupted run's manifest and classes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "codegen/generate.h"
+#include "dataset/dataset_builder.h"
+#include "graph/files.h"
+#include "graph/hash.h"
 #include "graph/malformed_cases.h"
 #include "tools/run_cli.h"
 
@@ -46,13 +52,23 @@ class DatasetTest : public ::testing::Test {
   }
   std::string read(const fs::path& path) { return readWholeFile(path.string()); }
   CliResult run(const std::string& args) { return runMugraph(args, scratch_.string()); }
-  CliResult build(const std::string& out, const std::string& env = "") {
-    return runMugraph("dataset --from-schedules " + (scratch_ / "schedules").string() + " --out " +
-                          (scratch_ / out).string(),
-                      scratch_.string(), env);
+  CliResult build(const std::string& out) {
+    return run("dataset --from-schedules " + (scratch_ / "schedules").string() + " --out " +
+               (scratch_ / out).string());
   }
   CliResult check(const std::string& dir) {
     return run("dataset check " + (scratch_ / dir).string());
+  }
+  // The saved schedules as one class, as `dataset --from-schedules` reads them.
+  dataset::DatasetClassInput savedClass() {
+    dataset::DatasetClassInput cls;
+    for (const char* file : {"mm_f1.json", "mm_f2.json", "mm_f4.json"}) {
+      const graph::Schedule schedule =
+          graph::loadSchedule((scratch_ / "schedules" / file).string());
+      cls.program = schedule.program;
+      cls.schedules.push_back(schedule);
+    }
+    return cls;
   }
   std::string firstVariantFolder(const std::string& dir) {
     for (const auto& cls : fs::directory_iterator(scratch_ / dir)) {
@@ -83,7 +99,6 @@ TEST_F(DatasetTest, ABuiltDatasetPassesItsCheckAndDescribesEveryVariant) {
     EXPECT_EQ(row.at("verification").at("level"), "finite-field");
     EXPECT_LE(row.at("verification").at("false_accept_bound").get<double>(), 1e-12);
     EXPECT_FALSE(row.at("kernels").empty());
-    EXPECT_TRUE(row.at("files").contains("sm_80.ptx"));
     EXPECT_TRUE(row.at("files").contains("sm_90.ptx"));
     EXPECT_EQ(row.at("files").at("kernel.cu").at("sha256").get<std::string>().size(), 64u);
     EXPECT_TRUE(row.contains("resources_sm_90"));
@@ -94,6 +109,21 @@ TEST_F(DatasetTest, ABuiltDatasetPassesItsCheckAndDescribesEveryVariant) {
   EXPECT_EQ(classes.at("classes").size(), 1u);
   EXPECT_EQ(classes.at("classes")[0].at("members").size(), 3u);
   EXPECT_THAT(classes.at("equivalence").get<std::string>(), HasSubstr("reassociation"));
+}
+
+TEST_F(DatasetTest, EachVariantFolderIsNamedByItsScheduleHash) {
+  ASSERT_EQ(build("ds").exitCode, 0);
+  int variants = 0;
+  for (const auto& cls : fs::directory_iterator(scratch_ / "ds")) {
+    if (!cls.is_directory()) continue;
+    for (const auto& variant : fs::directory_iterator(cls.path())) {
+      ++variants;
+      const graph::Schedule schedule =
+          graph::loadSchedule((variant.path() / "schedule.json").string());
+      EXPECT_EQ(graph::variantName(schedule), variant.path().filename().string());
+    }
+  }
+  EXPECT_EQ(variants, 3);
 }
 
 TEST_F(DatasetTest, CheckReportsACorruptedFileADeletedPtxAndATruncatedRow) {
@@ -123,11 +153,19 @@ TEST_F(DatasetTest, CheckReportsACorruptedFileADeletedPtxAndATruncatedRow) {
   }
 }
 
-TEST_F(DatasetTest, AKilledRunRerunEqualsAnUninterruptedRun) {
+TEST_F(DatasetTest, AnInterruptedRunRerunEqualsAnUninterruptedRun) {
   ASSERT_EQ(build("whole").exitCode, 0);
-  // Stopped abruptly (as by SIGKILL) right after its first variant, by the test hook...
-  const CliResult killed = build("resumed", "MUGRAPH_TEST_DATASET_ABORT_AFTER=1");
-  EXPECT_EQ(killed.exitCode, 137) << killed.err;
+  // Cancelled by its progress observer right after its first variant is on disk...
+  struct Cancelled {};
+  dataset::DatasetOptions options;
+  options.outDir = (scratch_ / "resumed").string();
+  options.archs = codegen::parseArchList(codegen::kDefaultArchList);  // as the CLI's default
+  options.progress = [](const std::string& line) {
+    if (line.rfind("wrote ", 0) == 0) throw Cancelled{};
+  };
+  EXPECT_THROW(dataset::buildDataset({savedClass()}, options), Cancelled);
+  const std::string partial = read(scratch_ / "resumed" / "manifest.jsonl");
+  EXPECT_EQ(std::count(partial.begin(), partial.end(), '\n'), 1) << partial;
   const CliResult rerun = build("resumed");
   ASSERT_EQ(rerun.exitCode, 0) << rerun.err;
   EXPECT_THAT(rerun.out, HasSubstr("1 already there"));

@@ -207,6 +207,8 @@ inline std::vector<MalformedCase> malformedCases() {
       {"sched_threads_not_multiple_of_32", "s.json",
        withChange(s, "\"threads\": 128", "\"threads\": 100"), "$.kernels[0].threads",
        "threads is 100 (a multiple of 32"},
+      {"sched_grid_y_beyond_cuda", "s.json", withChange(s, "\"y\": 2", "\"y\": 65536"),
+       "$.kernels[0].grid.y", "expected an integer in 1..65535, got an integer (65536)"},
       {"sched_negative_grid", "s.json", withChange(s, "\"x\": 2", "\"x\": -2"),
        "$.kernels[0].grid.x", "got -2"},
       {"sched_grid_as_string", "s.json", withChange(s, "\"x\": 2", "\"x\": \"2\""),

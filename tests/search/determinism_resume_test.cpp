@@ -45,7 +45,7 @@ TEST(Resume, StoppedAndResumedEqualsUninterrupted) {
 
   SearchOptions stopped = options;
   stopped.checkpointPath = checkpoint;
-  stopped.stopAfterSubtrees = 3;
+  stopped.shouldStop = [](int finished) { return finished >= 3; };
   const SearchResult partial = superoptimize(program, stopped);
   EXPECT_FALSE(partial.summary.complete);
   EXPECT_LT(partial.summary.subtreesCompleted, partial.summary.subtrees);
@@ -67,9 +67,9 @@ TEST(Resume, RejectsACheckpointOfAnotherSearchSpace) {
       (std::filesystem::temp_directory_path() / "mugraph_resume_other.json").string();
   SearchOptions options = smallOptions(program);
   options.checkpointPath = checkpoint;
-  options.stopAfterSubtrees = 1;
+  options.shouldStop = [](int finished) { return finished >= 1; };
   superoptimize(program, options);
-  options.stopAfterSubtrees = -1;
+  options.shouldStop = nullptr;
   options.resume = true;
   options.config.maxKernels = 2;
   EXPECT_THROW(superoptimize(program, options), UserError);

@@ -3,7 +3,6 @@
 // shapes, every reported variant verified.
 #include <gtest/gtest.h>
 
-#include "graph/resources.h"
 #include "search/builtin_programs.h"
 #include "search/superoptimize.h"
 #include "search_support.h"
@@ -14,7 +13,7 @@ namespace {
 bool isTiledWithLoopOverK(const graph::Schedule& s) {
   if (s.graph.ops.size() != 1 || !s.graph.ops[0].block) return false;
   const graph::BlockGraph& block = *s.graph.ops[0].block;
-  if (block.forloop <= 1 || graph::gridBlocks(block) <= 1) return false;
+  if (block.forloop <= 1 || block.blocks() <= 1) return false;
   bool aLoopsOverK = false, bLoopsOverK = false;
   for (const graph::BlockOp& op : block.ops) {
     if (op.kind != graph::OpKind::Input) continue;

@@ -251,8 +251,17 @@ inline float __shfl_xor_sync(unsigned, float value, int offset) {
   return ::mg_emu::shuffleXor(value, offset);
 }
 
-// Dynamic shared memory of the running block (the largest an sm_90 block may have).
+// Dynamic shared memory of the running block (the largest an sm_90 block may have), filled
+// with kSharedPoison before each launch; the test harness checks that no kernel touches bytes
+// past its plan's.
 alignas(128) unsigned char mg_smem[227 * 1024];
+constexpr unsigned char kSharedPoison = 0xff;
+
+extern "C" unsigned char* mg_emu_shared_memory(unsigned long* bytes, unsigned char* poison) {
+  *bytes = sizeof mg_smem;
+  *poison = kSharedPoison;
+  return mg_smem;
+}
 
 extern "C" void mg_emu_fiber_main() {
   mg_emu::Scheduler& s = mg_emu::scheduler();
@@ -276,7 +285,7 @@ extern "C" int mg_emu_launch(void (*invoke)(void*), void* closure, unsigned grid
   const unsigned warps = (threads + 31) / 32;
   s.warps.assign(warps, mg_emu::Barrier{});
   s.exchange.assign(warps, mg_emu::WarpExchange{});
-  std::memset(mg_smem, 0xff, sizeof mg_smem);
+  std::memset(mg_smem, kSharedPoison, sizeof mg_smem);
   for (unsigned bz = 0; bz < gridZ; ++bz) {
     for (unsigned by = 0; by < gridY; ++by) {
       for (unsigned bx = 0; bx < gridX; ++bx) {

@@ -1,0 +1,88 @@
+// The target records (see target.h). Shared-memory figures are the CUDA programming guide's
+// for compute capability 8.0 and 9.0; throughput figures are the measurements named beside
+// them.
+#include "plan/target.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "graph/error.h"
+
+namespace mugraph::plan {
+namespace {
+
+constexpr int64_t kKiB = 1024;
+
+std::vector<Target> makeTargets() {
+  Target a100;
+  a100.name = "sm_80";
+  a100.computeCapability = 80;
+  a100.devices = "A100 SXM4";
+  a100.streamingMultiprocessors = 108;
+  a100.sharedBytesPerSm = 164 * kKiB;
+  a100.sharedBytesPerBlock = 163 * kKiB;
+  a100.sharedBytesReservedPerBlock = 1 * kKiB;
+  a100.defaultDynamicSharedBytes = 48 * kKiB;
+  a100.wantedBlocksPerSm = 2;
+  a100.bytesInFlightPerBlock = 32 * kKiB;
+  a100.maxPipelineStages = 8;
+  a100.memoryBytesPerSecond = 1.7e12;  // nominal 2.0 TB/s HBM2e, copies reach about 85%
+  a100.tensorFlopsPerSecond = 280e12;  // nominal 312 TFLOP/s, cuBLAS reaches about 90%
+
+  Target h100;
+  h100.name = "sm_90";
+  h100.computeCapability = 90;
+  h100.devices = "H100 SXM5, H200";
+  h100.streamingMultiprocessors = 132;
+  h100.sharedBytesPerSm = 228 * kKiB;
+  h100.sharedBytesPerBlock = 227 * kKiB;
+  h100.sharedBytesReservedPerBlock = 1 * kKiB;
+  h100.defaultDynamicSharedBytes = 48 * kKiB;
+  h100.wantedBlocksPerSm = 2;
+  h100.bytesInFlightPerBlock = 32 * kKiB;
+  h100.maxPipelineStages = 8;
+  h100.memoryBytesPerSecond = 3.0e12;  // H100 device copy, measured 3.02 TB/s
+  h100.tensorFlopsPerSecond = 700e12;  // cuBLAS f16 4096^3 on an H100, measured 704 TFLOP/s
+  return {a100, h100};
+}
+
+}  // namespace
+
+int64_t Target::sharedBytesForBlocksPerSm(int blocks) const {
+  return std::min(sharedBytesPerBlock,
+                  sharedBytesPerSm / std::max(1, blocks) - sharedBytesReservedPerBlock);
+}
+
+int64_t Target::blocksPerSmByShared(int64_t sharedBytes) const {
+  return std::max<int64_t>(1, sharedBytesPerSm / (sharedBytes + sharedBytesReservedPerBlock));
+}
+
+const std::vector<Target>& allTargets() {
+  static const std::vector<Target> targets = makeTargets();
+  return targets;
+}
+
+const Target& targetByName(const std::string& name, const std::string& where) {
+  std::string known;
+  for (const Target& target : allTargets()) {
+    if (target.name == name) return target;
+    known += (known.empty() ? "" : ", ") + target.name;
+  }
+  throw UserError(where, "unknown architecture '" + name + "' (supported: " + known + ")");
+}
+
+std::vector<const Target*> parseTargetList(const std::string& text, const std::string& where) {
+  std::vector<const Target*> targets;
+  std::istringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const Target* target = &targetByName(item, where);
+    if (std::find(targets.begin(), targets.end(), target) == targets.end()) {
+      targets.push_back(target);
+    }
+  }
+  if (targets.empty()) throw UserError(where, "names no architecture");
+  return targets;
+}
+
+}  // namespace mugraph::plan

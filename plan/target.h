@@ -1,0 +1,55 @@
+// The facts about one GPU architecture that mugraph plans, prunes, ranks, emits and launches
+// against. There is one record per architecture and every consumer (the search, the cost
+// model, `mugraph show`, the emitter's launch checks, the runtime) asks the record that
+// `--arch` selects instead of writing a number down again. Limits of the CUDA programming
+// model that do not vary between architectures (warp size, threads per block, grid extents)
+// are IR rules and live in graph/cuda_limits.h; a Target repeats none of them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mugraph::plan {
+
+struct Target {
+  std::string name;       // "sm_90": the --arch spelling, NVRTC's arch and the PTX file name
+  int computeCapability;  // 90
+  std::string devices;    // the GPUs the figures below are taken from
+  int streamingMultiprocessors;
+  int64_t sharedBytesPerSm;             // shared memory of one multiprocessor
+  int64_t sharedBytesPerBlock;          // the most one block may opt in to
+  int64_t sharedBytesReservedPerBlock;  // taken by the system from each resident block
+  // Dynamic shared memory a kernel may use without raising its limit through the driver
+  // (cuFuncSetAttribute); above it the runtime and every client must opt in.
+  int64_t defaultDynamicSharedBytes;
+
+  // The planner's occupancy policy: pipeline stages give way until this many blocks fit on
+  // one multiprocessor; a stage keeps about `bytesInFlightPerBlock` of copies in flight.
+  int wantedBlocksPerSm;
+  int64_t bytesInFlightPerBlock;
+  int maxPipelineStages;
+
+  // Throughput figures for the cost model, measured where the comment says.
+  double memoryBytesPerSecond;  // device copy bandwidth
+  double tensorFlopsPerSecond;  // dense f16 matmul with f32 accumulation
+
+  // Shared memory per block that still lets `blocks` blocks reside on one multiprocessor.
+  int64_t sharedBytesForBlocksPerSm(int blocks) const;
+  // How many blocks using `sharedBytes` each fit on one multiprocessor by shared memory.
+  int64_t blocksPerSmByShared(int64_t sharedBytes) const;
+};
+
+// "sm_90" or "sm_80"; UserError naming `where` (a flag, a file) for anything else.
+const Target& targetByName(const std::string& name, const std::string& where = "--arch");
+
+// Every target, oldest first.
+const std::vector<Target>& allTargets();
+
+// "sm_80,sm_90" -> those targets, in the order given; UserError for an unknown or empty list.
+std::vector<const Target*> parseTargetList(const std::string& text,
+                                           const std::string& where = "--arch");
+
+inline constexpr const char* kDefaultTarget = "sm_90";
+
+}  // namespace mugraph::plan

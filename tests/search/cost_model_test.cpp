@@ -1,0 +1,93 @@
+// The analytic cost model (search/cost_model.h): its estimates respect the bounds its terms
+// state (launch overhead per kernel, tensor-core time for the FLOPs, memory time for the
+// bytes), follow the target it is given, and rank a schedule that leaves most SMs idle below
+// one that fills the GPU.
+#include <gtest/gtest.h>
+
+#include "graph/files.h"
+#include "graph/shape_inference.h"
+#include "search/cost_model.h"
+
+namespace mugraph::search {
+namespace {
+
+graph::Schedule shipped(const std::string& name) {
+  return graph::loadSchedule(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/" + name);
+}
+
+const plan::Target& h100() {
+  return plan::targetByName("sm_90");
+}
+
+TEST(CostModel, ATiledGemmCostsAtLeastItsFlopsAtTensorCorePeakPlusALaunch) {
+  const graph::Schedule gemm = shipped("gemm_4096.tiled.json");
+  const CostConstants constants;
+  const CostEstimate cost = estimateCost(gemm.graph, h100(), constants);
+  const double n = 4096;
+  EXPECT_GE(cost.flops, 2 * n * n * n);  // the matmul, plus the accumulation's adds
+  EXPECT_LE(cost.flops, 2 * n * n * n * 1.01);
+  EXPECT_EQ(cost.kernels, 1);
+  EXPECT_GE(cost.bytes, 3 * n * n * 2);  // A and B read, C written, f16
+  const double computeFloor = 1e6 * cost.flops / h100().tensorFlopsPerSecond;
+  EXPECT_GE(cost.microseconds, constants.launchMicroseconds + computeFloor);
+  // Compute-bound and filling the GPU: not far above that floor.
+  EXPECT_LE(cost.microseconds, 2 * (constants.launchMicroseconds + computeFloor));
+}
+
+TEST(CostModel, DecodeAttentionCostsAtLeastItsBytesAtCopyBandwidth) {
+  const graph::Schedule decode = shipped("gqa_decode_32k.split_kv.json");
+  const CostEstimate cost = estimateCost(decode.graph, h100());
+  EXPECT_EQ(cost.kernels, static_cast<int>(decode.graph.ops.size()));
+  double inputBytes = 0;
+  for (graph::TensorId t : decode.graph.inputs) {
+    const graph::TensorDesc& d = decode.graph.tensors[t];
+    inputBytes += static_cast<double>(graph::elementCount(d.shape) * graph::dtypeBytes(d.dtype));
+  }
+  EXPECT_GE(cost.bytes, inputBytes);
+  EXPECT_GE(cost.microseconds, 1e6 * inputBytes / h100().memoryBytesPerSecond);
+}
+
+TEST(CostModel, EveryKernelPaysTheLaunchOverhead) {
+  const graph::Schedule decode = shipped("gqa_decode_4k.split_kv.json");
+  CostConstants cheapLaunch;
+  cheapLaunch.launchMicroseconds = 0;
+  CostConstants dearLaunch;
+  dearLaunch.launchMicroseconds = 10;
+  const double difference = estimateCost(decode.graph, h100(), dearLaunch).microseconds -
+                            estimateCost(decode.graph, h100(), cheapLaunch).microseconds;
+  EXPECT_NEAR(difference, 10.0 * static_cast<double>(decode.graph.ops.size()), 1e-9);
+}
+
+TEST(CostModel, ASmallerGpuIsNeverEstimatedFaster) {
+  for (const char* name : {"gemm_1024.tiled.json", "gemm_4096.tiled.json",
+                           "gqa_decode_4k.split_kv.json", "gqa_mirage.split_kv.json"}) {
+    SCOPED_TRACE(name);
+    const graph::Schedule schedule = shipped(name);
+    EXPECT_GT(estimateCost(schedule.graph, plan::targetByName("sm_80")).microseconds,
+              estimateCost(schedule.graph, h100()).microseconds);
+  }
+}
+
+TEST(CostModel, LeavingMostMultiprocessorsIdleCostsMore) {
+  // The 4096^3 GEMM's block graph over its full grid of 128x128 tiles, and the same block
+  // graph on a GEMM with one row of tiles: per unit of work, the narrow grid (fewer blocks
+  // than SMs) must be estimated slower.
+  graph::Schedule wide = shipped("gemm_4096.tiled.json");
+  const graph::BlockGraph& block = *wide.graph.ops.at(0).block;
+  ASSERT_GE(block.blocks(), 132);
+  const double wideMicroseconds = estimateCost(wide.graph, h100()).microseconds;
+  graph::Schedule narrow = wide;
+  graph::BlockGraph& narrowBlock = *narrow.graph.ops.at(0).block;
+  const int64_t rowsOfBlocks = narrowBlock.grid[0];
+  ASSERT_GE(rowsOfBlocks, 16);
+  ASSERT_LT(narrowBlock.grid[1], h100().streamingMultiprocessors);
+  narrowBlock.grid[0] = 1;
+  for (graph::TensorDesc& t : narrow.graph.tensors) {
+    if (t.name == "A" || t.name == "C") t.shape[0] /= rowsOfBlocks;
+  }
+  const double narrowMicroseconds = estimateCost(narrow.graph, h100()).microseconds;
+  EXPECT_GT(narrowMicroseconds * static_cast<double>(rowsOfBlocks), 2 * wideMicroseconds);
+}
+
+}  // namespace
+}  // namespace mugraph::search
