@@ -20,7 +20,7 @@ double matmulFlops(const graph::Dims& a, const graph::Dims& out) {
 }
 
 struct KernelWork {
-  double bytes = 0, tensorFlops = 0, vectorFlops = 0;
+  double bytes = 0, tensorFlops = 0, generalMatmulFlops = 0, vectorFlops = 0;
   double blocks = 1, blocksPerSm = 1, serialSteps = 0;
   double bytesPerBlock = 0;  // tiles one block loads over the whole loop
 };
@@ -34,8 +34,10 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
       std::min(peakBandwidth, resident * c.perSmBandwidthShare * peakBandwidth / sms);
   const double smFraction = activeSms / sms;
   const double memory = w.bytes / bandwidth;
-  const double compute = w.tensorFlops / (target.tensorFlopsPerSecond * smFraction) +
-                         w.vectorFlops / (c.vectorFlopsPerSecond * smFraction);
+  const double compute = (w.tensorFlops / target.tensorFlopsPerSecond +
+                          w.generalMatmulFlops / c.generalMatmulFlopsPerSecond +
+                          w.vectorFlops / c.vectorFlopsPerSecond) /
+                         smFraction;
   const double waves = std::ceil(w.blocks / (sms * w.blocksPerSm));
   const double latency = waves * w.serialSteps * c.iterationMicroseconds * 1e-6;
   const double blockLoads = waves * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
@@ -62,12 +64,13 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
   const graph::BlockGraph& block = *op.block;
   KernelWork w;
   w.blocks = static_cast<double>(block.blocks());
-  const int64_t shared = plan::planKernel(g, kernelIndex, target).sharedBytes;
-  w.blocksPerSm = static_cast<double>(target.blocksPerSmByShared(shared));
+  const plan::KernelPlan planned = plan::planKernel(g, kernelIndex, target);
+  w.blocksPerSm = static_cast<double>(target.blocksPerSmByShared(planned.sharedBytes));
   w.serialSteps = static_cast<double>(block.forloop);
-  const std::vector<graph::Phase> phase = graph::blockTensorPhases(block);
+  const std::vector<graph::Phase>& phase = planned.phases;
   double tileReads = 0;
-  for (const graph::BlockOp& bop : block.ops) {
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    const graph::BlockOp& bop = block.ops[o];
     if (bop.kind == OpKind::Output) {
       w.bytes += bytesOf(g.tensors[op.outputs[bop.kernelTensor]]);
       continue;
@@ -80,7 +83,9 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
     if (bop.kind == OpKind::Input) {
       tileReads += tileElements * static_cast<double>(graph::dtypeBytes(tile.dtype)) * times;
     } else if (bop.kind == OpKind::Matmul) {
-      w.tensorFlops += matmulFlops(block.tensors[bop.inputs[0]].shape, tile.shape) * times;
+      // The plan decides whether a matmul runs on tensor cores or on the general path.
+      const double flops = matmulFlops(block.tensors[bop.inputs[0]].shape, tile.shape) * times;
+      (planned.ops[o].mma ? w.tensorFlops : w.generalMatmulFlops) += flops;
     } else {
       w.vectorFlops += tileElements * times;
     }
@@ -104,7 +109,7 @@ CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& t
                                 : predefinedWork(graph, op);
     estimate.microseconds += kernelMicroseconds(work, target, constants);
     estimate.bytes += work.bytes;
-    estimate.flops += work.tensorFlops + work.vectorFlops;
+    estimate.flops += work.tensorFlops + work.generalMatmulFlops + work.vectorFlops;
     ++estimate.kernels;
   }
   return estimate;

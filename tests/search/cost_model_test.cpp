@@ -68,6 +68,21 @@ TEST(CostModel, ASmallerGpuIsNeverEstimatedFaster) {
   }
 }
 
+TEST(CostModel, AMatmulThePlanKeepsOffTensorCoresIsCostedAtTheGeneralPathsRate) {
+  // The same tiled GEMM in f32: the plan has no tensor-core path for f32 tiles.
+  const graph::Schedule f16 = shipped("gemm_1024.tiled.json");
+  graph::Schedule f32 = f16;
+  for (graph::TensorDesc& t : f32.graph.tensors) t.dtype = graph::DType::F32;
+  for (graph::BlockTensor& t : f32.graph.ops.at(0).block->tensors) t.dtype = graph::DType::F32;
+  const CostConstants constants;
+  const CostEstimate onTensorCores = estimateCost(f16.graph, h100(), constants);
+  const CostEstimate general = estimateCost(f32.graph, h100(), constants);
+  EXPECT_DOUBLE_EQ(general.flops, onTensorCores.flops);
+  const double generalFloor = 1e6 * 2 * 1024.0 * 1024 * 1024 / constants.generalMatmulFlopsPerSecond;
+  EXPECT_GE(general.microseconds, generalFloor);
+  EXPECT_GT(general.microseconds, 10 * onTensorCores.microseconds);
+}
+
 TEST(CostModel, LeavingMostMultiprocessorsIdleCostsMore) {
   // The 4096^3 GEMM's block graph over its full grid of 128x128 tiles, and the same block
   // graph on a GEMM with one row of tiles: per unit of work, the narrow grid (fewer blocks
