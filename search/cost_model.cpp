@@ -5,6 +5,7 @@
 
 #include "graph/validate.h"
 #include "plan/kernel_plan.h"
+#include "plan/lower_predefined_ops.h"
 
 namespace mugraph::search {
 namespace {
@@ -42,20 +43,6 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
   const double latency = waves * w.serialSteps * c.iterationMicroseconds * 1e-6;
   const double blockLoads = waves * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
   return c.launchMicroseconds + 1e6 * std::max({memory, compute, latency, blockLoads});
-}
-
-KernelWork predefinedWork(const graph::KernelGraph& g, const graph::KernelOp& op) {
-  KernelWork w;
-  w.blocks = 1e9;  // a default schedule fills the GPU
-  for (graph::TensorId t : op.inputs) w.bytes += bytesOf(g.tensors[t]);
-  const graph::TensorDesc& out = g.tensors[op.outputs[0]];
-  w.bytes += bytesOf(out);
-  if (op.kind == OpKind::Matmul) {
-    w.tensorFlops = matmulFlops(g.tensors[op.inputs[0]].shape, out.shape);
-  } else {
-    w.vectorFlops = static_cast<double>(graph::elementCount(g.tensors[op.inputs[0]].shape));
-  }
-  return w;
 }
 
 KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const plan::Target& target,
@@ -101,12 +88,12 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
 
 CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& target,
                           const CostConstants& constants) {
+  // What runs is the plan: predefined ops are costed as their default block graphs.
+  graph::KernelGraph lowered = graph;
+  for (graph::KernelOp& op : lowered.ops) op = plan::lowerKernelOp(graph, op, target);
   CostEstimate estimate;
-  for (size_t k = 0; k < graph.ops.size(); ++k) {
-    const graph::KernelOp& op = graph.ops[k];
-    const KernelWork work = op.kind == OpKind::BlockGraph
-                                ? blockGraphWork(graph, static_cast<int>(k), target, constants)
-                                : predefinedWork(graph, op);
+  for (size_t k = 0; k < lowered.ops.size(); ++k) {
+    const KernelWork work = blockGraphWork(lowered, static_cast<int>(k), target, constants);
     estimate.microseconds += kernelMicroseconds(work, target, constants);
     estimate.bytes += work.bytes;
     estimate.flops += work.tensorFlops + work.generalMatmulFlops + work.vectorFlops;

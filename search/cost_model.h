@@ -10,8 +10,8 @@
 //  - block time = waves x (bytes one block loads / what one SM can pull from L2 and memory),
 //    so a few blocks streaming a whole KV cache are slow even if the total traffic is small;
 //  - loop latency = waves x for-loop trips x a per-iteration pipeline latency.
-// Predefined ops are costed as one kernel that reads its inputs and writes its output with the
-// whole GPU busy. The target gives SMs, shared memory, bandwidth and tensor-core throughput;
+// Predefined ops are costed as the default block graphs the plan lowers them to. The target
+// gives SMs, shared memory, bandwidth and tensor-core throughput;
 // the constants below are the rest, H100-class and documented; only the ranking matters.
 #pragma once
 
@@ -42,8 +42,8 @@ struct CostEstimate {
   int kernels = 0;
 };
 
-// Block-graph kernels are planned for `target` (plan/kernel_plan.h) to learn their shared
-// memory.
+// Every kernel is costed as planned for `target` (plan/): predefined ops as their default
+// block graphs, shared memory and tensor-core use as the plan decides.
 CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& target,
                           const CostConstants& constants = {});
 
