@@ -112,7 +112,7 @@ class Builder {
     const json manifest = codegen::manifestJson(code);
     row["kernels"] = manifest.at("kernels");
     row["workspace_bytes"] = manifest.at("workspace_bytes");
-    row["resources_sm_90"] = manifest.at("resources");
+    row["resources"] = manifest.at("resources");  // {"<cubin arch>": [per kernel]}
     row["nvrtc"] = manifest.at("nvrtc");
     if (driver_) {
       say("run " + key + " on " + driver_->deviceName());

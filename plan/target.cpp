@@ -13,37 +13,36 @@ namespace {
 
 constexpr int64_t kKiB = 1024;
 
+// One record per architecture, every field given, in Target's declaration order.
 std::vector<Target> makeTargets() {
-  Target a100;
-  a100.name = "sm_80";
-  a100.computeCapability = 80;
-  a100.devices = "A100 SXM4";
-  a100.streamingMultiprocessors = 108;
-  a100.sharedBytesPerSm = 164 * kKiB;
-  a100.sharedBytesPerBlock = 163 * kKiB;
-  a100.sharedBytesReservedPerBlock = 1 * kKiB;
-  a100.defaultDynamicSharedBytes = 48 * kKiB;
-  a100.wantedBlocksPerSm = 2;
-  a100.bytesInFlightPerBlock = 32 * kKiB;
-  a100.maxPipelineStages = 8;
-  a100.memoryBytesPerSecond = 1.7e12;  // nominal 2.0 TB/s HBM2e, copies reach about 85%
-  a100.tensorFlopsPerSecond = 280e12;  // nominal 312 TFLOP/s, cuBLAS reaches about 90%
-
-  Target h100;
-  h100.name = "sm_90";
-  h100.computeCapability = 90;
-  h100.devices = "H100 SXM5, H200";
-  h100.streamingMultiprocessors = 132;
-  h100.sharedBytesPerSm = 228 * kKiB;
-  h100.sharedBytesPerBlock = 227 * kKiB;
-  h100.sharedBytesReservedPerBlock = 1 * kKiB;
-  h100.defaultDynamicSharedBytes = 48 * kKiB;
-  h100.wantedBlocksPerSm = 2;
-  h100.bytesInFlightPerBlock = 32 * kKiB;
-  h100.maxPipelineStages = 8;
-  h100.memoryBytesPerSecond = 3.0e12;  // H100 device copy, measured 3.02 TB/s
-  h100.tensorFlopsPerSecond = 700e12;  // cuBLAS f16 4096^3 on an H100, measured 704 TFLOP/s
-  return {a100, h100};
+  return {
+      Target{.name = "sm_80",
+             .computeCapability = 80,
+             .devices = "A100 SXM4",
+             .streamingMultiprocessors = 108,
+             .sharedBytesPerSm = 164 * kKiB,
+             .sharedBytesPerBlock = 163 * kKiB,
+             .sharedBytesReservedPerBlock = 1 * kKiB,
+             .defaultDynamicSharedBytes = 48 * kKiB,
+             .wantedBlocksPerSm = 2,
+             .bytesInFlightPerBlock = 32 * kKiB,
+             .maxPipelineStages = 8,
+             .memoryBytesPerSecond = 1.7e12,   // nominal 2.0 TB/s HBM2e; copies reach ~85%
+             .tensorFlopsPerSecond = 280e12},  // nominal 312 TFLOP/s; cuBLAS reaches ~90%
+      Target{.name = "sm_90",
+             .computeCapability = 90,
+             .devices = "H100 SXM5, H200",
+             .streamingMultiprocessors = 132,
+             .sharedBytesPerSm = 228 * kKiB,
+             .sharedBytesPerBlock = 227 * kKiB,
+             .sharedBytesReservedPerBlock = 1 * kKiB,
+             .defaultDynamicSharedBytes = 48 * kKiB,
+             .wantedBlocksPerSm = 2,
+             .bytesInFlightPerBlock = 32 * kKiB,
+             .maxPipelineStages = 8,
+             .memoryBytesPerSecond = 3.0e12,   // H100 device copy, measured 3.02 TB/s
+             .tensorFlopsPerSecond = 700e12},  // cuBLAS f16 4096^3 on an H100: 704 TFLOP/s
+  };
 }
 
 }  // namespace

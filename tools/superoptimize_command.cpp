@@ -43,7 +43,6 @@ void emitVariantCode(const graph::Schedule& schedule, const plan::Target& target
   codegen::writeGeneratedCode(code, variantDir);
 }
 
-
 std::string gridsOf(const graph::KernelGraph& graph) {
   std::string grids;
   for (const graph::KernelOp& op : graph.ops) {
@@ -175,7 +174,7 @@ Command addSuperoptimizeCommand(CLI::App& app) {
       "superoptimize",
       "Search schedules of PROGRAM (a built-in: gqa, gemm, rmsnorm_matmul, gqa_decode; or a "
       "program file), verify the best at real shapes, rank them by the cost model. Exit 0 ok, "
-      "2 bad input.");
+      "2 bad input, 3 a verified variant got no code (an internal error; the rest is written).");
   sub->add_option("PROGRAM", o->program, "built-in program name or program file")->required();
   sub->add_option("--threads", o->threads, "worker threads (default: every core)")
       ->check(CLI::Range(1, 1024));
@@ -206,81 +205,83 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--forloops", o->forloops, "for-loop trip counts to try")->delimiter(',');
   sub->add_option("--block-threads", o->blockThreads, "threads per block to try")->delimiter(',');
   sub->add_flag("--no-grid-split", o->noGridSplit, "never split a reduction across the grid");
-  return {sub, [o]() {
-            std::unique_ptr<codegen::CudaDriver> driver;
-            if (o->profile) {
-              std::string whyNot;
-              driver = codegen::CudaDriver::open(whyNot);
-              if (!driver) {
-                std::cerr << "mugraph: --profile needs a GPU: " << whyNot
-                          << " (drop --profile to rank by the cost model)\n";
-                return kExitBadInput;
-              }
+  return {
+      sub, [o]() {
+        std::unique_ptr<codegen::CudaDriver> driver;
+        if (o->profile) {
+          std::string whyNot;
+          driver = codegen::CudaDriver::open(whyNot);
+          if (!driver) {
+            std::cerr << "mugraph: --profile needs a GPU: " << whyNot
+                      << " (drop --profile to rank by the cost model)\n";
+            return kExitBadInput;
+          }
+        }
+        const graph::Program program = search::loadProgramOrBuiltin(o->program);
+        search::SearchOptions options;
+        options.config = search::defaultConfig(search::classifyProgram(program));
+        options.config.target = &plan::targetByName(o->arch);
+        if (o->maxVariants) {
+          options.config.maxVariants = *o->maxVariants;
+          options.config.candidatePool =
+              std::max(options.config.candidatePool, 4 * *o->maxVariants);
+        }
+        if (o->maxKernels) options.config.maxKernels = *o->maxKernels;
+        if (o->maxBlockGraphs) options.config.maxBlockGraphKernels = *o->maxBlockGraphs;
+        if (o->maxBlockOps) options.config.maxBlockOps = *o->maxBlockOps;
+        if (o->maxBlocks) options.config.maxGridBlocks = *o->maxBlocks;
+        if (!o->forloops.empty()) options.config.forloopCandidates = o->forloops;
+        if (!o->blockThreads.empty()) options.config.threadCandidates = o->blockThreads;
+        if (o->noGridSplit) options.config.allowGridSplitReduction = false;
+        for (int t : options.config.threadCandidates) {
+          if (t < graph::kWarpSize || t > graph::kMaxThreadsPerBlock || t % graph::kWarpSize != 0) {
+            throw UserError("--block-threads", std::to_string(t) + " is not a multiple of " +
+                                                   std::to_string(graph::kWarpSize) + " in " +
+                                                   std::to_string(graph::kWarpSize) + ".." +
+                                                   std::to_string(graph::kMaxThreadsPerBlock));
+          }
+        }
+        for (int64_t f : options.config.forloopCandidates) {
+          if (f < 1) throw UserError("--forloops", "trip counts must be >= 1");
+        }
+        options.threads = o->threads;
+        options.timeLimitSeconds = o->timeLimit;
+        options.checkpointPath = o->checkpoint;
+        options.resume = o->resume;
+        search::SearchResult result = search::superoptimize(program, options);
+        const Measurements measured =
+            driver ? profileOnGpu(*driver, result, *options.config.target, o->out) : Measurements{};
+        int withoutCode = 0;
+        if (!o->out.empty()) {
+          std::filesystem::create_directories(o->out);
+          for (const search::VerifiedVariant& v : result.variants) {
+            const std::string dir = o->out + "/" + v.name;
+            // Every variant's plan fits the target (the search checked), so a failure
+            // here is a code generator bug: the rest is still written, the exit says so.
+            // --profile already generated (and timed) the code of every variant it
+            // measured, in this same folder.
+            const auto profiled = measured.find(v.name);
+            if (profiled != measured.end() && std::isfinite(profiled->second)) continue;
+            std::filesystem::create_directories(dir);
+            try {
+              emitVariantCode(v.schedule, *options.config.target, dir);  // + schedule.json
+            } catch (const std::exception& e) {
+              graph::saveSchedule(dir + "/schedule.json", v.schedule);
+              std::cerr << "mugraph: internal error: " << v.name
+                        << ": verified, but no code was generated: " << e.what() << "\n";
+              ++withoutCode;
             }
-            const graph::Program program = search::loadProgramOrBuiltin(o->program);
-            search::SearchOptions options;
-            options.config = search::defaultConfig(search::classifyProgram(program));
-            options.config.target = &plan::targetByName(o->arch);
-            if (o->maxVariants) {
-              options.config.maxVariants = *o->maxVariants;
-              options.config.candidatePool =
-                  std::max(options.config.candidatePool, 4 * *o->maxVariants);
-            }
-            if (o->maxKernels) options.config.maxKernels = *o->maxKernels;
-            if (o->maxBlockGraphs) options.config.maxBlockGraphKernels = *o->maxBlockGraphs;
-            if (o->maxBlockOps) options.config.maxBlockOps = *o->maxBlockOps;
-            if (o->maxBlocks) options.config.maxGridBlocks = *o->maxBlocks;
-            if (!o->forloops.empty()) options.config.forloopCandidates = o->forloops;
-            if (!o->blockThreads.empty()) options.config.threadCandidates = o->blockThreads;
-            if (o->noGridSplit) options.config.allowGridSplitReduction = false;
-            for (int t : options.config.threadCandidates) {
-              if (t < graph::kWarpSize || t > graph::kMaxThreadsPerBlock ||
-                  t % graph::kWarpSize != 0) {
-                throw UserError("--block-threads",
-                                std::to_string(t) + " is not a multiple of " +
-                                    std::to_string(graph::kWarpSize) + " in " +
-                                    std::to_string(graph::kWarpSize) + ".." +
-                                    std::to_string(graph::kMaxThreadsPerBlock));
-              }
-            }
-            for (int64_t f : options.config.forloopCandidates) {
-              if (f < 1) throw UserError("--forloops", "trip counts must be >= 1");
-            }
-            options.threads = o->threads;
-            options.timeLimitSeconds = o->timeLimit;
-            options.checkpointPath = o->checkpoint;
-            options.resume = o->resume;
-            search::SearchResult result = search::superoptimize(program, options);
-            const Measurements measured =
-                driver ? profileOnGpu(*driver, result, *options.config.target, o->out)
-                       : Measurements{};
-            if (!o->out.empty()) {
-              std::filesystem::create_directories(o->out);
-              for (const search::VerifiedVariant& v : result.variants) {
-                const std::string dir = o->out + "/" + v.name;
-                // --profile already generated (and timed) the code of every variant it
-                // measured, in this same folder.
-                const auto profiled = measured.find(v.name);
-                if (profiled != measured.end() && std::isfinite(profiled->second)) continue;
-                std::filesystem::create_directories(dir);
-                try {
-                  emitVariantCode(v.schedule, *options.config.target, dir);  // + schedule.json
-                } catch (const std::exception& e) {
-                  graph::saveSchedule(dir + "/schedule.json", v.schedule);
-                  std::cerr << "mugraph: warning: " << v.name
-                            << ": verified, but no code was generated: " << e.what() << "\n";
-                }
-              }
-              graph::writeFileAtomic(o->out + "/summary.json",
-                                     summaryJson(result, measured).dump(2) + "\n");
-            }
-            if (o->json) {
-              std::cout << summaryJson(result, measured).dump() << "\n";
-            } else {
-              printTable(result);
-            }
-            return kExitOk;
-          }};
+          }
+          graph::writeFileAtomic(o->out + "/summary.json",
+                                 summaryJson(result, measured).dump(2) + "\n");
+        }
+        if (o->json) {
+          std::cout << summaryJson(result, measured).dump() << "\n";
+        } else {
+          printTable(result);
+        }
+        return withoutCode == 0 ? kExitOk : kExitInternalError;
+      }};
 }
 
 }  // namespace mugraph::tools

@@ -20,6 +20,7 @@
 
 #include "codegen/device_header.h"
 #include "codegen/emit_kernel.h"
+#include "codegen/runtime/half_precision.h"
 #include "codegen_test_support.h"
 #include "graph/error.h"
 #include "graph/hash.h"
@@ -28,12 +29,6 @@
 #include "verify/random_inputs.h"
 
 namespace mugraph::codegen::testing {
-
-inline float halfToFloat(uint16_t bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<float>(h);
-}
 
 inline double loadElement(const unsigned char* base, graph::DType dtype, int64_t index) {
   switch (dtype) {
@@ -45,15 +40,12 @@ inline double loadElement(const unsigned char* base, graph::DType dtype, int64_t
     case graph::DType::F16: {
       uint16_t bits;
       std::memcpy(&bits, base + index * 2, 2);
-      return halfToFloat(bits);
+      return halfBitsToFloat(bits);
     }
     case graph::DType::BF16: {
       uint16_t bits;
       std::memcpy(&bits, base + index * 2, 2);
-      const uint32_t u = static_cast<uint32_t>(bits) << 16;
-      float f;
-      std::memcpy(&f, &u, 4);
-      return f;
+      return bfloat16BitsToFloat(bits);
     }
   }
   return 0.0;
@@ -67,15 +59,12 @@ inline double storeElement(unsigned char* base, graph::DType dtype, int64_t inde
       std::memcpy(base + index * 4, &f, 4);
       break;
     case graph::DType::F16: {
-      const _Float16 h = static_cast<_Float16>(f);
-      std::memcpy(base + index * 2, &h, 2);
+      const uint16_t bits = floatToHalfBits(f);
+      std::memcpy(base + index * 2, &bits, 2);
       break;
     }
     case graph::DType::BF16: {
-      uint32_t u;
-      std::memcpy(&u, &f, 4);
-      u += 0x7fffu + ((u >> 16) & 1u);
-      const uint16_t bits = static_cast<uint16_t>(u >> 16);
+      const uint16_t bits = floatToBfloat16Bits(f);
       std::memcpy(base + index * 2, &bits, 2);
       break;
     }

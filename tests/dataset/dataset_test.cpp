@@ -101,7 +101,7 @@ TEST_F(DatasetTest, ABuiltDatasetPassesItsCheckAndDescribesEveryVariant) {
     EXPECT_FALSE(row.at("kernels").empty());
     EXPECT_TRUE(row.at("files").contains("sm_90.ptx"));
     EXPECT_EQ(row.at("files").at("kernel.cu").at("sha256").get<std::string>().size(), 64u);
-    EXPECT_TRUE(row.contains("resources_sm_90"));
+    EXPECT_TRUE(row.at("resources").contains("sm_90"));
     EXPECT_TRUE(row.at("nvrtc").contains("version"));
   }
   EXPECT_EQ(rows, 3);
