@@ -24,7 +24,8 @@ struct RewriteRule {
 const std::vector<RewriteRule>& rewriteRules();
 
 // The original program first, then every distinct form (by program hash) reachable by the
-// rules, breadth-first, at most `maxForms` in all. Deterministic.
+// rules, breadth-first, at most `maxForms` in all (the original is always there, even when
+// maxForms < 1). Deterministic.
 std::vector<ProgramForm> programForms(const graph::Program& program, int maxForms);
 
 }  // namespace mugraph::search
