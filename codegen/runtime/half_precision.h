@@ -6,14 +6,10 @@
 #include <cstring>
 #include <vector>
 
+#include "codegen/runtime/half_bits.h"  // the scalar conversions
 #include "graph/types.h"
 
 namespace mugraph::codegen {
-
-uint16_t floatToHalfBits(float value);
-float halfBitsToFloat(uint16_t bits);
-uint16_t floatToBfloat16Bits(float value);
-float bfloat16BitsToFloat(uint16_t bits);
 
 // Packs `values` into the bytes of `dtype`; returns the values as the device will read them.
 std::vector<uint8_t> encode(const std::vector<double>& values, graph::DType dtype,

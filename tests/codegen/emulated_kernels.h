@@ -115,7 +115,8 @@ class EmulatedKernels {
     const std::string library = (folder / "kernel.so").string();
     const std::string command = std::string(MUGRAPH_HOST_CXX) +
                                 " -std=c++17 -O2 -fPIC -shared -DMUGRAPH_HOST_EMULATION -I" +
-                                folder.string() + " -I" + MUGRAPH_SOURCE_DIR +
+                                folder.string() + " -I" + MUGRAPH_SOURCE_DIR + " -I" +
+                                MUGRAPH_SOURCE_DIR +
                                 "/tests/codegen/emulation -include cuda_emulation.h -x c++ " +
                                 (folder / "kernel.cu").string() + " -o " + library + " 2>" +
                                 (folder / "build.log").string();

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "codegen/runtime/half_bits.h"
+
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -171,30 +173,11 @@ inline void ldmatrix(unsigned (&r)[4], const void* row, bool transposed) {
   wait(warpBarrier());
 }
 
-inline float halfBitsToFloat(unsigned short bits) {
-  _Float16 h;
-  std::memcpy(&h, &bits, 2);
-  return static_cast<float>(h);
-}
-inline unsigned short floatToHalfBits(float x) {
-  const _Float16 h = static_cast<_Float16>(x);
-  unsigned short bits;
-  std::memcpy(&bits, &h, 2);
-  return bits;
-}
-inline float bfloat16BitsToFloat(unsigned short bits) {
-  const unsigned u = static_cast<unsigned>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline unsigned short floatToBfloat16Bits(float x) {
-  unsigned u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return static_cast<unsigned short>(u >> 16);
-}
+// The host runtime's conversions (one definition, header-only).
+using ::mugraph::codegen::bfloat16BitsToFloat;
+using ::mugraph::codegen::floatToBfloat16Bits;
+using ::mugraph::codegen::floatToHalfBits;
+using ::mugraph::codegen::halfBitsToFloat;
 
 // mma.m16n8k16.row.col: lane l = 4g + t holds A rows g and g + 8, columns 2t, 2t+1 (+8);
 // B columns (n) g, rows (k) 2t, 2t+1 (+8); C rows g, g + 8, columns 2t, 2t + 1.
@@ -254,7 +237,11 @@ inline float __shfl_xor_sync(unsigned, float value, int offset) {
 // Dynamic shared memory of the running block (the largest an sm_90 block may have), filled
 // with kSharedPoison before each launch; the test harness checks that no kernel touches bytes
 // past its plan's.
+// C linkage, as the kernels' `extern __shared__` declarations (inside extern "C" functions)
+// give it; clang insists the two agree.
+extern "C" {
 alignas(128) unsigned char mg_smem[227 * 1024];
+}
 constexpr unsigned char kSharedPoison = 0xff;
 
 extern "C" unsigned char* mg_emu_shared_memory(unsigned long* bytes, unsigned char* poison) {
