@@ -17,7 +17,7 @@ import torch
 import triton.testing
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mugraph_launch import Variant  # noqa: E402
+from mugraph_launch import Variant, relative_error  # noqa: E402
 
 
 def graphed(fn):
@@ -35,11 +35,6 @@ def graphed(fn):
 
 def median_us(fn):
     return triton.testing.do_bench(graphed(fn), warmup=50, rep=300, return_mode="median") * 1e3
-
-
-def rel_error(got, want):
-    got = got.double()
-    return ((got - want).abs().max() / want.abs().max()).item()
 
 
 def copy_bandwidth():
@@ -62,7 +57,7 @@ def attention_case(name, variant, q_sdpa, k_sdpa, v_sdpa, ours_inputs, scale, ou
     v64 = v_sdpa.double().repeat_interleave(groups, dim=1)
     weights = torch.exp(q_sdpa.double() @ k64.transpose(-1, -2) * scale)
     ref = (weights / weights.sum(-1, keepdim=True)) @ v64
-    ours_error = rel_error(out_view(out), ref)
+    ours_error = relative_error(out_view(out), ref)
     rows = [{"impl": "mugraph", "us": median_us(lambda: variant.launch(tensors)),
              "rel_error": ours_error}]
     backends = {
@@ -79,7 +74,7 @@ def attention_case(name, variant, q_sdpa, k_sdpa, v_sdpa, ours_inputs, scale, ou
                 result = fn()
                 torch.cuda.synchronize()
                 rows.append({"impl": label, "us": median_us(fn),
-                             "rel_error": rel_error(result, ref)})
+                             "rel_error": relative_error(result, ref)})
         except Exception as e:  # a backend that does not support the shape
             rows.append({"impl": label, "us": None, "error": str(e).splitlines()[0][:120]})
     minimal_bytes = sum(t.numel() * t.element_size() for t in ours_inputs.values()) + \
@@ -96,10 +91,10 @@ def gemm_case(name, variant, n):
     torch.cuda.synchronize()
     ref = a.double() @ b.double()
     rows = [{"impl": "mugraph", "us": median_us(lambda: variant.launch(tensors)),
-             "rel_error": rel_error(c, ref)}]
+             "rel_error": relative_error(c, ref)}]
     result = torch.matmul(a, b)
     rows.append({"impl": "torch.matmul", "us": median_us(lambda: torch.matmul(a, b)),
-                 "rel_error": rel_error(result, ref)})
+                 "rel_error": relative_error(result, ref)})
     return {"case": name, "kind": "gemm", "flops": 2 * n ** 3, "rows": rows}
 
 

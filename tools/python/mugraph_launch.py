@@ -7,6 +7,7 @@ each kernel, the tensors it writes, then the tensors it reads; intermediate tens
 one workspace at the offsets the manifest gives.
 """
 import json
+import math
 import os
 
 import cupy
@@ -14,6 +15,20 @@ import numpy as np
 import torch
 
 _TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+
+
+def relative_error(got, want):
+    """Normwise relative error max|got - want| / max|want|, by verify/relative_error.h's rule:
+    NaN or infinity in either tensor gives inf, and an all-zero reference is matched only
+    exactly (0 if `got` is all zero too, else inf)."""
+    got, want = got.double(), want.double()
+    if not (torch.isfinite(got).all() and torch.isfinite(want).all()):
+        return math.inf
+    difference = (got - want).abs().max().item() if got.numel() else 0.0
+    scale = want.abs().max().item() if want.numel() else 0.0
+    if scale == 0:
+        return 0.0 if difference == 0 else math.inf
+    return difference / scale
 
 
 class Variant:
