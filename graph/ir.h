@@ -8,6 +8,11 @@
 //    further into `forloop` parts (iteration i takes part i) or -1 (same tile every iteration).
 //  - ops before an accumulator run once per iteration; accum_* combines iterations; ops after
 //    it run once per block.
+//  - accum_max(x) is a running max: per-iteration ops that read it see m_i, the max over
+//    iterations 0..i; ops after the loop see the final max. accum_rescaled_sum(x, m), with m
+//    an accum_max tile (broadcast over x), accumulates acc_0 = x_0 and
+//    acc_i = acc_{i-1}·exp(m_{i-1} − m_i) + x_i, the online-softmax sum whose x_i was computed
+//    with m_i; the same rule combines split partials that each carry their max.
 //  - output(t, omap): every grid axis with grid[a] > 1 maps to a distinct dim of the output;
 //    block b writes its tile at offset b_a * tile along that dim, after the loop.
 #pragma once

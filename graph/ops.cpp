@@ -19,10 +19,11 @@ const std::vector<OpInfo> kOps = {
   {OpKind::Mul,        "mul",        OpClass::Binary,      2,  false, false, false, true,  true,  true},
   {OpKind::Div,        "div",        OpClass::Binary,      2,  false, false, false, true,  true,  true},
   {OpKind::ReduceSum,  "reduce_sum", OpClass::Reduction,   1,  true,  true,  false, true,  true,  true},
-  {OpKind::ReduceMax,  "reduce_max", OpClass::Reduction,   1,  true,  false, false, true,  true,  false},
+  {OpKind::ReduceMax,  "reduce_max", OpClass::Reduction,   1,  true,  false, false, true,  true,  true},
   {OpKind::RmsNorm,    "rms_norm",   OpClass::Reduction,   1,  true,  false, false, true,  true,  false},
   {OpKind::AccumSum,   "accum_sum",  OpClass::Accumulator, 1,  false, false, false, false, true,  true},
-  {OpKind::AccumMax,   "accum_max",  OpClass::Accumulator, 1,  false, false, false, false, true,  false},
+  {OpKind::AccumMax,   "accum_max",  OpClass::Accumulator, 1,  false, false, false, false, true,  true},
+  {OpKind::AccumRescaledSum, "accum_rescaled_sum", OpClass::Accumulator, 2, false, false, false, false, true, true},
   {OpKind::BlockGraph, "block_graph",OpClass::BlockGraph,  -1, false, false, false, true,  false, true},
 };
 // clang-format on

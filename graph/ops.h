@@ -28,6 +28,7 @@ enum class OpKind {
   RmsNorm,
   AccumSum,
   AccumMax,
+  AccumRescaledSum,
   BlockGraph,
 };
 

@@ -122,8 +122,18 @@ Inferred inferOp(OpKind kind, const OpAttrs& attrs, const std::vector<Operand>& 
       return inferMatmul(operands);
     case OpClass::Binary:
       return inferBroadcast(kind, operands);
-    case OpClass::Unary:
     case OpClass::Accumulator:
+      if (kind == OpKind::AccumRescaledSum) {
+        // The running max broadcasts over the sum: the result keeps the sum's shape.
+        const Inferred broadcast = inferBroadcast(kind, operands);
+        if (broadcast.shape != operands[0].shape) {
+          fail(kind, operands,
+               "the max '" + operands[1].name + "' must broadcast to the shape of '" +
+                   operands[0].name + "'");
+        }
+      }
+      return {operands[0].shape, operands[0].dtype};
+    case OpClass::Unary:
       return {operands[0].shape, operands[0].dtype};
     case OpClass::Reduction: {
       Dims out = operands[0].shape;

@@ -2,6 +2,7 @@
 
 #include "graph/cuda_limits.h"
 
+#include <algorithm>
 #include <set>
 #include <string_view>
 
@@ -19,9 +20,12 @@ namespace {
 // per-iteration, an accumulator's result exists once per block after the loop, and any other
 // op runs where its (phase-consistent) operands live. Validation and blockTensorPhases share it.
 Phase resultPhase(const BlockOp& op, const std::vector<Phase>& phase) {
+  if (op.kind == OpKind::AccumMax) return Phase::Running;
   if (isAccumulator(op.kind)) return Phase::PostLoop;
   if (op.kind == OpKind::Input || op.inputs.empty()) return Phase::PerIteration;
-  return phase[op.inputs[0]];
+  std::vector<Phase> operands;
+  for (TensorId t : op.inputs) operands.push_back(phase[t]);
+  return combinedPhase(operands).value_or(Phase::PerIteration);
 }
 
 // "'name'"; built by appending, since GCC 12's -Wrestrict misfires on "'" + std::string(...).
@@ -125,7 +129,7 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
                  "' is written twice");
       }
       written[op.kernelTensor] = b;
-      if (block.forloop > 1 && phase[op.inputs[0]] != Phase::PostLoop) {
+      if (block.forloop > 1 && phase[op.inputs[0]] == Phase::PerIteration) {
         fail(sec, k, b, "inputs",
              "output of '" + tile.name +
                  "' reads a per-iteration tile; with forloop > 1 outputs "
@@ -181,17 +185,32 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
                std::string(info.name) + "(" + block.tensors[op.inputs[0]].name +
                    ") accumulates a tile that is already accumulated");
         }
-      } else {
-        const Phase p = phase[op.inputs[0]];
-        for (TensorId t : op.inputs) {
-          if (phase[t] != p) {
-            const bool firstPerIteration = p == Phase::PerIteration;
-            fail(sec, k, b, "inputs",
-                 std::string(info.name) + " mixes per-iteration tile '" +
-                     block.tensors[firstPerIteration ? op.inputs[0] : t].name +
-                     "' with accumulated tile '" +
-                     block.tensors[firstPerIteration ? t : op.inputs[0]].name + "'");
+        if (op.kind == OpKind::AccumRescaledSum) {
+          const TensorId m = op.inputs[1];
+          const bool runningMax = std::any_of(block.ops.begin(), block.ops.begin() + b,
+                                              [&](const BlockOp& earlier) {
+                                                return earlier.kind == OpKind::AccumMax &&
+                                                       earlier.output == m;
+                                              });
+          if (!runningMax) {
+            fail(sec, k, b, "inputs[1]",
+                 "accum_rescaled_sum rescales by '" + block.tensors[m].name +
+                     "', which is not an accum_max tile");
           }
+        }
+      } else {
+        std::vector<Phase> operandPhases;
+        for (TensorId t : op.inputs) operandPhases.push_back(phase[t]);
+        if (!combinedPhase(operandPhases)) {
+          TensorId perIteration = -1, accumulated = -1;
+          for (TensorId t : op.inputs) {
+            if (phase[t] == Phase::PerIteration && perIteration < 0) perIteration = t;
+            if (phase[t] == Phase::PostLoop && accumulated < 0) accumulated = t;
+          }
+          fail(sec, k, b, "inputs",
+               std::string(info.name) + " mixes per-iteration tile '" +
+                   block.tensors[perIteration].name + "' with accumulated tile '" +
+                   block.tensors[accumulated].name + "'");
         }
       }
     }
@@ -382,6 +401,18 @@ void validateSchedule(const Schedule& schedule) {
                " " + formatDims(a.shape));
     }
   }
+}
+
+std::optional<Phase> combinedPhase(const std::vector<Phase>& operandPhases) {
+  bool perIteration = false, postLoop = false;
+  for (Phase p : operandPhases) {
+    perIteration = perIteration || p == Phase::PerIteration;
+    postLoop = postLoop || p == Phase::PostLoop;
+  }
+  if (perIteration && postLoop) return std::nullopt;
+  if (perIteration) return Phase::PerIteration;
+  if (postLoop) return Phase::PostLoop;
+  return operandPhases.empty() ? Phase::PerIteration : Phase::Running;
 }
 
 std::vector<Phase> blockTensorPhases(const BlockGraph& block) {

@@ -3,6 +3,9 @@
 // are IrErrors carrying an IrLocation that the file readers turn into a line or JSON path.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "graph/ir.h"
 
 namespace mugraph::graph {
@@ -18,8 +21,14 @@ void validateKernelGraph(const KernelGraph& graph, const std::string& sectionPre
 void validateSchedule(const Schedule& schedule);
 
 // Whether each block tensor is computed once per iteration or once per block (after the
-// accumulators). Computed by validation's rules; also used by the interpreter and codegen.
-enum class Phase { PerIteration, PostLoop };
+// accumulators). Running: an accum_max tile, and what is computed from running tiles only; it
+// is updated every iteration, per-iteration ops read its current value and ops after the loop
+// its final one. Computed by validation's rules; also used by the interpreter and codegen.
+enum class Phase { PerIteration, PostLoop, Running };
+
+// The phase of an op's result from its operands' phases, or nullopt when it mixes
+// per-iteration and post-loop tiles. The one rule validation, the search and codegen share.
+std::optional<Phase> combinedPhase(const std::vector<Phase>& operandPhases);
 std::vector<Phase> blockTensorPhases(const BlockGraph& block);
 
 }  // namespace mugraph::graph

@@ -227,7 +227,9 @@ std::vector<AbstractExprRef> abstractExpressionsOfBlock(
       in.push_back(terms[op.inputs[i]]);
       shapes.push_back(&block.tensors[op.inputs[i]].shape);
     }
-    if (op.kind == OpKind::AccumSum) {
+    if (op.kind == OpKind::AccumSum || op.kind == OpKind::AccumRescaledSum) {
+      // The running max's term is the max over every iteration, so x's term already names the
+      // final max: the rescaled sum is the plain sum of it.
       terms.at(op.output) = E::sum(block.forloop, in[0]);
     } else if (op.kind == OpKind::AccumMax) {
       terms.at(op.output) = E::max(block.forloop, in[0]);
@@ -270,6 +272,38 @@ namespace {
 
 using CanonicalMemo = std::unordered_map<const AbstractExpr*, AbstractExprRef>;
 
+bool isConstant(const AbstractExprRef& e, double value) {
+  return e->kind() == ExprKind::Const && e->value() == value;
+}
+
+// The max term m of `e` = const(-1) * m, or null.
+AbstractExprRef negatedMax(const AbstractExprRef& e) {
+  if (e->kind() != ExprKind::Mul) return nullptr;
+  const auto& in = e->operands();
+  for (int i = 0; i < 2; ++i) {
+    if (isConstant(in[i], -1.0) && in[1 - i]->kind() == ExprKind::Max) return in[1 - i];
+  }
+  return nullptr;
+}
+
+// exp(a − max(n, x)) = exp(a) and exp(max(m, x) − max(k, x)) = const(1): the laws
+// softmax-shift and max-shift-cancel of the axiom table, applied here eagerly (like sum-split)
+// so that safe, online and split softmax terms meet the program's term without a Z3 search.
+AbstractExprRef expWithoutShift(const AbstractExprRef& argument) {
+  if (argument->kind() != ExprKind::Add) return E::exp(argument);
+  const auto& in = argument->operands();
+  for (int i = 0; i < 2; ++i) {
+    const AbstractExprRef shift = negatedMax(in[i]);
+    if (!shift) continue;
+    const AbstractExprRef& rest = in[1 - i];
+    if (rest->kind() == ExprKind::Max && rest->operands()[0] == shift->operands()[0]) {
+      return E::constant(1.0);
+    }
+    return E::exp(rest);
+  }
+  return E::exp(argument);
+}
+
 AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, CanonicalMemo& memo) {
   if (expr->operands().empty()) return expr;
   auto found = memo.find(expr.get());
@@ -283,7 +317,13 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, CanonicalMemo& mem
     case ExprKind::Add:
     case ExprKind::Mul:
       if (in[1]->str() < in[0]->str()) std::swap(in[0], in[1]);
-      result = expr->kind() == ExprKind::Add ? E::add(in[0], in[1]) : E::mul(in[0], in[1]);
+      if (expr->kind() == ExprKind::Mul && isConstant(in[0], 1.0)) {
+        result = in[1];  // mul-one
+      } else if (expr->kind() == ExprKind::Mul && isConstant(in[1], 1.0)) {
+        result = in[0];
+      } else {
+        result = expr->kind() == ExprKind::Add ? E::add(in[0], in[1]) : E::mul(in[0], in[1]);
+      }
       break;
     case ExprKind::Sum:
       result = in[0]->kind() == ExprKind::Sum
@@ -294,7 +334,7 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, CanonicalMemo& mem
       result = E::div(in[0], in[1]);
       break;
     case ExprKind::Exp:
-      result = E::exp(in[0]);
+      result = expWithoutShift(in[0]);
       break;
     case ExprKind::Sqrt:
       result = E::sqrt(in[0]);
@@ -302,8 +342,10 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, CanonicalMemo& mem
     case ExprKind::Silu:
       result = E::silu(in[0]);
       break;
-    case ExprKind::Max:
-      result = E::max(expr->extent(), in[0]);
+    case ExprKind::Max:  // max-split
+      result = in[0]->kind() == ExprKind::Max
+                   ? E::max(expr->extent() * in[0]->extent(), in[0]->operands()[0])
+                   : E::max(expr->extent(), in[0]);
       break;
     case ExprKind::RmsNorm:
       result = E::rmsNorm(expr->extent(), in[0]);

@@ -175,7 +175,7 @@ void reduceSum(const HostTensor<T>& x, int dim, int64_t to, HostTensor<T>& out) 
 }
 
 template <class T>
-void reduceMax(const HostTensor<T>& x, int dim, HostTensor<T>& out) {
+void reduceMax(const HostTensor<T>& x, int dim, const MaxMeaning& meaning, HostTensor<T>& out) {
   using Domain = NumberDomain<T>;
   const ReductionView v = reductionView(x.shape, dim);
   forChunks(v.outer, v.n * v.inner, [&](int64_t begin, int64_t end) {
@@ -184,7 +184,7 @@ void reduceMax(const HostTensor<T>& x, int dim, HostTensor<T>& out) {
       const T* slab = x.data.data() + o * v.n * v.inner;
       std::copy(slab, slab + v.inner, acc);
       for (int64_t g = 1; g < v.n; ++g) {
-        for (int64_t i = 0; i < v.inner; ++i) acc[i] = Domain::max(acc[i], slab[g * v.inner + i]);
+        for (int64_t i = 0; i < v.inner; ++i) acc[i] = Domain::max(acc[i], slab[g * v.inner + i], meaning);
       }
     }
   });
@@ -224,7 +224,7 @@ namespace mugraph::verify {
 
 template <class T>
 HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
-                      const std::vector<const HostTensor<T>*>& operands) {
+                      const std::vector<const HostTensor<T>*>& operands, const MaxMeaning& max) {
   const std::string opText(graph::opName(kind));
   const graph::OpClass opClass = graph::opInfo(kind).opClass;
   if (opClass == graph::OpClass::Io || opClass == graph::OpClass::Accumulator ||
@@ -254,7 +254,7 @@ HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
       if (kind == graph::OpKind::ReduceSum) {
         detail::reduceSum(*operands[0], attrs.dim, attrs.to, out);
       } else if (kind == graph::OpKind::ReduceMax) {
-        detail::reduceMax(*operands[0], attrs.dim, out);
+        detail::reduceMax(*operands[0], attrs.dim, max, out);
       } else {
         detail::rmsNorm(*operands[0], attrs.dim, out);
       }

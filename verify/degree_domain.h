@@ -77,7 +77,13 @@ struct NumberDomain<DegreeValue> {
   static D exp(const D& x) { return D{1, 0, degree::mix(x.key + 0x6578700000000000ULL), 1}; }
   [[noreturn]] static D sqrt(const D&) { throw OutsideFieldFragment("sqrt has no degree"); }
   [[noreturn]] static D silu(const D&) { throw OutsideFieldFragment("silu has no degree"); }
-  [[noreturn]] static D max(const D&, const D&) { throw OutsideFieldFragment("max has no degree"); }
+  // The field's max returns one of its operands, or (arbitrary) a fresh value: either way its
+  // degree is at most the larger operand's, and at least that of one fresh variable.
+  static D max(const D& x, const D& y, const MaxMeaning&) {
+    const uint64_t denKey = x.denKey == y.denKey ? x.denKey : degree::mix(x.denKey ^ y.denKey);
+    return D{std::max({1, x.num, y.num}), std::max(x.den, y.den),
+             degree::mix(x.key ^ degree::mix(y.key + 0x6d61780000000000ULL)), denKey};
+  }
   static D dot(const D* x, int64_t strideX, const D* y, int64_t strideY, int64_t n) {
     // Fast path for the common case of polynomial operands (no denominators, none zero).
     int32_t num = -1;

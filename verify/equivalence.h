@@ -40,6 +40,11 @@ struct EquivalenceReport {
   double falseAcceptBound = 1.0;  // 1.0 when no fingerprint was taken
   double maxRelError = 0.0;       // float tests, max over scales and outputs
   std::string mismatch;           // first difference found, if any
+  // How max was treated (verify/README.md, "max"): "" when neither graph takes a max;
+  // "any" when the fingerprints agreed with max returning a random function of its operands,
+  // so the outputs do not depend on what max returns; "selection" when they agreed only with
+  // max selecting by each trial's random total order.
+  std::string maxMeaning;
 };
 
 // Checks that `candidate` computes the same outputs as `reference` (inputs and outputs are

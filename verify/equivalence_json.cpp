@@ -14,6 +14,7 @@ nlohmann::json equivalenceReportJson(const EquivalenceReport& report) {
                         {"max_rel_error", report.maxRelError}};
   if (!report.levelReason.empty()) out["level_reason"] = report.levelReason;
   if (!report.mismatch.empty()) out["mismatch"] = report.mismatch;
+  if (!report.maxMeaning.empty()) out["max_meaning"] = report.maxMeaning;
   return out;
 }
 

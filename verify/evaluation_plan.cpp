@@ -114,7 +114,7 @@ BlockPlan planBlockGraph(const graph::KernelGraph& graph, const graph::KernelOp&
       step.placement = static_cast<int>(plan.placements.size());
       plan.placements.push_back(planOutput(kernel, op, plan.tileShapes[op.inputs[0]]));
       plan.outputs.push_back(std::move(step));
-    } else if (phases[op.output] == graph::Phase::PerIteration || graph::isAccumulator(op.kind)) {
+    } else if (phases[op.output] != graph::Phase::PostLoop || graph::isAccumulator(op.kind)) {
       plan.perIteration.push_back(std::move(step));
     } else {
       plan.postLoop.push_back(std::move(step));

@@ -23,8 +23,13 @@ struct TrialOutcome {
 // Evaluates both graphs on one draw. Throws ZeroDivisorInTrial (draw again) or
 // OutsideFieldFragment (fingerprints cannot decide).
 // `cache`, if given, holds the reference's evaluations (see reference_cache.h).
+// Both graphs see the same max meaning: its key is drawn from `seed`, so each trial has its
+// own random total order (or random function, with `arbitraryMax`).
 TrialOutcome runFingerprintTrial(const graph::KernelGraph& reference,
                                  const graph::KernelGraph& candidate, uint64_t seed,
-                                 ReferenceEvaluations* cache = nullptr);
+                                 ReferenceEvaluations* cache = nullptr, bool arbitraryMax = false);
+
+// The max meaning of the trial drawn from `seed`.
+MaxMeaning trialMaxMeaning(uint64_t seed, bool arbitraryMax);
 
 }  // namespace mugraph::verify

@@ -66,6 +66,26 @@ inline uint32_t subMod(uint32_t x, uint32_t y, uint64_t m) {
   return static_cast<uint32_t>(x >= y ? x - y : uint64_t{x} + m - y);
 }
 
+// Splitmix64's finalizer, a bijection of 64-bit words.
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Rank of a value in the total order of `key`: injective in the value for every key.
+inline uint64_t orderRank(FieldElement v, uint64_t key) {
+  return mix64(((uint64_t{v.a} << 32) | v.b) ^ key);
+}
+
+// A value drawn from the pair (x, y) and `key` alone: equal arguments give equal results.
+inline FieldElement randomFunction(FieldElement x, FieldElement y, uint64_t key) {
+  const uint64_t h = mix64(orderRank(x, key) ^ mix64(orderRank(y, ~key)));
+  return FieldElement{static_cast<uint32_t>(h % FieldParameters::p),
+                      static_cast<uint32_t>((h >> 32) % FieldParameters::q)};
+}
+
 }  // namespace field
 
 template <>
@@ -102,7 +122,15 @@ struct NumberDomain<FieldElement> {
   }
   [[noreturn]] static F sqrt(F) { throw OutsideFieldFragment("sqrt has no finite-field meaning"); }
   [[noreturn]] static F silu(F) { throw OutsideFieldFragment("silu has no finite-field meaning"); }
-  [[noreturn]] static F max(F, F) { throw OutsideFieldFragment("max has no finite-field meaning"); }
+  // Selection by the trial's random total order: the operand of larger rank, where a rank is
+  // a bijective mix of the pair and the trial's key, so distinct values never tie. Selection is
+  // associative, commutative and idempotent like max, so a max split over blocks or
+  // iterations selects exactly what the whole max does. With `arbitrary`, a random function
+  // of the ordered pair instead (see MaxMeaning).
+  static F max(F x, F y, const MaxMeaning& meaning) {
+    if (meaning.arbitrary) return field::randomFunction(x, y, meaning.key);
+    return field::orderRank(x, meaning.key) >= field::orderRank(y, meaning.key) ? x : y;
+  }
   // Exact: products of residues below 2^32 fit in 64 bits, and up to 2^64 of them in 128.
   static F dot(const F* x, int64_t strideX, const F* y, int64_t strideY, int64_t n) {
     Uint128 sumA = 0;

@@ -5,8 +5,9 @@
 namespace mugraph::verify {
 
 template TensorMap<double> evaluate<double>(const graph::KernelGraph& graph,
-                                            const TensorMap<double>& inputs);
+                                            const TensorMap<double>& inputs, const MaxMeaning&);
 template HostTensor<double> applyOp<double>(graph::OpKind kind, const graph::OpAttrs& attrs,
-                                            const std::vector<const HostTensor<double>*>& operands);
+                                            const std::vector<const HostTensor<double>*>& operands,
+                                            const MaxMeaning&);
 
 }  // namespace mugraph::verify

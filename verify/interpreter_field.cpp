@@ -7,8 +7,10 @@
 namespace mugraph::verify {
 
 template TensorMap<FieldElement> evaluate<FieldElement>(const graph::KernelGraph& graph,
-                                                        const TensorMap<FieldElement>& inputs);
+                                                        const TensorMap<FieldElement>& inputs,
+                                                        const MaxMeaning&);
 template TensorMap<DegreeValue> evaluate<DegreeValue>(const graph::KernelGraph& graph,
-                                                      const TensorMap<DegreeValue>& inputs);
+                                                      const TensorMap<DegreeValue>& inputs,
+                                                      const MaxMeaning&);
 
 }  // namespace mugraph::verify

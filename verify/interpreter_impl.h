@@ -57,34 +57,86 @@ void writeTile(const HostTensor<T>& tile, const Offset4& offset, HostTensor<T>& 
   }
 }
 
-// accum_sum starts from zero(), accum_max from the first iteration's tile.
-template <class T>
-void accumulate(graph::OpKind kind, const HostTensor<T>& tile, bool firstIteration,
-                HostTensor<T>& accumulator) {
-  using Domain = NumberDomain<T>;
-  if (firstIteration) {
-    accumulator = kind == graph::OpKind::AccumSum ? filled(tile.shape, Domain::zero()) : tile;
-    if (kind == graph::OpKind::AccumMax) return;
+// Index into `from` (a tile that broadcasts to `to`'s shape) of each element of `to`.
+inline std::vector<int64_t> broadcastIndex(const graph::Dims& to, const graph::Dims& from) {
+  const Shape4 target = paddedShape(to);
+  Shape4 source = paddedShape(from);
+  for (int d = 0; d < graph::kMaxRank; ++d) {
+    if (source.extent[d] == 1) source.stride[d] = 0;
   }
-  for (size_t i = 0; i < tile.data.size(); ++i) {
-    accumulator.data[i] = kind == graph::OpKind::AccumSum
-                              ? Domain::add(accumulator.data[i], tile.data[i])
-                              : Domain::max(accumulator.data[i], tile.data[i]);
+  std::vector<int64_t> index(static_cast<size_t>(graph::elementCount(to)));
+  for (size_t e = 0; e < index.size(); ++e) {
+    int64_t rest = static_cast<int64_t>(e), at = 0;
+    for (int d = graph::kMaxRank - 1; d >= 0; --d) {
+      at += (rest % target.extent[d]) * source.stride[d];
+      rest /= target.extent[d];
+    }
+    index[e] = at;
+  }
+  return index;
+}
+
+// One accumulator update at `iteration`. accum_sum starts from zero(); accum_max from the
+// first tile, keeping its previous value in `previousMax` for the rescaling sums that read
+// it; accum_rescaled_sum starts from the first tile and then follows
+// acc_i = acc_{i-1}·exp(m_{i-1} − m_i) + x_i (graph/ir.h).
+template <class T>
+void accumulate(const BlockStep& step, int64_t iteration, const MaxMeaning& meaning,
+                std::vector<HostTensor<T>>& tiles, std::vector<HostTensor<T>>& previousMax) {
+  using Domain = NumberDomain<T>;
+  const HostTensor<T>& tile = tiles[step.inputs[0]];
+  HostTensor<T>& accumulator = tiles[step.output];
+  const bool first = iteration == 0;
+  switch (step.kind) {
+    case graph::OpKind::AccumSum:
+      if (first) accumulator = filled(tile.shape, Domain::zero());
+      for (size_t i = 0; i < tile.data.size(); ++i) {
+        accumulator.data[i] = Domain::add(accumulator.data[i], tile.data[i]);
+      }
+      return;
+    case graph::OpKind::AccumMax:
+      if (first) {
+        accumulator = tile;
+        return;
+      }
+      previousMax[step.output] = accumulator;
+      for (size_t i = 0; i < tile.data.size(); ++i) {
+        accumulator.data[i] = Domain::max(accumulator.data[i], tile.data[i], meaning);
+      }
+      return;
+    case graph::OpKind::AccumRescaledSum: {
+      if (first) {
+        accumulator = tile;
+        return;
+      }
+      const HostTensor<T>& current = tiles[step.inputs[1]];
+      const HostTensor<T>& previous = previousMax[step.inputs[1]];
+      const std::vector<int64_t> at = broadcastIndex(tile.shape, current.shape);
+      for (size_t i = 0; i < tile.data.size(); ++i) {
+        const T factor = Domain::exp(Domain::sub(previous.data[at[i]], current.data[at[i]]));
+        accumulator.data[i] = Domain::add(Domain::mul(accumulator.data[i], factor), tile.data[i]);
+      }
+      return;
+    }
+    default:
+      throw UserError(std::string(graph::opName(step.kind)), "is not an accumulator");
   }
 }
 
 template <class T>
-HostTensor<T> computeStep(const BlockStep& step, const std::vector<HostTensor<T>>& tiles) {
+HostTensor<T> computeStep(const BlockStep& step, const std::vector<HostTensor<T>>& tiles,
+                          const MaxMeaning& meaning) {
   std::vector<const HostTensor<T>*> operands;
   operands.reserve(step.inputs.size());
   for (graph::TensorId t : step.inputs) operands.push_back(&tiles[t]);
-  return applyOp<T>(step.kind, step.attrs, operands);
+  return applyOp<T>(step.kind, step.attrs, operands, meaning);
 }
 
 // Everything one thread block does: the for-loop over tiles, the epilogue after the
 // accumulators, then the output tiles written into the kernel's device tensors.
 template <class T>
-void runBlock(const BlockPlan& plan, const BlockIndex& index, std::vector<HostTensor<T>>& tiles,
+void runBlock(const BlockPlan& plan, const BlockIndex& index, const MaxMeaning& meaning,
+              std::vector<HostTensor<T>>& tiles, std::vector<HostTensor<T>>& previousMax,
               std::vector<HostTensor<T>>& device) {
   for (int64_t iteration = 0; iteration < plan.forloop; ++iteration) {
     for (const BlockStep& step : plan.perIteration) {
@@ -95,13 +147,13 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, std::vector<HostTe
         readTile(device[placement.deviceTensor], placement, placement.offset(index, iteration),
                  tiles[step.output]);
       } else if (graph::isAccumulator(step.kind)) {
-        accumulate(step.kind, tiles[step.inputs[0]], iteration == 0, tiles[step.output]);
+        accumulate(step, iteration, meaning, tiles, previousMax);
       } else {
-        tiles[step.output] = computeStep(step, tiles);
+        tiles[step.output] = computeStep(step, tiles, meaning);
       }
     }
   }
-  for (const BlockStep& step : plan.postLoop) tiles[step.output] = computeStep(step, tiles);
+  for (const BlockStep& step : plan.postLoop) tiles[step.output] = computeStep(step, tiles, meaning);
   for (const BlockStep& step : plan.outputs) {
     const TilePlacement& placement = plan.placements[step.placement];
     writeTile(tiles[step.inputs[0]], placement.offset(index, 0), device[placement.deviceTensor]);
@@ -111,7 +163,8 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, std::vector<HostTe
 // Blocks are independent and write disjoint output tiles, so the grid runs in parallel.
 template <class T>
 void runBlockGraph(const BlockPlan& plan, const graph::KernelGraph& graph,
-                   const graph::KernelOp& kernel, std::vector<HostTensor<T>>& device) {
+                   const graph::KernelOp& kernel, const MaxMeaning& meaning,
+                   std::vector<HostTensor<T>>& device) {
   for (graph::TensorId t : kernel.outputs) {
     device[t] = filled(graph.tensors[t].shape, NumberDomain<T>::zero());
   }
@@ -121,9 +174,10 @@ void runBlockGraph(const BlockPlan& plan, const graph::KernelGraph& graph,
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, blockCount, 1),
                     [&](const tbb::blocked_range<int64_t>& range) {
                       std::vector<HostTensor<T>> tiles(static_cast<size_t>(plan.tileCount));
+                      std::vector<HostTensor<T>> previousMax(tiles.size());
                       for (int64_t b = range.begin(); b < range.end(); ++b) {
                         const BlockIndex index{b % gridX, (b / gridX) % gridY, b / (gridX * gridY)};
-                        runBlock(plan, index, tiles, device);
+                        runBlock(plan, index, meaning, tiles, previousMax, device);
                       }
                     });
 }
@@ -133,7 +187,8 @@ void runBlockGraph(const BlockPlan& plan, const graph::KernelGraph& graph,
 namespace mugraph::verify {
 
 template <class T>
-TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& inputs) {
+TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& inputs,
+                      const MaxMeaning& max) {
   const KernelPlan plan = planKernelGraph(graph);
   std::vector<HostTensor<T>> values(graph.tensors.size());
   for (graph::TensorId id : graph.inputs) {
@@ -155,12 +210,12 @@ TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& input
   for (const KernelStep& step : plan.steps) {
     const graph::KernelOp& op = *step.op;
     if (op.kind == graph::OpKind::BlockGraph) {
-      detail::runBlockGraph(step.block, graph, op, values);
+      detail::runBlockGraph(step.block, graph, op, max, values);
       continue;
     }
     std::vector<const HostTensor<T>*> operands;
     for (graph::TensorId t : op.inputs) operands.push_back(&values[t]);
-    values[op.outputs[0]] = applyOp<T>(op.kind, op.attrs, operands);
+    values[op.outputs[0]] = applyOp<T>(op.kind, op.attrs, operands, max);
   }
   TensorMap<T> outputs;
   for (graph::TensorId t : graph.outputs) outputs[graph.tensors[t].name] = values[t];

@@ -9,6 +9,16 @@
 
 namespace mugraph::verify {
 
+// What reduce_max and accum_max mean in one evaluation. Over doubles max is the real max and
+// this is ignored. Over the finite field (verify/README.md, "max") max selects its larger
+// operand by a total order drawn from `key` (fixed for a trial, so both graphs of a trial
+// agree); with `arbitrary` it instead returns a random function of its operands, which lets
+// a check ask whether the outputs depend on what max returns at all.
+struct MaxMeaning {
+  uint64_t key = 0;
+  bool arbitrary = false;
+};
+
 template <class T>
 struct NumberDomain;
 
@@ -23,7 +33,7 @@ struct NumberDomain<double> {
   static double exp(double a) { return std::exp(a); }
   static double sqrt(double a) { return std::sqrt(a); }
   static double silu(double a) { return a / (1.0 + std::exp(-a)); }
-  static double max(double a, double b) { return std::max(a, b); }
+  static double max(double a, double b, const MaxMeaning&) { return std::max(a, b); }
   // sum over k of a[k * strideA] * b[k * strideB]; domains override this for speed.
   static double dot(const double* a, int64_t strideA, const double* b, int64_t strideB,
                     int64_t n) {

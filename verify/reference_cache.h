@@ -25,7 +25,8 @@ class ReferenceEvaluations {
   // Outputs of the reference on the inputs drawn from (seed, scale) / seed; computed on first
   // use. Exceptions (a zero divisor, an op outside the field) propagate and nothing is kept.
   TensorMap<double> floatOutputs(const TensorMap<double>& inputs, uint64_t seed, double scale);
-  TensorMap<FieldElement> fieldOutputs(const TensorMap<FieldElement>& inputs, uint64_t seed);
+  TensorMap<FieldElement> fieldOutputs(const TensorMap<FieldElement>& inputs, uint64_t seed,
+                                       const MaxMeaning& max);
   TensorMap<DegreeValue> degreeOutputs(const TensorMap<DegreeValue>& inputs, uint64_t seed);
 
  private:
@@ -33,7 +34,7 @@ class ReferenceEvaluations {
   uint64_t hash_;
   std::mutex mutex_;
   std::map<std::pair<uint64_t, double>, TensorMap<double>> floats_;
-  std::map<uint64_t, TensorMap<FieldElement>> fields_;
+  std::map<std::pair<uint64_t, bool>, TensorMap<FieldElement>> fields_;
   std::map<uint64_t, TensorMap<DegreeValue>> degrees_;
 };
 

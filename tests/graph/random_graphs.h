@@ -268,7 +268,24 @@ inline void RandomGraphs::liftToBlockGraph(const graph::Program& program, const 
   }
   const TensorId core = block.op(op.kind, tiles, op.attrs, tileName("core"));
   TensorId result = core;
-  if (forloop > 1 || chance(0.2)) {
+  if (forloop > 1 && op.kind == OpKind::ReduceSum && chance(0.4)) {
+    // The same sum through the online-softmax accumulator: x_i = s_i·exp(−m_i) accumulated
+    // with rescaling is Σ s_i·exp(−m_F), times exp(m_F) after the loop.
+    OpAttrs maxAttrs = op.attrs;
+    maxAttrs.to = 1;
+    const TensorId tileMax = block.op(OpKind::ReduceMax, {tiles[0]}, maxAttrs, tileName("tmax"));
+    const TensorId running = block.op(OpKind::AccumMax, {tileMax}, {}, tileName("m"));
+    OpAttrs negate;
+    negate.scale = -1.0;
+    const TensorId down =
+        block.op(OpKind::Exp, {block.op(OpKind::Scale, {running}, negate, tileName("neg"))}, {},
+                 tileName("down"));
+    const TensorId scaled = block.op(OpKind::Mul, {core, down}, {}, tileName("scaled"));
+    const TensorId acc =
+        block.op(OpKind::AccumRescaledSum, {scaled, running}, {}, tileName("acc"));
+    const TensorId up = block.op(OpKind::Exp, {running}, {}, tileName("up"));
+    result = block.op(OpKind::Mul, {acc, up}, {}, tileName("sum"));
+  } else if (forloop > 1 || chance(0.2)) {
     const OpKind accum = op.kind == OpKind::ReduceMax ? OpKind::AccumMax : OpKind::AccumSum;
     result = block.op(accum, {core}, {}, tileName("acc"));
   }
