@@ -64,7 +64,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
     }
     const graph::BlockTensor& tile = block.tensors[bop.output];
     const double tileElements = static_cast<double>(graph::elementCount(tile.shape));
-    const double times = w.blocks * (phase[bop.output] == graph::Phase::PerIteration
+    const double times = w.blocks * (phase[bop.output] != graph::Phase::PostLoop
                                          ? static_cast<double>(block.forloop)
                                          : 1.0);
     if (bop.kind == OpKind::Input) {

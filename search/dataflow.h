@@ -33,6 +33,11 @@ struct FlowOp {
   int output = -1;
   std::vector<int> reducedVars;  // summed (or maxed) over by this op
   bool fusable = true;           // may sit in a block graph (false: predefined op only)
+  // A rescaling combine of split partials (FlashDecoding), made by the search, never a
+  // predefined op: inputs are the partial sums and the partial maxes they were computed
+  // with; the result is Σ_j x_j·exp(m_j − max_j m_j), summed over the split (kind ReduceSum,
+  // attrs as that combine's). Only a block graph whose for-loop walks the partials runs it.
+  bool rescaledCombine = false;
 };
 
 struct Dataflow {

@@ -1,6 +1,8 @@
 #include "search/enumerate_block_graphs.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "graph/builder.h"
@@ -57,21 +59,69 @@ std::vector<int> reducedVars(const Dataflow& flow, const Segment& segment,
   return {vars.begin(), vars.end()};
 }
 
-// A reduction variable the grid may split: every output is a reduction over it, and nothing
-// inside the segment reads such a (partial) result.
-bool gridSplittableReduction(const Dataflow& flow, const Segment& segment, int var) {
-  std::set<int> partial;
+// Which values of a segment were shifted by a max (exp(x − m) reads x − m): for each flow
+// tensor, the max it was shifted by, or -1. Reductions stop the shift: their results are
+// the sums the shift rescales (see rescaledBy).
+struct Shifts {
+  std::vector<int> shiftedBy;   // per flow tensor
+  std::vector<int> rescaledBy;  // per flow tensor: a reduction of values shifted by this max
+};
+
+Shifts segmentShifts(const Dataflow& flow, const Segment& segment) {
+  Shifts shifts{std::vector<int>(flow.tensors.size(), -1), std::vector<int>(flow.tensors.size(), -1)};
+  std::vector<bool> isMax(flow.tensors.size(), false);
   for (int i = segment.first; i <= segment.last; ++i) {
     const FlowOp& op = flow.ops[i];
+    int by = -1;
     for (int t : op.inputs) {
-      if (partial.count(t)) return false;
+      if (by < 0) by = isMax[t] ? t : shifts.shiftedBy[t];
     }
-    if (reduces(op, var)) partial.insert(op.output);
+    if (op.kind == OpKind::ReduceMax) {
+      isMax[op.output] = true;
+    } else if (!op.reducedVars.empty()) {
+      shifts.rescaledBy[op.output] = by;
+    } else {
+      shifts.shiftedBy[op.output] = by;
+    }
+  }
+  return shifts;
+}
+
+// A reduction variable the grid may split: every output is a reduction over it, and nothing
+// inside the segment reads such a partial result, except a partial max: values shifted by it
+// may be summed, and those partial sums are combined by rescaling (FlashDecoding).
+bool gridSplittableReduction(const Dataflow& flow, const Segment& segment, int var) {
+  std::set<int> partial, partialMax, shifted;
+  for (int i = segment.first; i <= segment.last; ++i) {
+    const FlowOp& op = flow.ops[i];
+    if (op.rescaledCombine) return false;
+    bool readsShift = false;
+    for (int t : op.inputs) {
+      if (partialMax.count(t) || shifted.count(t)) {
+        readsShift = true;
+      } else if (partial.count(t)) {
+        return false;
+      }
+    }
+    if (reduces(op, var)) {
+      (op.kind == OpKind::ReduceMax && !readsShift ? partialMax : partial).insert(op.output);
+    } else if (readsShift) {
+      if (!op.reducedVars.empty()) return false;  // reduced over another variable
+      shifted.insert(op.output);
+    }
   }
   for (int t : segment.outputs) {
-    if (!partial.count(t)) return false;
+    if (!partial.count(t) && !partialMax.count(t)) return false;
   }
   return true;
+}
+
+// The split variable a rescaling combine of the segment reduces, or -1.
+int rescaledCombineVar(const Dataflow& flow, const Segment& segment) {
+  for (int i = segment.first; i <= segment.last; ++i) {
+    if (flow.ops[i].rescaledCombine) return flow.ops[i].reducedVars.at(0);
+  }
+  return -1;
 }
 
 std::vector<int64_t> gridCounts(const IndexVar& var, const SearchConfig& config) {
@@ -178,9 +228,12 @@ std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segme
   if (!segment.fusable || !segment.worthABlockGraph || segment.outputs.empty()) return choices;
   const std::set<int> tensors = segmentTensors(flow, segment);
   std::vector<int> candidates = parallelVars(flow, segment, tensors);
-  const std::vector<int> reductions = reducedVars(flow, segment, tensors);
+  // A rescaling combine walks the partials in its for-loop, one partial per iteration.
+  const int combineVar = rescaledCombineVar(flow, segment);
+  const std::vector<int> reductions =
+      combineVar >= 0 ? std::vector<int>{combineVar} : reducedVars(flow, segment, tensors);
   std::vector<int> splitReductions;
-  if (config.allowGridSplitReduction) {
+  if (config.allowGridSplitReduction && combineVar < 0) {
     for (int v : reductions) {
       if (gridSplittableReduction(flow, segment, v)) splitReductions.push_back(v);
     }
@@ -197,7 +250,8 @@ std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segme
     for (const GridSplit& g : grid.grid) blocks *= g.count;
     if (blocks < config.minGridBlocks) continue;
     std::vector<std::pair<int, int64_t>> loops = {{-1, 1}};
-    for (int v : reductions) {
+    if (combineVar >= 0) loops = {{combineVar, flow.vars[combineVar].extent}};
+    for (int v : combineVar >= 0 ? std::vector<int>{} : reductions) {
       const IndexVar& var = flow.vars[v];
       const int64_t perBlock = var.extent / gridCountOf(grid, v);
       for (int64_t trip : config.forloopCandidates) {
@@ -228,9 +282,11 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
   for (int t : segment.inputs) inputDescs.push_back(flow.tensors[t].desc);
   graph::BlockGraphBuilder builder(grid, choice.threads, choice.forloop, inputDescs);
 
-  enum class State { PerIteration, PostLoop };
+  using graph::Phase;
   std::vector<graph::TensorId> tile(flow.tensors.size(), -1);
-  std::vector<State> state(flow.tensors.size(), State::PerIteration);
+  std::vector<Phase> state(flow.tensors.size(), Phase::PerIteration);
+  const Shifts shifts = segmentShifts(flow, segment);
+  std::map<int, graph::TensorId> runningMaxOf;  // rescaling combine: partial max tile -> m
   try {
     for (size_t i = 0; i < segment.inputs.size(); ++i) {
       const int t = segment.inputs[i];
@@ -242,30 +298,71 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
     for (int i = segment.first; i <= segment.last; ++i) {
       const FlowOp& op = flow.ops[i];
       std::vector<graph::TensorId> operands;
-      const State phase = state[op.inputs[0]];
+      std::vector<Phase> phases;
       for (int t : op.inputs) {
-        if (state[t] != phase) {
-          result.reason = PruneReason::LoopPhase;
-          return result;
-        }
         operands.push_back(tile[t]);
+        phases.push_back(state[t]);
+      }
+      const std::optional<Phase> phase = graph::combinedPhase(phases);
+      if (!phase) {
+        result.reason = PruneReason::LoopPhase;
+        return result;
+      }
+      if (op.rescaledCombine) {
+        // acc = Σ_j x_j·exp(m_j − m), m the running max of the partial maxes m_j.
+        const graph::TensorId partial = operands[0], partialMax = operands[1];
+        auto [at, fresh] = runningMaxOf.try_emplace(partialMax, -1);
+        if (fresh) at->second = builder.op(OpKind::AccumMax, {partialMax});
+        const graph::TensorId m = at->second;
+        const graph::TensorId factor =
+            builder.op(OpKind::Exp, {builder.op(OpKind::Sub, {partialMax, m})});
+        tile[op.output] = builder.op(OpKind::AccumRescaledSum,
+                                     {builder.op(OpKind::Mul, {partial, factor}), m});
+        state[op.output] = Phase::PostLoop;
+        continue;
       }
       const bool identity = op.kind == OpKind::ReduceSum && op.attrs.to > 1 &&
                             builder.tile(operands[0]).shape.at(op.attrs.dim) == op.attrs.to;
       graph::TensorId out = identity ? operands[0] : builder.op(op.kind, operands, op.attrs);
-      State outState = phase;
+      Phase outState = *phase;
       if (choice.forloop > 1 && reduces(op, choice.loopVar)) {
-        const OpKind accumulator =
-            op.kind == OpKind::ReduceMax ? OpKind::AccumMax : OpKind::AccumSum;
-        out = builder.op(accumulator, {out});
-        outState = State::PostLoop;
+        const int by = shifts.rescaledBy[op.output];
+        if (op.kind == OpKind::ReduceMax) {
+          out = builder.op(OpKind::AccumMax, {out});
+          outState = Phase::Running;
+        } else if (by >= 0 && state[by] == Phase::Running) {
+          out = builder.op(OpKind::AccumRescaledSum, {out, tile[by]});
+          outState = Phase::PostLoop;
+        } else {
+          out = builder.op(OpKind::AccumSum, {out});
+          outState = Phase::PostLoop;
+        }
       }
       tile[op.output] = out;
       state[op.output] = outState;
     }
+    // A split of the softmax's reduction writes each rescaled sum's partial max as well.
+    std::vector<std::pair<int, bool>> written;  // flow tensor, read later
+    for (int t : segment.outputs) written.push_back({t, true});
+    // Whether max `by` is a partial max of the grid split (else its shift needs no rescale).
+    const auto partialMax = [&](int by) {
+      for (int i = segment.first; i <= segment.last && by >= 0; ++i) {
+        if (flow.ops[i].output == by) return reduces(flow.ops[i], choice.reductionSplitVar);
+      }
+      return false;
+    };
+    if (choice.reductionSplitVar >= 0) {
+      for (int t : segment.outputs) {
+        const int by = shifts.rescaledBy[t];
+        if (!partialMax(by)) continue;
+        if (std::none_of(written.begin(), written.end(), [&](const auto& w) { return w.first == by; })) {
+          written.push_back({by, false});
+        }
+      }
+    }
     BuiltBlockGraph built;
-    for (int t : segment.outputs) {
-      if (choice.forloop > 1 && state[t] != State::PostLoop) {
+    for (const auto& [t, readLater] : written) {
+      if (choice.forloop > 1 && state[t] == Phase::PerIteration) {
         result.reason = PruneReason::LoopPhase;
         return result;
       }
@@ -280,7 +377,8 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
         }
         used[omap[a]] = true;
       }
-      BlockOutput output{t, -1};
+      BlockOutput output{t, -1, -1, readLater};
+      if (partialMax(shifts.rescaledBy[t])) output.rescaledBy = shifts.rescaledBy[t];
       for (size_t a = 0; a < choice.grid.size(); ++a) {
         if (choice.grid[a].var != choice.reductionSplitVar) continue;
         for (int d = static_cast<int>(used.size()) - 1; d >= 0 && output.partialDim < 0; --d) {

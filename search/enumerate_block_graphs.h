@@ -4,7 +4,9 @@
 // sums), one reduction variable across the for-loop, and a thread count. From the choice the
 // tiles follow: imap/fmap/omap are the dims carrying the split variables, accumulators sit
 // where a reduction crosses the loop, element-wise ops join their producer's register
-// epilogue. Choices come in a fixed order (variables by id, counts ascending), so each block
+// epilogue. A max over the loop becomes a running max, and a sum of values shifted by it
+// (exp(x − m)) a rescaled sum: one-pass online softmax. Split across the grid, such sums are
+// written with their partial max and combined by rescaling. Choices come in a fixed order (variables by id, counts ascending), so each block
 // graph is generated once.
 #pragma once
 
@@ -49,6 +51,10 @@ std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segme
 struct BlockOutput {
   int tensor = -1;      // dataflow tensor
   int partialDim = -1;  // dim the reduction split's blocks are placed along, or -1
+  // For a partial sum of values shifted by a partial max (exp(x − m) in a split softmax): the
+  // dataflow tensor of that max, written too, so the combine can rescale; else -1.
+  int rescaledBy = -1;
+  bool readLater = true;  // false: written only for the rescaling combine
 };
 
 struct BuiltBlockGraph {

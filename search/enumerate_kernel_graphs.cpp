@@ -1,6 +1,7 @@
 #include "search/enumerate_kernel_graphs.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "graph/hash.h"
@@ -28,35 +29,55 @@ void keepBest(std::vector<Candidate>& best, Candidate candidate, size_t limit) {
 }
 
 // Adds the partial outputs' dataflow tensors and their combine ops (inserted right after the
-// segment) for a block graph that split reduction variable `splitVar` `count` ways.
+// segment) for a block graph that split reduction variable `splitVar` `count` ways: a sum
+// over the split, a max of the partial maxes, or, for sums of values a partial max shifted,
+// the rescaling combine.
 void addCombineOps(PartialSchedule& child, const Segment& segment,
                    const std::vector<BlockOutput>& outputs,
                    const std::vector<graph::TensorId>& kernelOutputs, int64_t count) {
   Dataflow& flow = child.flow;
   const int splitVar = static_cast<int>(flow.vars.size());
   flow.vars.push_back(IndexVar{count, false, false});
-  std::vector<FlowOp> combines;
+  std::map<int, int> partialOf;  // flow tensor -> its partial's flow tensor
   for (size_t o = 0; o < outputs.size(); ++o) {
     const int t = outputs[o].tensor;
     if (outputs[o].partialDim < 0) {
       child.kernelTensorOf[t] = kernelOutputs[o];
       continue;
     }
-    const int d = outputs[o].partialDim;
     FlowTensor partial;
     partial.desc = child.builder.desc(kernelOutputs[o]);
     partial.dims = flow.tensors[t].dims;
-    partial.dims[d].insert(partial.dims[d].begin(), splitVar);
-    const int partialId = static_cast<int>(flow.tensors.size());
+    partial.dims[outputs[o].partialDim].insert(partial.dims[outputs[o].partialDim].begin(),
+                                               splitVar);
+    partialOf[t] = static_cast<int>(flow.tensors.size());
     flow.tensors.push_back(std::move(partial));
     child.kernelTensorOf.push_back(kernelOutputs[o]);
+  }
+  std::vector<FlowOp> combines;
+  for (const BlockOutput& output : outputs) {
+    if (output.partialDim < 0 || !output.readLater) continue;
+    const int t = output.tensor;
+    const int d = output.partialDim;
     FlowOp combine;
-    combine.kind = graph::OpKind::ReduceSum;
     combine.attrs.dim = d;
-    combine.attrs.to = flow.tensors[t].desc.shape[d];
-    combine.inputs = {partialId};
+    combine.inputs = {partialOf.at(t)};
     combine.output = t;
     combine.reducedVars = {splitVar};
+    const bool isMax = std::any_of(flow.ops.begin() + segment.first,
+                                   flow.ops.begin() + segment.last + 1, [&](const FlowOp& op) {
+                                     return op.output == t && op.kind == graph::OpKind::ReduceMax;
+                                   });
+    if (isMax) {
+      combine.kind = graph::OpKind::ReduceMax;
+    } else {
+      combine.kind = graph::OpKind::ReduceSum;
+      combine.attrs.to = flow.tensors[t].desc.shape[d];
+      if (output.rescaledBy >= 0) {
+        combine.rescaledCombine = true;
+        combine.inputs.push_back(partialOf.at(output.rescaledBy));
+      }
+    }
     combines.push_back(std::move(combine));
   }
   flow.ops.insert(flow.ops.begin() + segment.last + 1, combines.begin(), combines.end());
@@ -100,7 +121,10 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state) con
   std::vector<Step> steps;
   const int opCount = static_cast<int>(state.flow.ops.size());
   if (state.position >= opCount || state.kernels >= config_.maxKernels) return steps;
-  steps.push_back(Step{state.position, -1, {}});
+  // A rescaling combine has no predefined op: only a block graph runs it.
+  if (!state.flow.ops[state.position].rescaledCombine) {
+    steps.push_back(Step{state.position, -1, {}});
+  }
   if (state.blockGraphKernels >= config_.maxBlockGraphKernels) return steps;
   const int lastAllowed = std::min(opCount, state.position + config_.maxBlockOps) - 1;
   for (int last = state.position; last <= lastAllowed; ++last) {

@@ -170,11 +170,16 @@ Command addSuperoptimizeCommand(CLI::App& app) {
     bool noGridSplit = false;
   };
   auto o = std::make_shared<Options>();
+  std::string builtins;
+  for (const search::BuiltinProgram& program : search::builtinPrograms()) {
+    builtins += (builtins.empty() ? "" : ", ") + program.name;
+  }
   CLI::App* sub = app.add_subcommand(
       "superoptimize",
-      "Search schedules of PROGRAM (a built-in: gqa, gemm, rmsnorm_matmul, gqa_decode; or a "
-      "program file), verify the best at real shapes, rank them by the cost model. Exit 0 ok, "
-      "2 bad input, 3 a verified variant got no code (an internal error; the rest is written).");
+      "Search schedules of PROGRAM (a built-in: " + builtins +
+          "; or a program file), verify the best at real shapes, rank them by the cost model. "
+          "Exit 0 ok, 2 bad input, 3 a verified variant got no code (an internal error; the "
+          "rest is written).");
   sub->add_option("PROGRAM", o->program, "built-in program name or program file")->required();
   sub->add_option("--threads", o->threads, "worker threads (default: every core)")
       ->check(CLI::Range(1, 1024));

@@ -286,31 +286,26 @@ AbstractExprRef negatedMax(const AbstractExprRef& e) {
   return nullptr;
 }
 
-// exp(a − max(n, x)) = exp(a) and exp(max(m, x) − max(k, x)) = const(1): the laws
-// softmax-shift and max-shift-cancel of the axiom table, applied here eagerly (like sum-split)
-// so that safe, online and split softmax terms meet the program's term without a Z3 search.
-AbstractExprRef expWithoutShift(const AbstractExprRef& argument) {
-  if (argument->kind() != ExprKind::Add) return E::exp(argument);
-  const auto& in = argument->operands();
+// The shift laws of the axiom table (shift-drop, shift-exp), applied eagerly: a value minus a
+// max is the value, and exp of a max is 1. Safe, online and split softmax subtract maxes only
+// to shift what exp sees, and the shift cancels, so with these their terms meet the program's
+// term without a Z3 search. `keepShifts` turns them off.
+AbstractExprRef withoutShift(const AbstractExprRef& sum) {
+  const auto& in = sum->operands();
   for (int i = 0; i < 2; ++i) {
-    const AbstractExprRef shift = negatedMax(in[i]);
-    if (!shift) continue;
-    const AbstractExprRef& rest = in[1 - i];
-    if (rest->kind() == ExprKind::Max && rest->operands()[0] == shift->operands()[0]) {
-      return E::constant(1.0);
-    }
-    return E::exp(rest);
+    if (negatedMax(in[i])) return in[1 - i];
   }
-  return E::exp(argument);
+  return sum;
 }
 
-AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, CanonicalMemo& memo) {
+AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, bool keepShifts,
+                                 CanonicalMemo& memo) {
   if (expr->operands().empty()) return expr;
   auto found = memo.find(expr.get());
   if (found != memo.end()) return found->second;
   std::vector<AbstractExprRef> in;
   for (const AbstractExprRef& operand : expr->operands()) {
-    in.push_back(canonicalizeMemo(operand, memo));
+    in.push_back(canonicalizeMemo(operand, keepShifts, memo));
   }
   AbstractExprRef result;
   switch (expr->kind()) {
@@ -321,8 +316,11 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, CanonicalMemo& mem
         result = in[1];  // mul-one
       } else if (expr->kind() == ExprKind::Mul && isConstant(in[1], 1.0)) {
         result = in[0];
+      } else if (expr->kind() == ExprKind::Add) {
+        result = E::add(in[0], in[1]);
+        if (!keepShifts) result = withoutShift(result);
       } else {
-        result = expr->kind() == ExprKind::Add ? E::add(in[0], in[1]) : E::mul(in[0], in[1]);
+        result = E::mul(in[0], in[1]);
       }
       break;
     case ExprKind::Sum:
@@ -334,7 +332,7 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, CanonicalMemo& mem
       result = E::div(in[0], in[1]);
       break;
     case ExprKind::Exp:
-      result = expWithoutShift(in[0]);
+      result = !keepShifts && in[0]->kind() == ExprKind::Max ? E::constant(1.0) : E::exp(in[0]);
       break;
     case ExprKind::Sqrt:
       result = E::sqrt(in[0]);
@@ -360,9 +358,9 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, CanonicalMemo& mem
 
 }  // namespace
 
-AbstractExprRef canonicalize(const AbstractExprRef& expr) {
+AbstractExprRef canonicalize(const AbstractExprRef& expr, bool keepShifts) {
   CanonicalMemo memo;
-  return canonicalizeMemo(expr, memo);
+  return canonicalizeMemo(expr, keepShifts, memo);
 }
 
 }  // namespace mugraph::verify

@@ -82,8 +82,10 @@ std::vector<AbstractExprRef> abstractExpressions(const graph::KernelGraph& graph
 std::vector<AbstractExprRef> abstractExpressionsOfBlock(
     const graph::BlockGraph& block, const std::vector<AbstractExprRef>& kernelInputs);
 
-// The form the oracle reasons about: nested sums merged (sum(m, sum(n, x)) = sum(m*n, x)) and
-// the operands of add and mul ordered by their text. Equivalent under the axioms to `expr`.
-AbstractExprRef canonicalize(const AbstractExprRef& expr);
+// The form the oracle reasons about: nested sums and maxes merged (sum(m, sum(n, x)) =
+// sum(m*n, x)), the operands of add and mul ordered by their text, x * const(1) = x, and,
+// unless `keepShifts`, the softmax shift laws (a − max = a, exp(max) = 1). Equivalent under
+// the axioms to `expr`.
+AbstractExprRef canonicalize(const AbstractExprRef& expr, bool keepShifts = false);
 
 }  // namespace mugraph::verify

@@ -108,6 +108,13 @@ SubexpressionOracle::SubexpressionOracle(std::vector<AbstractExprRef> targets,
     : options_(options) {
   for (const AbstractExprRef& target : targets) targets_.push_back(canonicalize(target));
   for (const AbstractExprRef& target : targets_) collect(target, targetSubterms_);
+  // A safe softmax computes its max and the shifted logits on the way to the output; the
+  // shift laws erase them from the canonical term, so the terms with the shifts kept count
+  // as subterms too.
+  for (const AbstractExprRef& target : targets) {
+    shiftedTargets_.push_back(canonicalize(target, true));
+    collect(shiftedTargets_.back(), targetSubterms_);
+  }
   for (const AbstractExpr* subterm : targetSubterms_) {
     if (isLeaf(*subterm)) targetLeaves_.insert(subterm->str());
     targetOps_.insert(static_cast<int>(subterm->kind()));
@@ -137,7 +144,10 @@ SubexpressionOracle::Precheck SubexpressionOracle::precheck(
     candidateHasExp = candidateHasExp || subterm->kind() == ExprKind::Exp;
   }
   for (const AbstractExpr* subterm : candidateSubterms) {
-    if (isLeaf(*subterm) && targetLeaves_.count(subterm->str()) == 0) return Precheck::Reject;
+    // A constant can be made anywhere (exp of a max is const(1) under the shift laws).
+    if (subterm->kind() == ExprKind::Input && targetLeaves_.count(subterm->str()) == 0) {
+      return Precheck::Reject;
+    }
     bool tradable =
         candidateHasExp && (subterm->kind() == ExprKind::Add || subterm->kind() == ExprKind::Mul);
     if (!tradable && targetOps_.count(static_cast<int>(subterm->kind())) == 0) {
@@ -215,8 +225,10 @@ bool SubexpressionOracle::decideWithZ3(Claim claim, const AbstractExprRef& a,
       state.solver.add(encoder.encode(a) != encoder.encode(b));
     } else {
       state.solver.add(state.vocabulary.contains(encoder.encode(a)));
-      for (const AbstractExprRef& target : targets_) {
-        state.solver.add(!state.vocabulary.contains(encoder.encode(target)));
+      for (const auto* list : {&targets_, &shiftedTargets_}) {
+        for (const AbstractExprRef& target : *list) {
+          state.solver.add(!state.vocabulary.contains(encoder.encode(target)));
+        }
       }
     }
     z3::params limits(state.ctx);

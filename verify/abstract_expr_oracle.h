@@ -67,7 +67,8 @@ class SubexpressionOracle {
   // axioms; unsat proves the claim. Applies the answer policy above and counts the outcome.
   bool decideWithZ3(Claim claim, const AbstractExprRef& a, const AbstractExprRef& b = nullptr);
 
-  std::vector<AbstractExprRef> targets_;  // canonical forms
+  std::vector<AbstractExprRef> targets_;         // canonical forms
+  std::vector<AbstractExprRef> shiftedTargets_;  // canonical with the shifts kept (subterms only)
   OracleOptions options_;
   std::unordered_set<const AbstractExpr*> targetSubterms_;
   std::unordered_set<std::string> targetLeaves_;  // inputs and constants, by text

@@ -153,20 +153,19 @@ const std::vector<Axiom>& axiomTable() {
        [](const D& d) { return d.rewrite(d.max(d.m, d.max(d.n, d.x)), d.max(d.m * d.n, d.x)); }},
       {"mul-one", K::Equivalence, "a * const(1) = a",
        [](const D& d) { return d.rewrite(d.mul(d.a, d.constant(d.r.ctx().real_val(1))), d.a); }},
-      // Not identities: a softmax is invariant to the shift by its row max, so wherever a max
+      // Not identities: a softmax is invariant to a shift by its row max, so wherever a max
       // is subtracted before exp (safe, online and split softmax) the shift cancels between
-      // numerator and denominator. As pruning heuristics they let those forms meet the
-      // program's term; the term layer applies both eagerly (canonicalize), and fingerprints,
-      // with max as an arbitrary function, decide.
-      {"softmax-shift", K::Equivalence, "exp(a + const(-1) * max(n, x)) = exp(a)",
-       [](const D& d) { return d.rewrite(d.exp(d.add(d.a, d.mul(d.constant(d.r.ctx().real_val(-1)),
-                                                                 d.max(d.n, d.x)))),
-                                         d.exp(d.a)); },
+      // numerator and denominator, and exp of a max appears only as a rescaling factor. As
+      // pruning heuristics they let those forms meet the program's term; the term layer
+      // applies both eagerly (canonicalize), and fingerprints, with max an arbitrary
+      // function, decide (verify/README.md).
+      {"shift-drop", K::Equivalence, "a + const(-1) * max(n, x) = a",
+       [](const D& d) { return d.rewrite(d.add(d.a, d.mul(d.constant(d.r.ctx().real_val(-1)),
+                                                          d.max(d.n, d.x))),
+                                         d.a); },
        false},
-      {"max-shift-cancel", K::Equivalence, "exp(max(m, x) + const(-1) * max(k, x)) = const(1)",
-       [](const D& d) { return d.rewrite(d.exp(d.add(d.max(d.m, d.x),
-                                                     d.mul(d.constant(d.r.ctx().real_val(-1)),
-                                                           d.max(d.k, d.x)))),
+      {"shift-exp", K::Equivalence, "exp(max(n, x)) = const(1)",
+       [](const D& d) { return d.rewrite(d.exp(d.max(d.n, d.x)),
                                          d.constant(d.r.ctx().real_val(1))); },
        false},
 
