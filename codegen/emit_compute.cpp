@@ -72,12 +72,29 @@ void emitAccumulate(const EmitContext& context, int accumulatorOp, const std::st
   } else {
     return;
   }
-  if (op.kind == OpKind::AccumSum) {
-    context.out.line(target + " += " + value + ";");
-  } else {
-    context.out.line(target + " = it == 0 ? " + value + " : mg::max_of(" + target + ", " + value +
-                     ");");
+  CudaWriter& out = context.out;
+  switch (op.kind) {
+    case OpKind::AccumSum:
+      out.line(target + " += " + value + ";");
+      return;
+    case OpKind::AccumRescaledSum:
+      // Starts from zero, so iteration 0 (factor 0) gives x_0.
+      out.line(target + " = " + target + " * " + context.factorElement(op.inputs[1], index) +
+               " + " + value + ";");
+      return;
+    default:
+      break;
   }
+  if (!context.plan.rescaleFactors[acc]) {
+    out.line(target + " = it == 0 ? " + value + " : mg::max_of(" + target + ", " + value + ");");
+    return;
+  }
+  out.open("");
+  out.line("const float previous = " + target + ";");
+  out.line("const float running = it == 0 ? " + value + " : mg::max_of(previous, " + value + ");");
+  out.line(target + " = running;");
+  out.line(context.factorElement(acc, index) + " = it == 0 ? 0.0f : expf(previous - running);");
+  out.close();
 }
 
 void emitSinks(const EmitContext& context, int host, TensorId tile, const std::string& value,

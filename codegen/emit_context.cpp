@@ -21,6 +21,32 @@ const SharedTile& layoutOf(const KernelPlan& plan, graph::TensorId tile) {
   return plan.shared[tile];
 }
 
+// Row-major or transposed position of `index` in `layout`, swizzled where the layout is.
+std::string elementIndex(const SharedTile& layout, const Index4& index) {
+  const Extent4& e = layout.extent;
+  std::string row;
+  std::string col;
+  if (layout.transposed) {
+    row = linearExpression({{index[0], e[1] * e[3]}, {index[1], e[3]}, {index[3], 1}});
+    col = index[2];
+  } else {
+    row = linearExpression({{index[0], e[1] * e[2]}, {index[1], e[2]}, {index[2], 1}});
+    col = index[3];
+  }
+  if (layout.swizzleMask == 0) return linearExpression({{row, layout.cols}, {col, 1}});
+  const int chunkElements = static_cast<int>(16 / graph::dtypeBytes(layout.dtype));
+  return "mg::swizzle<" + std::to_string(chunkElements) + ">(" + row + ", " + col + ", " +
+         std::to_string(layout.cols) + ", " + std::to_string(layout.swizzleMask) + ")";
+}
+
+Index4 broadcastTo(const SharedTile& layout, const Index4& index) {
+  Index4 clamped = index;
+  for (int d = 0; d < graph::kMaxRank; ++d) {
+    if (layout.extent[d] == 1) clamped[d] = "0";
+  }
+  return clamped;
+}
+
 const char* kIndexNames[graph::kMaxRank] = {"i0", "i1", "i2", "i3"};
 
 }  // namespace
@@ -90,36 +116,27 @@ std::string EmitContext::materializedName(graph::TensorId tile) const {
   return "m" + std::to_string(tile) + "_" + sanitizeIdentifier(block().tensors[tile].name);
 }
 
+std::string EmitContext::factorName(graph::TensorId max) const {
+  return "s" + std::to_string(max) + "_" + sanitizeIdentifier(block().tensors[max].name);
+}
+
 std::string EmitContext::paramName(int param) const {
   const graph::TensorId tensor = kernel.params[param].tensor;
   return "p" + std::to_string(param) + "_" + sanitizeIdentifier(plan.graph->tensors[tensor].name);
 }
 
 std::string EmitContext::sharedIndex(graph::TensorId tile, const Index4& index) const {
-  const SharedTile& layout = layoutOf(plan, tile);
-  const Extent4& e = layout.extent;
-  std::string row;
-  std::string col;
-  if (layout.transposed) {
-    row = linearExpression({{index[0], e[1] * e[3]}, {index[1], e[3]}, {index[3], 1}});
-    col = index[2];
-  } else {
-    row = linearExpression({{index[0], e[1] * e[2]}, {index[1], e[2]}, {index[2], 1}});
-    col = index[3];
-  }
-  if (layout.swizzleMask == 0) return linearExpression({{row, layout.cols}, {col, 1}});
-  const int chunkElements = static_cast<int>(16 / graph::dtypeBytes(layout.dtype));
-  return "mg::swizzle<" + std::to_string(chunkElements) + ">(" + row + ", " + col + ", " +
-         std::to_string(layout.cols) + ", " + std::to_string(layout.swizzleMask) + ")";
+  return elementIndex(layoutOf(plan, tile), index);
 }
 
 std::string EmitContext::readShared(graph::TensorId tile, const Index4& index) const {
-  const Extent4& e = layoutOf(plan, tile).extent;
-  Index4 clamped = index;
-  for (int d = 0; d < graph::kMaxRank; ++d) {
-    if (e[d] == 1) clamped[d] = "0";
-  }
+  const Index4 clamped = broadcastTo(layoutOf(plan, tile), index);
   return "mg::to_f32(" + tileName(tile) + "[" + sharedIndex(tile, clamped) + "])";
+}
+
+std::string EmitContext::factorElement(graph::TensorId max, const Index4& index) const {
+  const SharedTile& layout = *plan.rescaleFactors[max];
+  return factorName(max) + "[" + elementIndex(layout, broadcastTo(layout, index)) + "]";
 }
 
 }  // namespace mugraph::codegen

@@ -66,11 +66,14 @@ struct EmitContext {
   std::string tileName(graph::TensorId tile) const;       // shared pointer
   std::string registersName(graph::TensorId tile) const;  // register accumulator array
   std::string materializedName(graph::TensorId tile) const;
+  std::string factorName(graph::TensorId max) const;  // its rescale factor array
   std::string paramName(int param) const;
   // Element (logical index) of a shared tile, as a buffer index expression.
   std::string sharedIndex(graph::TensorId tile, const Index4& index) const;
   // f32 value of a shared tile's element; size-1 dims of the tile broadcast.
   std::string readShared(graph::TensorId tile, const Index4& index) const;
+  // Element of the rescale factor array of running max `max`, broadcast like readShared.
+  std::string factorElement(graph::TensorId max, const Index4& index) const;
 };
 
 std::string storageType(graph::DType dtype);  // "float", "mg::f16", "mg::bf16"

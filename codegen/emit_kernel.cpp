@@ -13,13 +13,7 @@ namespace {
 
 using graph::OpKind;
 using graph::TensorId;
-
-bool runsInLoop(const KernelPlan& plan, int op) {
-  const graph::BlockOp& blockOp = plan.block->ops[op];
-  if (blockOp.kind == OpKind::Input || blockOp.kind == OpKind::Output) return false;
-  return graph::isAccumulator(blockOp.kind) ||
-         plan.phases[blockOp.output] == graph::Phase::PerIteration;
-}
+using plan::runsInLoop;
 
 std::string sharedPointer(const EmitContext& context, TensorId tile, const std::string& stage) {
   const SharedTile& layout = context.plan.shared[tile];
@@ -41,6 +35,11 @@ void declareSharedTiles(const EmitContext& context, bool doubleBuffered, const s
                        " = reinterpret_cast<float*>(mg_smem + " +
                        std::to_string(plan.materialized[t]->offset) + ");");
     }
+    if (!doubleBuffered && plan.rescaleFactors[t]) {
+      context.out.line("float* const " + context.factorName(tile) +
+                       " = reinterpret_cast<float*>(mg_smem + " +
+                       std::to_string(plan.rescaleFactors[t]->offset) + ");");
+    }
   }
 }
 
@@ -56,7 +55,7 @@ void initializeAccumulators(const EmitContext& context) {
       context.out.line("#pragma unroll");
       context.out.line("for (int f = 0; f < " + std::to_string(fragments) + "; ++f) " +
                        context.registersName(acc) + "[f] = 0.0f;");
-    } else if (plan.home[acc] == TileHome::Shared && op.kind == OpKind::AccumSum) {
+    } else if (plan.home[acc] == TileHome::Shared && op.kind != OpKind::AccumMax) {
       const SharedTile& layout = plan.shared[acc];
       context.out.line("for (int e = threadIdx.x; e < " +
                        std::to_string(layout.rows * layout.cols) +

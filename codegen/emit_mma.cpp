@@ -51,6 +51,35 @@ void closeFragmentLoop(const EmitContext& context) {
   context.out.close();
 }
 
+// acc = acc * exp(m_{i-1} - m_i) + x_i with acc in fragments: rescale them here, then mma
+// adds x_i in place. A factor that does not vary along columns (a row max) is read once per
+// fragment row: each thread holds rows m0 + mi * 16 + lane / 4 and the same + 8.
+void emitRegisterRescale(const EmitContext& context, const MmaPlan& mma,
+                         const std::string& fragments, graph::TensorId max) {
+  if (context.plan.rescaleFactors[max]->extent[3] != 1) {
+    openFragmentLoop(context, mma, false);
+    context.out.line(fragments + "[f] *= " + context.factorElement(max, {"0", "0", "i2", "i3"}) +
+                     ";");
+    closeFragmentLoop(context);
+    return;
+  }
+  CudaWriter& out = context.out;
+  out.line("#pragma unroll");
+  out.open("for (int mi = 0; mi < " + std::to_string(mma.mi) + "; ++mi)");
+  out.line("#pragma unroll");
+  out.open("for (int half = 0; half < 2; ++half)");
+  out.line("const int i2 = m0 + mi * 16 + (lane >> 2) + (half << 3);");
+  out.line("const float factor = " + context.factorElement(max, {"0", "0", "i2", "0"}) + ";");
+  out.line("#pragma unroll");
+  out.open("for (int ni = 0; ni < " + std::to_string(mma.ni) + "; ++ni)");
+  out.line("const int f = (mi * " + std::to_string(mma.ni) + " + ni) * 4 + half * 2;");
+  out.line(fragments + "[f] *= factor;");
+  out.line(fragments + "[f + 1] *= factor;");
+  out.close();
+  out.close();
+  out.close();
+}
+
 }  // namespace
 
 void emitMmaOp(const EmitContext& context, int opIndex) {
@@ -60,10 +89,12 @@ void emitMmaOp(const EmitContext& context, int opIndex) {
   const SharedTile& a = context.plan.shared[op.inputs[0]];
   const SharedTile& b = context.plan.shared[op.inputs[1]];
   std::string fragments = "frag";
+  const graph::BlockOp* inPlace = nullptr;
   if (opPlan.accumulateInPlace) {
     for (int accumulatorOp : context.plan.foldedAccumulators) {
       if (context.block().ops[accumulatorOp].inputs[0] == op.output) {
-        fragments = context.registersName(context.block().ops[accumulatorOp].output);
+        inPlace = &context.block().ops[accumulatorOp];
+        fragments = context.registersName(inPlace->output);
       }
     }
   }
@@ -73,6 +104,8 @@ void emitMmaOp(const EmitContext& context, int opIndex) {
     out.line("float frag[" + std::to_string(mma.fragments()) + "];");
     out.line("#pragma unroll");
     out.line("for (int f = 0; f < " + std::to_string(mma.fragments()) + "; ++f) frag[f] = 0.0f;");
+  } else if (inPlace->kind == graph::OpKind::AccumRescaledSum) {
+    emitRegisterRescale(context, mma, fragments, inPlace->inputs[1]);
   }
   out.line("mg::mma_warp_tile<" + storageType(mma.dtype) + ", " + std::to_string(mma.mi) + ", " +
            std::to_string(mma.ni) + ", " + std::to_string(mma.k) + ", " +

@@ -1,6 +1,6 @@
 // Planning one block graph for emission (see kernel_plan.h). Decisions are made in the
 // order they depend on each other: fusion, tensor-core matmuls, folded accumulators, where
-// each tile lives, shared layouts, global copies, then shared-memory offsets.
+// each tile lives, rescale factors, shared layouts, global copies, then shared-memory offsets.
 #include "plan/kernel_plan.h"
 
 #include <algorithm>
@@ -48,9 +48,11 @@ void collectGraphFacts(KernelPlan& plan) {
   plan.rmsScratch.assign(block.ops.size(), -1);
 }
 
-// A recorded fusion group is honored while each fused op has the producer's shape and reads
-// only the chain or tiles computed before the producer; the rest of the group (from the
-// first op that does not fit) runs as ordinary ops, which computes the same values.
+// A recorded fusion group is honored while each fused op has the producer's shape, reads
+// only the chain or tiles computed before the producer, and runs where the producer runs (a
+// post-loop op on a running tile does not belong in the loop, where accumulators are not
+// final yet); the rest of the group (from the first op that does not fit) runs as ordinary
+// ops, which computes the same values.
 void honorFusion(KernelPlan& plan) {
   const graph::BlockGraph& block = *plan.block;
   for (const graph::FusionGroup& group : block.fusion) {
@@ -62,7 +64,8 @@ void honorFusion(KernelPlan& plan) {
     std::set<TensorId> chain{group.producer};
     for (TensorId t : group.fused) {
       const graph::BlockOp& op = block.ops[plan.producer[t]];
-      bool fits = block.tensors[t].shape == shape && graph::isElementwise(op.kind);
+      bool fits = block.tensors[t].shape == shape && graph::isElementwise(op.kind) &&
+                  runsInLoop(plan, plan.producer[t]) == runsInLoop(plan, host);
       for (TensorId in : op.inputs) {
         if (chain.count(in)) continue;
         fits = fits && plan.emitter[in] < host;
@@ -114,8 +117,18 @@ std::optional<MmaPlan> planMma(const KernelPlan& plan, const graph::BlockOp& op,
   return best;
 }
 
+bool readInLoop(const KernelPlan& plan, TensorId tile) {
+  for (int c : plan.consumers[tile]) {
+    if (runsInLoop(plan, c)) return true;
+  }
+  return false;
+}
+
 // An accumulator is folded into the epilogue of the op that computes its input (unless that
-// input is a loaded tile); behind a tensor-core matmul it lives in registers.
+// input is a loaded tile, or, for a rescaled sum, that op runs before this iteration's
+// factor is written, which happens where its max is updated); behind a tensor-core matmul it
+// lives in registers, unless it is a running max read inside the loop: fragments are
+// private to their thread, and the loop's other ops need the max in shared memory.
 void foldAccumulators(KernelPlan& plan) {
   const graph::BlockGraph& block = *plan.block;
   for (size_t o = 0; o < block.ops.size(); ++o) {
@@ -124,16 +137,29 @@ void foldAccumulators(KernelPlan& plan) {
     const TensorId in = op.inputs[0];
     const int host = plan.emitter[in];
     if (block.ops[host].kind == OpKind::Input) continue;
+    if (op.kind == OpKind::AccumRescaledSum && host <= plan.emitter[op.inputs[1]]) continue;
     plan.ops[o].emitted = false;
     plan.foldedAccumulators.push_back(static_cast<int>(o));
     plan.emitter[op.output] = host;
-    if (plan.ops[host].mma) {
-      plan.home[op.output] = TileHome::Registers;
-      const bool onlyConsumer = plan.consumers[in].size() == 1 && plan.ops[host].chain.empty();
-      if (op.kind == OpKind::AccumSum && in == block.ops[host].output && onlyConsumer) {
-        plan.ops[host].accumulateInPlace = true;
-      }
+    if (!plan.ops[host].mma || (op.kind == OpKind::AccumMax && readInLoop(plan, op.output))) {
+      continue;
     }
+    plan.home[op.output] = TileHome::Registers;
+    const bool onlyConsumer = plan.consumers[in].size() == 1 && plan.ops[host].chain.empty();
+    if (op.kind != OpKind::AccumMax && in == block.ops[host].output && onlyConsumer) {
+      plan.ops[host].accumulateInPlace = true;
+    }
+  }
+}
+
+// Each running max read by a rescaled sum gets a factor array. The max itself is in shared
+// memory: the sum is never folded into the op that updates the max, so decideHomes counts
+// it as a reader outside that op's epilogue.
+void planRescaleFactors(KernelPlan& plan) {
+  for (const graph::BlockOp& op : plan.block->ops) {
+    if (op.kind != OpKind::AccumRescaledSum) continue;
+    const TensorId max = op.inputs[1];
+    plan.rescaleFactors[max] = rowMajorTile(plan.block->tensors[max].shape, DType::F32, false);
   }
 }
 
@@ -323,6 +349,7 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
   plan.home.assign(tiles, TileHome::None);
   plan.shared.assign(tiles, SharedTile{});
   plan.materialized.assign(tiles, std::nullopt);
+  plan.rescaleFactors.assign(tiles, std::nullopt);
 
   std::vector<bool> transposedInput(tiles, false);
   for (const graph::BlockOp& op : block.ops) {
@@ -338,6 +365,7 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
   }
   foldAccumulators(plan);
   decideHomes(plan);
+  planRescaleFactors(plan);
   layOutSharedTiles(plan, transposedInput);
   for (size_t o = 0; o < block.ops.size(); ++o) {
     const graph::BlockOp& op = block.ops[o];
@@ -353,6 +381,13 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
       plan.sharedBytes <= target.sharedBytesForBlocksPerSm(target.wantedBlocksPerSm);
   plan.minBlocksPerSm = severalBlocks ? target.wantedBlocksPerSm : 1;
   return plan;
+}
+
+bool runsInLoop(const KernelPlan& plan, int op) {
+  const graph::BlockOp& blockOp = plan.block->ops[op];
+  if (blockOp.kind == OpKind::Input || blockOp.kind == OpKind::Output) return false;
+  return graph::isAccumulator(blockOp.kind) ||
+         plan.phases[blockOp.output] != graph::Phase::PostLoop;
 }
 
 std::string launchProblem(const KernelPlan& plan, const Target& target) {

@@ -2,10 +2,10 @@
 // tile lives (shared memory, registers, nowhere), how shared tiles are laid out and typed, how
 // input tiles travel from global memory (cp.async or plain copies, double-buffered or not),
 // which matmuls run on tensor cores, which element-wise ops run in a producer's register
-// epilogue and which accumulators are folded into the op that feeds them. Keeping these
-// choices in one value makes the emitters plain printers of a decided plan, and makes the
-// plan's shared-memory bytes the one number the search prunes and ranks with, `mugraph show`
-// prints and the manifest records.
+// epilogue, which accumulators are folded into the op that feeds them, and where the rescale
+// factors of the online-softmax accumulators live. Keeping these choices in one value makes
+// the emitters plain printers of a decided plan, and makes the plan's shared-memory bytes the
+// one number the search prunes and ranks with, `mugraph show` prints and the manifest records.
 #pragma once
 
 #include <array>
@@ -96,15 +96,24 @@ struct KernelPlan {
   std::vector<TileHome> home;               // per tile
   std::vector<SharedTile> shared;           // per tile (meaningful where home == Shared)
   std::vector<std::optional<SharedTile>> materialized;  // register accumulators read post-loop
-  std::vector<OpPlan> ops;                              // per block op
-  std::vector<std::optional<InputCopy>> inputs;         // per block op (Input ops)
-  std::vector<std::optional<OutputCopy>> outputs;       // per block op (Output ops)
+  // Per tile: for an accum_max read by accum_rescaled_sum, this iteration's rescale factor
+  // exp(m_{i-1} - m_i) (0 at iteration 0), f32 in the max's shape. The thread that updates an
+  // element of the max writes it, so the old max is never read after it is overwritten.
+  std::vector<std::optional<SharedTile>> rescaleFactors;
+  std::vector<OpPlan> ops;                         // per block op
+  std::vector<std::optional<InputCopy>> inputs;    // per block op (Input ops)
+  std::vector<std::optional<OutputCopy>> outputs;  // per block op (Output ops)
   std::vector<int> rmsScratch;          // per block op: rms_norm root buffer offset, or -1
   std::vector<int> foldedAccumulators;  // accumulator ops folded into an epilogue
   int pipelineStages = 1;               // buffers of prefetched input tiles (2 to 8)
   int64_t sharedBytes = 0;              // dynamic shared memory of one block
   int minBlocksPerSm = 1;               // promised to ptxas through __launch_bounds__
 };
+
+// Whether block op `op` runs inside the for-loop (once per iteration): per-iteration ops,
+// accumulator updates and running ops (those on accum_max tiles only, whose last value is
+// what post-loop ops read). Inputs and outputs are neither: their copies are planned apart.
+bool runsInLoop(const KernelPlan& plan, int op);
 
 // Decides everything for kernel op `kernelIndex` of `graph` (a block graph) on `target`. The
 // plan points into `graph`, which must outlive it. Throws UserError for a kernel that is not

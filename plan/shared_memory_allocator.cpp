@@ -28,10 +28,7 @@ class ProgramPoints {
   int64_t ofOp(int op) const {
     const graph::BlockOp& blockOp = plan_.block->ops[op];
     if (blockOp.kind == OpKind::Output) return end();
-    if (blockOp.kind == OpKind::Input || graph::isAccumulator(blockOp.kind) ||
-        plan_.phases[blockOp.output] == graph::Phase::PerIteration) {
-      return 1 + op;
-    }
+    if (blockOp.kind == OpKind::Input || runsInLoop(plan_, op)) return 1 + op;
     return 2 + ops_ + op;
   }
 
@@ -87,6 +84,17 @@ void allocateSharedMemory(KernelPlan& plan) {
       item.end = points.lastUse(static_cast<graph::TensorId>(t), item.start, false);
       item.bytes = plan.materialized[t]->bytes;
       item.offset = &plan.materialized[t]->offset;
+      live.push_back(item);
+    }
+    if (plan.rescaleFactors[t]) {
+      Live item;
+      item.start = item.end = points.ofOp(plan.emitter[t]);
+      for (int c : plan.consumers[t]) {
+        if (block.ops[c].kind != OpKind::AccumRescaledSum) continue;
+        item.end = std::max(item.end, points.ofUse(c));
+      }
+      item.bytes = plan.rescaleFactors[t]->bytes;
+      item.offset = &plan.rescaleFactors[t]->offset;
       live.push_back(item);
     }
   }

@@ -250,16 +250,17 @@ inline bool usesSixteenBitTypes(const graph::KernelGraph& graph) {
   return false;
 }
 
-// Runs `schedule` (block graphs only) emulated and compares every output with the
-// interpreter on the same (dtype-rounded) inputs, normwise: 2e-2 where 16-bit types are
-// involved, 1e-5 for f32 only.
-inline void expectMatchesInterpreter(const graph::Schedule& schedule, uint64_t seed, double scale) {
-  SCOPED_TRACE("schedule " + schedule.name + ", seed " + std::to_string(seed));
+// Runs `schedule` (block graphs only) emulated on `inputs` (logical order, by name) and
+// compares every output with the interpreter on the same (dtype-rounded) inputs, normwise:
+// 2e-2 where 16-bit types are involved, 1e-5 for f32 only. An output that overflows where
+// the interpreter's is finite fails.
+inline void expectMatchesInterpreter(const graph::Schedule& schedule,
+                                     const verify::TensorMap<double>& inputs) {
+  SCOPED_TRACE("schedule " + schedule.name);
   const EmittedSource emitted = emitSchedule(schedule);
   const auto folder = scratchFolder("emulated_" + graph::hashHex(graph::scheduleHash(schedule)));
   EmulatedKernels kernels(emitted.source, folder);
-  const EmulatedRun run =
-      kernels.run(schedule.graph, emitted, verify::randomInputs(schedule.program, seed, scale));
+  const EmulatedRun run = kernels.run(schedule.graph, emitted, inputs);
   const verify::TensorMap<double> expected = verify::evaluate<double>(schedule.graph, run.inputs);
   const double tolerance = usesSixteenBitTypes(schedule.graph) ? 2e-2 : 1e-5;
   for (const auto& [name, reference] : expected) {
@@ -282,6 +283,12 @@ inline void expectMatchesInterpreter(const graph::Schedule& schedule, uint64_t s
         << "normwise relative error " << difference / std::max(magnitude, 1e-30);
   }
   std::filesystem::remove_all(folder);
+}
+
+// The same on random inputs of `seed` and `scale` (verify::randomInputs).
+inline void expectMatchesInterpreter(const graph::Schedule& schedule, uint64_t seed, double scale) {
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  expectMatchesInterpreter(schedule, verify::randomInputs(schedule.program, seed, scale));
 }
 
 }  // namespace mugraph::codegen::testing

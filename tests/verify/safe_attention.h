@@ -26,14 +26,14 @@ inline graph::OpAttrs reduceAttrs(int dim) {
 }
 
 // O = softmax(Q·K) V with the row max subtracted before exp. Q [B, R, D], K [B, D, S]
-// (keys stored transposed), V [B, S, D].
-inline graph::Program safeAttentionProgram(int64_t batch, int64_t rows, int64_t dim,
-                                           int64_t seq) {
+// (keys stored transposed), V [B, S, D], all of `dtype`.
+inline graph::Program safeAttentionProgram(int64_t batch, int64_t rows, int64_t dim, int64_t seq,
+                                           graph::DType dtype = graph::DType::F32) {
   using graph::OpKind;
   graph::GraphBuilder b("safe_attention");
-  const auto q = b.input("Q", graph::DType::F32, {batch, rows, dim});
-  const auto k = b.input("K", graph::DType::F32, {batch, dim, seq});
-  const auto v = b.input("V", graph::DType::F32, {batch, seq, dim});
+  const auto q = b.input("Q", dtype, {batch, rows, dim});
+  const auto k = b.input("K", dtype, {batch, dim, seq});
+  const auto v = b.input("V", dtype, {batch, seq, dim});
   const auto a = b.op(OpKind::Matmul, {q, k}, {}, "A");
   const auto m = b.op(OpKind::ReduceMax, {a}, reduceAttrs(2), "M");
   const auto e = b.op(OpKind::Exp, {b.op(OpKind::Sub, {a, m}, {}, "shifted")}, {}, "E");
@@ -67,13 +67,14 @@ inline graph::KernelGraph onlineSoftmaxSchedule(const graph::Program& program, i
                      ? block.op(OpKind::AccumSum, {ev}, {}, "o")
                      : block.op(OpKind::AccumRescaledSum, {ev, m}, {}, "o");
   block.output(block.op(OpKind::Div, {o, l}, {}, "out"), {0, kNone, kNone});
-  b.output(b.blockGraph("online", block.block(), {0, 1, 2}, {{"O", graph::DType::F32}})[0]);
+  b.output(b.blockGraph("online", block.block(), {0, 1, 2}, {{"O", b.desc(0).dtype}})[0]);
   return b.finish();
 }
 
 // Two kernels: `splits` blocks per batch each run the online loop over their part of the
-// sequence and write unnormalized partials with their max; the combine loops over the
-// partials, rescaling each by exp(m_j − m).
+// sequence and write unnormalized partials with their max (in f32 whatever the inputs, as
+// FlashDecoding keeps them); the combine loops over the partials, rescaling each by
+// exp(m_j − m).
 inline graph::KernelGraph splitKvSchedule(const graph::Program& program, int64_t splits,
                                           int64_t forloop,
                                           RescaleMistake mistake = RescaleMistake::None) {
@@ -127,7 +128,7 @@ inline graph::KernelGraph splitKvSchedule(const graph::Program& program, int64_t
     out = combine.op(OpKind::Div, {o, l}, {}, "out");
   }
   combine.output(out, {0, kNone, kNone});
-  b.output(b.blockGraph("combine", combine.block(), partials, {{"O", graph::DType::F32}})[0]);
+  b.output(b.blockGraph("combine", combine.block(), partials, {{"O", b.desc(0).dtype}})[0]);
   return b.finish();
 }
 
