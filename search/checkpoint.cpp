@@ -11,7 +11,7 @@ namespace mugraph::search {
 namespace {
 
 constexpr const char* kCheckpointFormat = "mugraph.search_checkpoint";
-constexpr int kCheckpointVersion = 1;
+constexpr int kCheckpointVersion = 2;  // 2: pool entries record grid_splits
 
 uint64_t parseHash(const std::string& text, const std::string& where) {
   try {
@@ -31,6 +31,7 @@ void saveCheckpoint(const std::string& path, const CheckpointState& state) {
     pool.push_back({{"hash", graph::hashHex(c.hash)},
                     {"cost", c.cost},
                     {"origin", c.origin},
+                    {"grid_splits", c.gridSplits},
                     {"schedule", graph::scheduleToJson(c.schedule)}});
   }
   nlohmann::json verified = nlohmann::json::array();
@@ -94,6 +95,7 @@ CheckpointState loadCheckpoint(const std::string& path) {
       c.hash = parseHash(entry.at("hash").get<std::string>(), path);
       c.cost = entry.at("cost").get<double>();
       c.origin = entry.at("origin").get<int>();
+      c.gridSplits = entry.at("grid_splits").get<int>();
       c.schedule = graph::scheduleFromJson(entry.at("schedule"), path);
       state.pool.push_back(std::move(c));
     }

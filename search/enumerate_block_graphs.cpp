@@ -167,17 +167,27 @@ int64_t gridCountOf(const BlockChoice& choice, int var) {
   return 1;
 }
 
-// Element-wise ops join the register epilogue of the compute op (or fused op) they read.
+// Element-wise ops join the register epilogue of the compute op (or fused op) they read, when
+// every other operand is ready by then: exp(a − m) cannot run in the epilogue of the matmul
+// making a when m is the row max of a, computed after it; it starts a chain of its own.
 void fuseEpilogues(graph::BlockGraph& block) {
   const std::vector<graph::Phase> phase = graph::blockTensorPhases(block);
   std::vector<int> groupOf(block.tensors.size(), -1);
+  std::vector<int> definedAt(block.tensors.size(), -1);
   std::vector<bool> computed(block.tensors.size(), false);
-  for (const graph::BlockOp& op : block.ops) {
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    const graph::BlockOp& op = block.ops[o];
     if (op.output < 0) continue;
+    definedAt[op.output] = static_cast<int>(o);
     if (op.kind != OpKind::Input) computed[op.output] = true;
     if (!graph::isElementwise(op.kind)) continue;
     for (graph::TensorId in : op.inputs) {
       if (!computed[in] || phase[in] != phase[op.output]) continue;
+      const graph::TensorId producer = groupOf[in] < 0 ? in : block.fusion[groupOf[in]].producer;
+      const bool ready = std::all_of(op.inputs.begin(), op.inputs.end(), [&](graph::TensorId x) {
+        return x == in || definedAt[x] <= definedAt[producer];
+      });
+      if (!ready) continue;
       if (groupOf[in] < 0) {
         groupOf[in] = static_cast<int>(block.fusion.size());
         block.fusion.push_back(graph::FusionGroup{in, {}});
@@ -286,7 +296,8 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
   std::vector<graph::TensorId> tile(flow.tensors.size(), -1);
   std::vector<Phase> state(flow.tensors.size(), Phase::PerIteration);
   const Shifts shifts = segmentShifts(flow, segment);
-  std::map<int, graph::TensorId> runningMaxOf;  // rescaling combine: partial max tile -> m
+  // Rescaling combine: per partial max tile, the running max m and the factor exp(m_j − m).
+  std::map<graph::TensorId, std::pair<graph::TensorId, graph::TensorId>> rescaleOf;
   try {
     for (size_t i = 0; i < segment.inputs.size(); ++i) {
       const int t = segment.inputs[i];
@@ -311,11 +322,13 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
       if (op.rescaledCombine) {
         // acc = Σ_j x_j·exp(m_j − m), m the running max of the partial maxes m_j.
         const graph::TensorId partial = operands[0], partialMax = operands[1];
-        auto [at, fresh] = runningMaxOf.try_emplace(partialMax, -1);
-        if (fresh) at->second = builder.op(OpKind::AccumMax, {partialMax});
-        const graph::TensorId m = at->second;
-        const graph::TensorId factor =
-            builder.op(OpKind::Exp, {builder.op(OpKind::Sub, {partialMax, m})});
+        auto [at, fresh] = rescaleOf.try_emplace(partialMax, -1, -1);
+        if (fresh) {
+          const graph::TensorId running = builder.op(OpKind::AccumMax, {partialMax});
+          at->second = {running, builder.op(OpKind::Exp, {builder.op(OpKind::Sub,
+                                                                     {partialMax, running})})};
+        }
+        const auto [m, factor] = at->second;
         tile[op.output] = builder.op(OpKind::AccumRescaledSum,
                                      {builder.op(OpKind::Mul, {partial, factor}), m});
         state[op.output] = Phase::PostLoop;

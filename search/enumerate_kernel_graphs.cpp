@@ -21,13 +21,6 @@ std::string uniqueName(const graph::GraphBuilder& builder, const std::string& ba
   }
 }
 
-void keepBest(std::vector<Candidate>& best, Candidate candidate, size_t limit) {
-  auto at = std::lower_bound(best.begin(), best.end(), candidate, betterCandidate);
-  if (best.size() >= limit && at == best.end()) return;
-  best.insert(at, std::move(candidate));
-  if (best.size() > limit) best.pop_back();
-}
-
 // Adds the partial outputs' dataflow tensors and their combine ops (inserted right after the
 // segment) for a block graph that split reduction variable `splitVar` `count` ways: a sum
 // over the split, a max of the partial maxes, or, for sums of values a partial max shifted,
@@ -90,6 +83,35 @@ uint64_t nextEnumeratorId() {
 
 }  // namespace
 
+std::pair<size_t, bool> solutionShape(const Candidate& candidate) {
+  return {candidate.schedule.graph.ops.size(), candidate.gridSplits > 0};
+}
+
+bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i) {
+  for (size_t j = 0; j < i; ++j) {
+    if (solutionShape(pool[j]) == solutionShape(pool[i])) return false;
+  }
+  return true;
+}
+
+void keepInPool(std::vector<Candidate>& pool, Candidate candidate, size_t limit) {
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (pool[i].hash != candidate.hash) continue;
+    if (!betterCandidate(candidate, pool[i])) return;
+    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
+    break;
+  }
+  pool.insert(std::lower_bound(pool.begin(), pool.end(), candidate, betterCandidate),
+              std::move(candidate));
+  // Over the limit: drop the worst candidate that is not the best of its shape.
+  while (pool.size() > limit) {
+    size_t drop = pool.size() - 1;
+    while (drop > 0 && bestOfItsShape(pool, drop)) --drop;
+    if (drop == 0 && bestOfItsShape(pool, 0)) drop = pool.size() - 1;
+    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(drop));
+  }
+}
+
 bool betterCandidate(const Candidate& a, const Candidate& b) {
   if (a.cost != b.cost) return a.cost < b.cost;
   if (a.hash != b.hash) return a.hash < b.hash;
@@ -106,6 +128,7 @@ PartialSchedule KernelGraphEnumerator::start(const graph::Program& form) const {
                         graph::GraphBuilder::withInputsOf(program_, program_.name),
                         {},
                         {},
+                        0,
                         0,
                         0,
                         0};
@@ -222,6 +245,7 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
     for (const GridSplit& g : choice.grid) {
       if (g.var == choice.reductionSplitVar) split = &g;
     }
+    if (split) ++child.gridSplits;
     addCombineOps(child, segment, result.built->outputs, kernelOutputs, split ? split->count : 1);
     child.kernelTerms = verify::abstractExpressions(child.builder.graph());
   } catch (const graph::ShapeError&) {
@@ -245,6 +269,7 @@ void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome&
   }
   candidate.hash = graph::scheduleHash(candidate.schedule);
   candidate.origin = outcome.origin;
+  candidate.gridSplits = state.gridSplits;
   if (!outcome.hashes.insert(candidate.hash).second) {
     ++outcome.stats.pruned[static_cast<int>(PruneReason::Duplicate)];
     return;
@@ -252,7 +277,7 @@ void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome&
   candidate.schedule.name = program_.name + ".v" + graph::hashHex(candidate.hash);
   candidate.schedule.graph.name = candidate.schedule.name;
   candidate.cost = estimateCost(candidate.schedule.graph, *config_.target).microseconds;
-  keepBest(outcome.best, std::move(candidate), static_cast<size_t>(config_.candidatePool));
+  keepInPool(outcome.best, std::move(candidate), static_cast<size_t>(config_.candidatePool));
 }
 
 void KernelGraphEnumerator::explore(const PartialSchedule& state, SubtreeOutcome& outcome,

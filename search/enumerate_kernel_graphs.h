@@ -30,6 +30,7 @@ struct PartialSchedule {
   int position = 0;                                  // next op of flow.ops to schedule
   int kernels = 0;
   int blockGraphKernels = 0;
+  int gridSplits = 0;  // block graphs that split a reduction across the grid (write partials)
 };
 
 // One way to extend a partial schedule: ops [position, last] as a predefined op
@@ -44,12 +45,27 @@ struct Candidate {
   uint64_t hash = 0;
   double cost = 0;
   int origin = 0;  // ordinal of the top-level subtree that found it
+  int gridSplits = 0;  // see PartialSchedule
   graph::Schedule schedule;
 };
+
+// The shape of a solution a report should show at least once: its kernel count and whether it
+// splits a reduction across the grid (split-K, split-KV) or not.
+std::pair<size_t, bool> solutionShape(const Candidate& candidate);
 
 // Best first: lower cost, then lower hash, then lower origin. A total order, so rankings do
 // not depend on which thread found what first.
 bool betterCandidate(const Candidate& a, const Candidate& b);
+
+// Adds `candidate` to `pool` (best first, one entry per hash), which keeps the `limit` best
+// candidates and, beyond them, the best candidate of every solution shape found: a report
+// then shows the best one-pass kernel and the best split even where another shape is
+// estimated faster (the cost model estimates; --profile measures). The result does not
+// depend on insertion order.
+void keepInPool(std::vector<Candidate>& pool, Candidate candidate, size_t limit);
+
+// Whether pool[i] is the best candidate of its solution shape in `pool` (sorted best first).
+bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i);
 
 struct ExploreStats {
   uint64_t states = 0;

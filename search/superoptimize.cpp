@@ -44,17 +44,7 @@ class SearchState {
     saved_.stats.states += outcome.stats.states;
     for (int r = 0; r < kPruneReasons; ++r) saved_.stats.pruned[r] += outcome.stats.pruned[r];
     saved_.hashes.insert(outcome.hashes.begin(), outcome.hashes.end());
-    std::vector<Candidate> merged;
-    std::merge(
-        std::make_move_iterator(saved_.pool.begin()), std::make_move_iterator(saved_.pool.end()),
-        std::make_move_iterator(outcome.best.begin()), std::make_move_iterator(outcome.best.end()),
-        std::back_inserter(merged), betterCandidate);
-    saved_.pool.clear();
-    for (Candidate& c : merged) {
-      bool seen = false;
-      for (const Candidate& kept : saved_.pool) seen = seen || kept.hash == c.hash;
-      if (!seen && saved_.pool.size() < poolLimit) saved_.pool.push_back(std::move(c));
-    }
+    for (Candidate& c : outcome.best) keepInPool(saved_.pool, std::move(c), poolLimit);
   }
   void recordVerification(uint64_t hash, const VerificationRecord& record) {
     std::lock_guard lock(mutex_);
@@ -259,10 +249,19 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
     });
     reporter.checkpointNow();
 
-    // Verify the best candidates at their real shapes, best first, until enough pass.
+    // Verify the best candidates at their real shapes until enough pass: first the best of
+    // each solution shape (so the report shows each), then the rest, best first; the report
+    // is ordered by estimated cost.
     const CheckpointState found = state.snapshot();
     const auto referenceCache = std::make_shared<verify::ReferenceEvaluations>(program);
-    for (const Candidate& candidate : found.pool) {
+    std::vector<const Candidate*> order;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = 0; i < found.pool.size(); ++i) {
+        if (bestOfItsShape(found.pool, i) == (pass == 0)) order.push_back(&found.pool[i]);
+      }
+    }
+    for (const Candidate* next : order) {
+      const Candidate& candidate = *next;
       if (static_cast<int>(result.variants.size()) >= config.maxVariants) break;
       // Block graphs were planned when the search built them; the default block graphs of
       // predefined ops are planned here. A candidate whose plan does not fit is never reported.
@@ -297,6 +296,13 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
       result.variants.push_back(std::move(variant));
       ++verifiedCount;
     }
+    std::stable_sort(result.variants.begin(), result.variants.end(),
+                     [](const VerifiedVariant& a, const VerifiedVariant& b) {
+                       if (a.cost.microseconds != b.cost.microseconds) {
+                         return a.cost.microseconds < b.cost.microseconds;
+                       }
+                       return a.hash < b.hash;
+                     });
   }
   const CheckpointState final = state.snapshot();
   SearchSummary& summary = result.summary;

@@ -68,7 +68,7 @@ class SubexpressionOracle {
   bool decideWithZ3(Claim claim, const AbstractExprRef& a, const AbstractExprRef& b = nullptr);
 
   std::vector<AbstractExprRef> targets_;         // canonical forms
-  std::vector<AbstractExprRef> shiftedTargets_;  // canonical with the shifts kept (subterms only)
+  std::vector<AbstractExprRef> shiftedTargets_;  // shifts kept: for the precheck's subterms
   OracleOptions options_;
   std::unordered_set<const AbstractExpr*> targetSubterms_;
   std::unordered_set<std::string> targetLeaves_;  // inputs and constants, by text
