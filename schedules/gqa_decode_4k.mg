@@ -5,7 +5,8 @@ input Q f16 [8, 4, 128]
 input K f16 [8, 128, 4096] layout=transposed
 input V f16 [8, 4096, 128]
 A = scale(matmul(Q, K), c=0.08838834764831843)
-E = exp(A)
+M = reduce_max(A, dim=2)
+E = exp(sub(A, M))
 S = reduce_sum(E, dim=2)
 O = matmul(div(E, S), V)
 output O

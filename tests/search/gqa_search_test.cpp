@@ -1,6 +1,7 @@
-// The built-in GQA program (safe softmax, Mirage's shapes): the search finds split-KV (kernel 1 splits the KV
-// sequence across the grid and loops over it, kernel 2 combines and divides) and at least 28
-// distinct schedules, each verified at real shapes with a false-accept bound <= 1e-12.
+// The built-in GQA program (safe softmax, Mirage's shapes): the search finds split-KV
+// (kernel 1 splits the KV sequence across the grid, kernel 2 combines by rescaling and
+// divides) and at least 28 distinct schedules, each verified at real shapes with a
+// false-accept bound <= 1e-12.
 #include <gtest/gtest.h>
 
 #include <set>
