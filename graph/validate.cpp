@@ -79,7 +79,8 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
   for (int axis = 0; axis < kGridAxes; ++axis) {
     const std::string field = std::string("grid.") + gridAxisName(axis);
     if (block.grid[axis] < 1) {
-      fail(sec, k, -1, field, field + " is " + std::to_string(block.grid[axis]) + " (must be >= 1)");
+      fail(sec, k, -1, field,
+           field + " is " + std::to_string(block.grid[axis]) + " (must be >= 1)");
     }
     if (block.grid[axis] > maxGridExtent(axis)) {
       fail(sec, k, -1, field,
@@ -187,11 +188,10 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
         }
         if (op.kind == OpKind::AccumRescaledSum) {
           const TensorId m = op.inputs[1];
-          const bool runningMax = std::any_of(block.ops.begin(), block.ops.begin() + b,
-                                              [&](const BlockOp& earlier) {
-                                                return earlier.kind == OpKind::AccumMax &&
-                                                       earlier.output == m;
-                                              });
+          const bool runningMax =
+              std::any_of(block.ops.begin(), block.ops.begin() + b, [&](const BlockOp& earlier) {
+                return earlier.kind == OpKind::AccumMax && earlier.output == m;
+              });
           if (!runningMax) {
             fail(sec, k, b, "inputs[1]",
                  "accum_rescaled_sum rescales by '" + block.tensors[m].name +

@@ -68,7 +68,8 @@ struct Shifts {
 };
 
 Shifts segmentShifts(const Dataflow& flow, const Segment& segment) {
-  Shifts shifts{std::vector<int>(flow.tensors.size(), -1), std::vector<int>(flow.tensors.size(), -1)};
+  Shifts shifts{std::vector<int>(flow.tensors.size(), -1),
+                std::vector<int>(flow.tensors.size(), -1)};
   std::vector<bool> isMax(flow.tensors.size(), false);
   for (int i = segment.first; i <= segment.last; ++i) {
     const FlowOp& op = flow.ops[i];
@@ -325,12 +326,12 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
         auto [at, fresh] = rescaleOf.try_emplace(partialMax, -1, -1);
         if (fresh) {
           const graph::TensorId running = builder.op(OpKind::AccumMax, {partialMax});
-          at->second = {running, builder.op(OpKind::Exp, {builder.op(OpKind::Sub,
-                                                                     {partialMax, running})})};
+          at->second = {running,
+                        builder.op(OpKind::Exp, {builder.op(OpKind::Sub, {partialMax, running})})};
         }
         const auto [m, factor] = at->second;
-        tile[op.output] = builder.op(OpKind::AccumRescaledSum,
-                                     {builder.op(OpKind::Mul, {partial, factor}), m});
+        tile[op.output] =
+            builder.op(OpKind::AccumRescaledSum, {builder.op(OpKind::Mul, {partial, factor}), m});
         state[op.output] = Phase::PostLoop;
         continue;
       }
@@ -368,7 +369,8 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
       for (int t : segment.outputs) {
         const int by = shifts.rescaledBy[t];
         if (!partialMax(by)) continue;
-        if (std::none_of(written.begin(), written.end(), [&](const auto& w) { return w.first == by; })) {
+        if (std::none_of(written.begin(), written.end(),
+                         [&](const auto& w) { return w.first == by; })) {
           written.push_back({by, false});
         }
       }

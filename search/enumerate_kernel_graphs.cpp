@@ -57,10 +57,9 @@ void addCombineOps(PartialSchedule& child, const Segment& segment,
     combine.inputs = {partialOf.at(t)};
     combine.output = t;
     combine.reducedVars = {splitVar};
-    const bool isMax = std::any_of(flow.ops.begin() + segment.first,
-                                   flow.ops.begin() + segment.last + 1, [&](const FlowOp& op) {
-                                     return op.output == t && op.kind == graph::OpKind::ReduceMax;
-                                   });
+    const bool isMax = std::any_of(
+        flow.ops.begin() + segment.first, flow.ops.begin() + segment.last + 1,
+        [&](const FlowOp& op) { return op.output == t && op.kind == graph::OpKind::ReduceMax; });
     if (isMax) {
       combine.kind = graph::OpKind::ReduceMax;
     } else {

@@ -33,6 +33,12 @@ std::string reportToText(const std::string& title, const verify::EquivalenceRepo
   out << "\n  seed                " << report.seed << "\n";
   out << "  false-accept bound  " << report.falseAcceptBound << " (degree " << report.degree
       << ", per trial " << report.perTrialBound << ")\n";
+  if (report.maxMeaning == "any") {
+    out << "  max                 the outputs do not depend on what max returns "
+           "(shift-invariant)\n";
+  } else if (report.maxMeaning == "selection") {
+    out << "  max                 selection by each trial's random total order\n";
+  }
   out << "  max float error     " << report.maxRelError << " (relative, double)\n";
   if (!report.mismatch.empty()) out << "  mismatch            " << report.mismatch << "\n";
   return out.str();

@@ -18,12 +18,12 @@ double errorOf(const nlohmann::json& value) {
 }  // namespace
 
 nlohmann::json runScheduleOnGpu(const graph::Schedule& schedule, const std::string& dir,
-                                uint64_t seed, int repetitions) {
+                                uint64_t seed, int repetitions, std::optional<double> logitStd) {
   std::string whyNot;
   const auto driver = codegen::CudaDriver::open(whyNot);
   if (!driver) throw GpuUnavailable("cannot run on a GPU: " + whyNot);
-  return codegen::gpuCheckReportJson(
-      codegen::checkOnGpu(*driver, schedule, dir, seed, repetitions));
+  return codegen::gpuCheckReportJson(codegen::checkOnGpu(*driver, schedule, dir, seed, repetitions,
+                                                         codegen::GpuInputs{0.5, logitStd}));
 }
 
 std::string describeGpuRun(const nlohmann::json& report) {
@@ -33,7 +33,8 @@ std::string describeGpuRun(const nlohmann::json& report) {
       << "): " << (report.at("matches").get<bool>() ? "matches the interpreter" : "DOES NOT MATCH")
       << "\n  max relative error " << errorOf(report.at("max_rel_error")) << " (tolerance "
       << report.at("tolerance").get<double>() << ", seed " << report.at("seed").get<uint64_t>()
-      << "), unwritten elements " << report.at("unwritten_elements").get<int64_t>() << "\n";
+      << ", inputs " << report.at("inputs").get<std::string>() << "), unwritten elements "
+      << report.at("unwritten_elements").get<int64_t>() << "\n";
   const auto& t = report.at("timing");
   out << "  time median " << t.at("median_us").get<double>() << " us (p10 "
       << t.at("p10_us").get<double>() << ", p90 " << t.at("p90_us").get<double>() << ", "

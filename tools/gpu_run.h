@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -19,8 +20,10 @@ class GpuUnavailable : public std::runtime_error {
 
 // `dir` holds what `mugraph replay` wrote for `schedule`. Returns the report as JSON
 // (codegen::gpuCheckReportJson, the report's one schema).
+// `logitStd`: normal inputs whose attention logits have that deviation (codegen::GpuInputs).
 nlohmann::json runScheduleOnGpu(const graph::Schedule& schedule, const std::string& dir,
-                                uint64_t seed, int repetitions = 100);
+                                uint64_t seed, int repetitions = 100,
+                                std::optional<double> logitStd = std::nullopt);
 
 std::string describeGpuRun(const nlohmann::json& report);  // a few readable lines
 

@@ -72,6 +72,7 @@ Command addReplayCommand(CLI::App& app) {
     bool run = false;
     int repetitions = 100;
     std::optional<uint64_t> seed;
+    std::optional<double> logitStd;
   };
   auto options = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -93,6 +94,11 @@ Command addReplayCommand(CLI::App& app) {
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
   sub->add_option("--seed", options->seed, "input seed with --run (default: fresh)");
+  sub->add_option("--logit-std", options->logitStd,
+                  "with --run, attention programs: normal inputs whose logits have this "
+                  "standard deviation (real models reach 16; default: inputs uniform in "
+                  "[-0.5, 0.5])")
+      ->check(CLI::PositiveNumber);
   return {sub, [options]() {
             const graph::LoadedFile loaded = graph::loadFile(options->file);
             codegen::GenerateOptions generate;
@@ -121,7 +127,8 @@ Command addReplayCommand(CLI::App& app) {
             nlohmann::json gpu;
             try {
               const uint64_t seed = options->seed ? *options->seed : std::random_device{}();
-              gpu = runScheduleOnGpu(code.schedule, options->out, seed, options->repetitions);
+              gpu = runScheduleOnGpu(code.schedule, options->out, seed, options->repetitions,
+                                     options->logitStd);
             } catch (const GpuUnavailable& e) {
               std::cerr << "mugraph: " << e.what() << " (the generated files are in "
                         << options->out << ")\n";

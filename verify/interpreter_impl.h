@@ -153,7 +153,8 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, const MaxMeaning& 
       }
     }
   }
-  for (const BlockStep& step : plan.postLoop) tiles[step.output] = computeStep(step, tiles, meaning);
+  for (const BlockStep& step : plan.postLoop)
+    tiles[step.output] = computeStep(step, tiles, meaning);
   for (const BlockStep& step : plan.outputs) {
     const TilePlacement& placement = plan.placements[step.placement];
     writeTile(tiles[step.inputs[0]], placement.offset(index, 0), device[placement.deviceTensor]);

@@ -1,6 +1,7 @@
 #include "codegen/runtime/gpu_check.h"
 
 #include <cmath>
+#include <sstream>
 
 #include "codegen/runtime/half_precision.h"
 #include "graph/error.h"
@@ -46,14 +47,24 @@ double gpuTolerance(graph::DType dtype) {
 
 GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
                           const std::string& dir, uint64_t seed, int repetitions,
-                          double inputScale) {
+                          const GpuInputs& draw) {
   GpuSchedule gpu(driver, readManifest(dir + "/manifest.json"), dir);
   GpuCheckReport report;
   report.device = driver.deviceName();
   report.ptxArch = gpu.ptxArch();
   report.seed = seed;
 
-  verify::TensorMap<double> inputs = verify::randomInputs(schedule.program, seed, inputScale);
+  verify::TensorMap<double> inputs;
+  std::ostringstream how;
+  if (draw.logitStd) {
+    const double stddev = verify::inputStdForLogitStd(schedule.program, *draw.logitStd);
+    inputs = verify::normalInputs(schedule.program, seed, stddev);
+    how << "normal, std " << stddev << " (logit std " << *draw.logitStd << ")";
+  } else {
+    inputs = verify::randomInputs(schedule.program, seed, draw.uniformScale);
+    how << "uniform in [-" << draw.uniformScale << ", " << draw.uniformScale << "]";
+  }
+  report.inputs = how.str();
   for (auto& [name, tensor] : inputs) {
     const ManifestTensor& t = gpu.manifest().tensor(name);
     if (t.role != "input" || t.shape != tensor.shape) {

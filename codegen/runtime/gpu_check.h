@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "codegen/runtime/cuda_driver.h"
@@ -23,6 +24,7 @@ struct GpuCheckReport {
   std::string device;
   std::string ptxArch;
   uint64_t seed = 0;
+  std::string inputs;  // how they were drawn: "uniform ±0.5", "normal σ=1.41 (logit std 16)"
   bool matches = false;
   double maxRelError = 0;         // max over outputs
   double tolerance = 0;           // of the output with the largest error ratio
@@ -31,12 +33,18 @@ struct GpuCheckReport {
   TimingStats timing;
 };
 
+// How the inputs of a GPU check are drawn. By default uniform in [-0.5, 0.5], small enough
+// for softmax programs without max-subtraction (Mirage's GQA), whose exp values overflow f16
+// at real spreads. `logitStd` draws normal inputs whose attention logits have that standard
+// deviation (verify::inputStdForLogitStd): the spread of real models, up to 16.
+struct GpuInputs {
+  double uniformScale = 0.5;
+  std::optional<double> logitStd;
+};
+
 // `dir` is what `mugraph replay` wrote (manifest.json and PTX). `repetitions` = 0 skips timing.
-// Inputs are uniform in [-inputScale, inputScale]: the default keeps softmax programs without
-// max-subtraction (Mirage's GQA) inside f16's range, where their exp values are stored.
-inline constexpr double kDefaultGpuInputScale = 0.5;
 GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
                           const std::string& dir, uint64_t seed, int repetitions,
-                          double inputScale = kDefaultGpuInputScale);
+                          const GpuInputs& draw = {});
 
 }  // namespace mugraph::codegen

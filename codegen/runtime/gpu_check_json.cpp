@@ -9,6 +9,7 @@ nlohmann::json gpuCheckReportJson(const GpuCheckReport& report) {
   return {{"device", report.device},
           {"ptx_arch", report.ptxArch},
           {"seed", report.seed},
+          {"inputs", report.inputs},
           {"matches", report.matches},
           {"max_rel_error", report.maxRelError},
           {"tolerance", report.tolerance},

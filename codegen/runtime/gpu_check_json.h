@@ -8,7 +8,7 @@
 
 namespace mugraph::codegen {
 
-// {"device", "ptx_arch", "seed", "matches", "max_rel_error", "tolerance",
+// {"device", "ptx_arch", "seed", "inputs" (how they were drawn), "matches", "max_rel_error", "tolerance",
 //  "unwritten_elements", "outputs": {name: error}, "timing": {"median_us", "p10_us", "p90_us",
 //  "min_us", "repetitions"}}. An infinite error is written as null: JSON has no infinity.
 nlohmann::json gpuCheckReportJson(const GpuCheckReport& report);

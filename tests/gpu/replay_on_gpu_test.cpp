@@ -1,10 +1,16 @@
 // GPU tests (ctest label `gpu`): every shipped schedule, replayed to PTX and run on the GPU
 // through `mugraph replay --run`, matches the reference interpreter on fresh random inputs
-// with every poisoned output element overwritten. Skipped cleanly where there is no GPU.
+// with every poisoned output element overwritten; every safe attention schedule does so at
+// the logit spreads of real models. Skipped cleanly where there is no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "codegen/runtime/cuda_driver.h"
@@ -44,11 +50,66 @@ TEST_P(ReplayOnGpu, MatchesTheInterpreterAndOverwritesEveryOutput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu,
-                         ::testing::Values("gqa_mirage.split_kv.json", "gemm_1024.tiled.json",
-                                           "gqa_decode_4k.split_kv.json",
+                         ::testing::Values("gqa.split_kv.json", "gqa_mirage.split_kv.json",
+                                           "gemm_1024.tiled.json", "gqa_decode_4k.split_kv.json",
                                            "gqa_decode_32k.split_kv.json", "gemm_4096.tiled.json"),
                          [](const auto& info) {
                            std::string name = info.param.substr(0, info.param.find('.'));
+                           return name;
+                         });
+
+// Every shipped and search-found schedule of a safe attention program (one that subtracts
+// the row max: its program has reduce_max), relative to schedules/.
+std::vector<std::string> safeAttentionSchedules() {
+  std::vector<std::string> found;
+  for (const char* folder : {"", "found/"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(sourceDir() + "/schedules/" + folder)) {
+      if (entry.path().extension() != ".json") continue;
+      std::ifstream file(entry.path());
+      const nlohmann::json schedule = nlohmann::json::parse(file);
+      for (const auto& op : schedule.at("program").at("ops")) {
+        if (op.at("op") == "reduce_max") {
+          found.push_back(folder + entry.path().filename().string());
+          break;
+        }
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// Real models' logits: standard deviations 1 to 16. Normal inputs drawn so the logits have
+// that spread; no output may be non-finite and the error stays within the f16 tolerance of
+// the float64 interpreter.
+class SafeAttentionOnGpu : public ReplayOnGpu {};
+
+TEST_P(SafeAttentionOnGpu, IsFiniteAndAccurateAtEveryLogitSpread) {
+  const std::string schedule = sourceDir() + "/schedules/" + GetParam();
+  const std::string out = (scratch_ / "replay").string();
+  for (const char* spread : {"1", "4", "8", "16"}) {
+    SCOPED_TRACE(std::string("logit std ") + spread);
+    const CliResult r = runMugraph("replay " + schedule + " --out " + out +
+                                       " --run --json --repetitions 5 --logit-std " + spread,
+                                   scratch_.string());
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    const auto gpu = nlohmann::json::parse(r.out).at("gpu");
+    std::cout << "[gpu] " << GetParam() << " logit std " << spread << ": "
+              << gpu.at("max_rel_error").dump() << " (" << gpu.at("inputs").get<std::string>()
+              << ")\n";
+    EXPECT_TRUE(gpu.at("matches").get<bool>());
+    EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0);  // NaN counts as unwritten
+    EXPECT_FALSE(gpu.at("max_rel_error").is_null());             // an infinity is null
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ShippedAndFound, SafeAttentionOnGpu,
+                         ::testing::ValuesIn(safeAttentionSchedules()), [](const auto& info) {
+                           std::string name = info.param.substr(0, info.param.rfind('.'));
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
                            return name;
                          });
 

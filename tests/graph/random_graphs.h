@@ -281,8 +281,7 @@ inline void RandomGraphs::liftToBlockGraph(const graph::Program& program, const 
         block.op(OpKind::Exp, {block.op(OpKind::Scale, {running}, negate, tileName("neg"))}, {},
                  tileName("down"));
     const TensorId scaled = block.op(OpKind::Mul, {core, down}, {}, tileName("scaled"));
-    const TensorId acc =
-        block.op(OpKind::AccumRescaledSum, {scaled, running}, {}, tileName("acc"));
+    const TensorId acc = block.op(OpKind::AccumRescaledSum, {scaled, running}, {}, tileName("acc"));
     const TensorId up = block.op(OpKind::Exp, {running}, {}, tileName("up"));
     result = block.op(OpKind::Mul, {acc, up}, {}, tileName("sum"));
   } else if (forloop > 1 || chance(0.2)) {

@@ -18,15 +18,14 @@ namespace {
 using graph::OpKind;
 
 graph::Program safeAttention(const std::string& shapes) {
-  return graph::parseProgramText(
-      "program safe_attention\n" + shapes +
-          "A = scale(matmul(Q, K), c=0.125)\n"
-          "M = reduce_max(A, dim=2)\n"
-          "E = exp(sub(A, M))\n"
-          "S = reduce_sum(E, dim=2)\n"
-          "O = matmul(div(E, S), V)\n"
-          "output O\n",
-      "safe_attention.mg");
+  return graph::parseProgramText("program safe_attention\n" + shapes +
+                                     "A = scale(matmul(Q, K), c=0.125)\n"
+                                     "M = reduce_max(A, dim=2)\n"
+                                     "E = exp(sub(A, M))\n"
+                                     "S = reduce_sum(E, dim=2)\n"
+                                     "O = matmul(div(E, S), V)\n"
+                                     "output O\n",
+                                 "safe_attention.mg");
 }
 
 // Sequences too long for one tile, so a single kernel has to loop over them.

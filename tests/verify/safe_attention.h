@@ -113,10 +113,10 @@ inline graph::KernelGraph splitKvSchedule(const graph::Program& program, int64_t
   const auto mj = combine.input(2, {0, kNone, kNone}, 2, "m_j");
   graph::TensorId out;
   if (mistake == RescaleMistake::UnscaledCombine) {
-    out = combine.op(OpKind::Div,
-                     {combine.op(OpKind::AccumSum, {oj}, {}, "o"),
-                      combine.op(OpKind::AccumSum, {lj}, {}, "l")},
-                     {}, "out");
+    out = combine.op(
+        OpKind::Div,
+        {combine.op(OpKind::AccumSum, {oj}, {}, "o"), combine.op(OpKind::AccumSum, {lj}, {}, "l")},
+        {}, "out");
   } else {
     const auto mAll = combine.op(OpKind::AccumMax, {mj}, {}, "m");
     const auto f =

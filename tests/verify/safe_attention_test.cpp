@@ -103,9 +103,9 @@ TEST(SafeAttention, ASplitMaxSelectsExactlyWhatTheWholeMaxSelects) {
   auto b = graph::GraphBuilder::withInputsOf(program, "split_max");
   graph::BlockGraphBuilder block({4, 1, 1}, 128, 8, {b.desc(0)});
   const auto x = block.input(0, {0, graph::kReplicated, graph::kReplicated}, 1, "x");
-  const auto m = block.op(graph::OpKind::AccumMax,
-                          {block.op(graph::OpKind::ReduceMax, {x}, testing::reduceAttrs(1), "t")},
-                          {}, "m");
+  const auto m =
+      block.op(graph::OpKind::AccumMax,
+               {block.op(graph::OpKind::ReduceMax, {x}, testing::reduceAttrs(1), "t")}, {}, "m");
   block.output(m, {0, graph::kReplicated, graph::kReplicated});
   b.output(b.blockGraph("max", block.block(), {0}, {{"out", graph::DType::F32}})[0]);
   const EquivalenceReport report = checkEquivalence(program, b.finish(), fingerprintsOnly(seed));
