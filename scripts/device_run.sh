@@ -20,7 +20,7 @@ fi
 
 if [[ $step == all || $step == sanitize ]]; then
   echo "== compute-sanitizer"
-  for s in gqa_mirage.split_kv gemm_1024.tiled gqa_decode_4k.split_kv; do
+  for s in gqa.split_kv gqa_mirage.split_kv gemm_1024.tiled gqa_decode_4k.split_kv; do
     "$mg" replay "schedules/$s.json" --out "/tmp/san_$s" >/dev/null || echo "replay $s failed"
     for tool in memcheck racecheck; do
       compute-sanitizer --tool $tool --error-exitcode 9 "$mg" replay "schedules/$s.json" \
@@ -33,9 +33,25 @@ fi
 if [[ $step == all || $step == bench ]]; then
   echo "== benchmark"
   mkdir -p /tmp/replays
-  for pair in gqa_mirage:gqa_mirage.split_kv gqa_decode_4k:gqa_decode_4k.split_kv \
-              gqa_decode_32k:gqa_decode_32k.split_kv gemm_1024:gemm_1024.tiled \
-              gemm_4096:gemm_4096.tiled; do
+  # case:schedule pairs; a case's folder CASE.LABEL is another of our variants of it.
+  pairs="gqa_mirage:gqa_mirage.split_kv gqa_safe_mirage_shape:gqa.split_kv
+         gqa_decode_4k:gqa_decode_4k.split_kv gqa_decode_32k:gqa_decode_32k.split_kv
+         gemm_1024:gemm_1024.tiled gemm_4096:gemm_4096.tiled"
+  # What the search found for each built-in program (schedules/found/PROGRAM.vHASH.json).
+  for program_case in gqa:gqa_safe_mirage_shape gqa_decode:gqa_decode_4k \
+                      gqa_decode_32k:gqa_decode_32k gemm:gemm_1024; do
+    for f in schedules/found/"${program_case%%:*}".v*.json; do
+      [ -e "$f" ] || continue
+      label=$(basename "$f" .json)
+      pairs="$pairs ${program_case#*:}.found_${label#*.}:found/${label}"
+    done
+  done
+  # Extra schedules carried in devbuild/bench/ (CASE.LABEL.json), e.g. an older version.
+  for f in devbuild/bench/*.json; do
+    [ -e "$f" ] || continue
+    pairs="$pairs $(basename "$f" .json):../devbuild/bench/$(basename "$f" .json)"
+  done
+  for pair in $pairs; do
     "$mg" replay "schedules/${pair#*:}.json" --out "/tmp/replays/${pair%%:*}" >/dev/null \
       || echo "replay ${pair#*:} failed"
   done

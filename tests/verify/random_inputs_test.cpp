@@ -3,7 +3,10 @@
 
 #include <cmath>
 
+#include "graph/error.h"
+#include "graph/program_text.h"
 #include "tests/verify/test_support.h"
+#include "verify/interpreter.h"
 #include "verify/random_inputs.h"
 
 namespace mugraph::verify {
@@ -41,6 +44,35 @@ TEST(RandomInputs, FillsInputsInProgramOrder) {
   const TensorMap<double> alone =
       randomInputs(testing::oneOpProgram(graph::OpKind::Exp, {{3, 4}}), seed);
   EXPECT_EQ(both.at("a").data, alone.at("a").data);
+}
+
+// Attention at a given logit spread: the inputs inputStdForLogitStd asks for give logits with
+// that standard deviation (measured over 32K logits), for the decode program's scale too.
+TEST(RandomInputs, NormalInputsReachTheAskedLogitSpread) {
+  const uint64_t seed = testing::freshSeed();
+  SCOPED_TRACE(testing::seedTrace(seed));
+  const std::string body =
+      "input Q f32 [8, 4, 128]\ninput K f32 [8, 128, 1024]\ninput V f32 [8, 1024, 128]\n"
+      "A = scale(matmul(Q, K), c=0.08838834764831843)\nM = reduce_max(A, dim=2)\n"
+      "E = exp(sub(A, M))\nS = reduce_sum(E, dim=2)\nO = matmul(div(E, S), V)\n";
+  const graph::Program attention = graph::parseProgramText(body + "output O\n", "a.mg");
+  const graph::Program logits = graph::parseProgramText(body + "output A\n", "l.mg");
+  for (double spread : {1.0, 4.0, 16.0}) {
+    const double stddev = inputStdForLogitStd(attention, spread);
+    const TensorMap<double> inputs = normalInputs(attention, seed, stddev);
+    double sum = 0.0, squares = 0.0;
+    for (double x : inputs.at("K").data) {
+      sum += x;
+      squares += x * x;
+    }
+    const double n = static_cast<double>(inputs.at("K").data.size());
+    EXPECT_NEAR(std::sqrt(squares / n - (sum / n) * (sum / n)), stddev, 0.02 * stddev);
+    double logitSquares = 0.0;
+    const std::vector<double> a = evaluate(logits, inputs).at("A").data;
+    for (double x : a) logitSquares += x * x;
+    EXPECT_NEAR(std::sqrt(logitSquares / static_cast<double>(a.size())), spread, 0.1 * spread);
+  }
+  EXPECT_THROW(inputStdForLogitStd(twoInputProgram(), 4.0), UserError);
 }
 
 }  // namespace
