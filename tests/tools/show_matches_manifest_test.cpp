@@ -3,6 +3,7 @@
 // dynamic_shared_bytes that `mugraph replay --arch` writes into the manifest.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -51,6 +52,17 @@ TEST(ShowMatchesManifest, SharedBytesOfEveryKernelOfEveryShippedScheduleOnEveryT
       std::filesystem::remove_all(out);
       const CliResult replayed =
           runMugraph("replay " + path + " --arch " + arch + " --out " + out, scratch.string());
+      // A schedule found for sm_90 may not fit an sm_80 block: replay refuses it naming the
+      // bytes, and show printed the same number.
+      static const std::regex tooLarge(R"(needs (\d+) bytes of shared memory)");
+      std::smatch needs;
+      if (replayed.exitCode == 2 && std::regex_search(replayed.err, needs, tooLarge)) {
+        const std::vector<int64_t> shownBytes = shownSharedBytes(shown.out);
+        EXPECT_NE(std::find(shownBytes.begin(), shownBytes.end(), std::stoll(needs[1])),
+                  shownBytes.end())
+            << shown.out << replayed.err;
+        continue;
+      }
       ASSERT_EQ(replayed.exitCode, 0) << replayed.err;
       const nlohmann::json manifest = nlohmann::json::parse(readWholeFile(out + "/manifest.json"));
       std::vector<int64_t> planned;
