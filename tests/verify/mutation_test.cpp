@@ -254,6 +254,79 @@ void runSuite(const std::string& file, const std::vector<Mutation>& mutations) {
             << " correct variants, " << counts.acceptedCorrect << " accepted\n";
 }
 
+// The safe decode schedule (gqa_decode_4k.split_kv.json):
+// kernel 0: 0 q, 1 k, 2 v, 3 a=matmul, 4 a_scaled=scale, 5 tile_max=reduce_max, 6 m=accum_max,
+// 7 shifted=sub(a_scaled, m), 8 e=exp, 9 s=reduce_sum(e), 10 p=matmul(e, v),
+// 11 s_acc=accum_rescaled_sum(s, m), 12 p_acc=accum_rescaled_sum(p, m), 13-15 store
+// Opart, Spart, Mpart (m).
+// kernel 1: 0 o, 1 s, 2 m_j, 3 m=accum_max(m_j), 4 dm=sub(m_j, m), 5 f=exp(dm),
+// 6 o_f=mul(o, f), 7 s_f=mul(s, f), 8 o_sum, 9 s_sum=accum_rescaled_sum(.., m), 10 out=div,
+// 11 store O.
+std::vector<Mutation> safeDecodeMutations() {
+  const auto inputs = [](json& s, int kernel, int op, json names) {
+    kernelOp(s, kernel, op)["inputs"] = std::move(names);
+  };
+  const auto plainSum = [](json& s, int kernel, int op, const std::string& x) {
+    json& target = kernelOp(s, kernel, op);
+    target["op"] = "accum_sum";
+    target["inputs"] = json::array({x});
+  };
+  return {
+      // Rescaling mistakes.
+      {"missing rescale of the exp·V partial", [=](json& s) { plainSum(s, 0, 12, "p"); }},
+      {"missing rescale of the exp-sum partial", [=](json& s) { plainSum(s, 0, 11, "s"); }},
+      {"exp shifted by the tile max, sums rescaled by the running max",
+       [=](json& s) {
+         inputs(s, 0, 7, {"a_scaled", "tile_max"});
+       }},
+      {"partial carries its last tile's max", [=](json& s) { inputs(s, 0, 15, {"tile_max"}); }},
+      {"unscaled combine",
+       [=](json& s) {
+         inputs(s, 1, 8, {"o", "m"});
+         inputs(s, 1, 9, {"s", "m"});
+       }},
+      {"combine rescales the exp-sums only",
+       [=](json& s) {
+         inputs(s, 1, 8, {"o", "m"});
+       }},
+      {"combine factor exp(m − m_j)",
+       [=](json& s) {
+         inputs(s, 1, 4, {"m", "m_j"});
+       }},
+      {"combine sums without the running rescale",
+       [=](json& s) {
+         plainSum(s, 1, 8, "o_f");
+         plainSum(s, 1, 9, "s_f");
+       }},
+      {"combine reads the exp-sums as the maxes",
+       [](json& s) { kernelOp(s, 1, 2)["from"] = "Spart"; }},
+      {"max over the wrong dim", [](json& s) { kernelOp(s, 0, 5)["dim"] = 1; }},
+      // A correct variant: any shift cancels, as long as it is the one the sums were made with.
+      {"running max of the unscaled logits", [=](json& s) { inputs(s, 0, 5, {"a"}); }, true},
+      // Structural mistakes.
+      {"K split replaced by replication", [](json& s) { kernelOp(s, 0, 1)["imap"]["y"] = -1; }},
+      {"V split replaced by replication", [](json& s) { kernelOp(s, 0, 2)["imap"]["y"] = -1; }},
+      {"K for-loop over the wrong dim", [](json& s) { kernelOp(s, 0, 1)["fmap"] = 1; }},
+      {"V for-loop removed", [](json& s) { kernelOp(s, 0, 2)["fmap"] = -1; }},
+      {"combine walks the wrong dim of O", [](json& s) { kernelOp(s, 1, 0)["fmap"] = 1; }},
+      {"scale dropped", [](json& s) { kernelOp(s, 0, 4)["c"] = 1.0; }},
+      {"division flipped",
+       [=](json& s) {
+         inputs(s, 1, 10, {"s_sum", "o_sum"});
+       }},
+      {"exp-sum of the shifted logits", [=](json& s) { inputs(s, 0, 9, {"shifted"}); }},
+      {"exp·V with the shifted logits",
+       [=](json& s) {
+         inputs(s, 0, 10, {"shifted", "v"});
+       }},
+      {"exp-sum partial written as the max", [=](json& s) { inputs(s, 0, 15, {"s_acc"}); }},
+  };
+}
+
+TEST(MutationSuite, SafeDecodeRescalingMistakesNeverVerify) {
+  runSuite("gqa_decode_4k.split_kv.json", safeDecodeMutations());
+}
+
 TEST(MutationSuite, GqaSplitKvWrongVariantsNeverVerify) {
   runSuite("gqa_mirage.split_kv.json", gqaMutations());
 }
