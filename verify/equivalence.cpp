@@ -107,16 +107,34 @@ EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
     cache = options.referenceCache.get();
   }
 
-  for (size_t i = 0; i < options.floatScales.size(); ++i) {
-    const double scale = options.floatScales[i];
-    const TensorMap<double> inputs = randomInputs(reference, subSeed(options.seed, i), scale);
+  const auto floatTest = [&](const TensorMap<double>& inputs, const std::string& what) {
     const double error = maxRelativeError(evaluate(reference, inputs), evaluate(candidate, inputs));
     report.maxRelError = std::max(report.maxRelError, error);
     if (!(error <= options.floatTolerance)) {
       std::ostringstream why;
-      why << "float test with inputs in ±" << scale << ": relative error " << error << " exceeds "
+      why << "float test with " << what << ": relative error " << error << " exceeds "
           << options.floatTolerance;
       report.mismatch = why.str();
+    }
+  };
+  for (size_t i = 0; i < options.floatScales.size(); ++i) {
+    const double scale = options.floatScales[i];
+    std::ostringstream what;
+    what << "inputs in ±" << scale;
+    floatTest(randomInputs(reference, subSeed(options.seed, i), scale), what.str());
+  }
+  if (!options.floatScales.empty() && report.mismatch.empty()) {
+    for (size_t i = 0; i < options.floatLogitSpreads.size(); ++i) {
+      const double spread = options.floatLogitSpreads[i];
+      double stddev = 0;
+      try {
+        stddev = inputStdForLogitStd(reference, spread);
+      } catch (const UserError&) {
+        break;  // not an attention program
+      }
+      std::ostringstream what;
+      what << "normal inputs, logit std " << spread;
+      floatTest(normalInputs(reference, subSeed(options.seed, 50 + i), stddev), what.str());
     }
   }
 

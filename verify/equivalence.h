@@ -22,6 +22,9 @@ struct EquivalenceOptions {
   double targetBound = 1e-12;
   int maxTrials = 64;
   std::vector<double> floatScales = {0.125, 0.5, 1.0};
+  // For attention programs (verify::inputStdForLogitStd), float tests also on normal inputs
+  // whose logits have these standard deviations: the spread of real models.
+  std::vector<double> floatLogitSpreads = {4.0, 16.0};
   double floatTolerance = 1e-9;
   // Reused evaluations of the reference (the search checks many candidates against one
   // program with one seed); ignored unless it was made for this very reference graph.
