@@ -301,8 +301,6 @@ std::vector<Mutation> safeDecodeMutations() {
       {"combine reads the exp-sums as the maxes",
        [](json& s) { kernelOp(s, 1, 2)["from"] = "Spart"; }},
       {"max over the wrong dim", [](json& s) { kernelOp(s, 0, 5)["dim"] = 1; }},
-      // A correct variant: any shift cancels, as long as it is the one the sums were made with.
-      {"running max of the unscaled logits", [=](json& s) { inputs(s, 0, 5, {"a"}); }, true},
       // Structural mistakes.
       {"K split replaced by replication", [](json& s) { kernelOp(s, 0, 1)["imap"]["y"] = -1; }},
       {"V split replaced by replication", [](json& s) { kernelOp(s, 0, 2)["imap"]["y"] = -1; }},
@@ -323,6 +321,8 @@ std::vector<Mutation> safeDecodeMutations() {
   };
 }
 
+// (Shifting by the max of the unscaled logits is exact in the field but not safe: at logit
+// std 16 its exp can underflow to 0 in double, so it is no "correct variant" here.)
 TEST(MutationSuite, SafeDecodeRescalingMistakesNeverVerify) {
   runSuite("gqa_decode_4k.split_kv.json", safeDecodeMutations());
 }
