@@ -1,23 +1,44 @@
 """mugraph's kernels against PyTorch on the same GPU, in one run.
 
-    python3 tools/python/gpu_bench.py --replays DIR --out bench_gpu.json
+    python3 tools/python/gpu_bench.py --replays DIR --out bench_gpu.json [--cases a,b,...]
 
 DIR holds one `mugraph replay` output folder per case (named after the schedule files in
-schedules/). Every candidate, ours and PyTorch's, is timed the same way: captured into a CUDA
-graph and replayed under triton.testing.do_bench (median; do_bench clears the L2 between
-runs). Outputs are checked against a float64 reference first. Prints a table, writes JSON.
+schedules/); a folder CASE.LABEL is another of our variants of CASE (impl "mugraph.LABEL"). A
+case with no folder is skipped with a note. Every candidate, ours and PyTorch's, is timed the
+same way: captured into a CUDA graph and replayed under triton.testing.do_bench (median;
+do_bench clears the L2 between runs). Outputs are checked against a float64 reference first.
+Prints a table, writes JSON (tools/python/bench_plots.py draws it).
+
+JSON: {"device", "copy_bandwidth_bytes_per_s", "torch", "results": [case, ...]}. A case has
+"case", "kind", "rows", and "bytes" where it is memory-bound (inputs read once plus outputs
+written once; its rows then carry "fraction_of_copy_bandwidth") and "flops" where counted (its
+rows then carry "tflops"). Decode cases and their rows carry "context"; matmul and MLP cases
+"m", "k", "n" (X [m, k], weights [k, n]). A row is {"impl", "us", "rel_error",
+"ratio_to_best_torch", ...}, or {"impl", "us": null, "error"} for a candidate that could not
+run.
 """
 import argparse
+import functools
 import json
 import math
 import os
 import sys
+import traceback
 
 import torch
 import triton.testing
 
 sys.path.insert(0, os.path.dirname(__file__))
 from mugraph_launch import Variant, relative_error  # noqa: E402
+
+DECODE_CONTEXTS_K = (1, 2, 4, 8, 16, 32, 64)
+MATMUL_BATCHES = (1, 4, 8, 16)
+MLP_BATCH = 16
+HIDDEN = 4096  # Llama-3-8B's model width and MLP width
+FFN = 14336
+WEIGHT_STD = 0.02  # a typical initialisation spread of projection weights
+LOGIT_SPREADS = (1, 4, 8, 16)  # logit standard deviations of the attention spread checks
+COMPILE_MODE = "max-autotune-no-cudagraphs"
 
 
 def graphed(fn):
@@ -45,6 +66,58 @@ def copy_bandwidth():
     return 2 * n / (us * 1e-6)
 
 
+def nbytes(*tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def short_error(e):
+    """The first line of an exception's message (its type where the message is empty)."""
+    lines = str(e).strip().splitlines()
+    return (lines[0] if lines else type(e).__name__)[:120]
+
+
+def error_row(label, e):
+    return {"impl": label, "us": None, "error": short_error(e)}
+
+
+def timed_row(label, fn, ref, view=lambda out: out):
+    """Runs fn once (its result, seen through `view`, checked against ref), then times it;
+    an exception on the way gives an error row."""
+    try:
+        result = fn()
+        torch.cuda.synchronize()
+        return {"impl": label, "us": median_us(fn), "rel_error": relative_error(view(result), ref)}
+    except Exception as e:  # a backend that does not support the shape, a compile failure
+        return error_row(label, e)
+
+
+def compiled_row(label, fn, args, ref):
+    """torch.compile of fn(*args) (static shapes, COMPILE_MODE), compiled and autotuned
+    before it is timed."""
+    try:
+        torch.compiler.reset()  # each case compiles afresh, clear of earlier cases' guards
+        compiled = torch.compile(fn, mode=COMPILE_MODE, dynamic=False)
+    except Exception as e:
+        return error_row(label, e)
+    return timed_row(label, lambda: compiled(*args), ref)
+
+
+def ours_row(label, variant, inputs, output, ref, view=lambda out: out):
+    """One of our variants on `inputs` (name -> tensor), writing the tensor named `output`."""
+    try:
+        out = variant.empty(output)
+        tensors = dict(inputs, **{output: out})
+
+        def run():
+            variant.launch(tensors)
+            return out
+        return timed_row(label, run, ref, view)
+    except Exception as e:
+        return error_row(label, e)
+
+
+# --- attention -----------------------------------------------------------------------------
+
 def attention_reference(q, k, v, scale):
     """Softmax attention in float64 with the row max subtracted (GQA heads repeated)."""
     groups = q.shape[1] // k.shape[1]
@@ -53,6 +126,22 @@ def attention_reference(q, k, v, scale):
     logits = q.double() @ k64.transpose(-1, -2) * scale
     weights = torch.exp(logits - logits.amax(-1, keepdim=True))
     return (weights / weights.sum(-1, keepdim=True)) @ v64, logits.std().item()
+
+
+def spread_check(variant, q_like, k_like, v_like, to_ours, scale, out_view, spread):
+    """Our variant on fresh normal inputs whose logits have standard deviation `spread`
+    (Q scaled, K and V ~ N(0, 1)): finite, and its error against float64."""
+    head_dim = q_like.shape[-1]
+    q = torch.randn_like(q_like) * (spread / (scale * math.sqrt(head_dim)))
+    k = torch.randn_like(k_like)
+    v = torch.randn_like(v_like)
+    want, measured = attention_reference(q, k, v, scale)
+    got = variant.empty("O")
+    variant.launch(dict(to_ours(q, k, v), O=got))
+    torch.cuda.synchronize()
+    return {"logit_std": spread, "measured_logit_std": measured,
+            "finite": bool(torch.isfinite(got).all().item()),
+            "rel_error": relative_error(out_view(got), want)}
 
 
 def attention_case(name, variants, q_sdpa, k_sdpa, v_sdpa, to_ours, scale, out_view,
@@ -64,26 +153,14 @@ def attention_case(name, variants, q_sdpa, k_sdpa, v_sdpa, to_ours, scale, out_v
     ours_inputs = to_ours(q_sdpa, k_sdpa, v_sdpa)
     rows = []
     for label, variant in variants.items():
-        out = variant.empty("O")
-        tensors = dict(ours_inputs, O=out)
-        variant.launch(tensors)
-        torch.cuda.synchronize()
-        row = {"impl": label, "us": median_us(lambda: variant.launch(tensors)),
-               "rel_error": relative_error(out_view(out), ref), "spread_checks": []}
-        for spread in spreads:
-            # Q scaled so the logits have standard deviation `spread` (K, V ~ N(0, 1)).
-            head_dim = q_sdpa.shape[-1]
-            q = torch.randn_like(q_sdpa) * (spread / (scale * math.sqrt(head_dim)))
-            k = torch.randn_like(k_sdpa)
-            v = torch.randn_like(v_sdpa)
-            want, measured = attention_reference(q, k, v, scale)
-            got = variant.empty("O")
-            variant.launch(dict(to_ours(q, k, v), O=got))
-            torch.cuda.synchronize()
-            row["spread_checks"].append({
-                "logit_std": spread, "measured_logit_std": measured,
-                "finite": bool(torch.isfinite(got).all().item()),
-                "rel_error": relative_error(out_view(got), want)})
+        row = ours_row(label, variant, ours_inputs, "O", ref, out_view)
+        if row["us"] is not None:
+            try:
+                row["spread_checks"] = [spread_check(variant, q_sdpa, k_sdpa, v_sdpa, to_ours,
+                                                     scale, out_view, s) for s in spreads]
+            except Exception as e:
+                row["spread_checks"] = []
+                row["spread_error"] = short_error(e)
         rows.append(row)
     backends = {
         "sdpa_cudnn": torch.nn.attention.SDPBackend.CUDNN_ATTENTION,
@@ -92,133 +169,229 @@ def attention_case(name, variants, q_sdpa, k_sdpa, v_sdpa, to_ours, scale, out_v
         "sdpa_math": torch.nn.attention.SDPBackend.MATH,
     }
     for label, backend in backends.items():
-        try:
-            with torch.nn.attention.sdpa_kernel(backend):
-                fn = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
-                    q_sdpa, k_sdpa, v_sdpa, scale=scale, enable_gqa=True)
-                result = fn()
-                torch.cuda.synchronize()
-                rows.append({"impl": label, "us": median_us(fn),
-                             "rel_error": relative_error(result, ref)})
-        except Exception as e:  # a backend that does not support the shape
-            rows.append({"impl": label, "us": None, "error": str(e).splitlines()[0][:120]})
+        with torch.nn.attention.sdpa_kernel(backend):
+            rows.append(timed_row(
+                label, lambda: torch.nn.functional.scaled_dot_product_attention(
+                    q_sdpa, k_sdpa, v_sdpa, scale=scale, enable_gqa=True), ref))
     # Inputs read once, the output (Q's shape) written once.
-    minimal_bytes = sum(t.numel() * t.element_size() for t in ours_inputs.values()) + \
-        q_sdpa.numel() * q_sdpa.element_size()
-    return {"case": name, "kind": "attention", "bytes": minimal_bytes, "logit_std": logit_std,
-            "rows": rows}
+    return {"case": name, "kind": "attention", "bytes": nbytes(*ours_inputs.values(), q_sdpa),
+            "logit_std": logit_std, "rows": rows}
 
 
-def gemm_case(name, variant, n):
+def mirage_inputs(q, k, v):
+    """SDPA's [1, 16, 32, 64] queries and [1, 2, 4096, 64] keys/values as Mirage's GQA takes
+    them: Q [2, 256, 64], K [2, 64, 4096], V [2, 4096, 64]."""
+    return {"Q": q.reshape(2, 256, 64).contiguous(),
+            "K": k[0].transpose(-1, -2).contiguous(), "V": v[0].contiguous()}
+
+
+def mirage_heads(o):
+    return o.reshape(1, 16, 32, 64)
+
+
+def gqa_mirage_case(name, variants, options):
+    # Mirage's GQA: 2 KV heads, 8 query heads each, 32 query tokens, 4096 positions, d 64,
+    # no 1/sqrt(d) scale, no max-subtraction: inputs kept at half spread (logit std 2), since
+    # its exp overflows f16 beyond that. Q [2, 256, 64] is SDPA's [1, 16, 32, 64].
+    q = torch.randn(1, 16, 32, 64, dtype=torch.float16, device="cuda") * 0.5
+    k = torch.randn(1, 2, 4096, 64, dtype=torch.float16, device="cuda") * 0.5
+    v = torch.randn(1, 2, 4096, 64, dtype=torch.float16, device="cuda")
+    return attention_case(name, variants, q, k, v, mirage_inputs, 1.0, mirage_heads)
+
+
+def gqa_safe_mirage_shape_case(name, variants, options):
+    # The same shape, the safe program (row max subtracted), at real spreads: N(0, 1) inputs
+    # (logit std 8), checked up to logit std 16.
+    q = torch.randn(1, 16, 32, 64, dtype=torch.float16, device="cuda")
+    k = torch.randn(1, 2, 4096, 64, dtype=torch.float16, device="cuda")
+    v = torch.randn(1, 2, 4096, 64, dtype=torch.float16, device="cuda")
+    return attention_case(name, variants, q, k, v, mirage_inputs, 1.0, mirage_heads,
+                          LOGIT_SPREADS)
+
+
+def decode_inputs(q, k, v):
+    """SDPA's [1, 32, 1, 128] query and [1, 8, seq, 128] cache as our decode program takes
+    them: Q [8, 4, 128] (4 query heads per KV head), K and V [8, seq, 128]."""
+    return {"Q": q.reshape(8, 4, 128).contiguous(), "K": k[0].contiguous(),
+            "V": v[0].contiguous()}
+
+
+def decode_case(context, name, variants, options):
+    # Decode, safe program: batch 1, 32 query heads, 8 KV heads, d 128; the KV cache is
+    # [8, seq, 128] (schedules/gqa_decode_*k.mg).
+    q = torch.randn(1, 32, 1, 128, dtype=torch.float16, device="cuda")
+    k = torch.randn(1, 8, context, 128, dtype=torch.float16, device="cuda")
+    v = torch.randn(1, 8, context, 128, dtype=torch.float16, device="cuda")
+    result = attention_case(name, variants, q, k, v, decode_inputs, 1 / math.sqrt(128),
+                            lambda o: o.reshape(1, 32, 1, 128), LOGIT_SPREADS)
+    result["context"] = context
+    for row in result["rows"]:
+        row["context"] = context
+    return result
+
+
+# --- matrix products -----------------------------------------------------------------------
+
+def matmul(x, w):
+    """X·W, as the function torch.compile compiles (the eager baseline is torch.matmul)."""
+    return x @ w
+
+
+def matmul_case(m, name, variants, options):
+    """Y = X·W, X [m, HIDDEN] ~ N(0, 1), W [HIDDEN, FFN] ~ N(0, WEIGHT_STD²), f16
+    (schedules/matmul_m<m>.mg): at small m, bound by reading W."""
+    x = torch.randn(m, HIDDEN, dtype=torch.float16, device="cuda")
+    w = torch.randn(HIDDEN, FFN, dtype=torch.float16, device="cuda") * WEIGHT_STD
+    ref = x.double() @ w.double()
+    rows = [ours_row(label, v, {"X": x, "W": w}, "Y", ref) for label, v in variants.items()]
+    rows.append(timed_row("torch.matmul", lambda: torch.matmul(x, w), ref))
+    if options.compile:
+        rows.append(compiled_row("torch.compile", matmul, (x, w), ref))
+    return {"case": name, "kind": "matmul", "m": m, "k": HIDDEN, "n": FFN,
+            "bytes": nbytes(x, w) + 2 * m * FFN,
+            "flops": 2 * m * HIDDEN * FFN, "rows": rows}
+
+
+def gated_mlp(x, w1, w3):
+    """Llama's gated MLP without its down projection: silu(X·W1) * (X·W3)."""
+    return torch.nn.functional.silu(x @ w1) * (x @ w3)
+
+
+def mlp_case(m, name, variants, options):
+    """gated_mlp at batch m, inputs drawn as in matmul_case (schedules/mlp_batch16.mg)."""
+    x = torch.randn(m, HIDDEN, dtype=torch.float16, device="cuda")
+    w1 = torch.randn(HIDDEN, FFN, dtype=torch.float16, device="cuda") * WEIGHT_STD
+    w3 = torch.randn(HIDDEN, FFN, dtype=torch.float16, device="cuda") * WEIGHT_STD
+    ref = gated_mlp(x.double(), w1.double(), w3.double())
+    inputs = {"X": x, "W1": w1, "W3": w3}
+    rows = [ours_row(label, v, inputs, "Y", ref) for label, v in variants.items()]
+    rows.append(timed_row("torch.eager", lambda: gated_mlp(x, w1, w3), ref))
+    if options.compile:
+        rows.append(compiled_row("torch.compile", gated_mlp, (x, w1, w3), ref))
+    return {"case": name, "kind": "mlp", "m": m, "k": HIDDEN, "n": FFN,
+            "bytes": nbytes(x, w1, w3) + 2 * m * FFN,
+            "flops": 4 * m * HIDDEN * FFN, "rows": rows}
+
+
+def gemm_case(n, name, variants, options):
+    """C = A·B at n³, A and B ~ N(0, 1): compute-bound."""
     a = torch.randn(n, n, dtype=torch.float16, device="cuda")
     b = torch.randn(n, n, dtype=torch.float16, device="cuda")
-    c = variant.empty("C")
-    tensors = {"A": a, "B": b, "C": c}
-    variant.launch(tensors)
-    torch.cuda.synchronize()
     ref = a.double() @ b.double()
-    rows = [{"impl": "mugraph", "us": median_us(lambda: variant.launch(tensors)),
-             "rel_error": relative_error(c, ref)}]
-    result = torch.matmul(a, b)
-    rows.append({"impl": "torch.matmul", "us": median_us(lambda: torch.matmul(a, b)),
-                 "rel_error": relative_error(result, ref)})
+    rows = [ours_row(label, v, {"A": a, "B": b}, "C", ref) for label, v in variants.items()]
+    rows.append(timed_row("torch.matmul", lambda: torch.matmul(a, b), ref))
     return {"case": name, "kind": "gemm", "flops": 2 * n ** 3, "rows": rows}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--replays", required=True)
-    parser.add_argument("--out", default="bench_gpu.json")
-    parser.add_argument("--cases", default="gqa_mirage,gqa_safe_mirage_shape,gqa_decode_4k,"
-                        "gqa_decode_32k,gemm_1024,gemm_4096")
-    args = parser.parse_args()
-    torch.manual_seed(0)
-    device = torch.cuda.get_device_name()
-    bandwidth = copy_bandwidth()
-    results = []
-    wanted = args.cases.split(",")
-
-    def variants(case):
-        """Our variants of a case: replay folders named CASE (impl "mugraph") or CASE.LABEL
-        (impl "mugraph.LABEL")."""
-        found = {}
-        for folder in sorted(os.listdir(args.replays)):
-            if folder == case or folder.startswith(case + "."):
-                label = "mugraph" + folder[len(case):]
-                found[label] = Variant(os.path.join(args.replays, folder))
-        return found
-
-    def variant(case):
-        return variants(case)["mugraph"]
-
-    spreads = (1, 4, 8, 16)
-    mirage_heads = lambda o: o.reshape(1, 16, 32, 64)  # noqa: E731
-
-    def mirage_inputs(q, k, v):
-        return {"Q": q.reshape(2, 256, 64).contiguous(),
-                "K": k[0].transpose(-1, -2).contiguous(), "V": v[0].contiguous()}
-
-    if "gqa_mirage" in wanted:
-        # Mirage's GQA: 2 KV heads, 8 query heads each, 32 query tokens, 4096 positions, d 64,
-        # no 1/sqrt(d) scale, no max-subtraction: inputs kept at half spread (logit std 2),
-        # since its exp overflows f16 beyond that. Q [2, 256, 64] is SDPA's [1, 16, 32, 64].
-        q = torch.randn(1, 16, 32, 64, dtype=torch.float16, device="cuda") * 0.5
-        k = torch.randn(1, 2, 4096, 64, dtype=torch.float16, device="cuda") * 0.5
-        v = torch.randn(1, 2, 4096, 64, dtype=torch.float16, device="cuda")
-        results.append(attention_case("gqa_mirage", variants("gqa_mirage"), q, k, v,
-                                      mirage_inputs, 1.0, mirage_heads))
-    if "gqa_safe_mirage_shape" in wanted:
-        # The same shape, the safe program (row max subtracted), at real spreads: N(0, 1)
-        # inputs (logit std 8), checked up to logit std 16.
-        q = torch.randn(1, 16, 32, 64, dtype=torch.float16, device="cuda")
-        k = torch.randn(1, 2, 4096, 64, dtype=torch.float16, device="cuda")
-        v = torch.randn(1, 2, 4096, 64, dtype=torch.float16, device="cuda")
-        results.append(attention_case("gqa_safe_mirage_shape", variants("gqa_safe_mirage_shape"),
-                                      q, k, v, mirage_inputs, 1.0, mirage_heads, spreads))
-    for ctx in (4, 32):
-        case = f"gqa_decode_{ctx}k"
-        if case not in wanted:
-            continue
-        # Decode, safe program: batch 1, 32 query heads, 8 KV heads, d 128; the KV cache is
-        # [8, seq, 128].
-        seq = ctx * 1024
-        q = torch.randn(1, 32, 1, 128, dtype=torch.float16, device="cuda")
-        k = torch.randn(1, 8, seq, 128, dtype=torch.float16, device="cuda")
-        v = torch.randn(1, 8, seq, 128, dtype=torch.float16, device="cuda")
-        results.append(attention_case(
-            case, variants(case), q, k, v,
-            lambda q, k, v: {"Q": q.reshape(8, 4, 128).contiguous(), "K": k[0].contiguous(),
-                             "V": v[0].contiguous()},
-            1 / math.sqrt(128), lambda o: o.reshape(1, 32, 1, 128), spreads))
+def all_cases():
+    """Case name -> fn(name, variants, options), in the order they run."""
+    cases = {"gqa_mirage": gqa_mirage_case,
+             "gqa_safe_mirage_shape": gqa_safe_mirage_shape_case}
+    for k in DECODE_CONTEXTS_K:
+        cases[f"gqa_decode_{k}k"] = functools.partial(decode_case, k * 1024)
+    for m in MATMUL_BATCHES:
+        cases[f"matmul_m{m}"] = functools.partial(matmul_case, m)
+    cases[f"mlp_batch{MLP_BATCH}"] = functools.partial(mlp_case, MLP_BATCH)
     for n in (1024, 4096):
-        case = f"gemm_{n}"
-        if case in wanted:
-            results.append(gemm_case(case, variant(case), n))
+        cases[f"gemm_{n}"] = functools.partial(gemm_case, n)
+    return cases
 
-    print(f"device {device}; measured copy bandwidth {bandwidth / 1e12:.2f} TB/s")
-    print(f"{'case':22} {'impl':22} {'time us':>9} {'rel err':>9} {'metric':>18} {'vs best torch':>13}")
+
+# --- running and reporting -----------------------------------------------------------------
+
+def find_variants(replays, case):
+    """Our variants of a case: replay folders named CASE (impl "mugraph") or CASE.LABEL (impl
+    "mugraph.LABEL"); a folder that does not load is reported and left out."""
+    found = {}
+    for folder in sorted(os.listdir(replays)):
+        if folder == case or folder.startswith(case + "."):
+            label = "mugraph" + folder[len(case):]
+            try:
+                found[label] = Variant(os.path.join(replays, folder))
+            except Exception as e:
+                print(f"note: {case}: replay folder {folder} left out: {short_error(e)}")
+    return found
+
+
+def annotate(result, bandwidth):
+    """Adds each row's ratio to the fastest PyTorch row and its throughput: the fraction of
+    the copy bandwidth for a memory-bound case, TFLOP/s for the others."""
+    torch_times = [row["us"] for row in result["rows"]
+                   if not row["impl"].startswith("mugraph") and row.get("us")]
+    best = min(torch_times) if torch_times else None
+    for row in result["rows"]:
+        if row.get("us") is None:
+            continue
+        if "bytes" in result:
+            row["fraction_of_copy_bandwidth"] = result["bytes"] / (row["us"] * 1e-6) / bandwidth
+        if "flops" in result:
+            row["tflops"] = result["flops"] / (row["us"] * 1e-6) / 1e12
+        row["ratio_to_best_torch"] = best / row["us"] if best else None
+
+
+def print_table(results):
+    print(f"{'case':22} {'impl':22} {'time us':>9} {'rel err':>9} {'metric':>18} "
+          f"{'vs best torch':>13}")
     for r in results:
-        torch_times = [row["us"] for row in r["rows"]
-                       if not row["impl"].startswith("mugraph") and row.get("us")]
-        best = min(torch_times) if torch_times else None
         for row in r["rows"]:
             if row.get("us") is None:
-                print(f"{r['case']:22} {row['impl']:22} {'-':>9} {'-':>9} {row.get('error', '')[:40]}")
+                print(f"{r['case']:22} {row['impl']:22} {'-':>9} {'-':>9} "
+                      f"{row.get('error', '')[:60]}")
                 continue
-            if r["kind"] == "attention":
-                row["fraction_of_copy_bandwidth"] = r["bytes"] / (row["us"] * 1e-6) / bandwidth
+            if "fraction_of_copy_bandwidth" in row:
                 metric = f"{100 * row['fraction_of_copy_bandwidth']:.1f}% of copy BW"
             else:
-                row["tflops"] = r["flops"] / (row["us"] * 1e-6) / 1e12
                 metric = f"{row['tflops']:.1f} TFLOP/s"
-            row["ratio_to_best_torch"] = best / row["us"] if best else None
-            ratio = f"{row['ratio_to_best_torch']:.2f}x" if best else "-"
+            ratio = row["ratio_to_best_torch"]
+            ratio = f"{ratio:.2f}x" if ratio else "-"
             print(f"{r['case']:22} {row['impl']:22} {row['us']:9.1f} {row['rel_error']:9.2e} "
                   f"{metric:>18} {ratio:>13}")
             for check in row.get("spread_checks", []):
                 print(f"{'':22}   logit std {check['logit_std']:>2} (measured "
                       f"{check['measured_logit_std']:5.1f}): finite {check['finite']}, "
                       f"rel err {check['rel_error']:.2e}")
+            if "spread_error" in row:
+                print(f"{'':22}   spread checks failed: {row['spread_error']}")
+
+
+def main():
+    cases = all_cases()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replays", required=True, help="folder of `mugraph replay` outputs")
+    parser.add_argument("--out", default="bench_gpu.json")
+    parser.add_argument("--cases", default=",".join(cases),
+                        help="comma-separated, from: " + ", ".join(cases))
+    parser.add_argument("--no-compile", dest="compile", action="store_false",
+                        help="leave out the torch.compile baselines (they autotune, slowly)")
+    args = parser.parse_args()
+    wanted = [c for c in args.cases.split(",") if c]
+    unknown = [c for c in wanted if c not in cases]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(cases)}")
+    if not os.path.isdir(args.replays):
+        parser.error(f"--replays {args.replays}: not a folder")
+    torch.manual_seed(0)
+    device = torch.cuda.get_device_name()
+    bandwidth = copy_bandwidth()
+    print(f"device {device}; measured copy bandwidth {bandwidth / 1e12:.2f} TB/s")
+    results = []
+    for name in wanted:
+        variants = find_variants(args.replays, name)
+        if not variants:
+            print(f"note: {name} skipped: no replay folder {name} (or {name}.LABEL) in "
+                  f"{args.replays}")
+            continue
+        print(f"running {name} ({', '.join(variants)})", flush=True)
+        try:
+            result = cases[name](name, variants, args)
+        except Exception:  # e.g. out of memory drawing a reference: the other cases still run
+            traceback.print_exc()
+            print(f"note: {name} failed (above); left out of the results")
+            continue
+        annotate(result, bandwidth)
+        results.append(result)
+        torch.cuda.empty_cache()
+    print_table(results)
     with open(args.out, "w") as f:
         json.dump({"device": device, "copy_bandwidth_bytes_per_s": bandwidth,
                    "torch": torch.__version__, "results": results}, f, indent=2)
