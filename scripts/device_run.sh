@@ -32,14 +32,31 @@ fi
 
 if [[ $step == all || $step == bench ]]; then
   echo "== benchmark"
+  rm -rf /tmp/replays "$out/bench_gpu.json"  # nothing left from an earlier run
   mkdir -p /tmp/replays
-  # case:schedule pairs; a case's folder CASE.LABEL is another of our variants of it.
+  # case:schedule pairs; a case's folder CASE.LABEL is another of our variants of it. The
+  # decode sweep (1K..64K) has one schedule per context; the matmul_m* and mlp_batch16
+  # schedules (.best.json) may not be there yet: a missing one is skipped below.
   pairs="gqa_mirage:gqa_mirage.split_kv gqa_safe_mirage_shape:gqa.split_kv
-         gqa_decode_4k:gqa_decode_4k.split_kv gqa_decode_32k:gqa_decode_32k.split_kv
-         gemm_1024:gemm_1024.tiled gemm_4096:gemm_4096.tiled"
-  # What the search found for each built-in program (schedules/found/PROGRAM.vHASH.json).
-  for program_case in gqa:gqa_safe_mirage_shape gqa_decode:gqa_decode_4k \
-                      gqa_decode_32k:gqa_decode_32k gemm:gemm_1024; do
+         gemm_1024:gemm_1024.tiled gemm_4096:gemm_4096.tiled
+         mlp_batch16:mlp_batch16.best"
+  for ctx in 1k 2k 4k 8k 16k 32k 64k; do
+    pairs="$pairs gqa_decode_$ctx:gqa_decode_$ctx.split_kv"
+  done
+  for m in 1 4 8 16; do
+    pairs="$pairs matmul_m$m:matmul_m$m.best"
+  done
+  # What the search found for each program (schedules/found/PROGRAM.vHASH.json), as
+  # program:case pairs.
+  found_programs="gqa:gqa_safe_mirage_shape gqa_decode:gqa_decode_4k gemm:gemm_1024
+                  mlp_batch16:mlp_batch16"
+  for ctx in 1k 2k 4k 8k 16k 32k 64k; do
+    found_programs="$found_programs gqa_decode_$ctx:gqa_decode_$ctx"
+  done
+  for m in 1 4 8 16; do
+    found_programs="$found_programs matmul_m$m:matmul_m$m"
+  done
+  for program_case in $found_programs; do
     for f in schedules/found/"${program_case%%:*}".v*.json; do
       [ -e "$f" ] || continue
       label=$(basename "$f" .json)
@@ -52,9 +69,22 @@ if [[ $step == all || $step == bench ]]; then
     pairs="$pairs $(basename "$f" .json):../devbuild/bench/$(basename "$f" .json)"
   done
   for pair in $pairs; do
-    "$mg" replay "schedules/${pair#*:}.json" --out "/tmp/replays/${pair%%:*}" >/dev/null \
+    schedule="schedules/${pair#*:}.json"
+    if [ ! -e "$schedule" ]; then
+      echo "note: no $schedule; case ${pair%%:*} has no variant from it"
+      continue
+    fi
+    "$mg" replay "$schedule" --out "/tmp/replays/${pair%%:*}" >/dev/null \
       || echo "replay ${pair#*:} failed"
   done
   PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/replays \
     --out "$out/bench_gpu.json" 2>&1 | tee "$out/bench_gpu.log"
+  if [ ! -e "$out/bench_gpu.json" ]; then
+    echo "note: no $out/bench_gpu.json; no plots"
+  elif python3 -c "import matplotlib" 2>/dev/null; then
+    python3 tools/python/bench_plots.py "$out/bench_gpu.json" --out-dir "$out"
+  else
+    echo "note: matplotlib does not import here; draw the plots elsewhere:" \
+      "python3 tools/python/bench_plots.py bench_gpu.json"
+  fi
 fi
