@@ -9,8 +9,6 @@
 #include "graph/error.h"
 
 namespace mugraph::codegen {
-namespace {
-
 using graph::OpKind;
 using graph::TensorId;
 
@@ -39,6 +37,8 @@ std::string elementwiseExpression(OpKind kind, const graph::OpAttrs& attrs,
       throw UserError(std::string(graph::opName(kind)), "is not an element-wise op");
   }
 }
+
+namespace {
 
 // Binds each operand's value to a named f32 (registers for chain tiles, shared reads else).
 std::vector<std::string> bindOperands(const EmitContext& context, const graph::BlockOp& op,

@@ -57,6 +57,12 @@ Index4 openElementLoop(const EmitContext& context, const Extent4& extent,
   if (stride == 0) stride = context.threads();
   context.out.open("for (int " + variable + " = " + start + "; " + variable + " < " +
                    std::to_string(count) + "; " + variable + " += " + std::to_string(stride) + ")");
+  return nameElementIndex(context, extent, variable);
+}
+
+Index4 nameElementIndex(const EmitContext& context, const Extent4& extent,
+                        const std::string& variable) {
+  const int64_t count = extent[0] * extent[1] * extent[2] * extent[3];
   Index4 index{"0", "0", "0", "0"};
   int64_t inner = count;
   for (int d = 0; d < graph::kMaxRank; ++d) {

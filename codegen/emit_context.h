@@ -87,6 +87,19 @@ Index4 openElementLoop(const EmitContext& context, const Extent4& extent,
                        const std::string& variable = "e", const std::string& start = "threadIdx.x",
                        int64_t stride = 0);
 
+// Names the index i0..i3 of linear element `variable` of `extent` ("0" where a dim is 1).
+Index4 nameElementIndex(const EmitContext& context, const Extent4& extent,
+                        const std::string& variable);
+
+// Element offset of a block's tile in its device tensor: blockIdx times the per-axis steps
+// plus `iteration` times the per-iteration step ("0" when there is none).
+std::string baseOffset(const std::array<int64_t, graph::kGridAxes>& blockStep,
+                       int64_t iterationStep, const std::string& iteration);
+
+// f32 expression of element-wise op `kind` applied to operand expressions `x`.
+std::string elementwiseExpression(graph::OpKind kind, const graph::OpAttrs& attrs,
+                                  const std::vector<std::string>& x);
+
 // Part printers, one file each.
 void emitInputLoad(const EmitContext& context, int op, const std::string& buffer,
                    const std::string& iteration);
@@ -97,6 +110,8 @@ void emitStandaloneAccumulate(const EmitContext& context, int op);
 void emitMmaOp(const EmitContext& context, int op);
 void emitRegisterOutputStore(const EmitContext& context, int op);
 void emitMaterialize(const EmitContext& context, graph::TensorId tile);
+// The whole body of a kernel planned as thread-owned elements (KernelPlan::threadOwned).
+void emitThreadOwnedBody(const EmitContext& context);
 
 // The register epilogue of `host` for one element: `value` is the host's result at `index`;
 // prints the fused chain, stores to shared tiles and folded accumulator updates.

@@ -5,8 +5,6 @@
 #include "codegen/emit_context.h"
 
 namespace mugraph::codegen {
-namespace {
-
 std::string baseOffset(const std::array<int64_t, graph::kGridAxes>& blockStep,
                        int64_t iterationStep, const std::string& iteration) {
   static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
@@ -23,6 +21,8 @@ std::string baseOffset(const std::array<int64_t, graph::kGridAxes>& blockStep,
   }
   return text.empty() ? "0" : text;
 }
+
+namespace {
 
 // Names the three outer indices of a row of a [e0][e1][e2][cols] box.
 std::array<std::string, 3> splitRow(CudaWriter& out, const Extent4& extent) {

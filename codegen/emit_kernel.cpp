@@ -171,6 +171,11 @@ void emitKernel(const EmitContext& context) {
     out.line("    " + type + context.paramName(static_cast<int>(p)) + (last ? ") {" : ","));
   }
   out.enter();
+  if (plan.threadOwned) {
+    emitThreadOwnedBody(context);
+    out.close();
+    return;
+  }
   out.line("extern __shared__ __align__(128) unsigned char mg_smem[];");
   declareSharedTiles(context, false, "");
   initializeAccumulators(context);

@@ -43,6 +43,7 @@ void openFragmentLoop(const EmitContext& context, const MmaPlan& mma, bool pairs
   out.line("const int i3 = n0 + ni * 8 + ((lane & 3) << 1)" +
            std::string(pairs ? "" : " + (r & 1)") + ";");
   out.line("const int f = (mi * " + std::to_string(mma.ni) + " + ni) * 4 + r;");
+  if (mma.padded()) out.line("if (i2 >= " + std::to_string(mma.rows) + ") continue;");
 }
 
 void closeFragmentLoop(const EmitContext& context) {
@@ -69,6 +70,7 @@ void emitRegisterRescale(const EmitContext& context, const MmaPlan& mma,
   out.line("#pragma unroll");
   out.open("for (int half = 0; half < 2; ++half)");
   out.line("const int i2 = m0 + mi * 16 + (lane >> 2) + (half << 3);");
+  if (mma.padded()) out.line("if (i2 >= " + std::to_string(mma.rows) + ") continue;");
   out.line("const float factor = " + context.factorElement(max, {"0", "0", "i2", "0"}) + ";");
   out.line("#pragma unroll");
   out.open("for (int ni = 0; ni < " + std::to_string(mma.ni) + "; ++ni)");
@@ -109,9 +111,10 @@ void emitMmaOp(const EmitContext& context, int opIndex) {
   }
   out.line("mg::mma_warp_tile<" + storageType(mma.dtype) + ", " + std::to_string(mma.mi) + ", " +
            std::to_string(mma.ni) + ", " + std::to_string(mma.k) + ", " +
-           (mma.aStoredKM ? "true" : "false") + ", " + (mma.bStoredKN ? "true" : "false") + ">(" +
-           fragments + ", " + context.tileName(op.inputs[0]) + ", " + std::to_string(a.cols) +
-           ", " + std::to_string(a.swizzleMask) + ", " + context.tileName(op.inputs[1]) + ", " +
+           (mma.aStoredKM ? "true" : "false") + ", " + (mma.bStoredKN ? "true" : "false") +
+           (mma.padded() ? ", " + std::to_string(mma.rows) : "") + ">(" + fragments + ", " +
+           context.tileName(op.inputs[0]) + ", " + std::to_string(a.cols) + ", " +
+           std::to_string(a.swizzleMask) + ", " + context.tileName(op.inputs[1]) + ", " +
            std::to_string(b.cols) + ", " + std::to_string(b.swizzleMask) + ", m0, n0);");
   if (!opPlan.accumulateInPlace) {
     openFragmentLoop(context, mma, false);

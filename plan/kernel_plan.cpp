@@ -88,9 +88,13 @@ std::optional<MmaPlan> planMma(const KernelPlan& plan, const graph::BlockOp& op,
   const Extent4 ea = padTo4(a.shape);
   const Extent4 eb = padTo4(b.shape);
   if (ea[0] * ea[1] != 1 || eb[0] * eb[1] != 1) return std::nullopt;
-  const int64_t m = ea[2];
+  const int64_t rows = ea[2];
   const int64_t k = ea[3];
   const int64_t n = eb[3];
+  // Fewer than 16 rows: one padded fragment row, A read row by row ([M][K], so ldmatrix can
+  // repeat its last row for the padding).
+  const bool pad = rows < 16 && !transposedInput[op.inputs[0]];
+  const int64_t m = pad ? 16 : rows;
   if (m % 16 != 0 || n % 16 != 0 || k % 16 != 0) return std::nullopt;
   const int warps = block.threads / 32;
   std::optional<MmaPlan> best;
@@ -110,6 +114,7 @@ std::optional<MmaPlan> planMma(const KernelPlan& plan, const graph::BlockOp& op,
     }
   }
   if (!best) return std::nullopt;
+  best->rows = rows;
   best->k = k;
   best->dtype = a.dtype;
   best->aStoredKM = transposedInput[op.inputs[0]];
@@ -315,6 +320,37 @@ void choosePipelineStages(KernelPlan& plan, const Target& target) {
   useStages(2);
 }
 
+// Most elements one thread owns: each is a register per tile kept across the loop.
+constexpr int kMaxOwnedPerThread = 8;
+
+// Thread-owned elements (kernel_plan.h) when every compute op is element-wise or an
+// accumulator and every tile's extent is, dim by dim, the common extent or 1.
+std::optional<ThreadOwnedElements> planThreadOwned(const KernelPlan& plan) {
+  const graph::BlockGraph& block = *plan.block;
+  ThreadOwnedElements owned;
+  for (const graph::BlockOp& op : block.ops) {
+    const bool fits = op.kind == OpKind::Input || op.kind == OpKind::Output ||
+                      graph::isElementwise(op.kind) || graph::isAccumulator(op.kind);
+    if (!fits) return std::nullopt;
+  }
+  for (const graph::BlockTensor& tile : block.tensors) {
+    const Extent4 extent = padTo4(tile.shape);
+    for (int d = 0; d < graph::kMaxRank; ++d)
+      owned.extent[d] = std::max(owned.extent[d], extent[d]);
+  }
+  for (const graph::BlockTensor& tile : block.tensors) {
+    const Extent4 extent = padTo4(tile.shape);
+    for (int d = 0; d < graph::kMaxRank; ++d) {
+      if (extent[d] != 1 && extent[d] != owned.extent[d]) return std::nullopt;
+    }
+  }
+  owned.elements = owned.extent[0] * owned.extent[1] * owned.extent[2] * owned.extent[3];
+  const int64_t perThread = (owned.elements + block.threads - 1) / block.threads;
+  if (perThread > kMaxOwnedPerThread) return std::nullopt;
+  owned.perThread = static_cast<int>(perThread);
+  return owned;
+}
+
 }  // namespace
 
 Extent4 padTo4(const graph::Dims& shape) {
@@ -356,6 +392,17 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
     if (op.kind != OpKind::Input) continue;
     const graph::TensorDesc& source = graph.tensors[plan.kernel->inputs[op.kernelTensor]];
     transposedInput[op.output] = source.layout == graph::Layout::Transposed;
+  }
+  plan.threadOwned = planThreadOwned(plan);
+  if (plan.threadOwned) {
+    for (size_t o = 0; o < block.ops.size(); ++o) {
+      const graph::BlockOp& op = block.ops[o];
+      if (op.kind == OpKind::Input) planInputCopy(plan, static_cast<int>(o));
+      if (op.kind == OpKind::Output) planOutputCopy(plan, static_cast<int>(o));
+    }
+    for (SharedTile& tile : plan.shared) tile.buffers = 1;  // nothing is staged
+    plan.minBlocksPerSm = 1;
+    return plan;
   }
   honorFusion(plan);
   for (size_t o = 0; o < block.ops.size(); ++o) {

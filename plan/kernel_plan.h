@@ -62,8 +62,11 @@ struct OutputCopy {
   int chunkBytes = 0;  // bytes per store along the last dim (16/8/4 or one element)
 };
 
-// A matmul on tensor cores: WarpsM x WarpsN warps, each owning a (MI*16) x (NI*8) block.
+// A matmul on tensor cores: WarpsM x WarpsN warps, each owning a (MI*16) x (NI*8) block. A
+// matmul of fewer than 16 rows (decode's query rows, a few tokens) is padded to one m16
+// fragment row: `rows` says how many are real; the padding rows' products are discarded.
 struct MmaPlan {
+  int64_t rows = 0;  // real rows of the result (M); below 16 only when padded
   int warpsM = 1;
   int warpsN = 1;
   int mi = 1;
@@ -73,6 +76,7 @@ struct MmaPlan {
   bool bStoredKN = true;
   graph::DType dtype = graph::DType::F16;
   int fragments() const { return mi * ni * 4; }  // floats per thread
+  bool padded() const { return rows < 16; }
 };
 
 // How one op is emitted. Ops fused into a producer's epilogue and folded accumulators are
@@ -83,6 +87,18 @@ struct OpPlan {
   std::optional<MmaPlan> mma;
   bool accumulateInPlace = false;  // mma result goes straight into a register accumulator
   bool warpPerRow = false;         // reductions: one warp per output element
+};
+
+// A block graph of element-wise ops and accumulators whose tiles all broadcast to one extent
+// runs without shared memory or barriers: thread t owns elements t, t + threads, ... of that
+// extent (`perThread` of them) and computes every tile's value at them in registers, tiles
+// of size 1 along a dim redundantly in each thread, reading inputs straight from global
+// memory and writing outputs from registers. A combine that walks split partials becomes a
+// loop of a few register operations per partial instead of a barrier-separated op sequence.
+struct ThreadOwnedElements {
+  Extent4 extent{1, 1, 1, 1};
+  int64_t elements = 1;
+  int perThread = 1;
 };
 
 struct KernelPlan {
@@ -108,6 +124,9 @@ struct KernelPlan {
   int pipelineStages = 1;               // buffers of prefetched input tiles (2 to 8)
   int64_t sharedBytes = 0;              // dynamic shared memory of one block
   int minBlocksPerSm = 1;               // promised to ptxas through __launch_bounds__
+  // Set when the block graph runs as thread-owned elements: then no tile lives in shared
+  // memory and only `inputs` and `outputs` (their global strides) of the above are used.
+  std::optional<ThreadOwnedElements> threadOwned;
 };
 
 // Whether block op `op` runs inside the for-loop (once per iteration): per-iteration ops,

@@ -198,9 +198,12 @@ __device__ __forceinline__ float dot8(const T* a, const T* b) {
 // as four 8x8 matrices in the order (r0-7,c0-7), (r8-15,c0-7), (r0-7,c8-15), (r8-15,c8-15)
 // of a logical [R][C] operand (A: R = M, C = K; B: R = N, C = K). Stored as [R][C]
 // (Transposed = false) or as [C][R] (Transposed = true, ldmatrix .trans).
-template <bool Transposed>
+// With RRows < 16 (an operand of fewer than 16 rows, stored [R][C]) rows past RRows - 1 read
+// row RRows - 1 again: their products land in fragment rows that the caller discards.
+template <bool Transposed, int RRows = 16>
 __device__ __forceinline__ void load_fragment_x4(unsigned (&r)[4], const void* tile, int cols,
                                                  int mask, int r0, int c0) {
+  static_assert(RRows >= 16 || !Transposed, "a short operand is stored [R][C]");
   const int lane = threadIdx.x & 31;
   int row, col;
   if constexpr (Transposed) {
@@ -208,6 +211,7 @@ __device__ __forceinline__ void load_fragment_x4(unsigned (&r)[4], const void* t
     col = r0 + (((lane >> 3) & 1) << 3);
   } else {
     row = r0 + (lane & 7) + (((lane >> 3) & 1) << 3);
+    if constexpr (RRows < 16) row = row < RRows ? row : RRows - 1;
     col = c0 + ((lane >> 4) << 3);
   }
   const void* address = static_cast<const unsigned short*>(tile) + swizzle<8>(row, col, cols, mask);
@@ -222,8 +226,9 @@ __device__ __forceinline__ void load_fragment_x4(unsigned (&r)[4], const void* t
 // block at (m0, n0), K in steps of 16. c holds MI*NI fragments of 4 floats; element r of
 // fragment (mi, ni) is C[m0 + mi*16 + lane/4 + 8*(r/2)][n0 + ni*8 + 2*(lane%4) + r%2].
 // A is stored [M][K] or, with AStoredKM, [K][M]; B is stored [N][K] or, with BStoredKN,
-// [K][N]. cols/mask describe each stored tile (row length and swizzle).
-template <class T, int MI, int NI, int K, bool AStoredKM, bool BStoredKN>
+// [K][N]. cols/mask describe each stored tile (row length and swizzle). ARows < 16: A has
+// only that many rows (MI = 1, stored [M][K]); fragment rows from ARows on are padding.
+template <class T, int MI, int NI, int K, bool AStoredKM, bool BStoredKN, int ARows = 16>
 __device__ __forceinline__ void mma_warp_tile(float* c, const T* a, int aCols, int aMask,
                                               const T* b, int bCols, int bMask, int m0, int n0) {
   static_assert(NI % 2 == 0, "B fragments are loaded 16 columns at a time");
@@ -233,7 +238,7 @@ __device__ __forceinline__ void mma_warp_tile(float* c, const T* a, int aCols, i
     unsigned bf[NI][2];
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
-      load_fragment_x4<AStoredKM>(af[mi], a, aCols, aMask, m0 + mi * 16, k0);
+      load_fragment_x4<AStoredKM, ARows>(af[mi], a, aCols, aMask, m0 + mi * 16, k0);
     }
 #pragma unroll
     for (int nj = 0; nj < NI / 2; ++nj) {

@@ -10,6 +10,7 @@
 #include "codegen_test_support.h"
 #include "emulated_kernels.h"
 #include "graph/builder.h"
+#include "tests/plan/memory_bound_schedules.h"
 
 namespace mugraph::codegen::testing {
 namespace {
@@ -194,6 +195,16 @@ TEST_F(EmulatedExecution, TheShippedTiledGemmBlockGraphMatchesTheInterpreter) {
 
 TEST_F(EmulatedExecution, FusedTensorCoreEpilogueAccumMaxAndRmsNormMatchTheInterpreter) {
   expectMatchesInterpreter(fusedEpilogueSchedule(), 14, 0.5);
+}
+
+// Fewer rows than a tensor-core fragment: the padding rows read the last real row again and
+// are never stored.
+TEST_F(EmulatedExecution, MatmulsOfFewRowsPaddedOnTensorCoresMatchTheInterpreter) {
+  for (int64_t rows : {1, 4, 8}) {
+    for (graph::DType dtype : {graph::DType::F16, graph::DType::BF16}) {
+      expectMatchesInterpreter(plan::testing::smallRowMatmul(rows, dtype), 17 + rows, 1.0);
+    }
+  }
 }
 
 TEST_F(EmulatedExecution, TransposedInputsAndDirectInputOutputsMatchTheInterpreter) {
