@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root with devbuild/ carried: the gpu-labelled
 # tests, compute-sanitizer on the shipped schedules, and the benchmark against PyTorch.
-# Results land in $OUT (or ./device_out).
+# Results land in $OUT (or ./device_out). BENCH_ARGS: extra gpu_bench.py arguments (--cases, --no-compile).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-device_out}
@@ -78,7 +78,7 @@ if [[ $step == all || $step == bench ]]; then
       || echo "replay ${pair#*:} failed"
   done
   PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/replays \
-    --out "$out/bench_gpu.json" 2>&1 | tee "$out/bench_gpu.log"
+    --out "$out/bench_gpu.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_gpu.log"
   if [ ! -e "$out/bench_gpu.json" ]; then
     echo "note: no $out/bench_gpu.json; no plots"
   elif python3 -c "import matplotlib" 2>/dev/null; then

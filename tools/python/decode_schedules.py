@@ -20,9 +20,11 @@ through a transposed view. The schedule:
 - kernel 1 (gqa_decode_combine), grid (KV heads, query heads per group), loops over the
   `splits` partials, rescales each by exp(m_j - m) and divides.
 
-Without --splits, a context gets the fewest splits (a power of two) that put at least
-TARGET_BLOCKS blocks on the GPU, as long as each split still holds KV_TILE_ROWS rows; without
---forloop, the iterations per split make the KV tile KV_TILE_ROWS rows. `mugraph check` and
+Without --splits, a context gets the most splits (a power of two) that keep the blocks at
+most TARGET_BLOCKS, as long as each split still holds KV_TILE_ROWS rows; without --forloop,
+the iterations per split make the KV tile KV_TILE_ROWS rows. Those defaults are what measured
+fastest on an H100 from 1K to 64K (docs/measurements/decode_split_sweep_h100.txt): one block
+of 128-row tiles per SM, the fewest partials for the combine to walk. `mugraph check` and
 `mugraph replay` accept every schedule written here (the generated ones are checked that way
 before they are shipped).
 """
@@ -37,10 +39,10 @@ QUERY_HEADS_PER_KV_HEAD = 4
 HEAD_DIM = 128
 SCALE = 1 / math.sqrt(HEAD_DIM)
 THREADS = 128
-# Twice the SM count of an H100 SXM (132 SMs): two blocks a SM hide the load latency of one.
-TARGET_BLOCKS = 2 * 132
-# The KV rows a block loads per iteration: the tile the shipped 32K schedule uses.
-KV_TILE_ROWS = 64
+# The SM count of an H100 SXM (132 SMs): one block per SM, each streaming its split.
+TARGET_BLOCKS = 132
+# The KV rows a block loads per iteration.
+KV_TILE_ROWS = 128
 
 
 def parse_context(text):
@@ -58,10 +60,10 @@ def context_label(context):
 
 
 def default_splits(context, tile_rows=KV_TILE_ROWS):
-    """The fewest power-of-two splits giving KV_HEADS * splits >= TARGET_BLOCKS, capped so a
+    """The most power-of-two splits keeping KV_HEADS * splits <= TARGET_BLOCKS, capped so a
     split holds at least one tile of `tile_rows` positions."""
     splits = 1
-    while KV_HEADS * splits < TARGET_BLOCKS and context % (2 * splits * tile_rows) == 0:
+    while KV_HEADS * 2 * splits <= TARGET_BLOCKS and context % (2 * splits * tile_rows) == 0:
         splits *= 2
     return splits
 
