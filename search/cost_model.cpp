@@ -3,9 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
+#include "graph/error.h"
 #include "graph/validate.h"
 #include "plan/kernel_plan.h"
 #include "plan/lower_predefined_ops.h"
+#include "search/cost_calibration.h"
+#include "search/cost_constants_text.h"
 
 namespace mugraph::search {
 namespace {
@@ -23,7 +28,9 @@ double matmulFlops(const graph::Dims& a, const graph::Dims& out) {
 struct KernelWork {
   double bytes = 0, tensorFlops = 0, generalMatmulFlops = 0, vectorFlops = 0;
   double blocks = 1, blocksPerSm = 1, serialSteps = 0;
-  double bytesPerBlock = 0;  // tiles one block loads over the whole loop
+  double stepMicroseconds = 0;      // latency of one for-loop step
+  double postLoopMicroseconds = 0;  // of the ops after the loop
+  double bytesPerBlock = 0;         // tiles one block loads over the whole loop
 };
 
 double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const CostConstants& c) {
@@ -31,8 +38,8 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
   const double peakBandwidth = target.memoryBytesPerSecond;
   const double resident = std::min(w.blocks, sms * w.blocksPerSm);
   const double activeSms = std::min(w.blocks, sms);
-  const double bandwidth =
-      std::min(peakBandwidth, resident * c.perSmBandwidthShare * peakBandwidth / sms);
+  const double streaming = c.bandwidthEfficiency * peakBandwidth;
+  const double bandwidth = std::min(streaming, resident * c.perSmBandwidthShare * streaming / sms);
   const double smFraction = activeSms / sms;
   const double memory = w.bytes / bandwidth;
   const double compute = (w.tensorFlops / target.tensorFlopsPerSecond +
@@ -40,7 +47,8 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
                           w.vectorFlops / c.vectorFlopsPerSecond) /
                          smFraction;
   const double waves = std::ceil(w.blocks / (sms * w.blocksPerSm));
-  const double latency = waves * w.serialSteps * c.iterationMicroseconds * 1e-6;
+  const double latency =
+      waves * (w.serialSteps * w.stepMicroseconds + w.postLoopMicroseconds) * 1e-6;
   const double blockLoads = waves * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
   return c.launchMicroseconds + 1e6 * std::max({memory, compute, latency, blockLoads});
 }
@@ -54,6 +62,18 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
   const plan::KernelPlan planned = plan::planKernel(g, kernelIndex, target);
   w.blocksPerSm = static_cast<double>(target.blocksPerSmByShared(planned.sharedBytes));
   w.serialSteps = static_cast<double>(block.forloop);
+  const double threads = static_cast<double>(block.threads);
+  // A step of the loop: a fixed latency, then each op the plan emits there (a barrier and
+  // a pass over its elements, spread over the block's threads) and each tile copied in (16
+  // bytes a thread at a time); ops after the loop run once. A thread-owned kernel has no
+  // barriers: a few register operations per owned element.
+  w.stepMicroseconds = c.iterationMicroseconds;
+  if (planned.threadOwned) {
+    w.stepMicroseconds = c.threadOwnedIterationMicroseconds * planned.threadOwned->perThread;
+  }
+  const auto opMicroseconds = [&](double elements) {
+    return c.opMicroseconds + c.elementMicroseconds * std::ceil(elements / threads);
+  };
   const std::vector<graph::Phase>& phase = planned.phases;
   double tileReads = 0;
   for (size_t o = 0; o < block.ops.size(); ++o) {
@@ -64,15 +84,35 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
     }
     const graph::BlockTensor& tile = block.tensors[bop.output];
     const double tileElements = static_cast<double>(graph::elementCount(tile.shape));
-    const double times = w.blocks * (phase[bop.output] != graph::Phase::PostLoop
-                                         ? static_cast<double>(block.forloop)
-                                         : 1.0);
+    if (!planned.threadOwned) {
+      const bool inLoop = bop.kind == OpKind::Input
+                              ? planned.inputs[o]->perIteration
+                              : plan::runsInLoop(planned, static_cast<int>(o));
+      double cost = 0;
+      if (bop.kind == OpKind::Input) {
+        cost = c.elementMicroseconds *
+               std::ceil(tileElements * static_cast<double>(graph::dtypeBytes(tile.dtype)) / 16.0 /
+                         threads);
+      } else if (planned.ops[o].emitted) {
+        cost = opMicroseconds(tileElements);
+      }
+      (inLoop ? w.stepMicroseconds : w.postLoopMicroseconds) += cost;
+    }
+    const double times =
+        w.blocks *
+        (phase[bop.output] != graph::Phase::PostLoop ? static_cast<double>(block.forloop) : 1.0);
     if (bop.kind == OpKind::Input) {
       tileReads += tileElements * static_cast<double>(graph::dtypeBytes(tile.dtype)) * times;
     } else if (bop.kind == OpKind::Matmul) {
-      // The plan decides whether a matmul runs on tensor cores or on the general path.
+      // The plan decides whether a matmul runs on tensor cores (a few rows padded to a
+      // fragment's 16) or on the general path.
       const double flops = matmulFlops(block.tensors[bop.inputs[0]].shape, tile.shape) * times;
-      (planned.ops[o].mma ? w.tensorFlops : w.generalMatmulFlops) += flops;
+      const std::optional<plan::MmaPlan>& mma = planned.ops[o].mma;
+      if (mma) {
+        w.tensorFlops += mma->padded() ? flops * 16.0 / static_cast<double>(mma->rows) : flops;
+      } else {
+        w.generalMatmulFlops += flops;
+      }
     } else {
       w.vectorFlops += tileElements * times;
     }
@@ -85,6 +125,29 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
 }
 
 }  // namespace
+
+const std::vector<CostConstantField>& costConstantFields() {
+  static const std::vector<CostConstantField> fields = {
+      {"launch_us", &CostConstants::launchMicroseconds},
+      {"per_sm_bandwidth_share", &CostConstants::perSmBandwidthShare},
+      {"bandwidth_efficiency", &CostConstants::bandwidthEfficiency},
+      {"vector_flops_per_s", &CostConstants::vectorFlopsPerSecond},
+      {"general_matmul_flops_per_s", &CostConstants::generalMatmulFlopsPerSecond},
+      {"l2_reread_discount", &CostConstants::l2RereadDiscount},
+      {"iteration_us", &CostConstants::iterationMicroseconds},
+      {"thread_owned_iteration_us", &CostConstants::threadOwnedIterationMicroseconds},
+      {"op_us", &CostConstants::opMicroseconds},
+      {"element_us", &CostConstants::elementMicroseconds},
+      {"per_sm_load_bytes_per_s", &CostConstants::perSmLoadBytesPerSecond},
+  };
+  return fields;
+}
+
+const CostConstants& calibratedConstants() {
+  static const CostConstants constants = costConstantsFromJson(
+      nlohmann::json::parse(kCostConstantsText), "search/cost_constants.json (embedded)");
+  return constants;
+}
 
 CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& target,
                           const CostConstants& constants) {

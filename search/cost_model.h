@@ -9,31 +9,52 @@
 //    vs SMs, the plan's shared memory limiting blocks per SM);
 //  - block time = waves x (bytes one block loads / what one SM can pull from L2 and memory),
 //    so a few blocks streaming a whole KV cache are slow even if the total traffic is small;
-//  - loop latency = waves x for-loop trips x a per-iteration pipeline latency.
+//  - loop latency = waves x (for-loop trips x step latency + the ops after the loop), a step
+//    being a fixed latency plus, per op the plan emits in the loop, a barrier and its
+//    elements per thread (thread-owned kernels: a few register operations per element).
 // Predefined ops are costed as the default block graphs the plan lowers them to. The target
 // gives SMs, shared memory, bandwidth and tensor-core throughput;
-// the constants below are the rest, H100-class and documented; only the ranking matters.
+// the constants below are the rest, fitted to kernels measured on an H100.
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "graph/ir.h"
 #include "plan/target.h"
 
 namespace mugraph::search {
 
+// The model's free constants. Their values are fitted to measured kernels
+// (`mugraph calibrate`, search/cost_calibration.h) and live in search/cost_constants.json,
+// embedded at build time: calibratedConstants() is what the search ranks with. A default-
+// constructed CostConstants holds the uncalibrated starting point of a fit.
 struct CostConstants {
   double launchMicroseconds = 2.0;
-  double perSmBandwidthShare = 2.0;       // one SM alone reaches ~2x its fair share
-  double vectorFlopsPerSecond = 50e12;    // f32 CUDA cores
-  // The general matmul path (operands read from shared memory by every thread): a GQA block
-  // graph with 64x512 score tiles, too large for tensor-core fragments, did 0.54 GFLOP in
-  // 150 us on 64 of an H100's 132 SMs (7.4 TFLOP/s over the whole GPU).
+  double perSmBandwidthShare = 2.0;     // one SM alone reaches this many times its fair share
+  double bandwidthEfficiency = 1.0;     // fraction of the target's copy bandwidth streams reach
+  double vectorFlopsPerSecond = 50e12;  // f32 CUDA cores
+  // The general matmul path (operands read from shared memory by every thread).
   double generalMatmulFlopsPerSecond = 7e12;
-  double l2RereadDiscount = 0.25;         // re-read tiles mostly hit L2
-  double iterationMicroseconds = 0.25;    // one for-loop step's pipeline latency
-  double perSmLoadBytesPerSecond = 75e9;  // L2 -> one SM (about 10 TB/s over 132 SMs)
+  double l2RereadDiscount = 0.25;       // re-read tiles mostly hit L2
+  double iterationMicroseconds = 0.25;  // one for-loop step's pipeline latency
+  // One for-loop step of a thread-owned kernel (registers only, no barriers).
+  double threadOwnedIterationMicroseconds = 0.25;
+  double opMicroseconds = 0.05;           // one op emitted in the loop: its barrier and setup
+  double elementMicroseconds = 0.005;     // each element (or 16-byte copy) one thread handles
+  double perSmLoadBytesPerSecond = 75e9;  // L2 -> one SM
 };
+
+// Each constant by its name in search/cost_constants.json; the JSON reader and writer and
+// the fit walk this table.
+struct CostConstantField {
+  const char* name;
+  double CostConstants::*member;
+};
+const std::vector<CostConstantField>& costConstantFields();
+
+// The constants of search/cost_constants.json (embedded at build time).
+const CostConstants& calibratedConstants();
 
 struct CostEstimate {
   double microseconds = 0;
@@ -45,6 +66,6 @@ struct CostEstimate {
 // Every kernel is costed as planned for `target` (plan/): predefined ops as their default
 // block graphs, shared memory and tensor-core use as the plan decides.
 CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& target,
-                          const CostConstants& constants = {});
+                          const CostConstants& constants = calibratedConstants());
 
 }  // namespace mugraph::search

@@ -24,5 +24,6 @@ Command addVerifyCommand(CLI::App& app);
 Command addSuperoptimizeCommand(CLI::App& app);
 Command addReplayCommand(CLI::App& app);
 Command addDatasetCommand(CLI::App& app);
+Command addCalibrateCommand(CLI::App& app);
 
 }  // namespace mugraph::tools

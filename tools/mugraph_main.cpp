@@ -18,9 +18,10 @@ int run(int argc, char** argv) {
       "mugraph"};
   app.set_version_flag("--version", "mugraph 0.1 (schedule format version 1)");
   app.require_subcommand(1);
-  const std::vector<Command> commands = {addShowCommand(app),   addCheckCommand(app),
-                                         addVerifyCommand(app), addSuperoptimizeCommand(app),
-                                         addReplayCommand(app), addDatasetCommand(app)};
+  const std::vector<Command> commands = {addShowCommand(app),     addCheckCommand(app),
+                                         addVerifyCommand(app),   addSuperoptimizeCommand(app),
+                                         addReplayCommand(app),   addDatasetCommand(app),
+                                         addCalibrateCommand(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -63,7 +63,8 @@ TEST(CostModel, ASmallerGpuIsNeverEstimatedFaster) {
                            "gqa_decode_4k.split_kv.json", "gqa_mirage.split_kv.json"}) {
     SCOPED_TRACE(name);
     const graph::Schedule schedule = shipped(name);
-    EXPECT_GT(estimateCost(schedule.graph, plan::targetByName("sm_80")).microseconds,
+    // Equal where the loop's latency binds on both (it does not depend on the GPU's size).
+    EXPECT_GE(estimateCost(schedule.graph, plan::targetByName("sm_80")).microseconds,
               estimateCost(schedule.graph, h100()).microseconds);
   }
 }

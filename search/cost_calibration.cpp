@@ -1,0 +1,181 @@
+#include "search/cost_calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "graph/error.h"
+#include "graph/files.h"
+#include "graph/json_format.h"
+#include "search/builtin_programs.h"
+
+namespace mugraph::search {
+namespace {
+
+using nlohmann::json;
+
+const json& member(const json& object, const std::string& key, const std::string& where) {
+  if (!object.is_object() || !object.contains(key)) {
+    throw UserError(where, "missing \"" + key + "\"");
+  }
+  return object.at(key);
+}
+
+std::string textAt(const json& object, const std::string& key, const std::string& where) {
+  const json& value = member(object, key, where);
+  if (!value.is_string()) throw UserError(where + "." + key, "expected a string");
+  return value.get<std::string>();
+}
+
+bool isBuiltin(const std::string& program) {
+  for (const BuiltinProgram& builtin : builtinPrograms()) {
+    if (builtin.name == program) return true;
+  }
+  return false;
+}
+
+// What the fit minimizes: the summed regret, plus the log error so that estimates also
+// track the measurements where the ranking does not tell constants apart.
+double badness(const CalibrationReport& report) {
+  return report.summedRegret + 0.1 * report.meanSquaredLogError;
+}
+
+}  // namespace
+
+CalibrationData loadCalibrationData(const std::string& path) {
+  json file;
+  try {
+    file = json::parse(graph::readFileText(path));
+  } catch (const json::parse_error& e) {
+    throw UserError(path, std::string("not JSON: ") + e.what());
+  }
+  const std::string format = textAt(file, "format", path + ": $");
+  if (format != kCalibrationFormat) {
+    throw UserError(path + ": $.format", "expected \"" + std::string(kCalibrationFormat) + "\"");
+  }
+  CalibrationData data;
+  data.device = textAt(file, "device", path + ": $");
+  data.target = textAt(file, "target", path + ": $");
+  data.method = textAt(file, "method", path + ": $");
+  const json& programs = member(file, "programs", path + ": $");
+  if (!programs.is_array()) throw UserError(path + ": $.programs", "expected an array");
+  for (size_t p = 0; p < programs.size(); ++p) {
+    const std::string where = path + ": $.programs[" + std::to_string(p) + "]";
+    CalibrationProgram program;
+    program.program = textAt(programs[p], "program", where);
+    program.builtin = isBuiltin(program.program);
+    const json& variants = member(programs[p], "variants", where);
+    if (!variants.is_array() || variants.empty()) {
+      throw UserError(where + ".variants", "expected a non-empty array");
+    }
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const std::string at = where + ".variants[" + std::to_string(v) + "]";
+      CalibrationVariant variant;
+      variant.name = textAt(variants[v], "name", at);
+      const json& measured = member(variants[v], "measured_us", at);
+      if (!measured.is_number() || !(measured.get<double>() > 0)) {
+        throw UserError(at + ".measured_us", "expected a positive number of microseconds");
+      }
+      variant.measuredMicroseconds = measured.get<double>();
+      variant.schedule =
+          graph::scheduleFromJson(member(variants[v], "schedule", at), at + ".schedule");
+      program.variants.push_back(std::move(variant));
+    }
+    data.programs.push_back(std::move(program));
+  }
+  return data;
+}
+
+CalibrationReport evaluateCostModel(const CalibrationData& data, const plan::Target& target,
+                                    const CostConstants& constants) {
+  CalibrationReport report;
+  int64_t count = 0;
+  for (const CalibrationProgram& program : data.programs) {
+    ProgramFit fit;
+    fit.program = program.program;
+    fit.builtin = program.builtin;
+    double bestEstimate = std::numeric_limits<double>::infinity();
+    fit.fastestMeasured = std::numeric_limits<double>::infinity();
+    for (const CalibrationVariant& variant : program.variants) {
+      const double estimate = estimateCost(variant.schedule.graph, target, constants).microseconds;
+      fit.variants.push_back({variant.name, estimate, variant.measuredMicroseconds});
+      const double logError = std::log(estimate / variant.measuredMicroseconds);
+      report.meanSquaredLogError += logError * logError;
+      ++count;
+      // Ties go to the variant listed first, as the search keeps its order among equals.
+      if (estimate < bestEstimate) {
+        bestEstimate = estimate;
+        fit.firstChoice = variant.name;
+        fit.firstChoiceMeasured = variant.measuredMicroseconds;
+        fit.firstChoiceEstimated = estimate;
+      }
+      if (variant.measuredMicroseconds < fit.fastestMeasured) {
+        fit.fastest = variant.name;
+        fit.fastestMeasured = variant.measuredMicroseconds;
+      }
+    }
+    report.worstRegret = std::max(report.worstRegret, fit.regret());
+    report.summedRegret += fit.regret();
+    report.programs.push_back(fit);
+  }
+  if (count > 0) report.meanSquaredLogError /= static_cast<double>(count);
+  return report;
+}
+
+CostConstants fitCostConstants(const CalibrationData& data, const plan::Target& target,
+                               const CostConstants& start) {
+  CostConstants best = start;
+  auto bestBadness = badness(evaluateCostModel(data, target, best));
+  static const double kSteps[] = {0.25, 0.5, 0.7, 0.85, 0.93, 1.07, 1.18, 1.41, 2.0, 4.0};
+  for (int round = 0; round < 12; ++round) {
+    bool improved = false;
+    for (const CostConstantField& field : costConstantFields()) {
+      for (double step : kSteps) {
+        CostConstants trial = best;
+        trial.*field.member *= step;
+        // Fractions stay fractions.
+        if (field.member == &CostConstants::bandwidthEfficiency ||
+            field.member == &CostConstants::l2RereadDiscount) {
+          trial.*field.member = std::min(trial.*field.member, 1.0);
+        }
+        const auto trialBadness = badness(evaluateCostModel(data, target, trial));
+        if (trialBadness < bestBadness) {
+          best = trial;
+          bestBadness = trialBadness;
+          improved = true;
+        }
+      }
+    }
+    if (!improved) break;
+  }
+  return best;
+}
+
+CostConstants costConstantsFromJson(const nlohmann::json& file, const std::string& where) {
+  if (textAt(file, "format", where + ": $") != "mugraph.cost_constants") {
+    throw UserError(where + ": $.format", "expected \"mugraph.cost_constants\"");
+  }
+  const json& values = member(file, "constants", where + ": $");
+  CostConstants constants;
+  for (const CostConstantField& field : costConstantFields()) {
+    const json& value = member(values, field.name, where + ": $.constants");
+    if (!value.is_number() || !(value.get<double>() >= 0)) {
+      throw UserError(where + ": $.constants." + field.name, "expected a non-negative number");
+    }
+    constants.*field.member = value.get<double>();
+  }
+  return constants;
+}
+
+nlohmann::json costConstantsJson(const CostConstants& constants, const std::string& fittedFrom) {
+  json values = json::object();
+  for (const CostConstantField& field : costConstantFields()) {
+    values[field.name] = constants.*field.member;
+  }
+  return json{{"format", "mugraph.cost_constants"},
+              {"version", 1},
+              {"fitted_from", fittedFrom},
+              {"constants", values}};
+}
+
+}  // namespace mugraph::search

@@ -1,0 +1,102 @@
+// The calibrated cost model against the kernels measured on an H100
+// (docs/measurements/cost_calibration_h100.json): the variant it ranks first for every
+// built-in program measures within 10% of the fastest; a fit recovers the ranking of
+// measurements made by known constants; malformed data is a UserError naming its JSON path.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "graph/error.h"
+#include "graph/files.h"
+#include "search/cost_calibration.h"
+
+namespace mugraph::search {
+namespace {
+
+const std::string kData =
+    std::string(MUGRAPH_SOURCE_DIR) + "/docs/measurements/cost_calibration_h100.json";
+
+TEST(CostCalibration, EveryBuiltInProgramsFirstChoiceMeasuresWithinTenPercentOfTheFastest) {
+  const CalibrationData data = loadCalibrationData(kData);
+  const CalibrationReport report =
+      evaluateCostModel(data, plan::targetByName(data.target), calibratedConstants());
+  int builtins = 0;
+  for (const ProgramFit& program : report.programs) {
+    if (!program.builtin) continue;
+    ++builtins;
+    EXPECT_LE(program.regret(), 0.10)
+        << program.program << ": first choice " << program.firstChoice << " measured "
+        << program.firstChoiceMeasured << " us, fastest " << program.fastest << " "
+        << program.fastestMeasured << " us";
+  }
+  EXPECT_EQ(builtins, 5);
+}
+
+TEST(CostCalibration, TheModelRanksBadlyWithUncalibratedConstants) {
+  // What the check above guards: before the fit, some built-in program is ranked badly.
+  const CalibrationData data = loadCalibrationData(kData);
+  const CalibrationReport report =
+      evaluateCostModel(data, plan::targetByName(data.target), CostConstants{});
+  EXPECT_GT(report.worstRegret, 0.10);
+}
+
+TEST(CostCalibration, AFitRecoversTheRankingOfTimesMadeByKnownConstants) {
+  CalibrationData data = loadCalibrationData(kData);
+  const plan::Target& target = plan::targetByName(data.target);
+  CostConstants truth = calibratedConstants();
+  truth.launchMicroseconds *= 2.0;
+  truth.elementMicroseconds *= 0.5;
+  truth.bandwidthEfficiency *= 0.8;
+  for (CalibrationProgram& program : data.programs) {
+    for (CalibrationVariant& variant : program.variants) {
+      variant.measuredMicroseconds =
+          estimateCost(variant.schedule.graph, target, truth).microseconds;
+    }
+  }
+  const CalibrationReport before = evaluateCostModel(data, target, calibratedConstants());
+  const CostConstants fitted = fitCostConstants(data, target, calibratedConstants());
+  const CalibrationReport after = evaluateCostModel(data, target, fitted);
+  EXPECT_LE(after.summedRegret, before.summedRegret);
+  EXPECT_LT(after.meanSquaredLogError, 0.1 * before.meanSquaredLogError);
+  EXPECT_LE(after.worstRegret, 0.02);
+}
+
+TEST(CostCalibration, ConstantsRoundTripThroughTheirJson) {
+  const CostConstants constants = calibratedConstants();
+  const CostConstants back = costConstantsFromJson(costConstantsJson(constants, "test"), "test");
+  for (const CostConstantField& field : costConstantFields()) {
+    EXPECT_EQ(constants.*field.member, back.*field.member) << field.name;
+  }
+}
+
+std::string writeTemp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(CostCalibration, MalformedDataNamesTheFileAndTheJsonPath) {
+  const auto reasonOf = [](const std::string& path) {
+    try {
+      loadCalibrationData(path);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(reasonOf(writeTemp("not_json.json", "{")).find("not JSON"), std::string::npos);
+  EXPECT_NE(reasonOf(writeTemp("format.json", R"({"format": "x"})")).find("$.format"),
+            std::string::npos);
+  const std::string negative = writeTemp(
+      "negative.json",
+      R"({"format": "mugraph.cost_calibration", "device": "d", "target": "sm_90", "method": "m",
+          "programs": [{"program": "p", "variants": [{"name": "v", "measured_us": -1}]}]})");
+  EXPECT_NE(reasonOf(negative).find("$.programs[0].variants[0].measured_us"), std::string::npos);
+  EXPECT_THROW(costConstantsFromJson(nlohmann::json{{"format", "mugraph.cost_constants"},
+                                                    {"constants", {{"launch_us", 1.0}}}},
+                                     "c.json"),
+               UserError);
+}
+
+}  // namespace
+}  // namespace mugraph::search
