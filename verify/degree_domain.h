@@ -21,20 +21,43 @@ namespace mugraph::verify {
 // degree instead of multiplying denominators.
 //
 // The random functions' arguments matter to the bound because two distinct arguments that
-// collide in a trial get equal values: the value records, over the random-function
-// applications it depends on, the largest argument degree (numerator + denominator), split by
-// whether the argument's two parts are independent evaluations of it in the field. They are
-// unless it depends on exp (then it has no q-part) or on a max (whose selection couples them).
+// collide in a trial get equal values: `traits` records, over the random-function
+// applications a value depends on, the degree (numerator + denominator) of each argument,
+// split by whether the argument's two parts are independent evaluations of it in the field.
+// They are unless it depends on exp (then it has no q-part) or on a max (whose selection
+// couples them). Traits combine by OR, which keeps the interpreter's inner loops cheap.
 struct DegreeValue {
-  int32_t num = 0;              // degree of the numerator; -1 for the zero polynomial
-  int32_t den = 0;              // degree of the denominator (0: none)
-  uint64_t key = 0;             // the value's key
-  uint64_t denKey = 1;          // the denominator's key (1: none)
-  int16_t argDegree = -1;       // largest argument degree, parts independent (-1: none)
-  int16_t argDegreePPart = -1;  // largest argument degree, p-part alone free (-1: none)
-  bool afterExp = false;        // depends on an exp value: its field value has no q-part
-  bool afterMax = false;        // depends on a max
+  int32_t num = 0;      // degree of the numerator; -1 for the zero polynomial
+  int32_t den = 0;      // degree of the denominator (0: none)
+  uint64_t key = 0;     // the value's key
+  uint64_t denKey = 1;  // the denominator's key (1: none)
+  uint32_t traits = 0;  // degree::traits bits
 };
+
+// The bits of DegreeValue::traits. An argument of degree d sets the bit of its class c, the
+// least with d <= 2^c, in one of two groups of kClasses bits; the top class stands for any
+// degree above 2^(kClasses - 2), which the bound treats as unbounded.
+namespace degree::traits {
+inline constexpr int kClasses = 15;
+inline constexpr int kPPartShift = kClasses;  // the group of arguments whose p-part alone is free
+inline constexpr uint32_t kAfterExp = 1u << 30;  // depends on exp: no q-part in the field
+inline constexpr uint32_t kAfterMax = 1u << 31;  // depends on a max
+inline constexpr int64_t kUnbounded = INT32_MAX;
+
+inline uint32_t argument(int64_t degree, bool pPartAlone) {
+  int c = 0;
+  while (c < kClasses - 1 && (int64_t{1} << c) < degree) ++c;
+  return 1u << (c + (pPartAlone ? kPPartShift : 0));
+}
+
+// The largest argument degree the bits of one group allow (-1: no argument).
+inline int64_t largestArgument(uint32_t bits, bool pPartAlone) {
+  const uint32_t group = (bits >> (pPartAlone ? kPPartShift : 0)) & ((1u << kClasses) - 1);
+  if (group == 0) return -1;
+  const int c = 31 - __builtin_clz(group);
+  return c == kClasses - 1 ? kUnbounded : int64_t{1} << c;
+}
+}  // namespace degree::traits
 
 namespace degree {
 
@@ -51,12 +74,9 @@ inline uint64_t numeratorKey(const DegreeValue& v) {
   return v.den == 0 ? v.key : mix(v.key ^ 0x6e756d65726174ULL);
 }
 
-// `v` with the random-function arguments and the exp dependence of x and y.
+// `v` with the traits of x and y.
 inline DegreeValue inherit(DegreeValue v, const DegreeValue& x, const DegreeValue& y) {
-  v.argDegree = std::max(x.argDegree, y.argDegree);
-  v.argDegreePPart = std::max(x.argDegreePPart, y.argDegreePPart);
-  v.afterExp = x.afterExp || y.afterExp;
-  v.afterMax = x.afterMax || y.afterMax;
+  v.traits = x.traits | y.traits;
   return v;
 }
 
@@ -74,14 +94,12 @@ inline DegreeValue addLike(const DegreeValue& x, const DegreeValue& y, uint64_t 
 // A fresh variable of degree 1 standing for a random function's value at x, keyed by x and
 // `tag` (the function); it remembers x's degree as an argument.
 inline DegreeValue randomFunctionValue(const DegreeValue& x, uint64_t tag, bool afterExp) {
-  DegreeValue v{1, 0, mix(x.key + tag), 1};
-  v = inherit(v, x, x);
-  const int argument = std::min<int>(std::max(x.num, 0) + x.den, INT16_MAX);
-  int16_t& slot = x.afterExp || x.afterMax ? v.argDegreePPart : v.argDegree;
-  slot = std::max<int16_t>(slot, static_cast<int16_t>(argument));
-  v.afterExp = afterExp;
-  v.afterMax = false;
-  return v;
+  using namespace traits;
+  const bool pPartAlone = (x.traits & (kAfterExp | kAfterMax)) != 0;
+  const uint32_t kept = x.traits & ~(kAfterExp | kAfterMax);
+  return DegreeValue{
+      1, 0, mix(x.key + tag), 1,
+      kept | argument(std::max(x.num, 0) + x.den, pPartAlone) | (afterExp ? kAfterExp : 0u)};
 }
 
 }  // namespace degree
@@ -116,10 +134,8 @@ struct NumberDomain<DegreeValue> {
   // the field's exp is a random function of x, so x counts as a random-function argument.
   static D exp(const D& x, const TrialMeaning&) {
     constexpr uint64_t kTag = 0x6578700000000000ULL;
-    if (x.afterExp) return degree::randomFunctionValue(x, kTag, true);
-    D v = degree::inherit(D{1, 0, degree::mix(x.key + kTag), 1}, x, x);
-    v.afterExp = true;
-    return v;
+    if (x.traits & degree::traits::kAfterExp) return degree::randomFunctionValue(x, kTag, true);
+    return D{1, 0, degree::mix(x.key + kTag), 1, x.traits | degree::traits::kAfterExp};
   }
   // A random function's value (finite_field.h): one fresh variable of degree 1.
   static D uninterpreted(graph::OpKind kind, const D& x, const TrialMeaning&) {
@@ -133,14 +149,14 @@ struct NumberDomain<DegreeValue> {
         degree::inherit(D{std::max({1, x.num, y.num}), std::max(x.den, y.den),
                           degree::mix(x.key ^ degree::mix(y.key + 0x6d61780000000000ULL)), denKey},
                         x, y);
-    v.afterMax = true;
+    v.traits |= degree::traits::kAfterMax;
     return v;
   }
   static D dot(const D* x, int64_t strideX, const D* y, int64_t strideY, int64_t n) {
     // Fast path for the common case of polynomial operands (no denominators, none zero).
     int32_t num = -1;
     uint64_t key = 0;
-    D arguments = zero();
+    uint32_t traits = 0;
     bool polynomial = true;
     for (int64_t k = 0; k < n && polynomial; ++k) {
       const D& u = x[k * strideX];
@@ -148,10 +164,9 @@ struct NumberDomain<DegreeValue> {
       polynomial = u.den == 0 && v.den == 0 && u.num >= 0 && v.num >= 0;
       num = std::max(num, u.num + v.num);
       key += u.key * v.key;
-      arguments = degree::inherit(arguments, arguments, degree::inherit(u, u, v));
+      traits |= u.traits | v.traits;
     }
-    if (polynomial)
-      return n > 0 ? degree::inherit(D{num, 0, key, 1}, arguments, arguments) : zero();
+    if (polynomial) return n > 0 ? D{num, 0, key, 1, traits} : zero();
     D sum = zero();
     for (int64_t k = 0; k < n; ++k) sum = add(sum, mul(x[k * strideX], y[k * strideY]));
     return sum;

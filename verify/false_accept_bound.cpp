@@ -99,9 +99,10 @@ DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGr
                             : std::max<int64_t>(int64_t{x.num} + y.den, int64_t{y.num} + x.den);
       report.degree = std::max(report.degree, d);
       for (const DegreeValue* v : {&x, &y}) {
-        report.argumentDegree = std::max<int64_t>(report.argumentDegree, v->argDegree);
+        report.argumentDegree =
+            std::max(report.argumentDegree, degree::traits::largestArgument(v->traits, false));
         report.argumentDegreePPart =
-            std::max<int64_t>(report.argumentDegreePPart, v->argDegreePPart);
+            std::max(report.argumentDegreePPart, degree::traits::largestArgument(v->traits, true));
       }
     }
   }

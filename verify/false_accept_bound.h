@@ -25,8 +25,9 @@ struct DegreeReport {
   bool usesExp = false;
   // The random functions the outputs depend on (degree_domain.h): the largest degree of an
   // argument whose two field parts are independent evaluations, and of one whose p-part alone
-  // is (-1: none); and how many times both graphs apply a random function in all, an upper
-  // bound on the number of distinct arguments.
+  // is (-1: none; rounded up to a power of two, degree::traits::kUnbounded above 2^13); and how
+  // many times both graphs apply a random function in all, an upper bound on the number of distinct
+  // arguments.
   int64_t argumentDegree = -1;
   int64_t argumentDegreePPart = -1;
   int64_t applications = 0;
@@ -41,9 +42,10 @@ DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGr
 // The Schwartz–Zippel part: D / p, or D / q with exp.
 double perTrialBound(int64_t degree, bool usesExp);
 // Probability that two distinct random-function arguments collide in one trial: for each of
-// the N(N−1)/2 pairs of applications, two distinct arguments differ by a rational function of
-// degree at most 2d (d the largest argument degree), so they collide with probability at most
-// (2d/p)·(2d/q) when both parts are independent evaluations, 2d/q otherwise.
+// the N(N−1)/2 pairs of applications, two distinct arguments differ by a rational function
+// whose numerator has degree at most 2d (d the largest argument degree, as recorded), so they
+// collide with probability at most (2d/p)·(2d/q) when both parts are independent
+// evaluations, 2d/q otherwise.
 double collisionBound(const DegreeReport& report);
 // One trial: min(1, perTrialBound(D, usesExp) + collisionBound).
 double perTrialBound(const DegreeReport& report);
