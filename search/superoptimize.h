@@ -36,7 +36,7 @@ struct SearchOptions {
 };
 
 struct VerifiedVariant {
-  std::string name;  // graph::variantName(schedule)
+  std::string name;   // graph::variantName(schedule)
   uint64_t hash = 0;  // of `schedule`
   CostEstimate cost;
   graph::Schedule schedule;  // as generated: predefined ops lowered for the search's target
