@@ -5,34 +5,38 @@ namespace {
 
 // clang-format off
 const std::vector<OpInfo> kOps = {
-  //  kind               name          class                 arity dim   to     c      kernel block  field
-  {OpKind::Input,      "input",      OpClass::Io,          0,  false, false, false, true,  true,  true},
-  {OpKind::Output,     "output",     OpClass::Io,          1,  false, false, false, true,  true,  true},
-  {OpKind::Matmul,     "matmul",     OpClass::Matmul,      2,  false, false, false, true,  true,  true},
-  {OpKind::Exp,        "exp",        OpClass::Unary,       1,  false, false, false, true,  true,  true},
-  {OpKind::Square,     "square",     OpClass::Unary,       1,  false, false, false, true,  true,  true},
-  {OpKind::Sqrt,       "sqrt",       OpClass::Unary,       1,  false, false, false, true,  true,  false},
-  {OpKind::Silu,       "silu",       OpClass::Unary,       1,  false, false, false, true,  true,  false},
-  {OpKind::Scale,      "scale",      OpClass::Unary,       1,  false, false, true,  true,  true,  true},
-  {OpKind::Add,        "add",        OpClass::Binary,      2,  false, false, false, true,  true,  true},
-  {OpKind::Sub,        "sub",        OpClass::Binary,      2,  false, false, false, true,  true,  true},
-  {OpKind::Mul,        "mul",        OpClass::Binary,      2,  false, false, false, true,  true,  true},
-  {OpKind::Div,        "div",        OpClass::Binary,      2,  false, false, false, true,  true,  true},
-  {OpKind::ReduceSum,  "reduce_sum", OpClass::Reduction,   1,  true,  true,  false, true,  true,  true},
-  {OpKind::ReduceMax,  "reduce_max", OpClass::Reduction,   1,  true,  false, false, true,  true,  true},
+  //  kind               name          class                 arity dim   to     c      kernel block  uninterpreted
+  {OpKind::Input,      "input",      OpClass::Io,          0,  false, false, false, true,  true,  false},
+  {OpKind::Output,     "output",     OpClass::Io,          1,  false, false, false, true,  true,  false},
+  {OpKind::Matmul,     "matmul",     OpClass::Matmul,      2,  false, false, false, true,  true,  false},
+  {OpKind::Exp,        "exp",        OpClass::Unary,       1,  false, false, false, true,  true,  false},
+  {OpKind::Square,     "square",     OpClass::Unary,       1,  false, false, false, true,  true,  false},
+  {OpKind::Sqrt,       "sqrt",       OpClass::Unary,       1,  false, false, false, true,  true,  true},
+  {OpKind::Silu,       "silu",       OpClass::Unary,       1,  false, false, false, true,  true,  true},
+  {OpKind::Scale,      "scale",      OpClass::Unary,       1,  false, false, true,  true,  true,  false},
+  {OpKind::Add,        "add",        OpClass::Binary,      2,  false, false, false, true,  true,  false},
+  {OpKind::Sub,        "sub",        OpClass::Binary,      2,  false, false, false, true,  true,  false},
+  {OpKind::Mul,        "mul",        OpClass::Binary,      2,  false, false, false, true,  true,  false},
+  {OpKind::Div,        "div",        OpClass::Binary,      2,  false, false, false, true,  true,  false},
+  {OpKind::ReduceSum,  "reduce_sum", OpClass::Reduction,   1,  true,  true,  false, true,  true,  false},
+  {OpKind::ReduceMax,  "reduce_max", OpClass::Reduction,   1,  true,  false, false, true,  true,  false},
   {OpKind::RmsNorm,    "rms_norm",   OpClass::Reduction,   1,  true,  false, false, true,  true,  false},
-  {OpKind::AccumSum,   "accum_sum",  OpClass::Accumulator, 1,  false, false, false, false, true,  true},
-  {OpKind::AccumMax,   "accum_max",  OpClass::Accumulator, 1,  false, false, false, false, true,  true},
-  {OpKind::AccumRescaledSum, "accum_rescaled_sum", OpClass::Accumulator, 2, false, false, false, false, true, true},
-  {OpKind::BlockGraph, "block_graph",OpClass::BlockGraph,  -1, false, false, false, true,  false, true},
+  {OpKind::AccumSum,   "accum_sum",  OpClass::Accumulator, 1,  false, false, false, false, true,  false},
+  {OpKind::AccumMax,   "accum_max",  OpClass::Accumulator, 1,  false, false, false, false, true,  false},
+  {OpKind::AccumRescaledSum, "accum_rescaled_sum", OpClass::Accumulator, 2, false, false, false, false, true, false},
+  {OpKind::BlockGraph, "block_graph",OpClass::BlockGraph,  -1, false, false, false, true,  false, false},
 };
 // clang-format on
 
 }  // namespace
 
-const std::vector<OpInfo>& allOps() { return kOps; }
+const std::vector<OpInfo>& allOps() {
+  return kOps;
+}
 
-const OpInfo& opInfo(OpKind kind) { return kOps[static_cast<size_t>(kind)]; }
+const OpInfo& opInfo(OpKind kind) {
+  return kOps[static_cast<size_t>(kind)];
+}
 
 std::optional<OpKind> parseOpKind(std::string_view name) {
   for (const OpInfo& info : kOps) {

@@ -38,26 +38,35 @@ struct OpInfo {
   OpKind kind;
   std::string_view name;
   OpClass opClass;
-  int arity;           // number of tensor operands (-1: any, for block graphs)
-  bool hasDim;         // takes dim=
-  bool hasTo;          // takes to= (reduce_sum only)
-  bool hasScale;       // takes c= (scale only)
-  bool kernelLevel;    // may appear in a kernel graph (program or schedule)
-  bool blockLevel;     // may appear inside a block graph
-  bool fieldExact;     // has an exact finite-field meaning (false: float tests only)
+  int arity;         // number of tensor operands (-1: any, for block graphs)
+  bool hasDim;       // takes dim=
+  bool hasTo;        // takes to= (reduce_sum only)
+  bool hasScale;     // takes c= (scale only)
+  bool kernelLevel;  // may appear in a kernel graph (program or schedule)
+  bool blockLevel;   // may appear inside a block graph
+  // No algebraic meaning in the finite field: fingerprints map each value through a per-trial
+  // random function (verify/README.md). A new op of this kind (sigmoid, ...) needs only this
+  // flag and its real definition (verify/number_domain.h); the field needs nothing more.
+  bool uninterpreted;
 };
 
 const OpInfo& opInfo(OpKind kind);
 const std::vector<OpInfo>& allOps();
 std::optional<OpKind> parseOpKind(std::string_view name);
-inline std::string_view opName(OpKind kind) { return opInfo(kind).name; }
+inline std::string_view opName(OpKind kind) {
+  return opInfo(kind).name;
+}
 
 inline bool isElementwise(OpKind kind) {
   OpClass c = opInfo(kind).opClass;
   return c == OpClass::Unary || c == OpClass::Binary;
 }
-inline bool isAccumulator(OpKind kind) { return opInfo(kind).opClass == OpClass::Accumulator; }
-inline bool isCommutative(OpKind kind) { return kind == OpKind::Add || kind == OpKind::Mul; }
+inline bool isAccumulator(OpKind kind) {
+  return opInfo(kind).opClass == OpClass::Accumulator;
+}
+inline bool isCommutative(OpKind kind) {
+  return kind == OpKind::Add || kind == OpKind::Mul;
+}
 
 // Attributes of an op; which ones are meaningful is given by OpInfo.
 struct OpAttrs {

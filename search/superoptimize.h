@@ -1,7 +1,7 @@
 // The search, end to end: program forms (rewrites), the top-level subtrees of the kernel-graph
 // enumeration explored in parallel with oneTBB, pruning with one shared abstract-expression
 // oracle, a pool of the best candidates by cost, then verification of the best at their real
-// shapes (finite-field fingerprints with a stated bound, float tests where ops need them).
+// shapes (float tests, then finite-field fingerprints with a stated bound).
 // Results do not depend on the thread count: subtrees are merged order-independently and the
 // ranking is a total order. Time limit, periodic atomic checkpoints and resume.
 #pragma once
@@ -36,7 +36,7 @@ struct SearchOptions {
 };
 
 struct VerifiedVariant {
-  std::string name;  // graph::variantName(schedule)
+  std::string name;   // graph::variantName(schedule)
   uint64_t hash = 0;  // of `schedule`
   CostEstimate cost;
   graph::Schedule schedule;  // as generated: predefined ops lowered for the search's target

@@ -70,8 +70,8 @@ void matmul(const HostTensor<T>& a, const HostTensor<T>& b, HostTensor<T>& out) 
 }
 
 template <class T>
-void unary(graph::OpKind kind, const graph::OpAttrs& attrs, const HostTensor<T>& x,
-           HostTensor<T>& out) {
+void unary(graph::OpKind kind, const graph::OpAttrs& attrs, const TrialMeaning& meaning,
+           const HostTensor<T>& x, HostTensor<T>& out) {
   using Domain = NumberDomain<T>;
   const T* in = x.data.data();
   T* result = out.data.data();
@@ -80,15 +80,14 @@ void unary(graph::OpKind kind, const graph::OpAttrs& attrs, const HostTensor<T>&
       for (int64_t i = begin; i < end; ++i) result[i] = f(in[i]);
     });
   };
+  if (graph::opInfo(kind).uninterpreted) {
+    return apply([&](const T& v) { return Domain::uninterpreted(kind, v, meaning); });
+  }
   switch (kind) {
     case graph::OpKind::Exp:
-      return apply([](const T& v) { return Domain::exp(v); });
+      return apply([&](const T& v) { return Domain::exp(v, meaning); });
     case graph::OpKind::Square:
       return apply([](const T& v) { return Domain::mul(v, v); });
-    case graph::OpKind::Sqrt:
-      return apply([](const T& v) { return Domain::sqrt(v); });
-    case graph::OpKind::Silu:
-      return apply([](const T& v) { return Domain::silu(v); });
     case graph::OpKind::Scale: {
       const T c = Domain::constant(attrs.scale);
       return apply([&c](const T& v) { return Domain::mul(v, c); });
@@ -175,7 +174,7 @@ void reduceSum(const HostTensor<T>& x, int dim, int64_t to, HostTensor<T>& out) 
 }
 
 template <class T>
-void reduceMax(const HostTensor<T>& x, int dim, const MaxMeaning& meaning, HostTensor<T>& out) {
+void reduceMax(const HostTensor<T>& x, int dim, const TrialMeaning& meaning, HostTensor<T>& out) {
   using Domain = NumberDomain<T>;
   const ReductionView v = reductionView(x.shape, dim);
   forChunks(v.outer, v.n * v.inner, [&](int64_t begin, int64_t end) {
@@ -184,15 +183,17 @@ void reduceMax(const HostTensor<T>& x, int dim, const MaxMeaning& meaning, HostT
       const T* slab = x.data.data() + o * v.n * v.inner;
       std::copy(slab, slab + v.inner, acc);
       for (int64_t g = 1; g < v.n; ++g) {
-        for (int64_t i = 0; i < v.inner; ++i) acc[i] = Domain::max(acc[i], slab[g * v.inner + i], meaning);
+        for (int64_t i = 0; i < v.inner; ++i)
+          acc[i] = Domain::max(acc[i], slab[g * v.inner + i], meaning);
       }
     }
   });
 }
 
-// rms_norm(dim): y = x / sqrt(sum over dim of x^2 * (1/n)), no epsilon.
+// rms_norm(dim): y = x / sqrt(sum over dim of x^2 * (1/n)), no epsilon. Over the finite field
+// it is this very composite of field ops with sqrt uninterpreted.
 template <class T>
-void rmsNorm(const HostTensor<T>& x, int dim, HostTensor<T>& out) {
+void rmsNorm(const HostTensor<T>& x, int dim, const TrialMeaning& meaning, HostTensor<T>& out) {
   using Domain = NumberDomain<T>;
   const ReductionView v = reductionView(x.shape, dim);
   const T inverseCount = Domain::constant(1.0 / static_cast<double>(v.n));
@@ -208,7 +209,9 @@ void rmsNorm(const HostTensor<T>& x, int dim, HostTensor<T>& out) {
           root[i] = Domain::add(root[i], Domain::mul(e, e));
         }
       }
-      for (T& r : root) r = Domain::sqrt(Domain::mul(r, inverseCount));
+      for (T& r : root) {
+        r = Domain::uninterpreted(graph::OpKind::Sqrt, Domain::mul(r, inverseCount), meaning);
+      }
       for (int64_t g = 0; g < v.n; ++g) {
         for (int64_t i = 0; i < v.inner; ++i) {
           result[g * v.inner + i] = Domain::div(slab[g * v.inner + i], root[i]);
@@ -224,7 +227,8 @@ namespace mugraph::verify {
 
 template <class T>
 HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
-                      const std::vector<const HostTensor<T>*>& operands, const MaxMeaning& max) {
+                      const std::vector<const HostTensor<T>*>& operands,
+                      const TrialMeaning& meaning) {
   const std::string opText(graph::opName(kind));
   const graph::OpClass opClass = graph::opInfo(kind).opClass;
   if (opClass == graph::OpClass::Io || opClass == graph::OpClass::Accumulator ||
@@ -245,7 +249,7 @@ HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
       detail::matmul(*operands[0], *operands[1], out);
       break;
     case graph::OpClass::Unary:
-      detail::unary(kind, attrs, *operands[0], out);
+      detail::unary(kind, attrs, meaning, *operands[0], out);
       break;
     case graph::OpClass::Binary:
       detail::binary(kind, *operands[0], *operands[1], out);
@@ -254,9 +258,9 @@ HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
       if (kind == graph::OpKind::ReduceSum) {
         detail::reduceSum(*operands[0], attrs.dim, attrs.to, out);
       } else if (kind == graph::OpKind::ReduceMax) {
-        detail::reduceMax(*operands[0], attrs.dim, max, out);
+        detail::reduceMax(*operands[0], attrs.dim, meaning, out);
       } else {
-        detail::rmsNorm(*operands[0], attrs.dim, out);
+        detail::rmsNorm(*operands[0], attrs.dim, meaning, out);
       }
   }
   return out;

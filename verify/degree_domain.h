@@ -1,8 +1,10 @@
 // A number domain that computes degrees instead of values: running the interpreter over it
 // gives, for every output element, the degree of its numerator and denominator as a rational
-// function of the inputs (and of exp values, each counted as one fresh variable). The
-// false-accept bound of a fingerprint test is computed from these (see equivalence.h), so
-// the degree follows the schedule's real semantics through the one interpreter.
+// function of the inputs (and of exp values and random-function values, each counted as one
+// fresh variable), and the largest degree of the arguments those random functions were
+// applied to. The false-accept bound of a fingerprint test is computed from these
+// (false_accept_bound.h), so the degree follows the schedule's real semantics through the
+// one interpreter.
 #pragma once
 
 #include <algorithm>
@@ -17,12 +19,45 @@ namespace mugraph::verify {
 // so two values with equal keys are, with overwhelming likelihood, the same rational
 // function; it lets a sum of fractions over one shared denominator keep that denominator's
 // degree instead of multiplying denominators.
+//
+// The random functions' arguments matter to the bound because two distinct arguments that
+// collide in a trial get equal values: `traits` records, over the random-function
+// applications a value depends on, the degree (numerator + denominator) of each argument,
+// split by whether the argument's two parts are independent evaluations of it in the field.
+// They are unless it depends on exp (then it has no q-part) or on a max (whose selection
+// couples them). Traits combine by OR, which keeps the interpreter's inner loops cheap.
 struct DegreeValue {
   int32_t num = 0;      // degree of the numerator; -1 for the zero polynomial
   int32_t den = 0;      // degree of the denominator (0: none)
   uint64_t key = 0;     // the value's key
   uint64_t denKey = 1;  // the denominator's key (1: none)
+  uint32_t traits = 0;  // degree::traits bits
 };
+
+// The bits of DegreeValue::traits. An argument of degree d sets the bit of its class c, the
+// least with d <= 2^c, in one of two groups of kClasses bits; the top class stands for any
+// degree above 2^(kClasses - 2), which the bound treats as unbounded.
+namespace degree::traits {
+inline constexpr int kClasses = 15;
+inline constexpr int kPPartShift = kClasses;  // the group of arguments whose p-part alone is free
+inline constexpr uint32_t kAfterExp = 1u << 30;  // depends on exp: no q-part in the field
+inline constexpr uint32_t kAfterMax = 1u << 31;  // depends on a max
+inline constexpr int64_t kUnbounded = INT32_MAX;
+
+inline uint32_t argument(int64_t degree, bool pPartAlone) {
+  int c = 0;
+  while (c < kClasses - 1 && (int64_t{1} << c) < degree) ++c;
+  return 1u << (c + (pPartAlone ? kPPartShift : 0));
+}
+
+// The largest argument degree the bits of one group allow (-1: no argument).
+inline int64_t largestArgument(uint32_t bits, bool pPartAlone) {
+  const uint32_t group = (bits >> (pPartAlone ? kPPartShift : 0)) & ((1u << kClasses) - 1);
+  if (group == 0) return -1;
+  const int c = 31 - __builtin_clz(group);
+  return c == kClasses - 1 ? kUnbounded : int64_t{1} << c;
+}
+}  // namespace degree::traits
 
 namespace degree {
 
@@ -39,12 +74,32 @@ inline uint64_t numeratorKey(const DegreeValue& v) {
   return v.den == 0 ? v.key : mix(v.key ^ 0x6e756d65726174ULL);
 }
 
+// `v` with the traits of x and y.
+inline DegreeValue inherit(DegreeValue v, const DegreeValue& x, const DegreeValue& y) {
+  v.traits = x.traits | y.traits;
+  return v;
+}
+
 inline DegreeValue addLike(const DegreeValue& x, const DegreeValue& y, uint64_t key) {
-  if (x.num < 0) return DegreeValue{y.num, y.den, key, y.denKey};
-  if (y.num < 0) return DegreeValue{x.num, x.den, key, x.denKey};
-  if (x.denKey == y.denKey) return DegreeValue{std::max(x.num, y.num), x.den, key, x.denKey};
-  return DegreeValue{std::max(x.num + y.den, y.num + x.den), x.den + y.den, key,
-                     x.denKey * y.denKey};
+  if (x.num < 0) return inherit(DegreeValue{y.num, y.den, key, y.denKey}, x, y);
+  if (y.num < 0) return inherit(DegreeValue{x.num, x.den, key, x.denKey}, x, y);
+  if (x.denKey == y.denKey) {
+    return inherit(DegreeValue{std::max(x.num, y.num), x.den, key, x.denKey}, x, y);
+  }
+  return inherit(
+      DegreeValue{std::max(x.num + y.den, y.num + x.den), x.den + y.den, key, x.denKey * y.denKey},
+      x, y);
+}
+
+// A fresh variable of degree 1 standing for a random function's value at x, keyed by x and
+// `tag` (the function); it remembers x's degree as an argument.
+inline DegreeValue randomFunctionValue(const DegreeValue& x, uint64_t tag, bool afterExp) {
+  using namespace traits;
+  const bool pPartAlone = (x.traits & (kAfterExp | kAfterMax)) != 0;
+  const uint32_t kept = x.traits & ~(kAfterExp | kAfterMax);
+  return DegreeValue{
+      1, 0, mix(x.key + tag), 1,
+      kept | argument(std::max(x.num, 0) + x.den, pPartAlone) | (afterExp ? kAfterExp : 0u)};
 }
 
 }  // namespace degree
@@ -63,31 +118,45 @@ struct NumberDomain<DegreeValue> {
   static D add(const D& x, const D& y) { return degree::addLike(x, y, x.key + y.key); }
   static D sub(const D& x, const D& y) { return degree::addLike(x, y, x.key - y.key); }
   static D mul(const D& x, const D& y) {
-    if (x.num < 0 || y.num < 0) return zero();
-    return D{x.num + y.num, x.den + y.den, x.key * y.key, x.denKey * y.denKey};
+    if (x.num < 0 || y.num < 0) return degree::inherit(zero(), x, y);
+    return degree::inherit(D{x.num + y.num, x.den + y.den, x.key * y.key, x.denKey * y.denKey}, x,
+                           y);
   }
   static D div(const D& x, const D& y) {
     if (y.num < 0) throw ZeroDivisorInTrial("division by the zero polynomial");
-    if (x.num < 0) return zero();
+    if (x.num < 0) return degree::inherit(zero(), x, y);
     const uint64_t denKey = x.denKey * degree::numeratorKey(y);
-    return D{x.num + y.den, x.den + y.num, degree::mix(x.key * 0x9e3779b97f4a7c15ULL + y.key),
-             denKey};
+    return degree::inherit(
+        D{x.num + y.den, x.den + y.num, degree::mix(x.key * 0x9e3779b97f4a7c15ULL + y.key), denKey},
+        x, y);
   }
-  // exp(x) is one new variable: degree 1, keyed by its argument.
-  static D exp(const D& x) { return D{1, 0, degree::mix(x.key + 0x6578700000000000ULL), 1}; }
-  [[noreturn]] static D sqrt(const D&) { throw OutsideFieldFragment("sqrt has no degree"); }
-  [[noreturn]] static D silu(const D&) { throw OutsideFieldFragment("silu has no degree"); }
+  // exp(x) is one new variable: degree 1, keyed by its argument. For an x without a q-part
+  // the field's exp is a random function of x, so x counts as a random-function argument.
+  static D exp(const D& x, const TrialMeaning&) {
+    constexpr uint64_t kTag = 0x6578700000000000ULL;
+    if (x.traits & degree::traits::kAfterExp) return degree::randomFunctionValue(x, kTag, true);
+    return D{1, 0, degree::mix(x.key + kTag), 1, x.traits | degree::traits::kAfterExp};
+  }
+  // A random function's value (finite_field.h): one fresh variable of degree 1.
+  static D uninterpreted(graph::OpKind kind, const D& x, const TrialMeaning&) {
+    return degree::randomFunctionValue(x, degree::mix(static_cast<uint64_t>(kind) + 1), false);
+  }
   // The field's max returns one of its operands, or (arbitrary) a fresh value: either way its
   // degree is at most the larger operand's, and at least that of one fresh variable.
-  static D max(const D& x, const D& y, const MaxMeaning&) {
+  static D max(const D& x, const D& y, const TrialMeaning&) {
     const uint64_t denKey = x.denKey == y.denKey ? x.denKey : degree::mix(x.denKey ^ y.denKey);
-    return D{std::max({1, x.num, y.num}), std::max(x.den, y.den),
-             degree::mix(x.key ^ degree::mix(y.key + 0x6d61780000000000ULL)), denKey};
+    D v =
+        degree::inherit(D{std::max({1, x.num, y.num}), std::max(x.den, y.den),
+                          degree::mix(x.key ^ degree::mix(y.key + 0x6d61780000000000ULL)), denKey},
+                        x, y);
+    v.traits |= degree::traits::kAfterMax;
+    return v;
   }
   static D dot(const D* x, int64_t strideX, const D* y, int64_t strideY, int64_t n) {
     // Fast path for the common case of polynomial operands (no denominators, none zero).
     int32_t num = -1;
     uint64_t key = 0;
+    uint32_t traits = 0;
     bool polynomial = true;
     for (int64_t k = 0; k < n && polynomial; ++k) {
       const D& u = x[k * strideX];
@@ -95,8 +164,9 @@ struct NumberDomain<DegreeValue> {
       polynomial = u.den == 0 && v.den == 0 && u.num >= 0 && v.num >= 0;
       num = std::max(num, u.num + v.num);
       key += u.key * v.key;
+      traits |= u.traits | v.traits;
     }
-    if (polynomial) return n > 0 ? D{num, 0, key, 1} : zero();
+    if (polynomial) return n > 0 ? D{num, 0, key, 1, traits} : zero();
     D sum = zero();
     for (int64_t k = 0; k < n; ++k) sum = add(sum, mul(x[k * strideX], y[k * strideY]));
     return sum;

@@ -5,6 +5,7 @@
 
 #include "graph/error.h"
 #include "verify/degree_domain.h"
+#include "verify/evaluation_plan.h"
 #include "verify/interpreter.h"
 #include "verify/reference_cache.h"
 
@@ -20,6 +21,44 @@ bool graphUsesExp(const graph::KernelGraph& g) {
     }
   }
   return false;
+}
+
+// How many random-function values one op computes on operands of these shapes: one per
+// element for an uninterpreted op, one sqrt per normalized row for rms_norm, one per element
+// for exp (or accum_rescaled_sum's factor) when `countExp`.
+int64_t randomFunctionValues(graph::OpKind kind, const graph::OpAttrs& attrs,
+                             const graph::Dims& operand, bool countExp) {
+  const int64_t elements = graph::elementCount(operand);
+  if (graph::opInfo(kind).uninterpreted) return elements;
+  if (kind == graph::OpKind::RmsNorm) return elements / operand.at(attrs.dim);
+  const bool exp = kind == graph::OpKind::Exp || kind == graph::OpKind::AccumRescaledSum;
+  return exp && countExp ? elements : 0;
+}
+
+// Random-function applications of one evaluation of `g`: every kernel op once, every block
+// op once per block and, before the accumulators, once per iteration.
+int64_t randomFunctionApplications(const graph::KernelGraph& g, bool countExp) {
+  const KernelPlan plan = planKernelGraph(g);
+  int64_t total = 0;
+  for (const KernelStep& step : plan.steps) {
+    const graph::KernelOp& op = *step.op;
+    if (op.kind != graph::OpKind::BlockGraph) {
+      total += randomFunctionValues(op.kind, op.attrs, g.tensors[op.inputs.at(0)].shape, countExp);
+      continue;
+    }
+    const BlockPlan& block = step.block;
+    const int64_t blocks = block.grid[0] * block.grid[1] * block.grid[2];
+    const auto count = [&](const std::vector<BlockStep>& steps, int64_t times) {
+      for (const BlockStep& s : steps) {
+        if (s.inputs.empty()) continue;
+        const graph::Dims& operand = block.tileShapes.at(s.inputs[0]);
+        total += times * randomFunctionValues(s.kind, s.attrs, operand, countExp);
+      }
+    };
+    count(block.perIteration, blocks * block.forloop);
+    count(block.postLoop, blocks);
+  }
+  return total;
 }
 
 TensorMap<DegreeValue> degreeInputs(const graph::KernelGraph& g, uint64_t seed) {
@@ -59,7 +98,20 @@ DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGr
                             ? std::max<int64_t>(x.num, y.num)
                             : std::max<int64_t>(int64_t{x.num} + y.den, int64_t{y.num} + x.den);
       report.degree = std::max(report.degree, d);
+      for (const DegreeValue* v : {&x, &y}) {
+        report.argumentDegree =
+            std::max(report.argumentDegree, degree::traits::largestArgument(v->traits, false));
+        report.argumentDegreePPart =
+            std::max(report.argumentDegreePPart, degree::traits::largestArgument(v->traits, true));
+      }
     }
+  }
+  if (report.argumentDegree >= 0 || report.argumentDegreePPart >= 0) {
+    // An exp is a random function only of an argument that went through exp, which puts that
+    // argument among those whose p-part alone is free; then every exp is counted.
+    const bool countExp = report.argumentDegreePPart >= 0;
+    report.applications =
+        randomFunctionApplications(a, countExp) + randomFunctionApplications(b, countExp);
   }
   return report;
 }
@@ -67,6 +119,28 @@ DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGr
 double perTrialBound(int64_t degree, bool usesExp) {
   const double field = static_cast<double>(usesExp ? FieldParameters::q : FieldParameters::p);
   return std::min(1.0, static_cast<double>(degree) / field);
+}
+
+double collisionBound(const DegreeReport& report) {
+  if (report.applications < 2) return 0.0;
+  const double n = static_cast<double>(report.applications);
+  const double pairs = n * (n - 1) / 2;
+  const double p = static_cast<double>(FieldParameters::p);
+  const double q = static_cast<double>(FieldParameters::q);
+  double perPair = 0.0;
+  if (report.argumentDegree >= 0) {
+    const double d = 2.0 * static_cast<double>(std::max<int64_t>(report.argumentDegree, 1));
+    perPair = std::max(perPair, (d / p) * (d / q));
+  }
+  if (report.argumentDegreePPart >= 0) {
+    const double d = 2.0 * static_cast<double>(std::max<int64_t>(report.argumentDegreePPart, 1));
+    perPair = std::max(perPair, d / q);
+  }
+  return std::min(1.0, pairs * perPair);
+}
+
+double perTrialBound(const DegreeReport& report) {
+  return std::min(1.0, perTrialBound(report.degree, report.usesExp) + collisionBound(report));
 }
 
 double falseAcceptBound(double perTrial, int trials) {

@@ -5,7 +5,9 @@
 //
 // Per trial: ε = D / p for exp-free programs (Schwartz–Zippel over F_p), ε = D / q when exp
 // occurs (exp values range over the order-q subgroup and are modelled as independent, as in
-// Mirage's theorem). k independent trials: ε^k.
+// Mirage's theorem), each random function's value (sqrt, silu, exp of an exp) counted as a
+// fresh variable; plus the probability that two distinct arguments of a random function
+// collide in the trial (a union bound over pairs of applications). k independent trials: ε^k.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,14 @@ namespace mugraph::verify {
 struct DegreeReport {
   int64_t degree = 0;  // max over output elements of deg(N_a·D_b − N_b·D_a)
   bool usesExp = false;
+  // The random functions the outputs depend on (degree_domain.h): the largest degree of an
+  // argument whose two field parts are independent evaluations, and of one whose p-part alone
+  // is (-1: none; rounded up to a power of two, degree::traits::kUnbounded above 2^13); and how
+  // many times both graphs apply a random function in all, an upper bound on the number of distinct
+  // arguments.
+  int64_t argumentDegree = -1;
+  int64_t argumentDegreePPart = -1;
+  int64_t applications = 0;
 };
 
 // Degree of the difference of `a` and `b` (same inputs and outputs by name), both evaluated
@@ -29,7 +39,16 @@ struct DegreeReport {
 DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGraph& b,
                               uint64_t seed, ReferenceEvaluations* cache = nullptr);
 
+// The Schwartz–Zippel part: D / p, or D / q with exp.
 double perTrialBound(int64_t degree, bool usesExp);
+// Probability that two distinct random-function arguments collide in one trial: for each of
+// the N(N−1)/2 pairs of applications, two distinct arguments differ by a rational function
+// whose numerator has degree at most 2d (d the largest argument degree, as recorded), so they
+// collide with probability at most (2d/p)·(2d/q) when both parts are independent
+// evaluations, 2d/q otherwise.
+double collisionBound(const DegreeReport& report);
+// One trial: min(1, perTrialBound(D, usesExp) + collisionBound).
+double perTrialBound(const DegreeReport& report);
 double falseAcceptBound(double perTrial, int trials);  // perTrial^trials
 // Fewest trials whose bound is at most `target` (at least 1), capped at `maxTrials`.
 int trialsForBound(double perTrial, double target, int maxTrials);

@@ -31,18 +31,18 @@ TensorMap<FieldElement> randomFieldInputs(const graph::KernelGraph& graph, uint6
   return inputs;
 }
 
-MaxMeaning trialMaxMeaning(uint64_t seed, bool arbitraryMax) {
-  return MaxMeaning{field::mix64(seed ^ 0x6d61782d6f726465ULL), arbitraryMax};
+TrialMeaning trialMeaning(uint64_t seed, bool arbitraryMax) {
+  return TrialMeaning{field::mix64(seed ^ 0x6d61782d6f726465ULL), arbitraryMax};
 }
 
 TrialOutcome runFingerprintTrial(const graph::KernelGraph& reference,
                                  const graph::KernelGraph& candidate, uint64_t seed,
                                  ReferenceEvaluations* cache, bool arbitraryMax) {
   const TensorMap<FieldElement> inputs = randomFieldInputs(reference, seed);
-  const MaxMeaning max = trialMaxMeaning(seed, arbitraryMax);
+  const TrialMeaning meaning = trialMeaning(seed, arbitraryMax);
   const TensorMap<FieldElement> expected =
-      cache ? cache->fieldOutputs(inputs, seed, max) : evaluate(reference, inputs, max);
-  const TensorMap<FieldElement> actual = evaluate(candidate, inputs, max);
+      cache ? cache->fieldOutputs(inputs, seed, meaning) : evaluate(reference, inputs, meaning);
+  const TensorMap<FieldElement> actual = evaluate(candidate, inputs, meaning);
   for (const auto& [name, want] : expected) {
     const HostTensor<FieldElement>& got = actual.at(name);
     for (size_t i = 0; i < want.data.size(); ++i) {

@@ -23,13 +23,14 @@ struct TrialOutcome {
 // Evaluates both graphs on one draw. Throws ZeroDivisorInTrial (draw again) or
 // OutsideFieldFragment (fingerprints cannot decide).
 // `cache`, if given, holds the reference's evaluations (see reference_cache.h).
-// Both graphs see the same max meaning: its key is drawn from `seed`, so each trial has its
-// own random total order (or random function, with `arbitraryMax`).
+// Both graphs see the same meaning of max and of the uninterpreted ops: its key is drawn from
+// `seed`, so each trial has its own random total order for max (or random function, with
+// `arbitraryMax`) and its own random function per uninterpreted op.
 TrialOutcome runFingerprintTrial(const graph::KernelGraph& reference,
                                  const graph::KernelGraph& candidate, uint64_t seed,
                                  ReferenceEvaluations* cache = nullptr, bool arbitraryMax = false);
 
-// The max meaning of the trial drawn from `seed`.
-MaxMeaning trialMaxMeaning(uint64_t seed, bool arbitraryMax);
+// The meaning of the trial drawn from `seed`.
+TrialMeaning trialMeaning(uint64_t seed, bool arbitraryMax);
 
 }  // namespace mugraph::verify

@@ -1,7 +1,8 @@
 // The finite-field number domain used for fingerprints. A value is a pair (a mod p, b mod q)
 // with q prime and q | p - 1: arithmetic is component-wise, and exp maps the q-part b to
 // ω^b mod p, where ω has order q, so exp(x + y) = exp(x) · exp(y) holds exactly in the field.
-// The result of exp has no q-part; taking exp of it again leaves the verifiable fragment.
+// The result of exp has no q-part; exp of such a value, and every op with no algebraic
+// meaning (sqrt, silu), is a per-trial random function of its argument (verify/README.md).
 #pragma once
 
 #include <cstdint>
@@ -38,8 +39,7 @@ class ZeroDivisorInTrial : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The computation leaves what fingerprints can check: an op with no field meaning (max,
-// sqrt, silu) or exp applied to a value that already went through exp.
+// The computation leaves what fingerprints can check (a constant that is not finite).
 class OutsideFieldFragment : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -79,11 +79,27 @@ inline uint64_t orderRank(FieldElement v, uint64_t key) {
   return mix64(((uint64_t{v.a} << 32) | v.b) ^ key);
 }
 
-// A value drawn from the pair (x, y) and `key` alone: equal arguments give equal results.
-inline FieldElement randomFunction(FieldElement x, FieldElement y, uint64_t key) {
-  const uint64_t h = mix64(orderRank(x, key) ^ mix64(orderRank(y, ~key)));
+// The field pair a random 64-bit word stands for.
+inline FieldElement pairFromWord(uint64_t h) {
   return FieldElement{static_cast<uint32_t>(h % FieldParameters::p),
                       static_cast<uint32_t>((h >> 32) % FieldParameters::q)};
+}
+
+// A value drawn from the pair (x, y) and `key` alone: equal arguments give equal results.
+inline FieldElement randomFunction(FieldElement x, FieldElement y, uint64_t key) {
+  return pairFromWord(mix64(orderRank(x, key) ^ mix64(orderRank(y, ~key))));
+}
+
+// A value drawn from x and `key` alone: equal arguments give equal results, and distinct
+// arguments distinct words (orderRank is injective and mix64 a bijection) before the word is
+// reduced to a pair.
+inline FieldElement randomFunction(FieldElement x, uint64_t key) {
+  return pairFromWord(mix64(orderRank(x, key)));
+}
+
+// The key of op `kind`'s random function in the trial of `trialKey`: one function per kind.
+inline uint64_t functionKey(uint64_t trialKey, graph::OpKind kind) {
+  return mix64(trialKey ^ mix64(0x756e696e74657270ULL + static_cast<uint64_t>(kind)));
 }
 
 }  // namespace field
@@ -114,21 +130,29 @@ struct NumberDomain<FieldElement> {
     return F{field::mulModP(x.a, field::inverseModP(y.a)),
              qPart ? field::mulModQ(x.b, field::inverseModQ(y.b)) : F::kNoQPart};
   }
-  static F exp(F x) {
+  // ω^b, a homomorphism on values with a q-part. A value without one (it went through exp)
+  // has no exponent to raise ω to: its exp is the p-part of a random function of it, so equal
+  // arguments still agree, but exp(x + y) = exp(x)·exp(y) is not honoured for such values.
+  static F exp(F x, const TrialMeaning& meaning) {
     if (!x.hasQPart()) {
-      throw OutsideFieldFragment("exp of a value that already depends on exp");
+      return F{field::randomFunction(x, field::functionKey(meaning.key, graph::OpKind::Exp)).a,
+               F::kNoQPart};
     }
     return F{field::omegaPower(x.b), F::kNoQPart};
   }
-  [[noreturn]] static F sqrt(F) { throw OutsideFieldFragment("sqrt has no finite-field meaning"); }
-  [[noreturn]] static F silu(F) { throw OutsideFieldFragment("silu has no finite-field meaning"); }
+  // An op with no algebraic meaning (sqrt, silu, ...): a random function of the pair, one per
+  // op kind and trial. Consistent (equal arguments, equal results), so schedules that apply
+  // it to algebraically equal arguments agree; no identity of the real function holds.
+  static F uninterpreted(graph::OpKind kind, F x, const TrialMeaning& meaning) {
+    return field::randomFunction(x, field::functionKey(meaning.key, kind));
+  }
   // Selection by the trial's random total order: the operand of larger rank, where a rank is
   // a bijective mix of the pair and the trial's key, so distinct values never tie. Selection is
   // associative, commutative and idempotent like max, so a max split over blocks or
-  // iterations selects exactly what the whole max does. With `arbitrary`, a random function
-  // of the ordered pair instead (see MaxMeaning).
-  static F max(F x, F y, const MaxMeaning& meaning) {
-    if (meaning.arbitrary) return field::randomFunction(x, y, meaning.key);
+  // iterations selects exactly what the whole max does. With `arbitraryMax`, a random function
+  // of the ordered pair instead (see TrialMeaning).
+  static F max(F x, F y, const TrialMeaning& meaning) {
+    if (meaning.arbitraryMax) return field::randomFunction(x, y, meaning.key);
     return field::orderRank(x, meaning.key) >= field::orderRank(y, meaning.key) ? x : y;
   }
   // Exact: products of residues below 2^32 fit in 64 bits, and up to 2^64 of them in 128.

@@ -5,9 +5,9 @@
 namespace mugraph::verify {
 
 template TensorMap<double> evaluate<double>(const graph::KernelGraph& graph,
-                                            const TensorMap<double>& inputs, const MaxMeaning&);
+                                            const TensorMap<double>& inputs, const TrialMeaning&);
 template HostTensor<double> applyOp<double>(graph::OpKind kind, const graph::OpAttrs& attrs,
                                             const std::vector<const HostTensor<double>*>& operands,
-                                            const MaxMeaning&);
+                                            const TrialMeaning&);
 
 }  // namespace mugraph::verify

@@ -13,16 +13,17 @@ namespace mugraph::verify {
 
 // Evaluates `graph` (a program or a schedule's kernel graph) on `inputs` (by input name;
 // shapes must match, else UserError) and returns its outputs by name.
-// `max` says what max means (number_domain.h; only the finite field has a choice).
+// `meaning` says what max and the uninterpreted ops mean (number_domain.h; only the finite
+// field has a choice).
 template <class T>
 TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& inputs,
-                      const MaxMeaning& max = {});
+                      const TrialMeaning& meaning = {});
 
 // One op on host tensors, as both the kernel level and the block level define it
 // (not input/output/block_graph/accumulators).
 template <class T>
 HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
                       const std::vector<const HostTensor<T>*>& operands,
-                      const MaxMeaning& max = {});
+                      const TrialMeaning& meaning = {});
 
 }  // namespace mugraph::verify

@@ -8,9 +8,9 @@ namespace mugraph::verify {
 
 template TensorMap<FieldElement> evaluate<FieldElement>(const graph::KernelGraph& graph,
                                                         const TensorMap<FieldElement>& inputs,
-                                                        const MaxMeaning&);
+                                                        const TrialMeaning&);
 template TensorMap<DegreeValue> evaluate<DegreeValue>(const graph::KernelGraph& graph,
                                                       const TensorMap<DegreeValue>& inputs,
-                                                      const MaxMeaning&);
+                                                      const TrialMeaning&);
 
 }  // namespace mugraph::verify

@@ -81,7 +81,7 @@ inline std::vector<int64_t> broadcastIndex(const graph::Dims& to, const graph::D
 // it; accum_rescaled_sum starts from the first tile and then follows
 // acc_i = acc_{i-1}·exp(m_{i-1} − m_i) + x_i (graph/ir.h).
 template <class T>
-void accumulate(const BlockStep& step, int64_t iteration, const MaxMeaning& meaning,
+void accumulate(const BlockStep& step, int64_t iteration, const TrialMeaning& meaning,
                 std::vector<HostTensor<T>>& tiles, std::vector<HostTensor<T>>& previousMax) {
   using Domain = NumberDomain<T>;
   const HostTensor<T>& tile = tiles[step.inputs[0]];
@@ -113,7 +113,8 @@ void accumulate(const BlockStep& step, int64_t iteration, const MaxMeaning& mean
       const HostTensor<T>& previous = previousMax[step.inputs[1]];
       const std::vector<int64_t> at = broadcastIndex(tile.shape, current.shape);
       for (size_t i = 0; i < tile.data.size(); ++i) {
-        const T factor = Domain::exp(Domain::sub(previous.data[at[i]], current.data[at[i]]));
+        const T factor =
+            Domain::exp(Domain::sub(previous.data[at[i]], current.data[at[i]]), meaning);
         accumulator.data[i] = Domain::add(Domain::mul(accumulator.data[i], factor), tile.data[i]);
       }
       return;
@@ -125,7 +126,7 @@ void accumulate(const BlockStep& step, int64_t iteration, const MaxMeaning& mean
 
 template <class T>
 HostTensor<T> computeStep(const BlockStep& step, const std::vector<HostTensor<T>>& tiles,
-                          const MaxMeaning& meaning) {
+                          const TrialMeaning& meaning) {
   std::vector<const HostTensor<T>*> operands;
   operands.reserve(step.inputs.size());
   for (graph::TensorId t : step.inputs) operands.push_back(&tiles[t]);
@@ -135,7 +136,7 @@ HostTensor<T> computeStep(const BlockStep& step, const std::vector<HostTensor<T>
 // Everything one thread block does: the for-loop over tiles, the epilogue after the
 // accumulators, then the output tiles written into the kernel's device tensors.
 template <class T>
-void runBlock(const BlockPlan& plan, const BlockIndex& index, const MaxMeaning& meaning,
+void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning& meaning,
               std::vector<HostTensor<T>>& tiles, std::vector<HostTensor<T>>& previousMax,
               std::vector<HostTensor<T>>& device) {
   for (int64_t iteration = 0; iteration < plan.forloop; ++iteration) {
@@ -164,7 +165,7 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, const MaxMeaning& 
 // Blocks are independent and write disjoint output tiles, so the grid runs in parallel.
 template <class T>
 void runBlockGraph(const BlockPlan& plan, const graph::KernelGraph& graph,
-                   const graph::KernelOp& kernel, const MaxMeaning& meaning,
+                   const graph::KernelOp& kernel, const TrialMeaning& meaning,
                    std::vector<HostTensor<T>>& device) {
   for (graph::TensorId t : kernel.outputs) {
     device[t] = filled(graph.tensors[t].shape, NumberDomain<T>::zero());
@@ -189,7 +190,7 @@ namespace mugraph::verify {
 
 template <class T>
 TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& inputs,
-                      const MaxMeaning& max) {
+                      const TrialMeaning& meaning) {
   const KernelPlan plan = planKernelGraph(graph);
   std::vector<HostTensor<T>> values(graph.tensors.size());
   for (graph::TensorId id : graph.inputs) {
@@ -211,12 +212,12 @@ TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& input
   for (const KernelStep& step : plan.steps) {
     const graph::KernelOp& op = *step.op;
     if (op.kind == graph::OpKind::BlockGraph) {
-      detail::runBlockGraph(step.block, graph, op, max, values);
+      detail::runBlockGraph(step.block, graph, op, meaning, values);
       continue;
     }
     std::vector<const HostTensor<T>*> operands;
     for (graph::TensorId t : op.inputs) operands.push_back(&values[t]);
-    values[op.outputs[0]] = applyOp<T>(op.kind, op.attrs, operands, max);
+    values[op.outputs[0]] = applyOp<T>(op.kind, op.attrs, operands, meaning);
   }
   TensorMap<T> outputs;
   for (graph::TensorId t : graph.outputs) outputs[graph.tensors[t].name] = values[t];

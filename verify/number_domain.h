@@ -6,18 +6,36 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "graph/ops.h"
 
 namespace mugraph::verify {
 
-// What reduce_max and accum_max mean in one evaluation. Over doubles max is the real max and
-// this is ignored. Over the finite field (verify/README.md, "max") max selects its larger
-// operand by a total order drawn from `key` (fixed for a trial, so both graphs of a trial
-// agree); with `arbitrary` it instead returns a random function of its operands, which lets
-// a check ask whether the outputs depend on what max returns at all.
-struct MaxMeaning {
+// What the ops without an algebraic meaning mean in one evaluation. Over doubles they are the
+// real functions and this is ignored. Over the finite field (verify/README.md) everything is
+// drawn from `key`, fixed for a trial so both graphs of a trial agree: max selects its larger
+// operand by a random total order, or, with `arbitraryMax`, returns a random function of its
+// operands (which lets a check ask whether the outputs depend on what max returns at all);
+// each uninterpreted op (graph/ops.h: sqrt, silu) is a random function of its argument, one
+// per op kind.
+struct TrialMeaning {
   uint64_t key = 0;
-  bool arbitrary = false;
+  bool arbitraryMax = false;
 };
+
+// The real function of an op that the finite field leaves uninterpreted (OpInfo::uninterpreted).
+inline double realFunction(graph::OpKind kind, double x) {
+  switch (kind) {
+    case graph::OpKind::Sqrt:
+      return std::sqrt(x);
+    case graph::OpKind::Silu:
+      return x / (1.0 + std::exp(-x));
+    default:
+      throw std::logic_error("no real function for op '" + std::string(graph::opName(kind)) + "'");
+  }
+}
 
 template <class T>
 struct NumberDomain;
@@ -30,13 +48,13 @@ struct NumberDomain<double> {
   static double sub(double a, double b) { return a - b; }
   static double mul(double a, double b) { return a * b; }
   static double div(double a, double b) { return a / b; }
-  static double exp(double a) { return std::exp(a); }
-  static double sqrt(double a) { return std::sqrt(a); }
-  static double silu(double a) { return a / (1.0 + std::exp(-a)); }
-  static double max(double a, double b, const MaxMeaning&) { return std::max(a, b); }
+  static double exp(double a, const TrialMeaning&) { return std::exp(a); }
+  static double uninterpreted(graph::OpKind kind, double a, const TrialMeaning&) {
+    return realFunction(kind, a);
+  }
+  static double max(double a, double b, const TrialMeaning&) { return std::max(a, b); }
   // sum over k of a[k * strideA] * b[k * strideB]; domains override this for speed.
-  static double dot(const double* a, int64_t strideA, const double* b, int64_t strideB,
-                    int64_t n) {
+  static double dot(const double* a, int64_t strideA, const double* b, int64_t strideB, int64_t n) {
     double sum = 0.0;
     for (int64_t k = 0; k < n; ++k) sum += a[k * strideA] * b[k * strideB];
     return sum;

@@ -9,13 +9,13 @@ namespace {
 template <class T, class Key>
 TensorMap<T> cached(std::mutex& mutex, std::map<Key, TensorMap<T>>& cache, const Key& key,
                     const graph::KernelGraph& graph, const TensorMap<T>& inputs,
-                    const MaxMeaning& max = {}) {
+                    const TrialMeaning& meaning = {}) {
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto found = cache.find(key);
     if (found != cache.end()) return found->second;
   }
-  TensorMap<T> outputs = evaluate(graph, inputs, max);
+  TensorMap<T> outputs = evaluate(graph, inputs, meaning);
   std::lock_guard<std::mutex> lock(mutex);
   cache.emplace(key, outputs);
   return outputs;
@@ -31,10 +31,12 @@ TensorMap<double> ReferenceEvaluations::floatOutputs(const TensorMap<double>& in
   return cached(mutex_, floats_, std::make_pair(seed, scale), reference_, inputs);
 }
 
-// The max meaning is drawn from the seed (fingerprint.h), so (seed, mode) names the evaluation.
+// The trial's meaning is drawn from the seed (fingerprint.h), so (seed, mode) names the evaluation.
 TensorMap<FieldElement> ReferenceEvaluations::fieldOutputs(const TensorMap<FieldElement>& inputs,
-                                                           uint64_t seed, const MaxMeaning& max) {
-  return cached(mutex_, fields_, std::make_pair(seed, max.arbitrary), reference_, inputs, max);
+                                                           uint64_t seed,
+                                                           const TrialMeaning& meaning) {
+  return cached(mutex_, fields_, std::make_pair(seed, meaning.arbitraryMax), reference_, inputs,
+                meaning);
 }
 
 TensorMap<DegreeValue> ReferenceEvaluations::degreeOutputs(const TensorMap<DegreeValue>& inputs,

@@ -26,7 +26,7 @@ class ReferenceEvaluations {
   // use. Exceptions (a zero divisor, an op outside the field) propagate and nothing is kept.
   TensorMap<double> floatOutputs(const TensorMap<double>& inputs, uint64_t seed, double scale);
   TensorMap<FieldElement> fieldOutputs(const TensorMap<FieldElement>& inputs, uint64_t seed,
-                                       const MaxMeaning& max);
+                                       const TrialMeaning& meaning);
   TensorMap<DegreeValue> degreeOutputs(const TensorMap<DegreeValue>& inputs, uint64_t seed);
 
  private:

@@ -46,7 +46,9 @@ TEST(RmsNormMatmulSearch, FindsAFusedSchedule) {
   ASSERT_FALSE(result.variants.empty());
   bool fused = false;
   for (const VerifiedVariant& v : result.variants) {
-    EXPECT_EQ(v.verification.level, "float-only") << "sqrt has no finite-field meaning";
+    // sqrt is a random function in the field: the fused schedule is checked by fingerprints.
+    EXPECT_EQ(v.verification.level, "finite-field");
+    EXPECT_LE(v.verification.falseAcceptBound, 1e-12);
     const graph::KernelGraph& g = v.schedule.graph;
     if (g.ops.size() != 1 || !g.ops[0].block) continue;
     bool matmul = false, norm = false;

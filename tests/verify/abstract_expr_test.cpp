@@ -221,6 +221,19 @@ TEST(AbstractExprTest, UnrelatedComputationsAreRejected) {
   EXPECT_FALSE(gemm.isPossibleSubexpression(E::sum(64, E::mul(E::input("A"), E::input("A")))));
 }
 
+// sqrt and silu are uninterpreted here as in the finite field (verify/README.md): equal
+// arguments give equal terms, and no identity of the real function is known.
+TEST(AbstractExprTest, UninterpretedOpsMatchTheirFieldMeaning) {
+  const AbstractExprRef a = E::input("A"), b = E::input("B");
+  SubexpressionOracle oracle({E::sqrt(E::mul(a, b))});
+  EXPECT_TRUE(oracle.isEquivalent(E::sqrt(E::mul(b, a)), E::sqrt(E::mul(a, b))));
+  EXPECT_FALSE(oracle.isEquivalent(E::mul(E::sqrt(a), E::sqrt(b)), E::sqrt(E::mul(a, b))));
+  EXPECT_TRUE(oracle.isEquivalent(E::silu(E::add(b, a)), E::silu(E::add(a, b))));
+  EXPECT_FALSE(oracle.isEquivalent(E::silu(E::add(a, b)), E::add(E::silu(a), E::silu(b))));
+  EXPECT_FALSE(oracle.isEquivalent(E::sqrt(a), E::silu(a)));
+  EXPECT_EQ(oracle.stats().timeouts, 0u);
+}
+
 TEST(AbstractExprTest, EachEquivalenceAxiomIsUsable) {
   AbstractExprRef a = E::input("A"), b = E::input("B"), c = E::input("C");
   AbstractExprRef two = E::constant(2);

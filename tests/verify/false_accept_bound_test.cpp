@@ -1,6 +1,7 @@
-// The false-accept bound: the formula (ε = D/p without exp, D/q with exp, ε^k for k trials),
-// the degrees the degree domain measures on hand-checked programs, and that a full check
-// reports exactly the bound the formula gives for its degree and trial count.
+// The false-accept bound: the formula (ε = D/p without exp, D/q with exp, plus the collision
+// term of random functions, ε^k for k trials), the degrees the degree domain measures on
+// hand-checked programs, and that a full check reports exactly the bound the formula gives for
+// its degree and trial count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,7 +11,10 @@
 #include "graph/files.h"
 #include "verify/equivalence.h"
 #include "verify/false_accept_bound.h"
+#include "verify/fingerprint.h"
 #include "verify/finite_field.h"
+#include "verify/interpreter.h"
+#include "verify/normalized_programs.h"
 
 namespace mugraph::verify {
 namespace {
@@ -136,6 +140,123 @@ TEST(FalseAcceptBound, DegreesOfHandCheckedDifferences) {
         return g.op(OpKind::Matmul, {0, 1});
       });
   EXPECT_EQ(differenceDegree(p.a, p.b, seed).degree, 2);
+}
+
+TEST(FalseAcceptBound, CollisionTermIsAUnionBoundOverPairsOfApplications) {
+  DegreeReport report;
+  report.degree = 3;
+  EXPECT_EQ(collisionBound(report), 0.0);  // no random function
+  report.argumentDegree = 2;
+  for (int64_t n : {2, 40, 1040}) {
+    report.applications = n;
+    const double pairs = static_cast<double>(n) * static_cast<double>(n - 1) / 2;
+    // Two distinct arguments differ by a rational function of degree at most 2·2; both parts
+    // are independent evaluations of it, so they collide with probability (4/p)·(4/q).
+    EXPECT_DOUBLE_EQ(collisionBound(report), pairs * (4.0 / kP) * (4.0 / kQ));
+    EXPECT_DOUBLE_EQ(perTrialBound(report), 3.0 / kP + collisionBound(report));
+  }
+  // An argument through exp (no q-part) or a max: its p-part alone, 2d/q per pair.
+  report.argumentDegreePPart = 5;
+  EXPECT_DOUBLE_EQ(collisionBound(report), 1040.0 * 1039.0 / 2 * (10.0 / kQ));
+  report.applications = int64_t{1} << 20;
+  EXPECT_DOUBLE_EQ(collisionBound(report), 1.0);  // capped: no guarantee
+  EXPECT_DOUBLE_EQ(perTrialBound(report), 1.0);
+}
+
+TEST(FalseAcceptBound, RandomFunctionValuesAreFreshVariablesOfDegreeOne) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  // sqrt(X·Y) against sqrt(Y·X): one fresh variable on both sides, its argument of degree 2;
+  // 16 elements each, 32 applications.
+  Pair p = twoPrograms(
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Sqrt, {g.op(OpKind::Mul, {0, 1})});
+      },
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Sqrt, {g.op(OpKind::Mul, {1, 0})});
+      });
+  DegreeReport report = differenceDegree(p.a, p.b, seed);
+  EXPECT_EQ(report.degree, 1);
+  EXPECT_EQ(report.argumentDegree, 2);
+  EXPECT_EQ(report.argumentDegreePPart, -1);
+  EXPECT_EQ(report.applications, 32);
+  // silu(X)·Z/Y: degree 2 over the denominator Y; rms_norm over the rows of X: X / r, one
+  // root per row (4 rows), its argument the mean of squares (degree 2).
+  p = twoPrograms(
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Div, {g.op(OpKind::Mul, {g.op(OpKind::Silu, {0}), 2}), 1});
+      },
+      [](GraphBuilder& g) { return g.op(OpKind::RmsNorm, {0}, {.dim = 1}); });
+  report = differenceDegree(p.a, p.b, seed);
+  EXPECT_EQ(report.degree, 3);  // (silu·Z)·r − X·Y over Y·r
+  EXPECT_EQ(report.argumentDegree, 2);
+  EXPECT_EQ(report.applications, 16 + 4);
+  // silu of an exp value: its argument has no q-part, so only its p-part is free.
+  p = twoPrograms([](GraphBuilder& g) { return g.op(OpKind::Silu, {g.op(OpKind::Exp, {0})}); },
+                  [](GraphBuilder& g) { return g.op(OpKind::Silu, {g.op(OpKind::Exp, {0})}); });
+  report = differenceDegree(p.a, p.b, seed);
+  EXPECT_EQ(report.argumentDegree, -1);
+  EXPECT_EQ(report.argumentDegreePPart, 1);
+  EXPECT_TRUE(report.usesExp);
+  // exp of an exp value is a random function too, and every exp then counts as an application.
+  p = twoPrograms([](GraphBuilder& g) { return g.op(OpKind::Exp, {g.op(OpKind::Exp, {0})}); },
+                  [](GraphBuilder& g) { return g.op(OpKind::Exp, {g.op(OpKind::Exp, {0})}); });
+  report = differenceDegree(p.a, p.b, seed);
+  EXPECT_EQ(report.argumentDegreePPart, 1);
+  EXPECT_EQ(report.applications, 4 * 16);
+}
+
+// What the collision term pays for: sqrt(X)·Y and sqrt(Z)·Y differ, and fingerprints reject
+// them, but a draw on which the two arguments collide (Z = X) makes the trial agree.
+TEST(FalseAcceptBound, CollidingArgumentsMakeDifferentProgramsAgreeAndTheCheckRejectsThem) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const Pair p = twoPrograms(
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Mul, {g.op(OpKind::Sqrt, {0}), 1});
+      },
+      [](GraphBuilder& g) {
+        return g.op(OpKind::Mul, {g.op(OpKind::Sqrt, {2}), 1});
+      });
+  TensorMap<FieldElement> inputs = randomFieldInputs(p.a, seed);
+  const TrialMeaning meaning = trialMeaning(seed, false);
+  EXPECT_NE(evaluate(p.a, inputs, meaning).at("R").data,
+            evaluate(p.b, inputs, meaning).at("R").data);
+  inputs.at("Z") = inputs.at("X");
+  EXPECT_EQ(evaluate(p.a, inputs, meaning).at("R").data,
+            evaluate(p.b, inputs, meaning).at("R").data);
+
+  EquivalenceOptions options;
+  options.seed = seed;
+  options.floatScales.clear();
+  options.trials = 1;
+  const EquivalenceReport report = checkEquivalence(p.a, p.b, options);
+  EXPECT_FALSE(report.equivalent);
+  EXPECT_EQ(report.level, VerificationLevel::FiniteField);
+  const DegreeReport degree = differenceDegree(p.a, p.b, seed);
+  EXPECT_GT(collisionBound(degree), 0.0);
+  EXPECT_DOUBLE_EQ(report.perTrialBound, perTrialBound(degree));
+}
+
+TEST(FalseAcceptBound, AFusedRmsNormScheduleChecksInTheFieldWithTheCollisionTerm) {
+  const graph::Program program = testing::rmsNormMatmulProgram();
+  const graph::KernelGraph schedule = testing::rmsNormMatmulSchedule(program, {});
+  EquivalenceOptions options;
+  options.seed = std::random_device{}();
+  options.floatScales = {0.5};
+  const EquivalenceReport report = checkEquivalence(program, schedule, options);
+  ASSERT_TRUE(report.equivalent) << report.mismatch;
+  EXPECT_EQ(report.level, VerificationLevel::FiniteField);
+  // Y = Σ_k (x_k / r)·w_k against (Σ_k x_k·w_k) / r, r = sqrt(mean x²) one fresh variable per
+  // row: numerator degree 2 over the shared r. The program takes 16 roots, the schedule one per
+  // row in each of its 4 blocks, after the loop.
+  const DegreeReport degree = differenceDegree(program, schedule, options.seed);
+  EXPECT_EQ(report.degree, 2);
+  EXPECT_EQ(degree.argumentDegree, 2);
+  EXPECT_EQ(degree.applications, 16 + 4 * 16);
+  EXPECT_DOUBLE_EQ(report.perTrialBound, 2.0 / kP + collisionBound(degree));
+  EXPECT_EQ(report.trials, 2);
+  EXPECT_LE(report.falseAcceptBound, 1e-12);
 }
 
 TEST(FalseAcceptBound, ACheckReportsTheFormulaForItsDegreeAndTrials) {

@@ -1,0 +1,72 @@
+// Every shipped schedule (schedules/*.json) and every variant found for the built-in programs
+// (schedules/found/*.json) checks against its program at level finite-field with a
+// false-accept bound of at most 1e-12: every op they use has a field meaning, rms_norm's root
+// included. Checked at their real shapes, one float test scale, then fingerprints.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "graph/files.h"
+#include "verify/equivalence.h"
+#include "verify/test_support.h"
+
+namespace mugraph::verify {
+namespace {
+
+// Multiply-adds of the program's matmuls.
+double matmulWork(const graph::Program& program) {
+  double work = 0;
+  for (const graph::KernelOp& op : program.ops) {
+    if (op.kind != graph::OpKind::Matmul) continue;
+    const graph::Dims& a = program.tensors[op.inputs[0]].shape;
+    work += static_cast<double>(graph::elementCount(program.tensors[op.outputs[0]].shape)) *
+            static_cast<double>(a.back());
+  }
+  return work;
+}
+
+// Above this many multiply-adds (gemm_4096: 2^36) a check takes a quarter of an hour on two
+// cores; such schedules are checked only when MUGRAPH_CHECK_LARGE_SCHEDULES is set.
+constexpr double kMaxWork = 1e10;
+
+bool checkLargeSchedules() {
+  return std::getenv("MUGRAPH_CHECK_LARGE_SCHEDULES") != nullptr;
+}
+
+TEST(ShippedSchedules, EveryScheduleAndFoundVariantChecksInTheFieldWithinTheBound) {
+  const std::filesystem::path root = std::filesystem::path(MUGRAPH_SOURCE_DIR) / "schedules";
+  EquivalenceOptions options;
+  options.seed = testing::freshSeed();
+  SCOPED_TRACE(testing::seedTrace(options.seed));
+  options.floatScales = {0.5};
+  options.floatLogitSpreads.clear();
+  int checked = 0, found = 0;
+  for (const std::filesystem::path& folder : {root, root / "found"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+      if (entry.path().extension() != ".json") continue;
+      SCOPED_TRACE(entry.path().string());
+      const graph::Schedule s = graph::loadSchedule(entry.path().string());
+      if (matmulWork(s.program) > kMaxWork && !checkLargeSchedules()) {
+        std::cout << "[shipped schedules] " << entry.path().filename().string()
+                  << ": skipped, set MUGRAPH_CHECK_LARGE_SCHEDULES to check it\n";
+        continue;
+      }
+      const EquivalenceReport report = checkEquivalence(s.program, s.graph, options);
+      EXPECT_TRUE(report.equivalent) << report.mismatch;
+      EXPECT_EQ(report.level, VerificationLevel::FiniteField) << report.levelReason;
+      EXPECT_LE(report.falseAcceptBound, 1e-12);
+      std::cout << "[shipped schedules] " << entry.path().filename().string() << ": "
+                << levelName(report.level) << ", degree " << report.degree << ", " << report.trials
+                << " trials, bound " << report.falseAcceptBound << "\n";
+      ++checked;
+      found += folder != root;
+    }
+  }
+  EXPECT_GE(checked, 10);
+  EXPECT_GE(found, 7);
+}
+
+}  // namespace
+}  // namespace mugraph::verify
