@@ -40,15 +40,18 @@ double badness(const CalibrationReport& report) {
   return report.summedRegret + 0.1 * report.meanSquaredLogError;
 }
 
-}  // namespace
-
-CalibrationData loadCalibrationData(const std::string& path) {
-  json file;
+json parseJsonFile(const std::string& path) {
   try {
-    file = json::parse(graph::readFileText(path));
+    return json::parse(graph::readFileText(path));
   } catch (const json::parse_error& e) {
     throw UserError(path, std::string("not JSON: ") + e.what());
   }
+}
+
+}  // namespace
+
+CalibrationData loadCalibrationData(const std::string& path) {
+  const json file = parseJsonFile(path);
   const std::string format = textAt(file, "format", path + ": $");
   if (format != kCalibrationFormat) {
     throw UserError(path + ": $.format", "expected \"" + std::string(kCalibrationFormat) + "\"");
@@ -165,6 +168,10 @@ CostConstants costConstantsFromJson(const nlohmann::json& file, const std::strin
     constants.*field.member = value.get<double>();
   }
   return constants;
+}
+
+CostConstants loadCostConstants(const std::string& path) {
+  return costConstantsFromJson(parseJsonFile(path), path);
 }
 
 nlohmann::json costConstantsJson(const CostConstants& constants, const std::string& fittedFrom) {

@@ -78,6 +78,9 @@ CostConstants fitCostConstants(const CalibrationData& data, const plan::Target& 
 // naming `where` and the JSON path of anything missing.
 CostConstants costConstantsFromJson(const nlohmann::json& file, const std::string& where);
 
+// The constants of a cost-constants file; UserError naming the file for anything malformed.
+CostConstants loadCostConstants(const std::string& path);
+
 // search/cost_constants.json's content for `constants`; `fittedFrom` says from what.
 nlohmann::json costConstantsJson(const CostConstants& constants, const std::string& fittedFrom);
 

@@ -84,12 +84,9 @@ Command addCalibrateCommand(CLI::App& app) {
         }
         const search::CalibrationData data = search::loadCalibrationData(options->data);
         const plan::Target& target = plan::targetByName(data.target, options->data + ": $.target");
-        const search::CostConstants current =
-            options->constants.empty()
-                ? search::calibratedConstants()
-                : search::costConstantsFromJson(
-                      nlohmann::json::parse(graph::readFileText(options->constants)),
-                      options->constants);
+        const search::CostConstants current = options->constants.empty()
+                                                  ? search::calibratedConstants()
+                                                  : search::loadCostConstants(options->constants);
         const search::CalibrationReport before = search::evaluateCostModel(data, target, current);
         nlohmann::json out{{"data", options->data},
                            {"device", data.device},

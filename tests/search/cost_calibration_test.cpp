@@ -92,6 +92,7 @@ TEST(CostCalibration, MalformedDataNamesTheFileAndTheJsonPath) {
       R"({"format": "mugraph.cost_calibration", "device": "d", "target": "sm_90", "method": "m",
           "programs": [{"program": "p", "variants": [{"name": "v", "measured_us": -1}]}]})");
   EXPECT_NE(reasonOf(negative).find("$.programs[0].variants[0].measured_us"), std::string::npos);
+  EXPECT_THROW(loadCostConstants(writeTemp("constants.json", "{")), UserError);
   EXPECT_THROW(costConstantsFromJson(nlohmann::json{{"format", "mugraph.cost_constants"},
                                                     {"constants", {{"launch_us", 1.0}}}},
                                      "c.json"),
