@@ -112,6 +112,8 @@ void emitRegisterOutputStore(const EmitContext& context, int op);
 void emitMaterialize(const EmitContext& context, graph::TensorId tile);
 // The whole body of a kernel planned as thread-owned elements (KernelPlan::threadOwned).
 void emitThreadOwnedBody(const EmitContext& context);
+// The whole body of a kernel planned on the sm_90 warpgroup path (KernelPlan::warpgroupMma).
+void emitWarpgroupMmaBody(const EmitContext& context);
 
 // The register epilogue of `host` for one element: `value` is the host's result at `index`;
 // prints the fused chain, stores to shared tiles and folded accumulator updates.

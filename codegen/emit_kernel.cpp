@@ -158,8 +158,10 @@ void emitKernel(const EmitContext& context) {
            std::to_string(block.grid[1]) + ", " + std::to_string(block.grid[2]) + "), " +
            std::to_string(block.threads) + " threads, forloop " + std::to_string(block.forloop) +
            ", " + std::to_string(plan.sharedBytes) + " bytes of dynamic shared memory.");
+  // The warpgroup path promises one block per multiprocessor: setmaxnreg needs that cap.
   const std::string minBlocks =
-      plan.minBlocksPerSm > 1 ? ", " + std::to_string(plan.minBlocksPerSm) : "";
+      plan.minBlocksPerSm > 1 || plan.warpgroupMma ? ", " + std::to_string(plan.minBlocksPerSm)
+                                                   : "";
   out.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block.threads) +
            minBlocks + ") " + context.kernel.entry + "(");
   for (size_t p = 0; p < context.kernel.params.size(); ++p) {
@@ -167,10 +169,22 @@ void emitKernel(const EmitContext& context) {
     const graph::TensorDesc& desc = plan.graph->tensors[param.tensor];
     const std::string type =
         (param.written ? "" : "const ") + storageType(desc.dtype) + "* __restrict__ ";
-    const bool last = p + 1 == context.kernel.params.size();
+    const bool last = p + 1 == context.kernel.params.size() && !plan.warpgroupMma;
     out.line("    " + type + context.paramName(static_cast<int>(p)) + (last ? ") {" : ","));
   }
+  if (plan.warpgroupMma) {
+    const size_t maps = plan.warpgroupMma->maps.size();
+    for (size_t m = 0; m < maps; ++m) {
+      out.line("    const __grid_constant__ mg::TensorMap mg_map" + std::to_string(m) +
+               (m + 1 == maps ? ") {" : ","));
+    }
+  }
   out.enter();
+  if (plan.warpgroupMma) {
+    emitWarpgroupMmaBody(context);
+    out.close();
+    return;
+  }
   if (plan.threadOwned) {
     emitThreadOwnedBody(context);
     out.close();
@@ -228,6 +242,10 @@ EmittedSource emitSchedule(const plan::SchedulePlan& planned) {
     emitted.grid = plan.block->grid;
     emitted.threads = plan.block->threads;
     emitted.dynamicSharedBytes = plan.sharedBytes;
+    if (plan.warpgroupMma) {
+      emitted.tensorMaps = plan.warpgroupMma->maps;
+      result.archSpecific = true;
+    }
     result.kernels.push_back(emitted);
   }
   result.source = out.text();

@@ -22,12 +22,18 @@ struct EmittedKernel {
   std::array<int64_t, graph::kGridAxes> grid{1, 1, 1};
   int threads = 128;
   int64_t dynamicSharedBytes = 0;
+  // Tensor maps the kernel takes by value after its pointer parameters (sm_90 warpgroup
+  // kernels only), in parameter order.
+  std::vector<plan::TensorMapDesc> tensorMaps;
 };
 
 struct EmittedSource {
   std::string source;                  // kernel.cu
   std::vector<EmittedKernel> kernels;  // launch order
   ScheduleAbi abi;
+  // Uses instructions of the architecture-specific target (sm_90a: wgmma, setmaxnreg): NVRTC
+  // compiles it for that target, whose PTX runs on that architecture only.
+  bool archSpecific = false;
 };
 
 // Prints a planned schedule; every decision (tiles, layouts, stages, shared-memory offsets

@@ -62,7 +62,8 @@ GeneratedCode generateCode(const graph::Schedule& schedule, const GenerateOption
   code.nvrtcVersion = nvrtcVersionText();
   code.resourceArch = archName(options.archs.front());
   const NvrtcOutput assembled =
-      compileWithNvrtc(code.emitted.source, code.schedule.name, options.archs.front(), true);
+      compileWithNvrtc(code.emitted.source, code.schedule.name, options.archs.front(), true,
+                       code.emitted.archSpecific);
   code.cubin = assembled.cubin;
   const std::vector<KernelResources> reported = parsePtxasReport(assembled.log);
   for (const EmittedKernel& kernel : code.emitted.kernels) {
@@ -82,7 +83,8 @@ GeneratedCode generateCode(const graph::Schedule& schedule, const GenerateOption
       continue;
     }
     const NvrtcOutput compiled =
-        compileWithNvrtc(code.emitted.source, code.schedule.name, arch, false);
+        compileWithNvrtc(code.emitted.source, code.schedule.name, arch, false,
+                         code.emitted.archSpecific);
     code.ptx[name] = compiled.ptx;
     code.options[name] = compiled.options;
   }

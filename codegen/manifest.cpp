@@ -31,6 +31,36 @@ json kernelResourcesJson(const KernelResources& r, int64_t dynamicSharedBytes) {
           {"barriers", r.barriers}};
 }
 
+// Everything cuTensorMapEncodeTiled needs (codegen/README.md, "Tensor maps"): the tensor
+// whose address it takes, its element type, the dims and byte strides innermost first, the
+// box, unit element strides, no interleave, the 128-byte swizzle, 256-byte L2 promotion and
+// no out-of-bounds fill.
+json tensorMapJson(const GeneratedCode& code, const plan::TensorMapDesc& map) {
+  const graph::TensorDesc& desc = code.schedule.graph.tensors[map.tensor];
+  json dims = json::array();
+  json strides = json::array();
+  json box = json::array();
+  json elementStrides = json::array();
+  for (int i = 0; i < map.rank; ++i) {
+    dims.push_back(map.dims[i]);
+    if (i > 0) strides.push_back(map.strideBytes[i]);
+    box.push_back(map.box[i]);
+    elementStrides.push_back(1);
+  }
+  return {{"kind", "tensor_map"},
+          {"tensor", desc.name},
+          {"dtype", std::string(graph::dtypeName(map.dtype))},
+          {"rank", map.rank},
+          {"dims", dims},
+          {"strides_bytes", strides},
+          {"box", box},
+          {"element_strides", elementStrides},
+          {"interleave", "none"},
+          {"swizzle", std::to_string(map.swizzleBytes) + "B"},
+          {"l2_promotion", "256B"},
+          {"oob_fill", "none"}};
+}
+
 }  // namespace
 
 json resourcesJson(const GeneratedCode& code) {
@@ -60,8 +90,10 @@ json manifestJson(const GeneratedCode& code) {
       entry["tensor"] = entry["name"];
       entry.erase("name");
       entry["access"] = param.written ? "write" : "read";
+      entry["kind"] = "pointer";
       params.push_back(entry);
     }
+    for (const plan::TensorMapDesc& map : emitted.tensorMaps) params.push_back(tensorMapJson(code, map));
     kernels.push_back({{"entry", kernel.entry},
                        {"grid", emitted.grid},
                        {"block", {emitted.threads, 1, 1}},

@@ -62,7 +62,7 @@ std::vector<std::string> baseNvrtcOptions() {
 }
 
 NvrtcOutput compileWithNvrtc(const std::string& source, const std::string& scheduleName, int arch,
-                             bool cubin) {
+                             bool cubin, bool archSpecific) {
   const std::string header(deviceHeaderSource());
   const char* headers[] = {header.c_str()};
   const char* headerNames[] = {kDeviceHeaderName};
@@ -72,7 +72,7 @@ NvrtcOutput compileWithNvrtc(const std::string& source, const std::string& sched
   NvrtcOutput output;
   output.options = baseNvrtcOptions();
   output.options.push_back("--gpu-architecture=" + std::string(cubin ? "sm_" : "compute_") +
-                           std::to_string(arch));
+                           std::to_string(arch) + (archSpecific ? "a" : ""));
   if (cubin) output.options.push_back("--ptxas-options=-v");
   std::vector<const char*> options;
   for (const std::string& option : output.options) options.push_back(option.c_str());

@@ -44,7 +44,8 @@ std::vector<std::string> baseNvrtcOptions();
 
 // arch is a number like 80 or 90. With `cubin`, compiles for sm_<arch> (PTX is the same
 // PTX a compute_<arch> compile gives) and runs ptxas -v; else compiles compute_<arch> PTX.
+// `archSpecific` targets sm_<arch>a / compute_<arch>a instead (wgmma, setmaxnreg).
 NvrtcOutput compileWithNvrtc(const std::string& source, const std::string& scheduleName, int arch,
-                             bool cubin);
+                             bool cubin, bool archSpecific = false);
 
 }  // namespace mugraph::codegen

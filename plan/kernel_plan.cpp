@@ -8,6 +8,7 @@
 
 #include "graph/error.h"
 #include "plan/shared_memory_allocator.h"
+#include "plan/warpgroup_mma_plan.h"
 
 namespace mugraph::plan {
 namespace {
@@ -401,6 +402,15 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
       if (op.kind == OpKind::Output) planOutputCopy(plan, static_cast<int>(o));
     }
     for (SharedTile& tile : plan.shared) tile.buffers = 1;  // nothing is staged
+    plan.minBlocksPerSm = 1;
+    return plan;
+  }
+  plan.warpgroupMma = planWarpgroupMma(plan, target);
+  if (plan.warpgroupMma) {
+    const WarpgroupMmaPlan& wg = *plan.warpgroupMma;
+    planOutputCopy(plan, wg.outputOp);
+    plan.pipelineStages = wg.stages;
+    plan.sharedBytes = wg.sharedBytes;
     plan.minBlocksPerSm = 1;
     return plan;
   }

@@ -101,6 +101,65 @@ struct ThreadOwnedElements {
   int perThread = 1;
 };
 
+// What cuTensorMapEncodeTiled needs to describe one device tensor to the bulk tensor copy
+// engine (sm_90): the kernel receives the encoded map by value, after its pointer parameters;
+// the manifest carries this description and the host encodes it (codegen/README.md).
+struct TensorMapDesc {
+  graph::TensorId tensor = -1;  // in the kernel graph
+  graph::DType dtype = graph::DType::F16;
+  int rank = 2;
+  // Innermost (contiguous) dim first: elements per dim, bytes between consecutive indices of
+  // dims 1..rank-1 ([0] is the element size), and the box each copy moves.
+  std::array<int64_t, graph::kMaxRank> dims{1, 1, 1, 1};
+  std::array<int64_t, graph::kMaxRank> strideBytes{0, 0, 0, 0};
+  std::array<int64_t, graph::kMaxRank> box{1, 1, 1, 1};
+  int swizzleBytes = 128;  // the box lands 128-byte swizzled (rows of 128 bytes)
+};
+
+// One operand of the warpgroup matmul, copied by bulk tensor copies: per stage, `boxes`
+// boxes of [rows][64] elements side by side (`boxBytes` each), the 64 along the tensor's
+// contiguous dim, so the operand's contiguous extent is 64 * boxes. Box coordinates (map
+// dims, innermost first) of the block's tile: blockIdx times `blockStep` plus the iteration
+// times `iterationStep`; box j adds 64 * j to coordinate 0.
+struct BulkOperand {
+  int op = -1;   // the Input block op
+  int map = -1;  // index into WarpgroupMmaPlan::maps
+  bool kMajor = true;  // the contiguous dim is K (else M or N)
+  int64_t rows = 0;    // rows of a box (the other matrix dim of the tile)
+  int boxes = 1;
+  int64_t boxBytes = 0;
+  int64_t offset = 0;  // stage 0's first box in dynamic shared memory (1024-byte aligned)
+  std::array<std::array<int64_t, graph::kGridAxes>, graph::kMaxRank> blockStep{};
+  std::array<int64_t, graph::kMaxRank> iterationStep{};
+};
+
+// A block graph that is one matmul of two per-iteration 16-bit input tiles, accumulated over
+// the for-loop and stored, on a target with warpgroup MMA: `wgmma.mma_async` from 128-byte
+// swizzled shared tiles that bulk tensor copies fill through a ring of `stages` buffers, each
+// with a `full` mbarrier (the copies' bytes landed) and an `empty` one (every consumer warp
+// is done reading it). With `producer`, warpgroup 0 only issues copies (one thread) and the
+// other `consumers` warpgroups only multiply; else the block's one warpgroup does both.
+// Consumer warpgroup c owns rows [c * m / consumers, (c + 1) * m / consumers) of the block's
+// m x n result, `mTiles` wgmma instructions of 64 rows each per 16 of K, n columns each.
+struct WarpgroupMmaPlan {
+  int64_t m = 0, n = 0, k = 0;  // block tile m x n, k per iteration
+  int consumers = 1;
+  bool producer = false;
+  int mTiles = 1;
+  int stages = 2;
+  graph::DType dtype = graph::DType::F16;
+  BulkOperand a, b;
+  int matmulOp = -1, accumulatorOp = -1, outputOp = -1;
+  int64_t barrierOffset = 0;  // full[stages] then empty[stages], 8 bytes each
+  int64_t stageBytes = 0;     // both operands' boxes of one stage
+  // Dynamic shared memory: stages and barriers, plus 1024 bytes to align the stages' base.
+  int64_t sharedBytes = 0;
+  int producerRegisters = 0;  // setmaxnreg budgets with a producer warpgroup (0: none)
+  int consumerRegisters = 0;
+  std::vector<TensorMapDesc> maps;  // kernel parameters after the pointers, in order
+  int accumulatorsPerThread() const { return mTiles * static_cast<int>(n) / 2; }
+};
+
 struct KernelPlan {
   const graph::KernelGraph* graph = nullptr;
   const graph::KernelOp* kernel = nullptr;
@@ -127,6 +186,9 @@ struct KernelPlan {
   // Set when the block graph runs as thread-owned elements: then no tile lives in shared
   // memory and only `inputs` and `outputs` (their global strides) of the above are used.
   std::optional<ThreadOwnedElements> threadOwned;
+  // Set when the block graph runs on the sm_90 warpgroup path: then only `outputs` of the
+  // above is used besides it.
+  std::optional<WarpgroupMmaPlan> warpgroupMma;
 };
 
 // Whether block op `op` runs inside the for-loop (once per iteration): per-iteration ops,

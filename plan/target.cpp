@@ -27,8 +27,11 @@ std::vector<Target> makeTargets() {
              .wantedBlocksPerSm = 2,
              .bytesInFlightPerBlock = 32 * kKiB,
              .maxPipelineStages = 8,
-             .memoryBytesPerSecond = 1.7e12,   // nominal 2.0 TB/s HBM2e; copies reach ~85%
-             .tensorFlopsPerSecond = 280e12},  // nominal 312 TFLOP/s; cuBLAS reaches ~90%
+             .registersPerSm = 64 * kKiB,
+             .warpgroupMma = false,
+             .memoryBytesPerSecond = 1.7e12,  // nominal 2.0 TB/s HBM2e; copies reach ~85%
+             .tensorFlopsPerSecond = 280e12,  // nominal 312 TFLOP/s; cuBLAS reaches ~90%
+             .syncMmaFlopsPerSecond = 280e12},
       Target{.name = "sm_90",
              .computeCapability = 90,
              .devices = "H100 SXM5, H200",
@@ -40,8 +43,12 @@ std::vector<Target> makeTargets() {
              .wantedBlocksPerSm = 2,
              .bytesInFlightPerBlock = 32 * kKiB,
              .maxPipelineStages = 8,
-             .memoryBytesPerSecond = 3.0e12,   // H100 device copy, measured 3.02 TB/s
-             .tensorFlopsPerSecond = 700e12},  // cuBLAS f16 4096^3 on an H100: 704 TFLOP/s
+             .registersPerSm = 64 * kKiB,
+             .warpgroupMma = true,
+             .memoryBytesPerSecond = 3.0e12,  // H100 device copy, measured 3.02 TB/s
+             .tensorFlopsPerSecond = 700e12,  // cuBLAS f16 4096^3 on an H100: 704 TFLOP/s
+             // Our mma.sync GEMM at 4096^3 on an H100 (docs/measurements/bench_gpu_*): 267
+             .syncMmaFlopsPerSecond = 270e12},
   };
 }
 

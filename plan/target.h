@@ -30,9 +30,15 @@ struct Target {
   int64_t bytesInFlightPerBlock;
   int maxPipelineStages;
 
+  int64_t registersPerSm;  // 32-bit registers of one multiprocessor's register file
+  // Warpgroup matrix multiplies (wgmma) and bulk tensor copies (sm_90 and later): the plan
+  // puts eligible matmuls on that path (plan/kernel_plan.h, WarpgroupMmaPlan).
+  bool warpgroupMma;
+
   // Throughput figures for the cost model, measured where the comment says.
   double memoryBytesPerSecond;  // device copy bandwidth
-  double tensorFlopsPerSecond;  // dense f16 matmul with f32 accumulation
+  double tensorFlopsPerSecond;  // dense f16 matmul with f32 accumulation, the fastest path
+  double syncMmaFlopsPerSecond;  // the same through mma.sync (the path of sm_80)
 
   // Shared memory per block that still lets `blocks` blocks reside on one multiprocessor.
   int64_t sharedBytesForBlocksPerSm(int blocks) const;

@@ -26,7 +26,7 @@ double matmulFlops(const graph::Dims& a, const graph::Dims& out) {
 }
 
 struct KernelWork {
-  double bytes = 0, tensorFlops = 0, generalMatmulFlops = 0, vectorFlops = 0;
+  double bytes = 0, tensorFlops = 0, syncMmaFlops = 0, generalMatmulFlops = 0, vectorFlops = 0;
   double blocks = 1, blocksPerSm = 1, serialSteps = 0;
   double stepMicroseconds = 0;      // latency of one for-loop step
   double postLoopMicroseconds = 0;  // of the ops after the loop
@@ -43,6 +43,7 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
   const double smFraction = activeSms / sms;
   const double memory = w.bytes / bandwidth;
   const double compute = (w.tensorFlops / target.tensorFlopsPerSecond +
+                          w.syncMmaFlops / target.syncMmaFlopsPerSecond +
                           w.generalMatmulFlops / c.generalMatmulFlopsPerSecond +
                           w.vectorFlops / c.vectorFlopsPerSecond) /
                          smFraction;
@@ -71,6 +72,8 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
   if (planned.threadOwned) {
     w.stepMicroseconds = c.threadOwnedIterationMicroseconds * planned.threadOwned->perThread;
   }
+  // The warpgroup path: copies and multiplies are asynchronous, no barrier per op.
+  const bool asynchronous = planned.warpgroupMma.has_value();
   const auto opMicroseconds = [&](double elements) {
     return c.opMicroseconds + c.elementMicroseconds * std::ceil(elements / threads);
   };
@@ -84,7 +87,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
     }
     const graph::BlockTensor& tile = block.tensors[bop.output];
     const double tileElements = static_cast<double>(graph::elementCount(tile.shape));
-    if (!planned.threadOwned) {
+    if (!planned.threadOwned && !asynchronous) {
       const bool inLoop = bop.kind == OpKind::Input
                               ? planned.inputs[o]->perIteration
                               : plan::runsInLoop(planned, static_cast<int>(o));
@@ -108,8 +111,10 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
       // fragment's 16) or on the general path.
       const double flops = matmulFlops(block.tensors[bop.inputs[0]].shape, tile.shape) * times;
       const std::optional<plan::MmaPlan>& mma = planned.ops[o].mma;
-      if (mma) {
-        w.tensorFlops += mma->padded() ? flops * 16.0 / static_cast<double>(mma->rows) : flops;
+      if (asynchronous) {
+        w.tensorFlops += flops;
+      } else if (mma) {
+        w.syncMmaFlops += mma->padded() ? flops * 16.0 / static_cast<double>(mma->rows) : flops;
       } else {
         w.generalMatmulFlops += flops;
       }
@@ -159,7 +164,8 @@ CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& t
     const KernelWork work = blockGraphWork(lowered, static_cast<int>(k), target, constants);
     estimate.microseconds += kernelMicroseconds(work, target, constants);
     estimate.bytes += work.bytes;
-    estimate.flops += work.tensorFlops + work.generalMatmulFlops + work.vectorFlops;
+    estimate.flops +=
+        work.tensorFlops + work.syncMmaFlops + work.generalMatmulFlops + work.vectorFlops;
     ++estimate.kernels;
   }
   return estimate;

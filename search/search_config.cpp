@@ -43,7 +43,8 @@ SearchConfig defaultConfig(ProgramKind kind) {
       break;
     case ProgramKind::Gemm:
       config.maxKernels = 2;
-      config.threadCandidates = {128, 256};
+      // 384: a copy warpgroup and two multiplying ones on the sm_90 warpgroup path.
+      config.threadCandidates = {128, 256, 384};
       config.minMatmulTile = 32;
       config.maxVariants = 16;
       config.candidatePool = 64;

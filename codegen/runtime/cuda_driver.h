@@ -45,6 +45,7 @@ namespace mugraph::codegen {
   X(eventSynchronize, cuEventSynchronize, "cuEventSynchronize")                          \
   X(eventElapsedTime, cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime") \
   X(eventDestroy, cuEventDestroy, "cuEventDestroy_v2")                                   \
+  X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")            \
   X(getErrorString, cuGetErrorString, "cuGetErrorString")
 
 class CudaDriver {

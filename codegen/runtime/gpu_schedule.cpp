@@ -1,6 +1,7 @@
 #include "codegen/runtime/gpu_schedule.h"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "graph/error.h"
@@ -12,6 +13,30 @@ namespace {
 
 int archNumber(const std::string& arch) {  // "sm_90" -> 90
   return arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : -1;
+}
+
+CUtensorMapDataType tensorMapType(graph::DType dtype) {
+  switch (dtype) {
+    case graph::DType::F16:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case graph::DType::BF16:
+      return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    default:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  }
+}
+
+CUtensorMapSwizzle tensorMapSwizzle(int bytes) {
+  switch (bytes) {
+    case 32:
+      return CU_TENSOR_MAP_SWIZZLE_32B;
+    case 64:
+      return CU_TENSOR_MAP_SWIZZLE_64B;
+    case 128:
+      return CU_TENSOR_MAP_SWIZZLE_128B;
+    default:
+      return CU_TENSOR_MAP_SWIZZLE_NONE;
+  }
 }
 
 }  // namespace
@@ -62,6 +87,24 @@ GpuSchedule::GpuSchedule(const CudaDriver& driver, Manifest manifest, const std:
                   "allocating the workspace");
   }
   driver_.check(driver_.streamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  // Tensor maps hold their tensor's address: encoded once, after the buffers exist.
+  for (const ManifestKernel& k : manifest_.kernels) {
+    std::vector<CUtensorMap> maps;
+    for (const ManifestTensorMap& m : k.tensorMaps) {
+      CUtensorMap map;
+      std::array<cuuint32_t, 5> elementStrides{1, 1, 1, 1, 1};
+      driver_.check(
+          driver_.tensorMapEncodeTiled(
+              &map, tensorMapType(m.dtype), static_cast<cuuint32_t>(m.rank),
+              reinterpret_cast<void*>(pointerOf(m.tensor)), m.dims.data(), m.strideBytes.data(),
+              m.box.data(), elementStrides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+              tensorMapSwizzle(m.swizzleBytes), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+          "encoding the tensor map of " + m.tensor + " for " + k.entry);
+      maps.push_back(map);
+    }
+    tensorMaps_.push_back(std::move(maps));
+  }
 }
 
 GpuSchedule::~GpuSchedule() {
@@ -107,6 +150,7 @@ void GpuSchedule::launchAll(CUstream stream) {
     for (const std::string& name : k.params) pointers.push_back(pointerOf(name));
     std::vector<void*> args;
     for (CUdeviceptr& p : pointers) args.push_back(&p);
+    for (CUtensorMap& map : tensorMaps_[i]) args.push_back(&map);
     driver_.check(
         driver_.launchKernel(functions_[i], k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
                              k.block[2], k.dynamicSharedBytes, stream, args.data(), nullptr),

@@ -49,6 +49,7 @@ class GpuSchedule {
   CUmodule module_ = nullptr;
   std::vector<CUfunction> functions_;
   std::map<std::string, CUdeviceptr> buffers_;  // inputs and outputs
+  std::vector<std::vector<CUtensorMap>> tensorMaps_;  // per kernel, encoded once
   CUdeviceptr workspace_ = 0;
   CUstream stream_ = nullptr;
 };

@@ -54,6 +54,44 @@ std::array<unsigned, 3> dim3(const Reader& r) {
           static_cast<unsigned>(r.at(2).integer(1))};
 }
 
+// A tensor map parameter: every field checked against the limits of the copy engine that
+// matter before the driver sees it.
+ManifestTensorMap readTensorMap(const Reader& r, const std::string& tensor) {
+  ManifestTensorMap map;
+  map.tensor = tensor;
+  const auto dtype = graph::parseDType(r.at("dtype").string());
+  if (!dtype) r.at("dtype").fail("unknown dtype");
+  map.dtype = *dtype;
+  map.rank = static_cast<int>(r.at("rank").integer(1));
+  if (map.rank > 5) r.at("rank").fail("a tensor map has at most 5 dims");
+  const Reader dims = r.at("dims");
+  const Reader strides = r.at("strides_bytes");
+  const Reader box = r.at("box");
+  if (dims.size() != static_cast<size_t>(map.rank)) dims.fail("expected rank entries");
+  if (strides.size() != static_cast<size_t>(map.rank - 1)) strides.fail("expected rank - 1 entries");
+  if (box.size() != static_cast<size_t>(map.rank)) box.fail("expected rank entries");
+  for (int i = 0; i < map.rank; ++i) {
+    map.dims[i] = static_cast<uint64_t>(dims.at(i).integer(1));
+    const int64_t extent = box.at(i).integer(1);
+    if (extent > 256) box.at(i).fail("a box dim is at most 256");
+    map.box[i] = static_cast<uint32_t>(extent);
+    if (i + 1 < map.rank) {
+      const int64_t stride = strides.at(i).integer(16);
+      if (stride % 16 != 0) strides.at(i).fail("must be a multiple of 16");
+      map.strideBytes[i] = static_cast<uint64_t>(stride);
+    }
+  }
+  const std::string swizzle = r.at("swizzle").string();
+  if (swizzle == "none") {
+    map.swizzleBytes = 0;
+  } else if (swizzle == "32B" || swizzle == "64B" || swizzle == "128B") {
+    map.swizzleBytes = std::stoi(swizzle);
+  } else {
+    r.at("swizzle").fail("expected none, 32B, 64B or 128B");
+  }
+  return map;
+}
+
 }  // namespace
 
 const ManifestTensor& Manifest::tensor(const std::string& name) const {
@@ -126,7 +164,17 @@ Manifest readManifest(const std::string& path) {
       bool known = false;
       for (const ManifestTensor& t : m.tensors) known = known || t.name == name;
       if (!known) param.fail("names no tensor of the manifest");
-      kernel.params.push_back(name);
+      const std::string kind = params.at(p).has("kind") ? params.at(p).at("kind").string() : "pointer";
+      if (kind == "pointer") {
+        if (!kernel.tensorMaps.empty()) {
+          params.at(p).fail("a pointer parameter after a tensor map");
+        }
+        kernel.params.push_back(name);
+      } else if (kind == "tensor_map") {
+        kernel.tensorMaps.push_back(readTensorMap(params.at(p), name));
+      } else {
+        params.at(p).at("kind").fail("is neither \"pointer\" nor \"tensor_map\"");
+      }
     }
     m.kernels.push_back(std::move(kernel));
   }

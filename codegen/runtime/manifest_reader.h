@@ -23,12 +23,24 @@ struct ManifestTensor {
   int64_t offset = 0;  // workspace tensors: byte offset into the workspace
 };
 
+// A tensor map parameter (codegen/README.md, "Tensor maps"), dims innermost first.
+struct ManifestTensorMap {
+  std::string tensor;
+  graph::DType dtype = graph::DType::F16;
+  int rank = 0;
+  std::array<uint64_t, 5> dims{};
+  std::array<uint64_t, 5> strideBytes{};  // of dims 1..rank-1, at [0]..[rank-2]
+  std::array<uint32_t, 5> box{};
+  int swizzleBytes = 0;  // 0 (none), 32, 64 or 128
+};
+
 struct ManifestKernel {
   std::string entry;
   std::array<unsigned, 3> grid{1, 1, 1};
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned dynamicSharedBytes = 0;
-  std::vector<std::string> params;  // tensor names, in parameter order
+  std::vector<std::string> params;  // pointer parameters: tensor names, in order
+  std::vector<ManifestTensorMap> tensorMaps;  // passed by value after the pointers
 };
 
 struct Manifest {

@@ -31,6 +31,20 @@ inline graph::Schedule lowerPredefinedOps(const graph::Schedule& schedule) {
 inline EmittedSource emitSchedule(const graph::Schedule& schedule) {
   return codegen::emitSchedule(plan::planSchedule(schedule, testTarget()));
 }
+// The CPU emulation models sm_80's primitives (cp.async, ldmatrix, mma.sync), not the sm_90
+// warpgroup path's asynchronous proxies and mbarriers (GPU tests cover those): emulated
+// kernels are planned for the test target with that path switched off.
+inline const plan::Target& emulationTarget() {
+  static const plan::Target target = [] {
+    plan::Target t = testTarget();
+    t.warpgroupMma = false;
+    return t;
+  }();
+  return target;
+}
+inline EmittedSource emitForEmulation(const graph::Schedule& schedule) {
+  return codegen::emitSchedule(plan::planSchedule(schedule, emulationTarget()));
+}
 
 inline std::vector<std::string> shippedSchedulePaths() {
   std::vector<std::string> paths;

@@ -54,7 +54,7 @@ TEST_F(EmulatedExecution, ShippedSchedulesMatchTheInterpreter) {
 TEST_F(EmulatedExecution, AKernelGivenLessSharedMemoryThanPlannedIsCaught) {
   const graph::Schedule schedule = graph::loadSchedule(std::string(MUGRAPH_SOURCE_DIR) +
                                                        "/schedules/gqa_decode_4k.split_kv.json");
-  EmittedSource emitted = emitSchedule(schedule);
+  EmittedSource emitted = emitForEmulation(schedule);
   EmulatedKernels kernels(emitted.source, scratchFolder("short_shared"));
   const verify::TensorMap<double> inputs = verify::randomInputs(schedule.program, 14, 0.5);
   EXPECT_NO_THROW(kernels.run(schedule.graph, emitted, inputs));

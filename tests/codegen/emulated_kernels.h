@@ -257,7 +257,7 @@ inline bool usesSixteenBitTypes(const graph::KernelGraph& graph) {
 inline void expectMatchesInterpreter(const graph::Schedule& schedule,
                                      const verify::TensorMap<double>& inputs) {
   SCOPED_TRACE("schedule " + schedule.name);
-  const EmittedSource emitted = emitSchedule(schedule);
+  const EmittedSource emitted = emitForEmulation(schedule);
   const auto folder = scratchFolder("emulated_" + graph::hashHex(graph::scheduleHash(schedule)));
   EmulatedKernels kernels(emitted.source, folder);
   const EmulatedRun run = kernels.run(schedule.graph, emitted, inputs);

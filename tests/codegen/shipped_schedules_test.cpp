@@ -66,17 +66,42 @@ TEST(ShippedSchedules, EntryNamesFollowKernelIndexAndName) {
   EXPECT_NE(code.emitted.source.find("#include \"mugraph_device.cuh\""), std::string::npos);
 }
 
-TEST(ShippedSchedules, TiledGemmRunsOnTensorCoresWithAThreeStageCpAsyncPipeline) {
-  const GeneratedCode& code =
-      compiledShipped(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1024.tiled.json");
+TEST(ShippedSchedules, TiledGemmOnSm80RunsMmaSyncWithAThreeStageCpAsyncPipeline) {
+  const GeneratedCode& code = compiledShipped(
+      std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1024.tiled.json", 80);
   const std::string& source = code.emitted.source;
   EXPECT_NE(source.find("mg::mma_warp_tile<mg::f16"), std::string::npos);
   EXPECT_NE(source.find("mg::cp_async<16>"), std::string::npos);
   EXPECT_NE(source.find("mg::cp_async_wait<2>"), std::string::npos);
   EXPECT_NE(source.find("(it % 3) * 16384"), std::string::npos);
-  EXPECT_NE(code.ptx.at("sm_90").find("mma.sync.aligned.m16n8k16"), std::string::npos);
-  EXPECT_NE(code.ptx.at("sm_90").find("ldmatrix.sync.aligned"), std::string::npos);
-  EXPECT_NE(code.ptx.at("sm_90").find("cp.async.cg.shared.global"), std::string::npos);
+  EXPECT_NE(code.ptx.at("sm_80").find("mma.sync.aligned.m16n8k16"), std::string::npos);
+  EXPECT_NE(code.ptx.at("sm_80").find("ldmatrix.sync.aligned"), std::string::npos);
+  EXPECT_NE(code.ptx.at("sm_80").find("cp.async.cg.shared.global"), std::string::npos);
+  EXPECT_FALSE(code.emitted.archSpecific);
+}
+
+// On sm_90 the same GEMMs take the warpgroup path: wgmma from swizzled tiles that bulk tensor
+// copies fill, completing on mbarriers; the PTX targets sm_90a and the kernel takes one
+// tensor map per operand after its pointers.
+TEST(ShippedSchedules, TiledGemmsOnSm90RunWgmmaFedByBulkTensorCopies) {
+  for (const char* name : {"gemm_1024.tiled", "gemm_4096.tiled", "gemm_4096.warpgroups"}) {
+    SCOPED_TRACE(name);
+    const std::string path =
+        std::string(MUGRAPH_SOURCE_DIR) + "/schedules/" + std::string(name) + ".json";
+    if (!std::filesystem::exists(path)) continue;
+    const GeneratedCode& code = compiledShipped(path, 90);
+    const std::string& ptx = code.ptx.at("sm_90");
+    EXPECT_TRUE(code.emitted.archSpecific);
+    EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
+    EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n"), std::string::npos);
+    EXPECT_NE(ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global"), std::string::npos);
+    EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos);
+    EXPECT_EQ(ptx.find("mma.sync"), std::string::npos);
+    ASSERT_EQ(code.emitted.kernels.size(), 1u);
+    EXPECT_EQ(code.emitted.kernels[0].tensorMaps.size(), 2u);
+    EXPECT_NE(code.emitted.source.find("const __grid_constant__ mg::TensorMap mg_map1"),
+              std::string::npos);
+  }
 }
 
 TEST(ShippedSchedules, WrittenFilesAreCompleteAndReload) {

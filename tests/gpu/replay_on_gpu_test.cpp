@@ -49,12 +49,40 @@ TEST_P(ReplayOnGpu, MatchesTheInterpreterAndOverwritesEveryOutput) {
   EXPECT_GT(gpu.at("timing").at("median_us").get<double>(), 0.0);
 }
 
+// The sm_80 path (mma.sync, cp.async) of a GEMM that takes the warpgroup path on sm_90: its
+// sm_80 PTX runs on any newer GPU too.
+TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
+  std::string whyNot;
+  if (!codegen::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
+  const std::filesystem::path scratch_ =
+      std::filesystem::temp_directory_path() /
+      ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_sm80");
+  std::filesystem::create_directories(scratch_);
+  const std::string out = (scratch_ / "replay80").string();
+  const CliResult r = runMugraph("replay " + sourceDir() +
+                                     "/schedules/gemm_1024.tiled.json --arch sm_80 --out " + out +
+                                     " --run --json",
+                                 scratch_.string());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  const auto gpu = nlohmann::json::parse(r.out).at("gpu");
+  std::cout << "[gpu] gemm_1024.tiled sm_80: " << gpu.dump() << "\n";
+  EXPECT_TRUE(gpu.at("matches").get<bool>());
+  EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0);
+  std::filesystem::remove_all(scratch_);
+}
+
+// The GEMM schedules run on the sm_90 warpgroup path there (wgmma, bulk tensor copies,
+// mbarriers): one warpgroup doing both (.tiled, 128 threads) and a copy warpgroup with two
+// multiplying ones (.warpgroups, 384 threads).
 INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu,
                          ::testing::Values("gqa.split_kv.json", "gqa_mirage.split_kv.json",
                                            "gemm_1024.tiled.json", "gqa_decode_4k.split_kv.json",
-                                           "gqa_decode_32k.split_kv.json", "gemm_4096.tiled.json"),
+                                           "gqa_decode_32k.split_kv.json", "gemm_4096.tiled.json",
+                                           "gemm_1024.warpgroups.json",
+                                           "gemm_4096.warpgroups.json"),
                          [](const auto& info) {
-                           std::string name = info.param.substr(0, info.param.find('.'));
+                           std::string name = info.param.substr(0, info.param.rfind('.'));
+                           for (char& c : name) c = c == '.' ? '_' : c;
                            return name;
                          });
 

@@ -273,10 +273,10 @@ def mlp_case(m, name, variants, options):
             "flops": 4 * m * HIDDEN * FFN, "rows": rows}
 
 
-def gemm_case(n, name, variants, options):
+def gemm_case(n, dtype, name, variants, options):
     """C = A·B at n³, A and B ~ N(0, 1): compute-bound."""
-    a = torch.randn(n, n, dtype=torch.float16, device="cuda")
-    b = torch.randn(n, n, dtype=torch.float16, device="cuda")
+    a = torch.randn(n, n, dtype=dtype, device="cuda")
+    b = torch.randn(n, n, dtype=dtype, device="cuda")
     ref = a.double() @ b.double()
     rows = [ours_row(label, v, {"A": a, "B": b}, "C", ref) for label, v in variants.items()]
     rows.append(timed_row("torch.matmul", lambda: torch.matmul(a, b), ref))
@@ -292,8 +292,9 @@ def all_cases():
     for m in MATMUL_BATCHES:
         cases[f"matmul_m{m}"] = functools.partial(matmul_case, m)
     cases[f"mlp_batch{MLP_BATCH}"] = functools.partial(mlp_case, MLP_BATCH)
-    for n in (1024, 4096):
-        cases[f"gemm_{n}"] = functools.partial(gemm_case, n)
+    for n in (1024, 4096, 8192):
+        cases[f"gemm_{n}"] = functools.partial(gemm_case, n, torch.float16)
+    cases["gemm_8192_bf16"] = functools.partial(gemm_case, 8192, torch.bfloat16)
     return cases
 
 

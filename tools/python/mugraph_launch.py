@@ -2,10 +2,14 @@
 
 This file needs no mugraph code: it reads manifest.json (format "mugraph.manifest" v1, see
 codegen/README.md), loads the PTX for the GPU's architecture with CuPy, and launches each
-kernel in order on torch's current stream. Kernel parameters are device pointers only: for
-each kernel, the tensors it writes, then the tensors it reads; intermediate tensors live in
-one workspace at the offsets the manifest gives.
+kernel in order on torch's current stream. Kernel parameters: for each kernel, device
+pointers to the tensors it writes, then to the tensors it reads; intermediate tensors live in
+one workspace at the offsets the manifest gives. Kernels on the sm_90 warpgroup path also take
+tensor maps by value after the pointers (params of kind "tensor_map"): encoded here with the
+driver's cuTensorMapEncodeTiled from the manifest's description, launched through
+cuLaunchKernel.
 """
+import ctypes
 import json
 import math
 import os
@@ -15,6 +19,45 @@ import numpy as np
 import torch
 
 _TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+
+# cuda.h's CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion values.
+_MAP_DTYPES = {"f16": 6, "f32": 7, "bf16": 9}
+_MAP_SWIZZLE = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
+_MAP_L2_PROMOTION = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
+_driver = None
+
+
+def _cuda_driver():
+    global _driver
+    if _driver is None:
+        _driver = ctypes.CDLL("libcuda.so.1")
+        _driver.cuTensorMapEncodeTiled.restype = ctypes.c_int
+        _driver.cuLaunchKernel.restype = ctypes.c_int
+    return _driver
+
+
+def _check(result, what):
+    if result != 0:
+        raise RuntimeError(f"{what}: CUDA driver error {result}")
+
+
+def encode_tensor_map(param, address):
+    """The 128-byte CUtensorMap of a "tensor_map" parameter for a tensor at `address`."""
+    rank = param["rank"]
+    if param.get("interleave", "none") != "none" or param.get("oob_fill", "none") != "none":
+        raise ValueError(f"tensor map of {param['tensor']}: unsupported interleave or fill")
+    # CUtensorMap is 128 bytes aligned to 64: the map is the aligned part of a larger buffer.
+    storage = (ctypes.c_uint8 * (128 + 64))()
+    address_of_map = (ctypes.addressof(storage) + 63) // 64 * 64
+    _check(_cuda_driver().cuTensorMapEncodeTiled(
+        ctypes.c_void_p(address_of_map), _MAP_DTYPES[param["dtype"]], ctypes.c_uint32(rank),
+        ctypes.c_void_p(address), (ctypes.c_uint64 * rank)(*param["dims"]),
+        (ctypes.c_uint64 * max(1, rank - 1))(*param["strides_bytes"]),
+        (ctypes.c_uint32 * rank)(*param["box"]),
+        (ctypes.c_uint32 * rank)(*param["element_strides"]), 0,
+        _MAP_SWIZZLE[param["swizzle"]], _MAP_L2_PROMOTION[param["l2_promotion"]], 0),
+        f"encoding the tensor map of {param['tensor']}")
+    return storage, address_of_map
 
 
 def relative_error(got, want):
@@ -86,6 +129,28 @@ class Variant:
         stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
         with stream:
             for fn, k in self.kernels:
+                if any(p.get("kind") == "tensor_map" for p in k["params"]):
+                    self._launch_with_tensor_maps(fn, k, pointers, stream.ptr)
+                    continue
                 args = tuple(np.uint64(pointers[p["tensor"]]) for p in k["params"])
                 fn(tuple(k["grid"]), tuple(k["block"]), args,
                    shared_mem=k["dynamic_shared_bytes"])
+
+    def _launch_with_tensor_maps(self, fn, k, pointers, stream):
+        """cuLaunchKernel with each parameter's bytes: pointers, then encoded tensor maps."""
+        keep, addresses = [], []
+        for p in k["params"]:
+            if p.get("kind") == "tensor_map":
+                storage, address = encode_tensor_map(p, pointers[p["tensor"]])
+                keep.append(storage)
+                addresses.append(address)
+            else:
+                value = ctypes.c_uint64(pointers[p["tensor"]])
+                keep.append(value)
+                addresses.append(ctypes.addressof(value))
+        args = (ctypes.c_void_p * len(addresses))(*addresses)
+        grid, block = k["grid"], k["block"]
+        _check(_cuda_driver().cuLaunchKernel(
+            ctypes.c_void_p(getattr(fn, "kernel", fn).ptr), grid[0], grid[1], grid[2], block[0], block[1], block[2],
+            k["dynamic_shared_bytes"], ctypes.c_void_p(stream), args, None),
+            f"launching {k['entry']}")

@@ -1,0 +1,236 @@
+// Kernels planned on the sm_90 warpgroup path (plan/kernel_plan.h, WarpgroupMmaPlan): a ring
+// of shared-memory stages filled by bulk tensor copies that complete on `full` mbarriers,
+// consumer warpgroups that multiply each stage with wgmma.mma_async straight from the
+// 128-byte swizzled boxes and release it on its `empty` mbarrier once the next stage's
+// multiplies are issued (one wgmma group stays in flight), and an epilogue that stores the
+// register accumulators as pairs. With a producer warpgroup, one of its threads issues every
+// copy and the warpgroups trade registers (setmaxnreg); without one, thread 0 refills the
+// stage the block just released.
+#include <algorithm>
+
+#include "codegen/emit_context.h"
+
+namespace mugraph::codegen {
+namespace {
+
+using plan::BulkOperand;
+using plan::TensorMapDesc;
+using plan::WarpgroupMmaPlan;
+
+constexpr int64_t kRowBytes = 128;        // one swizzled row of a box: 64 16-bit elements
+constexpr int64_t kSwizzleAtomBytes = 1024;  // 8 rows: the stride between core-matrix groups
+
+std::string str(int64_t value) {
+  return std::to_string(value);
+}
+
+// Coordinate i of operand `op`'s box j at iteration `iteration`.
+std::string coordinate(const BulkOperand& op, int i, const std::string& iteration, int box) {
+  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  std::string text;
+  for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+    if (op.blockStep[i][axis] == 0) continue;
+    text += (text.empty() ? "" : " + ") + std::string("static_cast<int>(") + kBlock[axis] +
+            ") * " + str(op.blockStep[i][axis]);
+  }
+  if (op.iterationStep[i] != 0) {
+    text += (text.empty() ? "" : " + ") + iteration + " * " + str(op.iterationStep[i]);
+  }
+  if (i == 0 && box > 0) text += (text.empty() ? "" : " + ") + str(64 * box);
+  return text.empty() ? "0" : text;
+}
+
+class WarpgroupEmitter {
+ public:
+  explicit WarpgroupEmitter(const EmitContext& context)
+      : context_(context), out_(context.out), wg_(*context.plan.warpgroupMma) {}
+
+  void emit() {
+    const int stages = wg_.stages;
+    out_.line("extern __shared__ __align__(1024) unsigned char mg_smem_raw[];");
+    out_.line("// The 128-byte swizzle repeats every 1024 bytes: stages start on that boundary.");
+    out_.line("unsigned char* const mg_smem = reinterpret_cast<unsigned char*>(");
+    out_.line("    (reinterpret_cast<unsigned long long>(mg_smem_raw) + 1023ull) & ~1023ull);");
+    out_.line("unsigned long long* const full = reinterpret_cast<unsigned long long*>(mg_smem + " +
+              str(wg_.barrierOffset) + ");");
+    out_.line("unsigned long long* const empty = full + " + str(stages) + ";");
+    out_.line("const int warpgroup = threadIdx.x / 128;");
+    out_.line("(void)warpgroup;");
+    out_.open("if (threadIdx.x == 0)");
+    for (size_t m = 0; m < wg_.maps.size(); ++m) {
+      out_.line("mg::prefetch_tensor_map(&" + mapName(static_cast<int>(m)) + ");");
+    }
+    out_.open("for (int s = 0; s < " + str(stages) + "; ++s)");
+    out_.line("mg::mbarrier_init(&full[s], 1);");
+    out_.line("mg::mbarrier_init(&empty[s], " + str(wg_.consumers * 4) + ");");
+    out_.close();
+    out_.line("mg::fence_mbarrier_init();");
+    out_.close();
+    out_.line("__syncthreads();");
+    const int64_t forloop = context_.block().forloop;
+    if (wg_.producer) {
+      out_.open("if (warpgroup == 0)");
+      out_.line("mg::setmaxnreg_dec<" + str(wg_.producerRegisters) + ">();");
+      out_.open("if (threadIdx.x == 0)");
+      out_.open("for (int it = 0; it < " + str(forloop) + "; ++it)");
+      out_.line("const int s = it % " + str(stages) + ";");
+      out_.line("if (it >= " + str(stages) + ") mg::mbarrier_wait(&empty[s], ((it / " +
+                str(stages) + ") - 1) & 1);");
+      emitIssue("it", "s");
+      out_.close();
+      out_.close();
+      out_.reopen("else");
+      out_.line("mg::setmaxnreg_inc<" + str(wg_.consumerRegisters) + ">();");
+      emitConsumer("warpgroup - 1");
+      out_.close();
+    } else {
+      out_.open("if (threadIdx.x == 0)");
+      out_.open("for (int it = 0; it < " + str(std::min<int64_t>(stages, forloop)) + "; ++it)");
+      emitIssue("it", "it");
+      out_.close();
+      out_.close();
+      emitConsumer("0");
+    }
+  }
+
+ private:
+  std::string mapName(int map) const { return "mg_map" + std::to_string(map); }
+  std::string type() const { return storageType(wg_.dtype); }
+
+  // One stage's copies for iteration `iteration` into stage `stage` (one thread).
+  void emitIssue(const std::string& iteration, const std::string& stage) {
+    const int64_t bytes = wg_.a.boxBytes * wg_.a.boxes + wg_.b.boxBytes * wg_.b.boxes;
+    out_.line("mg::mbarrier_arrive_expect_tx(&full[" + stage + "], " + str(bytes) + ");");
+    for (const BulkOperand* op : {&wg_.a, &wg_.b}) {
+      const TensorMapDesc& map = wg_.maps[op->map];
+      for (int j = 0; j < op->boxes; ++j) {
+        std::string call = "mg::bulk_tensor_load_" + std::to_string(map.rank) + "d(mg_smem + " +
+                           stage + " * " + str(wg_.stageBytes) + " + " +
+                           str(op->offset + j * op->boxBytes) + ", &" + mapName(op->map) +
+                           ", &full[" + stage + "]";
+        for (int i = 0; i < map.rank; ++i) call += ", " + coordinate(*op, i, iteration, j);
+        out_.line(call + ");");
+      }
+    }
+  }
+
+  // The descriptor of operand `op` at 16-wide K step kk, for rows from `rows0` (A: the m64
+  // tile's first row; B: 0): K-major boxes hold 64 of K per row, so step kk is 32 bytes into
+  // box kk / 4; MN-major boxes hold 16 rows of K per 2048 bytes and 64 of M or N per box.
+  std::string descriptor(const BulkOperand& op, const std::string& stageBase, int64_t rows0,
+                         int kk) {
+    int64_t offset;
+    int64_t leading;
+    if (op.kMajor) {
+      offset = (kk / 4) * op.boxBytes + (kk % 4) * 32 + rows0 * kRowBytes;
+      leading = 16;  // unused by swizzled K-major layouts ("assumed 1")
+    } else {
+      offset = (rows0 / 64) * op.boxBytes + kk * 16 * kRowBytes;
+      leading = op.boxBytes;  // the next 64 of M or N
+    }
+    return "mg::wgmma_descriptor_128b(" + stageBase + " + " + str(offset) + ", " + str(leading) +
+           ", " + str(kSwizzleAtomBytes) + ")";
+  }
+
+  void emitConsumer(const std::string& consumerIndex) {
+    const int stages = wg_.stages;
+    const int64_t forloop = context_.block().forloop;
+    const int64_t rowsPerConsumer = wg_.m / wg_.consumers;
+    const int accumulators = static_cast<int>(wg_.n / 2);
+    out_.line("const int consumer = " + consumerIndex + ";");
+    out_.line("const int lane = threadIdx.x & 31;");
+    out_.line("const int warp = (threadIdx.x / 32) & 3;  // within the warpgroup");
+    out_.line("float acc[" + str(wg_.mTiles) + "][" + str(accumulators) + "];");
+    out_.line("#pragma unroll");
+    out_.open("for (int t = 0; t < " + str(wg_.mTiles) + "; ++t)");
+    out_.line("#pragma unroll");
+    out_.line("for (int f = 0; f < " + str(accumulators) + "; ++f) acc[t][f] = 0.0f;");
+    out_.close();
+    out_.open("for (int it = 0; it < " + str(forloop) + "; ++it)");
+    out_.line("const int s = it % " + str(stages) + ";");
+    out_.line("mg::mbarrier_wait(&full[s], (it / " + str(stages) + ") & 1);");
+    out_.line("const unsigned char* const stage = mg_smem + s * " + str(wg_.stageBytes) + ";");
+    out_.line("const int rows0 = consumer * " + str(rowsPerConsumer) + ";");
+    out_.line("const unsigned char* const aBase = stage + " + str(wg_.a.offset) + " + (" +
+              (wg_.a.kMajor ? "rows0 * " + str(kRowBytes)
+                            : "(rows0 / 64) * " + str(wg_.a.boxBytes)) +
+              ");");
+    out_.line("const unsigned char* const bBase = stage + " + str(wg_.b.offset) + ";");
+    out_.line("mg::wgmma_fence();");
+    const std::string call = "mg::wgmma_m64n" + str(wg_.n) + "k16<" +
+                             (wg_.a.kMajor ? "0" : "1") + ", " + (wg_.b.kMajor ? "0" : "1") +
+                             ">";
+    for (int kk = 0; kk < wg_.k / 16; ++kk) {
+      const std::string b = descriptor(wg_.b, "bBase", 0, kk);
+      for (int t = 0; t < wg_.mTiles; ++t) {
+        const std::string a = descriptor(wg_.a, "aBase", t * 64, kk);
+        out_.line(call + "(acc[" + str(t) + "], " + a + ", " + b + ", static_cast<const " +
+                  type() + "*>(nullptr));");
+      }
+    }
+    out_.line("mg::wgmma_commit_group();");
+    out_.line("// The previous stage's multiplies are done: release its buffer.");
+    out_.line("mg::wgmma_wait_group<1>();");
+    out_.line("if (it > 0 && lane == 0) mg::mbarrier_arrive(&empty[(it - 1) % " + str(stages) +
+              "]);");
+    if (!wg_.producer && forloop > stages) {
+      out_.open("if (threadIdx.x == 0 && it > 0 && it - 1 + " + str(stages) + " < " +
+                str(forloop) + ")");
+      out_.line("const int refill = it - 1 + " + str(stages) + ";");
+      out_.line("const int r = refill % " + str(stages) + ";");
+      out_.line("mg::mbarrier_wait(&empty[r], ((it - 1) / " + str(stages) + ") & 1);");
+      emitIssue("refill", "r");
+      out_.close();
+    }
+    out_.close();
+    out_.line("mg::wgmma_wait_group<0>();");
+    out_.line("#pragma unroll");
+    out_.line("for (int t = 0; t < " + str(wg_.mTiles) + "; ++t) mg::wgmma_fence_operands(acc[t]);");
+    emitEpilogue();
+  }
+
+  // acc[t][4 * j + r] is row rows0 + 64 t + 16 warp + lane / 4 + 8 (r / 2), column
+  // 8 j + 2 (lane % 4) + r % 2 of the block's result.
+  void emitEpilogue() {
+    const KernelPlan& plan = context_.plan;
+    const graph::BlockOp& output = context_.block().ops[wg_.outputOp];
+    const plan::OutputCopy& copy = *plan.outputs[wg_.outputOp];
+    const graph::TensorDesc& dest =
+        plan.graph->tensors[plan.kernel->outputs[output.kernelTensor]];
+    int param = -1;
+    for (size_t p = 0; p < context_.kernel.params.size(); ++p) {
+      if (context_.kernel.params[p].tensor == plan.kernel->outputs[output.kernelTensor]) {
+        param = static_cast<int>(p);
+      }
+    }
+    out_.line("// output " + context_.block().tensors[output.inputs[0]].name);
+    out_.line(storageType(dest.dtype) + "* const out = " + context_.paramName(param) + " + (" +
+              baseOffset(copy.blockStep, 0, "") + ");");
+    out_.line("#pragma unroll");
+    out_.open("for (int t = 0; t < " + str(wg_.mTiles) + "; ++t)");
+    out_.line("#pragma unroll");
+    out_.open("for (int j = 0; j < " + str(wg_.n / 8) + "; ++j)");
+    out_.line("#pragma unroll");
+    out_.open("for (int h = 0; h < 2; ++h)");
+    out_.line("const int row = consumer * " + str(wg_.m / wg_.consumers) +
+              " + t * 64 + warp * 16 + (lane >> 2) + h * 8;");
+    out_.line("const int col = j * 8 + ((lane & 3) << 1);");
+    out_.line("mg::store_pair(out + static_cast<long long>(row) * " + str(copy.globalStride[2]) +
+              " + col, acc[t][4 * j + 2 * h], acc[t][4 * j + 2 * h + 1]);");
+    out_.close();
+    out_.close();
+    out_.close();
+  }
+
+  const EmitContext& context_;
+  CudaWriter& out_;
+  const WarpgroupMmaPlan& wg_;
+};
+
+}  // namespace
+
+void emitWarpgroupMmaBody(const EmitContext& context) {
+  WarpgroupEmitter(context).emit();
+}
+
+}  // namespace mugraph::codegen
