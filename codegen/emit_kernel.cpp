@@ -243,6 +243,7 @@ EmittedSource emitSchedule(const plan::SchedulePlan& planned) {
     emitted.threads = plan.block->threads;
     emitted.dynamicSharedBytes = plan.sharedBytes;
     if (plan.warpgroupMma) {
+      emitted.grid = plan.warpgroupMma->launchGrid;
       emitted.tensorMaps = plan.warpgroupMma->maps;
       result.archSpecific = true;
     }

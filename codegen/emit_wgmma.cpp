@@ -24,14 +24,28 @@ std::string str(int64_t value) {
   return std::to_string(value);
 }
 
+// The tile a block works on, per grid axis: blockIdx, or the persistent loop's tile.
+const char* const kTile[graph::kGridAxes] = {"bx", "by", "bz"};
+
+// Element offset of the block's output tile (emit_copies.cpp's baseOffset with the tile's
+// coordinates in place of blockIdx).
+std::string tileOffset(const std::array<int64_t, graph::kGridAxes>& blockStep) {
+  std::string text;
+  for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+    if (blockStep[axis] == 0) continue;
+    text += (text.empty() ? "" : " + ") + std::string("static_cast<long long>(") + kTile[axis] +
+            ") * " + str(blockStep[axis]);
+  }
+  return text.empty() ? "0" : text;
+}
+
 // Coordinate i of operand `op`'s box j at iteration `iteration`.
 std::string coordinate(const BulkOperand& op, int i, const std::string& iteration, int box) {
-  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   std::string text;
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     if (op.blockStep[i][axis] == 0) continue;
-    text += (text.empty() ? "" : " + ") + std::string("static_cast<int>(") + kBlock[axis] +
-            ") * " + str(op.blockStep[i][axis]);
+    text += (text.empty() ? "" : " + ") + std::string(kTile[axis]) + " * " +
+            str(op.blockStep[i][axis]);
   }
   if (op.iterationStep[i] != 0) {
     text += (text.empty() ? "" : " + ") + iteration + " * " + str(op.iterationStep[i]);
@@ -72,29 +86,59 @@ class WarpgroupEmitter {
       out_.open("if (warpgroup == 0)");
       out_.line("mg::setmaxnreg_dec<" + str(wg_.producerRegisters) + ">();");
       out_.open("if (threadIdx.x == 0)");
-      out_.open("for (int it = 0; it < " + str(forloop) + "; ++it)");
-      out_.line("const int s = it % " + str(stages) + ";");
-      out_.line("if (it >= " + str(stages) + ") mg::mbarrier_wait(&empty[s], ((it / " +
+      out_.line("int g = 0;  // iterations issued so far, over every tile of this block");
+      openTiles();
+      out_.open("for (int it = 0; it < " + str(forloop) + "; ++it, ++g)");
+      out_.line("const int s = g % " + str(stages) + ";");
+      out_.line("if (g >= " + str(stages) + ") mg::mbarrier_wait(&empty[s], ((g / " +
                 str(stages) + ") - 1) & 1);");
       emitIssue("it", "s");
       out_.close();
+      closeTiles();
       out_.close();
       out_.reopen("else");
       out_.line("mg::setmaxnreg_inc<" + str(wg_.consumerRegisters) + ">();");
-      emitConsumer("warpgroup - 1");
+      emitConsumer("warpgroup - 1", true);
       out_.close();
     } else {
+      openTiles();
       out_.open("if (threadIdx.x == 0)");
       out_.open("for (int it = 0; it < " + str(std::min<int64_t>(stages, forloop)) + "; ++it)");
       emitIssue("it", "it");
       out_.close();
       out_.close();
-      emitConsumer("0");
+      emitConsumer("0", false);
+      closeTiles();
     }
   }
 
  private:
   std::string mapName(int map) const { return "mg_map" + std::to_string(map); }
+
+  // Opens the block's tiles: one (blockIdx) or, persistent, every gridDim.x-th in grouped
+  // order; names the tile's coordinates bx, by, bz.
+  void openTiles() {
+    const graph::BlockGraph& block = context_.block();
+    if (!wg_.persistent) {
+      out_.open("");
+      out_.line("const int bx = blockIdx.x, by = blockIdx.y, bz = blockIdx.z;");
+      out_.line("(void)bx; (void)by; (void)bz;");
+      return;
+    }
+    const int64_t gx = block.grid[0], gy = block.grid[1];
+    const int64_t tiles = gx * gy * block.grid[2];
+    const int64_t group = wg_.rasterGroup;
+    out_.open("for (int tile = blockIdx.x; tile < " + str(tiles) + "; tile += gridDim.x)");
+    out_.line("const int bz = tile / " + str(gx * gy) + ";");
+    out_.line("const int inGrid = tile % " + str(gx * gy) + ";");
+    out_.line("const int first = inGrid / " + str(group * gy) + " * " + str(group) + ";");
+    out_.line("const int width = " + str(gx) + " - first < " + str(group) + " ? " + str(gx) +
+              " - first : " + str(group) + ";");
+    out_.line("const int bx = first + inGrid % " + str(group * gy) + " % width;");
+    out_.line("const int by = inGrid % " + str(group * gy) + " / width;");
+    out_.line("(void)bz;");
+  }
+  void closeTiles() { out_.close(); }
   std::string type() const { return storageType(wg_.dtype); }
 
   // One stage's copies for iteration `iteration` into stage `stage` (one thread).
@@ -132,7 +176,10 @@ class WarpgroupEmitter {
            ", " + str(kSwizzleAtomBytes) + ")";
   }
 
-  void emitConsumer(const std::string& consumerIndex) {
+  // The multiplying warpgroup(s): per tile (opened here when `opensTiles`), the loop over
+  // stages, then the epilogue. `g` counts iterations over all of the block's tiles, so the
+  // stage ring and its phases run on from one tile to the next.
+  void emitConsumer(const std::string& consumerIndex, bool opensTiles) {
     const int stages = wg_.stages;
     const int64_t forloop = context_.block().forloop;
     const int64_t rowsPerConsumer = wg_.m / wg_.consumers;
@@ -140,15 +187,17 @@ class WarpgroupEmitter {
     out_.line("const int consumer = " + consumerIndex + ";");
     out_.line("const int lane = threadIdx.x & 31;");
     out_.line("const int warp = (threadIdx.x / 32) & 3;  // within the warpgroup");
+    out_.line("int g = 0;");
+    if (opensTiles) openTiles();
     out_.line("float acc[" + str(wg_.mTiles) + "][" + str(accumulators) + "];");
     out_.line("#pragma unroll");
     out_.open("for (int t = 0; t < " + str(wg_.mTiles) + "; ++t)");
     out_.line("#pragma unroll");
     out_.line("for (int f = 0; f < " + str(accumulators) + "; ++f) acc[t][f] = 0.0f;");
     out_.close();
-    out_.open("for (int it = 0; it < " + str(forloop) + "; ++it)");
-    out_.line("const int s = it % " + str(stages) + ";");
-    out_.line("mg::mbarrier_wait(&full[s], (it / " + str(stages) + ") & 1);");
+    out_.open("for (int it = 0; it < " + str(forloop) + "; ++it, ++g)");
+    out_.line("const int s = g % " + str(stages) + ";");
+    out_.line("mg::mbarrier_wait(&full[s], (g / " + str(stages) + ") & 1);");
     out_.line("const unsigned char* const stage = mg_smem + s * " + str(wg_.stageBytes) + ";");
     out_.line("const int rows0 = consumer * " + str(rowsPerConsumer) + ";");
     out_.line("const unsigned char* const aBase = stage + " + str(wg_.a.offset) + " + (" +
@@ -171,7 +220,7 @@ class WarpgroupEmitter {
     out_.line("mg::wgmma_commit_group();");
     out_.line("// The previous stage's multiplies are done: release its buffer.");
     out_.line("mg::wgmma_wait_group<1>();");
-    out_.line("if (it > 0 && lane == 0) mg::mbarrier_arrive(&empty[(it - 1) % " + str(stages) +
+    out_.line("if (it > 0 && lane == 0) mg::mbarrier_arrive(&empty[(g - 1) % " + str(stages) +
               "]);");
     if (!wg_.producer && forloop > stages) {
       out_.open("if (threadIdx.x == 0 && it > 0 && it - 1 + " + str(stages) + " < " +
@@ -186,7 +235,9 @@ class WarpgroupEmitter {
     out_.line("mg::wgmma_wait_group<0>();");
     out_.line("#pragma unroll");
     out_.line("for (int t = 0; t < " + str(wg_.mTiles) + "; ++t) mg::wgmma_fence_operands(acc[t]);");
+    out_.line("if (lane == 0) mg::mbarrier_arrive(&empty[(g - 1) % " + str(stages) + "]);");
     emitEpilogue();
+    if (opensTiles) closeTiles();
   }
 
   // acc[t][4 * j + r] is row rows0 + 64 t + 16 warp + lane / 4 + 8 (r / 2), column
@@ -205,7 +256,7 @@ class WarpgroupEmitter {
     }
     out_.line("// output " + context_.block().tensors[output.inputs[0]].name);
     out_.line(storageType(dest.dtype) + "* const out = " + context_.paramName(param) + " + (" +
-              baseOffset(copy.blockStep, 0, "") + ");");
+              tileOffset(copy.blockStep) + ");");
     out_.line("#pragma unroll");
     out_.open("for (int t = 0; t < " + str(wg_.mTiles) + "; ++t)");
     out_.line("#pragma unroll");

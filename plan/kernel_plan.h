@@ -154,6 +154,14 @@ struct WarpgroupMmaPlan {
   int64_t stageBytes = 0;     // both operands' boxes of one stage
   // Dynamic shared memory: stages and barriers, plus 1024 bytes to align the stages' base.
   int64_t sharedBytes = 0;
+  // Persistent: with a copy warpgroup and more tiles than multiprocessors, `launchGrid` is
+  // one block per multiprocessor, each walking tiles blockIdx.x, + gridDim.x, ... in groups
+  // of `rasterGroup` consecutive tiles along grid x (rows of A stay in L2 while the group
+  // sweeps y); the copies of a block's next tile overlap the epilogue of its last. Else the
+  // schedule's grid, one tile per block.
+  bool persistent = false;
+  std::array<int64_t, graph::kGridAxes> launchGrid{1, 1, 1};
+  int rasterGroup = 1;
   int producerRegisters = 0;  // setmaxnreg budgets with a producer warpgroup (0: none)
   int consumerRegisters = 0;
   std::vector<TensorMapDesc> maps;  // kernel parameters after the pointers, in order

@@ -19,6 +19,7 @@ constexpr int kProducerRegisters = 40;   // what a copy-issuing warpgroup keeps
 constexpr int kMaxConsumerRegisters = 232;
 constexpr int64_t kSwizzleAlignment = 1024;  // the 128-byte swizzle pattern's period
 constexpr int kMaxStages = 8;
+constexpr int64_t kRasterGroup = 8;  // tiles along grid x walked together by persistent blocks
 
 bool isSixteenBit(DType dtype) {
   return dtype == DType::F16 || dtype == DType::BF16;
@@ -173,6 +174,13 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   wg.stages = static_cast<int>(std::min<int64_t>({fit, kMaxStages, std::max<int64_t>(
                                                                         2, block.forloop)}));
   if (wg.stages < 2) return std::nullopt;
+  const int64_t tiles = block.grid[0] * block.grid[1] * block.grid[2];
+  wg.launchGrid = block.grid;
+  if (wg.producer && tiles > target.streamingMultiprocessors) {
+    wg.persistent = true;
+    wg.launchGrid = {target.streamingMultiprocessors, 1, 1};
+    wg.rasterGroup = static_cast<int>(std::min<int64_t>(kRasterGroup, block.grid[0]));
+  }
   wg.barrierOffset = wg.stageBytes * wg.stages;
   wg.sharedBytes = wg.barrierOffset + 2 * 8 * wg.stages + kSwizzleAlignment;
   return wg;

@@ -73,13 +73,16 @@ TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
 
 // The GEMM schedules run on the sm_90 warpgroup path there (wgmma, bulk tensor copies,
 // mbarriers): one warpgroup doing both (.tiled, 128 threads) and a copy warpgroup with two
-// multiplying ones (.warpgroups, 384 threads).
+// multiplying ones (.warpgroups, 384 threads; persistent at 4096), with each operand K-major
+// or M/N-major (B stored transposed: _bt; A stored transposed, bf16: _at_bf16).
 INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu,
                          ::testing::Values("gqa.split_kv.json", "gqa_mirage.split_kv.json",
                                            "gemm_1024.tiled.json", "gqa_decode_4k.split_kv.json",
                                            "gqa_decode_32k.split_kv.json", "gemm_4096.tiled.json",
                                            "gemm_1024.warpgroups.json",
-                                           "gemm_4096.warpgroups.json"),
+                                           "gemm_4096.warpgroups.json",
+                                           "gemm_1024_bt.warpgroups.json",
+                                           "gemm_1024_at_bf16.warpgroups.json"),
                          [](const auto& info) {
                            std::string name = info.param.substr(0, info.param.rfind('.'));
                            for (char& c : name) c = c == '.' ? '_' : c;

@@ -20,27 +20,32 @@ import os
 import sys
 
 
-def tensor(name, dtype, shape):
-    return {"name": name, "dtype": dtype, "shape": shape, "layout": "row_major"}
+def tensor(name, dtype, shape, layout="row_major"):
+    return {"name": name, "dtype": dtype, "shape": shape, "layout": layout}
 
 
-def program_json(name, m, n, k, dtype):
+def program_json(name, m, n, k, dtype, layouts):
     return {"format": "mugraph.program", "version": 1, "name": name,
-            "inputs": [tensor("A", dtype, [m, k]), tensor("B", dtype, [k, n])],
+            "inputs": [tensor("A", dtype, [m, k], layouts[0]),
+                       tensor("B", dtype, [k, n], layouts[1])],
             "ops": [{"op": "matmul", "inputs": ["A", "B"], "output": "C"}],
             "outputs": ["C"]}
 
 
-def program_text(name, m, n, k, dtype):
-    return (f"# C = A · B with M = {m}, N = {n}, K = {k} ({dtype}).\n"
+def program_text(name, m, n, k, dtype, layouts):
+    def layout(which):
+        return "" if layouts[which] == "row_major" else f" layout={layouts[which]}"
+    stored = {"row_major": "as given", "transposed": "stored transposed"}
+    return (f"# C = A · B with M = {m}, N = {n}, K = {k} ({dtype}); A {stored[layouts[0]]}, "
+            f"B {stored[layouts[1]]}.\n"
             f"program {name}\n"
-            f"input A {dtype} [{m}, {k}]\n"
-            f"input B {dtype} [{k}, {n}]\n"
+            f"input A {dtype} [{m}, {k}]{layout(0)}\n"
+            f"input B {dtype} [{k}, {n}]{layout(1)}\n"
             f"C = matmul(A, B)\n"
             f"output C\n")
 
 
-def schedule_json(name, label, m, n, k, dtype, bm, bn, bk, threads):
+def schedule_json(name, label, m, n, k, dtype, bm, bn, bk, threads, layouts):
     def axes(x, y):
         return {"x": x, "y": y, "z": -1}
     ops = [
@@ -54,8 +59,9 @@ def schedule_json(name, label, m, n, k, dtype, bm, bn, bk, threads):
               "grid": {"x": m // bm, "y": n // bn, "z": 1}, "threads": threads,
               "forloop": k // bk, "ops": ops, "fusion": []}
     return {"format": "mugraph.schedule", "version": 1, "name": f"{name}.{label}",
-            "program": program_json(name, m, n, k, dtype),
-            "tensors": [tensor("A", dtype, [m, k]), tensor("B", dtype, [k, n]),
+            "program": program_json(name, m, n, k, dtype, layouts),
+            "tensors": [tensor("A", dtype, [m, k], layouts[0]),
+                        tensor("B", dtype, [k, n], layouts[1]),
                         tensor("C", dtype, [m, n])],
             "kernels": [kernel], "outputs": ["C"]}
 
@@ -77,6 +83,10 @@ def main():
     parser.add_argument("--threads", type=int, default=384)
     parser.add_argument("--label", default="warpgroups")
     parser.add_argument("--out-dir", default="schedules")
+    parser.add_argument("--a-layout", default="row_major", choices=["row_major", "transposed"],
+                        help="transposed: A is stored [K, M]")
+    parser.add_argument("--b-layout", default="row_major", choices=["row_major", "transposed"],
+                        help="transposed: B is stored [N, K] (as K of attention's Q·Kᵀ)")
     args = parser.parse_args()
     try:
         bm, bn, bk = (int(x) for x in args.tile.split("x"))
@@ -87,10 +97,12 @@ def main():
             parser.error(f"the tile's {what} extent {tile} does not divide {what} = {size}")
     os.makedirs(args.out_dir, exist_ok=True)
     program_path = os.path.join(args.out_dir, args.program + ".mg")
+    layouts = (args.a_layout, args.b_layout)
     if not os.path.exists(program_path):
-        write_atomic(program_path, program_text(args.program, args.m, args.n, args.k, args.dtype))
+        write_atomic(program_path,
+                     program_text(args.program, args.m, args.n, args.k, args.dtype, layouts))
     schedule = schedule_json(args.program, args.label, args.m, args.n, args.k, args.dtype,
-                             bm, bn, bk, args.threads)
+                             bm, bn, bk, args.threads, layouts)
     path = os.path.join(args.out_dir, f"{args.program}.{args.label}.json")
     write_atomic(path, json.dumps(schedule, indent=2) + "\n")
     print(f"wrote {path}")

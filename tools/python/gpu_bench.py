@@ -230,6 +230,24 @@ def decode_case(context, name, variants, options):
     return result
 
 
+def prefill_inputs(q, k, v):
+    """SDPA's [1, H, L, E] as our prefill program takes them: Q and V [H, L, E], K stored
+    [H, L, E] (the program's transposed view of [H, E, L])."""
+    return {"Q": q[0].contiguous(), "K": k[0].contiguous(), "V": v[0].contiguous()}
+
+
+def prefill_case(tokens, name, variants, options):
+    # MHA prefill, safe program: 16 heads, `tokens` queries and keys, no mask, d 128
+    # (schedules/mha_prefill_<tokens>.mg); N(0, 1) inputs, checked up to logit std 16.
+    q, k, v = (torch.randn(1, 16, tokens, 128, dtype=torch.float16, device="cuda")
+               for _ in range(3))
+    result = attention_case(name, variants, q, k, v, prefill_inputs, 1 / math.sqrt(128),
+                            lambda o: o.reshape(1, 16, tokens, 128), LOGIT_SPREADS)
+    # Two matmuls of 2 · tokens² · 128 each per head.
+    result["flops"] = 16 * 4 * tokens * tokens * 128
+    return result
+
+
 # --- matrix products -----------------------------------------------------------------------
 
 def matmul(x, w):
@@ -292,6 +310,7 @@ def all_cases():
     for m in MATMUL_BATCHES:
         cases[f"matmul_m{m}"] = functools.partial(matmul_case, m)
     cases[f"mlp_batch{MLP_BATCH}"] = functools.partial(mlp_case, MLP_BATCH)
+    cases["mha_prefill_2048"] = functools.partial(prefill_case, 2048)
     for n in (1024, 4096, 8192):
         cases[f"gemm_{n}"] = functools.partial(gemm_case, n, torch.float16)
     cases["gemm_8192_bf16"] = functools.partial(gemm_case, 8192, torch.bfloat16)
