@@ -1,0 +1,107 @@
+// Which block graphs the sm_90 warpgroup path takes and how it plans them: warpgroup roles,
+// stages, operand majorness, tensor-map boxes and persistence; and what stays on mma.sync.
+#include <gtest/gtest.h>
+
+#include "graph/files.h"
+#include "plan/kernel_plan.h"
+#include "plan/target.h"
+
+namespace mugraph::plan {
+namespace {
+
+graph::Schedule shipped(const std::string& name) {
+  return graph::loadSchedule(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/" + name + ".json");
+}
+
+KernelPlan planned(const graph::Schedule& schedule, const std::string& target = "sm_90") {
+  return planKernel(schedule.graph, 0, targetByName(target));
+}
+
+TEST(WarpgroupMmaPlan, ALargeGemmGetsACopyWarpgroupTwoMultiplyingOnesAndPersistentBlocks) {
+  const graph::Schedule schedule = shipped("gemm_4096.warpgroups");  // 128 x 256 x 64, 384
+  const KernelPlan plan = planned(schedule);
+  ASSERT_TRUE(plan.warpgroupMma);
+  const WarpgroupMmaPlan& wg = *plan.warpgroupMma;
+  EXPECT_EQ(wg.m, 128);
+  EXPECT_EQ(wg.n, 256);
+  EXPECT_EQ(wg.k, 64);
+  EXPECT_TRUE(wg.producer);
+  EXPECT_EQ(wg.consumers, 2);
+  EXPECT_EQ(wg.mTiles, 1);
+  EXPECT_EQ(wg.accumulatorsPerThread(), 128);
+  EXPECT_EQ(wg.producerRegisters, 40);
+  EXPECT_EQ(wg.consumerRegisters, 232);  // 128·40 + 256·232 ≤ 65536
+  // A [128][64] is one K-major box; B [64][256] is four N-major boxes of 64 columns.
+  EXPECT_TRUE(wg.a.kMajor);
+  EXPECT_EQ(wg.a.boxes, 1);
+  EXPECT_EQ(wg.a.rows, 128);
+  EXPECT_FALSE(wg.b.kMajor);
+  EXPECT_EQ(wg.b.boxes, 4);
+  EXPECT_EQ(wg.b.rows, 64);
+  EXPECT_EQ(wg.stageBytes, 128 * 64 * 2 + 64 * 256 * 2);
+  EXPECT_EQ(wg.stages, 4);  // as many 48 KiB stages as fit in 227 KiB
+  EXPECT_LE(plan.sharedBytes, targetByName("sm_90").sharedBytesPerBlock);
+  EXPECT_EQ(plan.sharedBytes, wg.sharedBytes);
+  EXPECT_EQ(wg.a.offset % 1024, 0);
+  EXPECT_EQ(wg.b.offset % 1024, 0);
+  EXPECT_EQ(wg.stageBytes % 1024, 0);
+  // 32 x 16 tiles on 132 multiprocessors: one persistent block each, in groups of 8 along x.
+  EXPECT_TRUE(wg.persistent);
+  EXPECT_EQ(wg.launchGrid, (std::array<int64_t, 3>{132, 1, 1}));
+  EXPECT_EQ(wg.rasterGroup, 8);
+  // The tensor maps: A's box is 64 of K by 128 rows, B's 64 of N by 64 rows of K.
+  ASSERT_EQ(wg.maps.size(), 2u);
+  EXPECT_EQ(wg.maps[0].rank, 2);
+  EXPECT_EQ(wg.maps[0].dims, (std::array<int64_t, 4>{4096, 4096, 1, 1}));
+  EXPECT_EQ(wg.maps[0].strideBytes[1], 4096 * 2);
+  EXPECT_EQ(wg.maps[0].box, (std::array<int64_t, 4>{64, 128, 1, 1}));
+  EXPECT_EQ(wg.maps[1].box, (std::array<int64_t, 4>{64, 64, 1, 1}));
+  // Box coordinates: A moves 128 rows per blockIdx.x and 64 of K per iteration.
+  EXPECT_EQ(wg.a.blockStep[1][0], 128);
+  EXPECT_EQ(wg.a.iterationStep[0], 64);
+  EXPECT_EQ(wg.b.blockStep[0][1], 256);
+  EXPECT_EQ(wg.b.iterationStep[1], 64);
+}
+
+TEST(WarpgroupMmaPlan, EitherLayoutOfEitherOperandIsReadInItsOwnMajorness) {
+  const KernelPlan bt = planned(shipped("gemm_1024_bt.warpgroups"));  // B stored [N][K]
+  ASSERT_TRUE(bt.warpgroupMma);
+  EXPECT_TRUE(bt.warpgroupMma->a.kMajor);
+  EXPECT_TRUE(bt.warpgroupMma->b.kMajor);
+  EXPECT_EQ(bt.warpgroupMma->b.rows, 128);  // a box of 64 of K by the 128 columns of N
+  const KernelPlan at = planned(shipped("gemm_1024_at_bf16.warpgroups"));  // A stored [K][M]
+  ASSERT_TRUE(at.warpgroupMma);
+  EXPECT_FALSE(at.warpgroupMma->a.kMajor);
+  EXPECT_EQ(at.warpgroupMma->a.boxes, 2);  // 128 rows of M in two boxes of 64
+  EXPECT_EQ(at.warpgroupMma->dtype, graph::DType::BF16);
+  // 64 tiles: fewer than the multiprocessors, so one tile per block as scheduled.
+  EXPECT_FALSE(at.warpgroupMma->persistent);
+  EXPECT_EQ(at.warpgroupMma->launchGrid, (std::array<int64_t, 3>{8, 8, 1}));
+}
+
+TEST(WarpgroupMmaPlan, OneWarpgroupBothCopiesAndMultiplies) {
+  const KernelPlan plan = planned(shipped("gemm_4096.tiled"));  // 128 x 128 x 64, 128 threads
+  ASSERT_TRUE(plan.warpgroupMma);
+  EXPECT_FALSE(plan.warpgroupMma->producer);
+  EXPECT_EQ(plan.warpgroupMma->consumers, 1);
+  EXPECT_EQ(plan.warpgroupMma->mTiles, 2);
+  EXPECT_EQ(plan.warpgroupMma->producerRegisters, 0);
+  EXPECT_FALSE(plan.warpgroupMma->persistent);  // persistence needs the copy warpgroup
+}
+
+TEST(WarpgroupMmaPlan, Sm80AndIneligibleBlockGraphsStayOnMmaSync) {
+  EXPECT_FALSE(planned(shipped("gemm_4096.warpgroups"), "sm_80").warpgroupMma);
+  // Attention: more than one matmul, element-wise ops and running maxima.
+  EXPECT_FALSE(planned(shipped("gqa.split_kv")).warpgroupMma);
+  graph::Schedule schedule = shipped("gemm_4096.warpgroups");
+  graph::BlockGraph& block = *schedule.graph.ops[0].block;
+  block.threads = 320;  // not whole warpgroups
+  EXPECT_FALSE(planned(schedule).warpgroupMma);
+  block.threads = 128;  // one warpgroup for 128 x 256: 256 accumulators a thread
+  EXPECT_FALSE(planned(schedule).warpgroupMma);
+  block.threads = 640;  // four multiplying warpgroups for 128 rows: not 64 rows each
+  EXPECT_FALSE(planned(schedule).warpgroupMma);
+}
+
+}  // namespace
+}  // namespace mugraph::plan
