@@ -246,29 +246,64 @@ class WarpgroupEmitter {
     const KernelPlan& plan = context_.plan;
     const graph::BlockOp& output = context_.block().ops[wg_.outputOp];
     const plan::OutputCopy& copy = *plan.outputs[wg_.outputOp];
-    const graph::TensorDesc& dest =
-        plan.graph->tensors[plan.kernel->outputs[output.kernelTensor]];
+    const graph::TensorId tensor = plan.kernel->outputs[output.kernelTensor];
+    const graph::TensorDesc& dest = plan.graph->tensors[tensor];
     int param = -1;
     for (size_t p = 0; p < context_.kernel.params.size(); ++p) {
-      if (context_.kernel.params[p].tensor == plan.kernel->outputs[output.kernelTensor]) {
-        param = static_cast<int>(p);
-      }
+      if (context_.kernel.params[p].tensor == tensor) param = static_cast<int>(p);
     }
+    const std::string rows = str(wg_.m / wg_.consumers);
+    const std::string stride = str(copy.globalStride[2]);
     out_.line("// output " + context_.block().tensors[output.inputs[0]].name);
     out_.line(storageType(dest.dtype) + "* const out = " + context_.paramName(param) + " + (" +
               tileOffset(copy.blockStep) + ");");
+    if (wg_.epilogueOffset < 0) {
+      out_.line("#pragma unroll");
+      out_.open("for (int t = 0; t < " + str(wg_.mTiles) + "; ++t)");
+      out_.line("#pragma unroll");
+      out_.open("for (int j = 0; j < " + str(wg_.n / 8) + "; ++j)");
+      out_.line("#pragma unroll");
+      out_.open("for (int h = 0; h < 2; ++h)");
+      out_.line("const int row = consumer * " + rows +
+                " + t * 64 + warp * 16 + (lane >> 2) + h * 8;");
+      out_.line("const int col = j * 8 + ((lane & 3) << 1);");
+      out_.line("mg::store_pair(out + static_cast<long long>(row) * " + stride +
+                " + col, acc[t][4 * j + 2 * h], acc[t][4 * j + 2 * h + 1]);");
+      out_.close();
+      out_.close();
+      out_.close();
+      return;
+    }
+    // Through the warp's staging buffer, 16 rows by 64 columns at a time: pairs in (16-byte
+    // chunk c of row r at c ^ (r & 7), so the eight rows a store instruction touches hit
+    // distinct banks), then each row out as eight 16-byte stores.
+    out_.line("unsigned char* const staging = mg_smem + " + str(wg_.epilogueOffset) +
+              " + (consumer * 4 + warp) * 2048;");
     out_.line("#pragma unroll");
     out_.open("for (int t = 0; t < " + str(wg_.mTiles) + "; ++t)");
     out_.line("#pragma unroll");
-    out_.open("for (int j = 0; j < " + str(wg_.n / 8) + "; ++j)");
+    out_.open("for (int q = 0; q < " + str(wg_.n / 64) + "; ++q)");
+    out_.line("#pragma unroll");
+    out_.open("for (int jj = 0; jj < 8; ++jj)");
     out_.line("#pragma unroll");
     out_.open("for (int h = 0; h < 2; ++h)");
-    out_.line("const int row = consumer * " + str(wg_.m / wg_.consumers) +
-              " + t * 64 + warp * 16 + (lane >> 2) + h * 8;");
-    out_.line("const int col = j * 8 + ((lane & 3) << 1);");
-    out_.line("mg::store_pair(out + static_cast<long long>(row) * " + str(copy.globalStride[2]) +
-              " + col, acc[t][4 * j + 2 * h], acc[t][4 * j + 2 * h + 1]);");
+    out_.line("const int r = (lane >> 2) + h * 8;");
+    out_.line("const int f = 4 * (q * 8 + jj) + 2 * h;");
+    out_.line("*reinterpret_cast<unsigned*>(staging + r * 128 + ((jj ^ (r & 7)) << 4) + "
+              "((lane & 3) << 2)) = mg::pack2<" + storageType(dest.dtype) +
+              ">(acc[t][f], acc[t][f + 1]);");
     out_.close();
+    out_.close();
+    out_.line("__syncwarp();");
+    out_.line("#pragma unroll");
+    out_.open("for (int i = 0; i < 4; ++i)");
+    out_.line("const int r = (lane >> 3) + i * 4;");
+    out_.line("const int chunk = lane & 7;");
+    out_.line("const int row = consumer * " + rows + " + t * 64 + warp * 16 + r;");
+    out_.line("mg::copy_chunk<16>(out + static_cast<long long>(row) * " + stride +
+              " + q * 64 + chunk * 8, staging + r * 128 + ((chunk ^ (r & 7)) << 4));");
+    out_.close();
+    out_.line("__syncwarp();");
     out_.close();
     out_.close();
   }

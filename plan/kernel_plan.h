@@ -152,7 +152,11 @@ struct WarpgroupMmaPlan {
   int matmulOp = -1, accumulatorOp = -1, outputOp = -1;
   int64_t barrierOffset = 0;  // full[stages] then empty[stages], 8 bytes each
   int64_t stageBytes = 0;     // both operands' boxes of one stage
-  // Dynamic shared memory: stages and barriers, plus 1024 bytes to align the stages' base.
+  // A 16-bit result is stored through a 2 KiB staging buffer per multiplying warp (16 rows
+  // of 64 columns, 16-byte chunks XOR-swizzled by row): each 128-byte row leaves as eight
+  // 16-byte stores. -1: stored from registers in pairs (an f32 result).
+  int64_t epilogueOffset = -1;
+  // Dynamic shared memory: stages, barriers and staging, plus 1024 bytes to align the base.
   int64_t sharedBytes = 0;
   // Persistent: with a copy warpgroup and more tiles than multiprocessors, `launchGrid` is
   // one block per multiprocessor, each walking tiles blockIdx.x, + gridDim.x, ... in groups

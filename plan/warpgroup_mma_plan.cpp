@@ -19,6 +19,7 @@ constexpr int kProducerRegisters = 40;   // what a copy-issuing warpgroup keeps
 constexpr int kMaxConsumerRegisters = 232;
 constexpr int64_t kSwizzleAlignment = 1024;  // the 128-byte swizzle pattern's period
 constexpr int kMaxStages = 8;
+constexpr int64_t kStagingBytesPerWarp = 16 * 128;  // 16 rows of 64 16-bit columns
 constexpr int64_t kRasterGroup = 8;  // tiles along grid x walked together by persistent blocks
 
 bool isSixteenBit(DType dtype) {
@@ -168,8 +169,13 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   wg.a.offset = 0;
   wg.b.offset = alignUp(wg.a.boxBytes * wg.a.boxes, kSwizzleAlignment);
   wg.stageBytes = alignUp(wg.b.offset + wg.b.boxBytes * wg.b.boxes, kSwizzleAlignment);
+  const graph::TensorDesc& result =
+      plan.graph->tensors[plan.kernel->outputs[output.kernelTensor]];
+  const int64_t stagingBytes =
+      isSixteenBit(result.dtype) ? wg.consumers * 4 * kStagingBytesPerWarp : 0;
   const int64_t barrierBytes = 2 * 8 * kMaxStages;
-  const int64_t available = target.sharedBytesPerBlock - barrierBytes - kSwizzleAlignment;
+  const int64_t available =
+      target.sharedBytesPerBlock - barrierBytes - stagingBytes - kSwizzleAlignment;
   const int64_t fit = available / wg.stageBytes;
   wg.stages = static_cast<int>(std::min<int64_t>({fit, kMaxStages, std::max<int64_t>(
                                                                         2, block.forloop)}));
@@ -182,7 +188,12 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
     wg.rasterGroup = static_cast<int>(std::min<int64_t>(kRasterGroup, block.grid[0]));
   }
   wg.barrierOffset = wg.stageBytes * wg.stages;
-  wg.sharedBytes = wg.barrierOffset + 2 * 8 * wg.stages + kSwizzleAlignment;
+  int64_t end = wg.barrierOffset + 2 * 8 * wg.stages;
+  if (stagingBytes > 0) {
+    wg.epilogueOffset = alignUp(end, 128);
+    end = wg.epilogueOffset + stagingBytes;
+  }
+  wg.sharedBytes = end + kSwizzleAlignment;
   return wg;
 }
 
