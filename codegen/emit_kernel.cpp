@@ -15,6 +15,14 @@ using graph::OpKind;
 using graph::TensorId;
 using plan::runsInLoop;
 
+// The tensor maps a warpgroup kernel takes after its pointers (none for other kernels).
+const std::vector<plan::TensorMapDesc>& tensorMapsOf(const KernelPlan& plan) {
+  static const std::vector<plan::TensorMapDesc> none;
+  if (plan.warpgroupMma) return plan.warpgroupMma->maps;
+  if (plan.warpgroupAttention) return plan.warpgroupAttention->maps;
+  return none;
+}
+
 std::string sharedPointer(const EmitContext& context, TensorId tile, const std::string& stage) {
   const SharedTile& layout = context.plan.shared[tile];
   std::string offset = std::to_string(layout.offset);
@@ -160,8 +168,9 @@ void emitKernel(const EmitContext& context) {
            ", " + std::to_string(plan.sharedBytes) + " bytes of dynamic shared memory.");
   // The warpgroup path promises one block per multiprocessor: setmaxnreg needs that cap.
   const std::string minBlocks =
-      plan.minBlocksPerSm > 1 || plan.warpgroupMma ? ", " + std::to_string(plan.minBlocksPerSm)
-                                                   : "";
+      plan.minBlocksPerSm > 1 || plan.warpgroupMma || plan.warpgroupAttention
+          ? ", " + std::to_string(plan.minBlocksPerSm)
+          : "";
   out.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block.threads) +
            minBlocks + ") " + context.kernel.entry + "(");
   for (size_t p = 0; p < context.kernel.params.size(); ++p) {
@@ -169,18 +178,16 @@ void emitKernel(const EmitContext& context) {
     const graph::TensorDesc& desc = plan.graph->tensors[param.tensor];
     const std::string type =
         (param.written ? "" : "const ") + storageType(desc.dtype) + "* __restrict__ ";
-    const bool last = p + 1 == context.kernel.params.size() && !plan.warpgroupMma;
+    const bool last = p + 1 == context.kernel.params.size() && tensorMapsOf(plan).empty();
     out.line("    " + type + context.paramName(static_cast<int>(p)) + (last ? ") {" : ","));
   }
-  if (plan.warpgroupMma) {
-    const size_t maps = plan.warpgroupMma->maps.size();
-    for (size_t m = 0; m < maps; ++m) {
-      out.line("    const __grid_constant__ mg::TensorMap mg_map" + std::to_string(m) +
-               (m + 1 == maps ? ") {" : ","));
-    }
+  const std::vector<plan::TensorMapDesc>& maps = tensorMapsOf(plan);
+  for (size_t m = 0; m < maps.size(); ++m) {
+    out.line("    const __grid_constant__ mg::TensorMap mg_map" + std::to_string(m) +
+             (m + 1 == maps.size() ? ") {" : ","));
   }
   out.enter();
-  if (plan.warpgroupMma) {
+  if (plan.warpgroupMma || plan.warpgroupAttention) {
     emitWarpgroupMmaBody(context);
     out.close();
     return;
@@ -242,9 +249,9 @@ EmittedSource emitSchedule(const plan::SchedulePlan& planned) {
     emitted.grid = plan.block->grid;
     emitted.threads = plan.block->threads;
     emitted.dynamicSharedBytes = plan.sharedBytes;
-    if (plan.warpgroupMma) {
-      emitted.grid = plan.warpgroupMma->launchGrid;
-      emitted.tensorMaps = plan.warpgroupMma->maps;
+    if (plan.warpgroupMma) emitted.grid = plan.warpgroupMma->launchGrid;
+    if (plan.warpgroupMma || plan.warpgroupAttention) {
+      emitted.tensorMaps = tensorMapsOf(plan);
       result.archSpecific = true;
     }
     result.kernels.push_back(emitted);

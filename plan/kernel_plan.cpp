@@ -405,6 +405,14 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
     plan.minBlocksPerSm = 1;
     return plan;
   }
+  plan.warpgroupAttention = planWarpgroupAttention(plan, target);
+  if (plan.warpgroupAttention) {
+    planOutputCopy(plan, plan.warpgroupAttention->outputOp);
+    plan.pipelineStages = plan.warpgroupAttention->stages;
+    plan.sharedBytes = plan.warpgroupAttention->sharedBytes;
+    plan.minBlocksPerSm = 1;
+    return plan;
+  }
   plan.warpgroupMma = planWarpgroupMma(plan, target);
   if (plan.warpgroupMma) {
     const WarpgroupMmaPlan& wg = *plan.warpgroupMma;

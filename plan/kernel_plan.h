@@ -122,8 +122,8 @@ struct TensorMapDesc {
 // dims, innermost first) of the block's tile: blockIdx times `blockStep` plus the iteration
 // times `iterationStep`; box j adds 64 * j to coordinate 0.
 struct BulkOperand {
-  int op = -1;   // the Input block op
-  int map = -1;  // index into WarpgroupMmaPlan::maps
+  int op = -1;         // the Input block op
+  int map = -1;        // index into WarpgroupMmaPlan::maps
   bool kMajor = true;  // the contiguous dim is K (else M or N)
   int64_t rows = 0;    // rows of a box (the other matrix dim of the tile)
   int boxes = 1;
@@ -172,6 +172,41 @@ struct WarpgroupMmaPlan {
   int accumulatorsPerThread() const { return mTiles * static_cast<int>(n) / 2; }
 };
 
+// A block graph of attention's shape on a target with warpgroup MMA: a query tile Q loaded
+// once, key and value tiles K and V per iteration, S = matmul(Q, K) in wgmma accumulators, a
+// chain of element-wise ops, last-dim reductions, running maxima and rescaled sums on S and
+// its row vectors (the online softmax) computed in registers, then O += matmul(P, V) with P
+// (an S-shaped tile of the chain) fed to wgmma from registers and O kept in registers across
+// the loop (rescaled in place by its running max's factor), and element-wise ops on O and
+// row vectors after the loop. Warpgroup 0 issues the bulk copies (Q once, K and V through
+// the ring of stages); each of `consumers` warpgroups owns 64 query rows. `roles` says, per
+// tile, where its value lives.
+enum class FragmentRole {
+  None,
+  S,    // [rows, kv] in the first matmul's accumulator layout
+  Row,  // [rows, 1]: two values per thread (rows lane/4 and lane/4 + 8 of its warp)
+  O,    // [rows, d] in the second matmul's accumulator layout
+};
+struct WarpgroupAttentionPlan {
+  int64_t rows = 0;  // query rows of the block: 64 per consumer warpgroup
+  int64_t kv = 0;    // key positions per iteration (N of the first matmul)
+  int64_t d = 0;     // head dim: K of the first matmul, N of the second
+  int consumers = 1;
+  int stages = 2;
+  graph::DType dtype = graph::DType::F16;
+  BulkOperand q, k, v;
+  int firstMatmulOp = -1, secondMatmulOp = -1, outputOp = -1;
+  std::vector<FragmentRole> roles;  // per tile
+  int64_t qBytes = 0;               // Q's boxes, at offset 0
+  int64_t stagesOffset = 0;         // the ring: K's boxes then V's, per stage
+  int64_t stageBytes = 0;
+  int64_t barrierOffset = 0;    // full[stages], empty[stages], then Q's barrier
+  int64_t epilogueOffset = -1;  // as WarpgroupMmaPlan's
+  int64_t sharedBytes = 0;
+  int producerRegisters = 0, consumerRegisters = 0;
+  std::vector<TensorMapDesc> maps;  // Q, K, V
+};
+
 struct KernelPlan {
   const graph::KernelGraph* graph = nullptr;
   const graph::KernelOp* kernel = nullptr;
@@ -201,6 +236,9 @@ struct KernelPlan {
   // Set when the block graph runs on the sm_90 warpgroup path: then only `outputs` of the
   // above is used besides it.
   std::optional<WarpgroupMmaPlan> warpgroupMma;
+  // Set when the block graph runs as attention on the sm_90 warpgroup path: then only
+  // `outputs` of the above is used besides it.
+  std::optional<WarpgroupAttentionPlan> warpgroupAttention;
 };
 
 // Whether block op `op` runs inside the for-loop (once per iteration): per-iteration ops,

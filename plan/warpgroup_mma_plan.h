@@ -17,4 +17,13 @@ namespace mugraph::plan {
 // registers, or fewer than two stages in shared memory. `plan` needs its graph facts only.
 std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const Target& target);
 
+// The plan of `plan`'s block graph as attention on the warpgroup path
+// (WarpgroupAttentionPlan), or nothing where it does not qualify: besides the target, the
+// block graph must be exactly the shape described there, with 16-bit Q, K and V whose
+// contiguous extents are multiples of 64, a key tile of 64 or 128 positions, a head dim of
+// 64 or 128, 64 query rows per consumer warpgroup and a copy warpgroup (threads = 128 x
+// (consumers + 1)). `plan` needs its graph facts (phases, producers, consumers) only.
+std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& plan,
+                                                             const Target& target);
+
 }  // namespace mugraph::plan

@@ -41,6 +41,7 @@ if [[ $step == all || $step == bench ]]; then
          gemm_1024:gemm_1024.tiled gemm_4096:gemm_4096.tiled
          gemm_1024.warpgroups:gemm_1024.warpgroups gemm_4096.warpgroups:gemm_4096.warpgroups
          gemm_8192:gemm_8192.warpgroups gemm_8192_bf16:gemm_8192_bf16.warpgroups
+         mha_prefill_2048:mha_prefill_2048.warpgroups
          mlp_batch16:mlp_batch16.best"
   for ctx in 1k 2k 4k 8k 16k 32k 64k; do
     pairs="$pairs gqa_decode_$ctx:gqa_decode_$ctx.split_kv"

@@ -42,11 +42,11 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
   const double bandwidth = std::min(streaming, resident * c.perSmBandwidthShare * streaming / sms);
   const double smFraction = activeSms / sms;
   const double memory = w.bytes / bandwidth;
-  const double compute = (w.tensorFlops / target.tensorFlopsPerSecond +
-                          w.syncMmaFlops / target.syncMmaFlopsPerSecond +
-                          w.generalMatmulFlops / c.generalMatmulFlopsPerSecond +
-                          w.vectorFlops / c.vectorFlopsPerSecond) /
-                         smFraction;
+  const double compute =
+      (w.tensorFlops / target.tensorFlopsPerSecond + w.syncMmaFlops / target.syncMmaFlopsPerSecond +
+       w.generalMatmulFlops / c.generalMatmulFlopsPerSecond +
+       w.vectorFlops / c.vectorFlopsPerSecond) /
+      smFraction;
   const double waves = std::ceil(w.blocks / (sms * w.blocksPerSm));
   const double latency =
       waves * (w.serialSteps * w.stepMicroseconds + w.postLoopMicroseconds) * 1e-6;
@@ -73,7 +73,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
     w.stepMicroseconds = c.threadOwnedIterationMicroseconds * planned.threadOwned->perThread;
   }
   // The warpgroup path: copies and multiplies are asynchronous, no barrier per op.
-  const bool asynchronous = planned.warpgroupMma.has_value();
+  const bool asynchronous = planned.warpgroupMma || planned.warpgroupAttention;
   const auto opMicroseconds = [&](double elements) {
     return c.opMicroseconds + c.elementMicroseconds * std::ceil(elements / threads);
   };

@@ -16,12 +16,22 @@ TEST(ShippedSchedules, ThereAreSome) {
   EXPECT_GE(shippedSchedulePaths().size(), 2u);
 }
 
-// Schedules tuned for the sm_90 warpgroup path (128 x 256 tiles, a copy warpgroup): on
-// targets without it they still compile and run, but the mma.sync path holds their tiles only
-// by spilling a little.
+// Schedules tuned for the sm_90 warpgroup path (large tiles, a copy warpgroup): on targets
+// without it the mma.sync path holds their tiles only by spilling a little, or their plan
+// needs more shared memory than such a target's block has (a clear error, checked below).
 bool tunedForWarpgroups(const std::string& path) {
   return path.find(".warpgroups.json") != std::string::npos &&
          path.find("gemm_1024") == std::string::npos;
+}
+
+// Why the schedule at `path` cannot launch on `target`, or "".
+std::string launchProblemOn(const std::string& path, const plan::Target& target) {
+  try {
+    plan::planSchedule(graph::loadSchedule(path), target);  // checks every kernel's launch
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 TEST(ShippedSchedules, CompileToPtxForEveryTargetAndAssembleWithoutSpills) {
@@ -29,6 +39,15 @@ TEST(ShippedSchedules, CompileToPtxForEveryTargetAndAssembleWithoutSpills) {
     for (const plan::Target& target : plan::allTargets()) {
       SCOPED_TRACE(path + " for " + target.name);
       const bool mayspill = tunedForWarpgroups(path) && !target.warpgroupMma;
+      const std::string problem = launchProblemOn(path, target);
+      if (!problem.empty()) {
+        // Only a schedule tuned for the warpgroup path may not fit an older target, and then
+        // generating code for it is a user error that says so.
+        EXPECT_TRUE(mayspill) << problem;
+        EXPECT_NE(problem.find("shared memory"), std::string::npos);
+        EXPECT_THROW(compiledShipped(path, target.computeCapability), UserError);
+        continue;
+      }
       const GeneratedCode& code = compiledShipped(path, target.computeCapability);
       ASSERT_EQ(code.ptx.size(), 1u);
       EXPECT_NE(code.ptx.at(target.name).find(".target " + target.name), std::string::npos);
@@ -79,8 +98,8 @@ TEST(ShippedSchedules, EntryNamesFollowKernelIndexAndName) {
 
 // sm_80's 164 KiB per multiprocessor hold two blocks of this GEMM with two stages each.
 TEST(ShippedSchedules, TiledGemmOnSm80RunsMmaSyncWithATwoStageCpAsyncPipeline) {
-  const GeneratedCode& code = compiledShipped(
-      std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1024.tiled.json", 80);
+  const GeneratedCode& code =
+      compiledShipped(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1024.tiled.json", 80);
   const std::string& source = code.emitted.source;
   EXPECT_NE(source.find("mg::mma_warp_tile<mg::f16"), std::string::npos);
   EXPECT_NE(source.find("mg::cp_async<16>"), std::string::npos);
@@ -114,6 +133,22 @@ TEST(ShippedSchedules, TiledGemmsOnSm90RunWgmmaFedByBulkTensorCopies) {
     EXPECT_NE(code.emitted.source.find("const __grid_constant__ mg::TensorMap mg_map1"),
               std::string::npos);
   }
+}
+
+// Attention prefill on sm_90: S = Q·K by wgmma from shared tiles, the online softmax in the
+// accumulator registers, P·V by wgmma with P from registers.
+TEST(ShippedSchedules, PrefillAttentionOnSm90RunsBothMatmulsOnWgmma) {
+  const GeneratedCode& code = compiledShipped(
+      std::string(MUGRAPH_SOURCE_DIR) + "/schedules/mha_prefill_2048.warpgroups.json", 90);
+  const std::string& source = code.emitted.source;
+  EXPECT_TRUE(code.emitted.archSpecific);
+  EXPECT_NE(source.find("mg::wgmma_m64n128k16<0, 0>"), std::string::npos);
+  EXPECT_NE(source.find("mg::wgmma_m64n128k16_rs<1>"), std::string::npos);
+  EXPECT_NE(source.find("__shfl_xor_sync"), std::string::npos);  // row max and sum
+  EXPECT_EQ(code.emitted.kernels[0].tensorMaps.size(), 3u);
+  EXPECT_NE(code.ptx.at("sm_90").find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"),
+            std::string::npos);
+  EXPECT_EQ(code.ptx.at("sm_90").find("mma.sync"), std::string::npos);
 }
 
 TEST(ShippedSchedules, WrittenFilesAreCompleteAndReload) {

@@ -9,9 +9,9 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-#include <nlohmann/json.hpp>
 
 #include "codegen/runtime/cuda_driver.h"
 #include "tools/run_cli.h"
@@ -59,10 +59,10 @@ TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
       ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_sm80");
   std::filesystem::create_directories(scratch_);
   const std::string out = (scratch_ / "replay80").string();
-  const CliResult r = runMugraph("replay " + sourceDir() +
-                                     "/schedules/gemm_1024.tiled.json --arch sm_80 --out " + out +
-                                     " --run --json",
-                                 scratch_.string());
+  const CliResult r =
+      runMugraph("replay " + sourceDir() + "/schedules/gemm_1024.tiled.json --arch sm_80 --out " +
+                     out + " --run --json",
+                 scratch_.string());
   ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
   const auto gpu = nlohmann::json::parse(r.out).at("gpu");
   std::cout << "[gpu] gemm_1024.tiled sm_80: " << gpu.dump() << "\n";
@@ -79,10 +79,10 @@ INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu,
                          ::testing::Values("gqa.split_kv.json", "gqa_mirage.split_kv.json",
                                            "gemm_1024.tiled.json", "gqa_decode_4k.split_kv.json",
                                            "gqa_decode_32k.split_kv.json", "gemm_4096.tiled.json",
-                                           "gemm_1024.warpgroups.json",
-                                           "gemm_4096.warpgroups.json",
+                                           "gemm_1024.warpgroups.json", "gemm_4096.warpgroups.json",
                                            "gemm_1024_bt.warpgroups.json",
-                                           "gemm_1024_at_bf16.warpgroups.json"),
+                                           "gemm_1024_at_bf16.warpgroups.json",
+                                           "mha_prefill_256.warpgroups.json"),
                          [](const auto& info) {
                            std::string name = info.param.substr(0, info.param.rfind('.'));
                            for (char& c : name) c = c == '.' ? '_' : c;
@@ -131,7 +131,7 @@ TEST_P(SafeAttentionOnGpu, IsFiniteAndAccurateAtEveryLogitSpread) {
               << ")\n";
     EXPECT_TRUE(gpu.at("matches").get<bool>());
     EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0);  // NaN counts as unwritten
-    EXPECT_FALSE(gpu.at("max_rel_error").is_null());             // an infinity is null
+    EXPECT_FALSE(gpu.at("max_rel_error").is_null());            // an infinity is null
   }
 }
 

@@ -103,5 +103,45 @@ TEST(WarpgroupMmaPlan, Sm80AndIneligibleBlockGraphsStayOnMmaSync) {
   EXPECT_FALSE(planned(schedule).warpgroupMma);
 }
 
+TEST(WarpgroupAttentionPlan, FlashAttentionRunsItsChainInWgmmaRegisters) {
+  const KernelPlan plan = planned(shipped("mha_prefill_2048.warpgroups"));  // 128 x 128, 384
+  EXPECT_FALSE(plan.warpgroupMma);
+  ASSERT_TRUE(plan.warpgroupAttention);
+  const WarpgroupAttentionPlan& at = *plan.warpgroupAttention;
+  EXPECT_EQ(at.rows, 128);
+  EXPECT_EQ(at.kv, 128);
+  EXPECT_EQ(at.d, 128);
+  EXPECT_EQ(at.consumers, 2);
+  EXPECT_TRUE(at.q.kMajor);   // Q [rows][d]: K of Q·K is d, contiguous
+  EXPECT_TRUE(at.k.kMajor);   // K stored [seq][d]: the transposed view is K-major
+  EXPECT_FALSE(at.v.kMajor);  // V [seq][d]: N-major for P·V
+  EXPECT_EQ(at.maps.size(), 3u);
+  EXPECT_LE(plan.sharedBytes, targetByName("sm_90").sharedBytesPerBlock);
+  EXPECT_GE(at.stages, 2);
+  const graph::BlockGraph& block = *plan.block;
+  const auto roleOf = [&](const std::string& tile) {
+    for (size_t t = 0; t < block.tensors.size(); ++t) {
+      if (block.tensors[t].name == tile) return at.roles[t];
+    }
+    return FragmentRole::None;
+  };
+  EXPECT_EQ(roleOf("qk"), FragmentRole::S);
+  EXPECT_EQ(roleOf("e"), FragmentRole::S);
+  EXPECT_EQ(roleOf("tile_max"), FragmentRole::Row);
+  EXPECT_EQ(roleOf("m"), FragmentRole::Row);
+  EXPECT_EQ(roleOf("s_acc"), FragmentRole::Row);
+  EXPECT_EQ(roleOf("p_acc"), FragmentRole::O);
+  EXPECT_EQ(roleOf("out"), FragmentRole::O);
+}
+
+TEST(WarpgroupAttentionPlan, OtherAttentionShapesStayOnTheGeneralPath) {
+  // Split-KV partials also store their row max and sum: not this path (yet).
+  EXPECT_FALSE(planned(shipped("gqa.split_kv")).warpgroupAttention);
+  EXPECT_FALSE(planned(shipped("mha_prefill_2048.warpgroups"), "sm_80").warpgroupAttention);
+  graph::Schedule schedule = shipped("mha_prefill_2048.warpgroups");
+  schedule.graph.ops[0].block->threads = 256;  // one multiplying warpgroup for 128 rows
+  EXPECT_FALSE(planned(schedule).warpgroupAttention);
+}
+
 }  // namespace
 }  // namespace mugraph::plan
