@@ -46,6 +46,16 @@ std::string planText(const KernelGraph& lowered, int k, const plan::Target& targ
       << ") = " << block.blocks() << " blocks, threads " << block.threads << ", forloop "
       << block.forloop << ", shared memory " << kernel.sharedBytes << " B on " << target.name;
   if (kernel.pipelineStages > 1) out << ", " << kernel.pipelineStages << " pipeline stages";
+  if (kernel.warpgroupMma) {
+    const plan::WarpgroupMmaPlan& wg = *kernel.warpgroupMma;
+    out << ", wgmma (" << (wg.producer ? "a copy warpgroup, " : "") << wg.consumers
+        << " multiplying)";
+    if (wg.persistent) out << ", persistent on " << wg.launchGrid[0] << " blocks";
+  }
+  if (kernel.warpgroupAttention) {
+    out << ", wgmma attention (a copy warpgroup, " << kernel.warpgroupAttention->consumers
+        << " multiplying)";
+  }
   const std::string problem = plan::launchProblem(kernel, target);
   if (!problem.empty()) out << "  NOT LAUNCHABLE: " << problem;
   return out.str();

@@ -42,6 +42,14 @@ TEST_F(EmulatedExecution, ShippedSchedulesMatchTheInterpreter) {
   for (const std::string& path : shippedSchedulePaths()) {
     const graph::Schedule schedule = graph::loadSchedule(path);
     if (matmulWork(schedule.program) > kMaxEmulatedMacs) continue;
+    // A schedule tuned for the sm_90 warpgroup path (attention over 128-position tiles) may
+    // not fit a block on the general path the emulation models: the GPU tests run it.
+    try {
+      plan::planSchedule(schedule, emulationTarget());
+    } catch (const UserError& e) {
+      EXPECT_NE(path.find(".warpgroups.json"), std::string::npos) << e.what();
+      continue;
+    }
     expectMatchesInterpreter(schedule, 11, 0.5);
     ++emulated;
   }
