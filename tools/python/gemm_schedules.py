@@ -19,6 +19,8 @@ import json
 import os
 import sys
 
+from schedule_files import write_atomic
+
 
 def tensor(name, dtype, shape, layout="row_major"):
     return {"name": name, "dtype": dtype, "shape": shape, "layout": layout}
@@ -64,12 +66,6 @@ def schedule_json(name, label, m, n, k, dtype, bm, bn, bk, threads, layouts):
                         tensor("B", dtype, [k, n], layouts[1]),
                         tensor("C", dtype, [m, n])],
             "kernels": [kernel], "outputs": ["C"]}
-
-
-def write_atomic(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
 
 
 def main():

@@ -19,6 +19,8 @@ import math
 import os
 import sys
 
+from schedule_files import write_atomic
+
 HEADS = 16
 HEAD_DIM = 128
 
@@ -96,12 +98,6 @@ def schedule_json(tokens, label, q_tile, kv_tile, threads):
             "name": f"mha_prefill_{tokens}.{label}", "program": program_json(tokens),
             "tensors": inputs(tokens) + [tensor("O", [HEADS, tokens, HEAD_DIM])],
             "kernels": [kernel], "outputs": ["O"]}
-
-
-def write_atomic(path, text):
-    with open(path + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(path + ".tmp", path)
 
 
 def main():
