@@ -239,6 +239,12 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
     if (!plan::launchProblem(planned, *config_.target).empty()) {
       return prune(PruneReason::SharedMemory);
     }
+    const std::vector<int>& warpgroupOnly = config_.warpgroupOnlyThreads;
+    const bool onWarpgroupPath = planned.warpgroupMma || planned.warpgroupAttention;
+    if (!onWarpgroupPath && std::find(warpgroupOnly.begin(), warpgroupOnly.end(),
+                                      planned.block->threads) != warpgroupOnly.end()) {
+      return prune(PruneReason::SharedMemory);
+    }
     ++child.blockGraphKernels;
     const GridSplit* split = nullptr;
     for (const GridSplit& g : choice.grid) {

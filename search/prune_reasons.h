@@ -11,7 +11,8 @@ namespace mugraph::search {
 
 enum class PruneReason {
   Shape,               // a split does not divide, or shape inference / validation failed
-  SharedMemory,        // the block graph's plan does not fit the target (shared memory, grid)
+  SharedMemory,        // the block graph's plan does not fit the target (shared memory, grid, or a
+                       // warpgroup-only thread count off the warpgroup path)
   AbstractExpression,  // a tile's term is not a subexpression of the program (Z3 oracle)
   LoopPhase,           // per-iteration and accumulated tiles meet, or an output is per-iteration
   Replication,         // an output does not carry a grid axis (two blocks would write it)

@@ -45,6 +45,7 @@ SearchConfig defaultConfig(ProgramKind kind) {
       config.maxKernels = 2;
       // 384: a copy warpgroup and two multiplying ones on the sm_90 warpgroup path.
       config.threadCandidates = {128, 256, 384};
+      config.warpgroupOnlyThreads = {384};
       config.minMatmulTile = 32;
       config.maxVariants = 16;
       config.candidatePool = 64;

@@ -31,6 +31,10 @@ struct SearchConfig {
   // A dim that a matmul reads as its M, N or K is never tiled below this (tensor-core shape).
   int64_t minMatmulTile = 16;
   std::vector<int> threadCandidates = {128};
+  // Thread counts kept only for block graphs the target's plan puts on the warpgroup path
+  // (a copy warpgroup and multiplying ones, plan/kernel_plan.h): elsewhere they only slow
+  // the general path down, so those block graphs are pruned.
+  std::vector<int> warpgroupOnlyThreads;
   std::vector<int64_t> forloopCandidates = {1, 2, 4, 8, 16, 32, 64};
   bool allowGridSplitReduction = true;  // split a reduction dim across the grid + combine
   int maxRewriteForms = 8;              // program forms reached by the rewrite table

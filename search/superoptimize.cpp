@@ -166,6 +166,8 @@ std::string configKey(const SearchConfig& c) {
       << " block_ops " << c.maxBlockOps << " blocks " << c.minGridBlocks << ".." << c.maxGridBlocks
       << " per_dim " << c.maxGridPerDim << " min_tile " << c.minMatmulTile << " threads";
   for (int t : c.threadCandidates) key << " " << t;
+  key << " warpgroup_only";
+  for (int t : c.warpgroupOnlyThreads) key << " " << t;
   key << " forloop";
   for (int64_t f : c.forloopCandidates) key << " " << f;
   key << " split " << c.allowGridSplitReduction << " forms " << c.maxRewriteForms << " pool "
