@@ -52,9 +52,9 @@ void printSummary(const codegen::GeneratedCode& code, const std::string& dir,
     const codegen::KernelResources& r = code.resources[k];
     std::cout << "  " << kernel.entry << "  grid (" << kernel.grid[0] << ", " << kernel.grid[1]
               << ", " << kernel.grid[2] << ") x " << kernel.threads << " threads, "
-              << kernel.dynamicSharedBytes << " B shared; sm_90: " << r.registers
-              << " registers, spills " << r.spillStoreBytes << "/" << r.spillLoadBytes
-              << " B, local " << r.localBytes << " B\n";
+              << kernel.dynamicSharedBytes << " B shared; " << code.resourceArch << ": "
+              << r.registers << " registers, spills " << r.spillStoreBytes << "/"
+              << r.spillLoadBytes << " B, local " << r.localBytes << " B\n";
   }
   std::cout << "wrote";
   for (const std::string& file : files) std::cout << " " << file;

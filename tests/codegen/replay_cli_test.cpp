@@ -59,6 +59,9 @@ TEST_F(ReplayCliTest, ArchPicksThePtxTargetsAndProgramsUseDefaultSchedules) {
   EXPECT_TRUE(std::filesystem::exists(scratch_ / "gemm" / "sm_80.ptx"));
   EXPECT_FALSE(std::filesystem::exists(scratch_ / "gemm" / "sm_90.ptx"));
   EXPECT_TRUE(std::filesystem::exists(scratch_ / "gemm" / "resources.json"));
+  // The summary names the architecture whose ptxas report it quotes.
+  EXPECT_NE(r.out.find("B shared; sm_80: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sm_90"), std::string::npos) << r.out;
 }
 
 TEST_F(ReplayCliTest, RunWithoutARuntimeExitsTwoWithAPlainMessage) {
