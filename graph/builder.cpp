@@ -61,13 +61,17 @@ std::vector<TensorId> GraphBuilder::blockGraph(std::string kernelName, BlockGrap
                                                std::vector<std::pair<std::string, DType>> outputs) {
   std::vector<Dims> shapes(outputs.size());
   std::vector<bool> written(outputs.size(), false);
+  std::vector<Dims> inputShapes;
+  for (TensorId t : inputs) inputShapes.push_back(graph_.tensors.at(t).shape);
+  const std::vector<TileSplit> splits = blockTileSplits(block, inputShapes);
   for (const BlockOp& bop : block.ops) {
     if (bop.kind != OpKind::Output) continue;
     if (bop.kernelTensor < 0 || bop.kernelTensor >= static_cast<int>(outputs.size())) {
       throw ShapeError("block graph '" + kernelName + "' writes an output it does not declare");
     }
     const BlockTensor& tile = block.tensors.at(bop.inputs.at(0));
-    shapes[bop.kernelTensor] = outputDeviceShape(tile.shape, tile.name, block, bop);
+    shapes[bop.kernelTensor] =
+        outputDeviceShape(tile.shape, tile.name, block, bop, &splits.at(bop.inputs.at(0)));
     written[bop.kernelTensor] = true;
   }
   KernelOp op;
@@ -113,13 +117,15 @@ TensorId BlockGraphBuilder::addTile(BlockTensor tile) {
   return static_cast<TensorId>(block_.tensors.size() - 1);
 }
 
-TensorId BlockGraphBuilder::input(int kernelInput, AxisMap imap, int fmap, std::string name) {
+TensorId BlockGraphBuilder::input(int kernelInput, AxisMap imap, int fmap, std::string name,
+                                  Dims tile) {
   const TensorDesc& src = kernelInputs_.at(kernelInput);
   BlockOp op;
   op.kind = OpKind::Input;
   op.kernelTensor = kernelInput;
   op.imap = imap;
   op.fmap = fmap;
+  op.tile = std::move(tile);
   Dims tileShape = inputTileShape(src.shape, src.name, block_, op);
   op.output = addTile(BlockTensor{std::move(name), src.dtype, std::move(tileShape)});
   block_.ops.push_back(op);

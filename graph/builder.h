@@ -45,8 +45,9 @@ class BlockGraphBuilder {
   BlockGraphBuilder(std::array<int64_t, kGridAxes> grid, int threads, int64_t forloop,
                     std::vector<TensorDesc> kernelInputs);
 
-  // A tile of kernel input `kernelInput`. Throws ShapeError on a bad split.
-  TensorId input(int kernelInput, AxisMap imap, int fmap, std::string name = "");
+  // A tile of kernel input `kernelInput`; `tile` declares it where a split does not divide
+  // (empty: ⌈n/parts⌉, graph/tile_splits.h). Throws ShapeError on a bad split.
+  TensorId input(int kernelInput, AxisMap imap, int fmap, std::string name = "", Dims tile = {});
   TensorId op(OpKind kind, std::vector<TensorId> inputs, OpAttrs attrs = {},
               std::string name = "");
   // Writes `tile` to the next kernel output (outputs are numbered in call order).

@@ -82,6 +82,7 @@ BlockHashes hashBlockGraph(const BlockGraph& block, const std::vector<uint64_t>&
       Hasher h("tile-in");
       h.add(kernelInputs.at(op.kernelTensor)).add(static_cast<uint64_t>(op.fmap));
       for (int a = 0; a < kGridAxes; ++a) h.add(static_cast<uint64_t>(op.imap[a]));
+      for (int64_t t : op.tile) h.add(static_cast<uint64_t>(t));  // declared partial tiles only
       tile[op.output] = h.value();
     } else if (op.kind == OpKind::Output) {
       Hasher h("tile-out");

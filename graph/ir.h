@@ -4,8 +4,10 @@
 //
 // Block-graph semantics (the one definition; see verify/interpreter.h):
 //  - input(T, imap, fmap): for grid axis a with grid[a] > 1, imap[a] is a dim of T split into
-//    grid[a] equal parts (block b_a takes part b_a) or -1 (replicated). fmap is a dim split
+//    grid[a] parts (block b_a takes part b_a) or -1 (replicated). fmap is a dim split
 //    further into `forloop` parts (iteration i takes part i) or -1 (same tile every iteration).
+//    Parts need not divide: the last one is partial and elements past the end do not exist
+//    (graph/tile_splits.h has the arithmetic, and the declared tile of BlockOp::tile).
 //  - ops before an accumulator run once per iteration; accum_* combines iterations; ops after
 //    it run once per block.
 //  - accum_max(x) is a running max: per-iteration ops that read it see m_i, the max over
@@ -14,7 +16,8 @@
 //    acc_i = acc_{i-1}·exp(m_{i-1} − m_i) + x_i, the online-softmax sum whose x_i was computed
 //    with m_i; the same rule combines split partials that each carry their max.
 //  - output(t, omap): every grid axis with grid[a] > 1 maps to a distinct dim of the output;
-//    block b writes its tile at offset b_a * tile along that dim, after the loop.
+//    block b writes its tile at offset b_a * tile along that dim, after the loop, up to the
+//    end of the device dim.
 #pragma once
 
 #include <array>
@@ -52,6 +55,9 @@ struct BlockOp {
   int kernelTensor = -1;
   AxisMap imap{kReplicated, kReplicated, kReplicated};  // Input only
   int fmap = kReplicated;                               // Input only
+  // Input only: the declared tile when a split does not divide (graph/tile_splits.h); empty:
+  // each split dim's tile is ⌈n/parts⌉.
+  Dims tile;
   AxisMap omap{kReplicated, kReplicated, kReplicated};  // Output only
 
   bool operator==(const BlockOp&) const = default;

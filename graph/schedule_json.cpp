@@ -2,6 +2,7 @@
 // follow the order of "tensors" (the writer lists tensors by id, so ids survive a round trip);
 // tiles are numbered in their block graph's op order, and their shapes are inferred on read.
 #include <map>
+#include <string_view>
 
 #include "graph/cuda_limits.h"
 #include "graph/error.h"
@@ -40,6 +41,7 @@ json blockOpToJson(const KernelGraph& graph, const KernelOp& kernel, const Block
     item["output"] = block.tensors[op.output].name;
     item["imap"] = axisMapToJson(op.imap);
     item["fmap"] = op.fmap;
+    if (!op.tile.empty()) item["tile"] = op.tile;
     return item;
   }
   item["inputs"] = json::array();
@@ -111,6 +113,7 @@ std::string tileErrorField(const Dims& shape, const BlockGraph& block, const Blo
   BlockOp probe = op;
   probe.imap = probe.omap = AxisMap{kReplicated, kReplicated, kReplicated};
   probe.fmap = kReplicated;
+  probe.tile.clear();
   const bool isInput = op.kind == OpKind::Input;
   for (int axis = 0; axis < kGridAxes; ++axis) {
     partial.grid[axis] = block.grid[axis];
@@ -311,7 +314,10 @@ void ScheduleReader::readBlockOp(const JsonReader& item, const KernelOp& kernel,
     if (std::optional<JsonReader> omap = item.find("omap")) op.omap = readAxisMap(*omap);
     const BlockTensor& tile = block.tensors[op.inputs[0]];
     try {
-      outputDeviceShape(tile.shape, tile.name, block, op);
+      std::vector<Dims> inputShapes;
+      for (TensorId t : kernel.inputs) inputShapes.push_back(graph.tensors[t].shape);
+      const std::vector<TileSplit> splits = blockTileSplits(block, inputShapes);
+      outputDeviceShape(tile.shape, tile.name, block, op, &splits.at(op.inputs[0]));
     } catch (const ShapeError& e) {
       failAtField(tileErrorField(tile.shape, block, op), e.what());
     }
@@ -320,18 +326,22 @@ void ScheduleReader::readBlockOp(const JsonReader& item, const KernelOp& kernel,
   }
   BlockTensor result;
   if (op.kind == OpKind::Input) {
-    item.expectObject({"op", "from", "output", "imap", "fmap"});
+    item.expectObject({"op", "from", "output", "imap", "fmap", "tile"});
     op.kernelTensor = position(item.at("from"), kernel.inputs, "inputs");
     if (std::optional<JsonReader> imap = item.find("imap")) op.imap = readAxisMap(*imap);
     if (std::optional<JsonReader> fmap = item.find("fmap")) {
       op.fmap = static_cast<int>(fmap->integer(kReplicated, kMaxRank - 1));
+    }
+    if (std::optional<JsonReader> tile = item.find("tile")) {
+      for (const JsonReader& dim : tile->items()) op.tile.push_back(dim.integer(1, kMaxDimSize));
     }
     const TensorDesc& source = graph.tensors[kernel.inputs[op.kernelTensor]];
     result.dtype = source.dtype;
     try {
       result.shape = inputTileShape(source.shape, source.name, block, op);
     } catch (const ShapeError& e) {
-      failAtField(tileErrorField(source.shape, block, op), e.what());
+      const bool declaredTile = std::string_view(e.what()).rfind("tile ", 0) == 0;
+      failAtField(declaredTile ? "tile" : tileErrorField(source.shape, block, op), e.what());
     }
   } else {
     std::vector<std::string_view> keys{"op", "inputs", "output"};

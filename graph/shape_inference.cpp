@@ -148,60 +148,14 @@ Inferred inferOp(OpKind kind, const OpAttrs& attrs, const std::vector<Operand>& 
 
 Dims inputTileShape(const Dims& source, const std::string& sourceName, const BlockGraph& block,
                     const BlockOp& input) {
-  const int rank = static_cast<int>(source.size());
-  Dims tile = source;
-  std::vector<bool> used(rank, false);
-  for (int axis = 0; axis < kGridAxes; ++axis) {
-    const int dim = input.imap[axis];
-    const std::string field = std::string("imap.") + gridAxisName(axis);
-    if (block.grid[axis] == 1) {
-      if (dim != kReplicated) {
-        throw ShapeError(field + " maps dim " + std::to_string(dim) + " of '" + sourceName +
-                         "' but grid." + gridAxisName(axis) + " is 1 (use -1)");
-      }
-      continue;
-    }
-    if (dim == kReplicated) continue;
-    if (dim < 0 || dim >= rank) {
-      throw ShapeError(field + "=" + std::to_string(dim) + " is not a dim of '" + sourceName +
-                       "' (rank " + std::to_string(rank) + ")");
-    }
-    if (used[dim]) {
-      throw ShapeError(field + " maps dim " + std::to_string(dim) + " of '" + sourceName +
-                       "', which another grid axis already splits");
-    }
-    used[dim] = true;
-    if (tile[dim] % block.grid[axis] != 0) {
-      throw ShapeError("grid." + std::string(gridAxisName(axis)) + "=" +
-                       std::to_string(block.grid[axis]) + " does not divide dim " +
-                       std::to_string(dim) + " of '" + sourceName + "' (size " +
-                       std::to_string(tile[dim]) + ")");
-    }
-    tile[dim] /= block.grid[axis];
-  }
-  if (block.forloop == 1) {
-    if (input.fmap != kReplicated) {
-      throw ShapeError("fmap maps dim " + std::to_string(input.fmap) + " of '" + sourceName +
-                       "' but forloop is 1 (use -1)");
-    }
-    return tile;
-  }
-  if (input.fmap == kReplicated) return tile;
-  if (input.fmap < 0 || input.fmap >= rank) {
-    throw ShapeError("fmap=" + std::to_string(input.fmap) + " is not a dim of '" + sourceName +
-                     "' (rank " + std::to_string(rank) + ")");
-  }
-  if (tile[input.fmap] % block.forloop != 0) {
-    throw ShapeError("forloop=" + std::to_string(block.forloop) + " does not divide dim " +
-                     std::to_string(input.fmap) + " of the tile of '" + sourceName + "' (size " +
-                     std::to_string(tile[input.fmap]) + ")");
-  }
-  tile[input.fmap] /= block.forloop;
+  const TileSplit split = inputSplit(source, sourceName, block, input);
+  Dims tile(split.size());
+  for (size_t d = 0; d < split.size(); ++d) tile[d] = split[d].tile;
   return tile;
 }
 
 Dims outputDeviceShape(const Dims& tile, const std::string& tileName, const BlockGraph& block,
-                       const BlockOp& output) {
+                       const BlockOp& output, const TileSplit* split) {
   const int rank = static_cast<int>(tile.size());
   Dims shape = tile;
   std::vector<bool> used(rank, false);
@@ -229,7 +183,22 @@ Dims outputDeviceShape(const Dims& tile, const std::string& tileName, const Bloc
                        "', which another grid axis already maps");
     }
     used[dim] = true;
+    if (split && split->at(dim).gridAxis == axis) {
+      shape[dim] = split->at(dim).extent;  // the last part may be partial
+      continue;
+    }
+    if (split && split->at(dim).partial()) {
+      throw ShapeError(field + " maps dim " + std::to_string(dim) + " of '" + tileName +
+                       "', which is partial (" + splitText(split->at(dim)) +
+                       ") along another axis");
+    }
     shape[dim] *= block.grid[axis];
+  }
+  for (int dim = 0; split && dim < rank; ++dim) {
+    if (!used[dim] && split->at(dim).partial()) {
+      throw ShapeError("dim " + std::to_string(dim) + " of '" + tileName + "' is partial (" +
+                       splitText(split->at(dim)) + ") but no grid axis writes it");
+    }
   }
   return shape;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/tile_splits.h"
 
 namespace mugraph::graph {
 
@@ -40,8 +41,10 @@ void checkAttrs(OpKind kind, const OpAttrs& attrs, const Operand& first);
 Dims inputTileShape(const Dims& source, const std::string& sourceName, const BlockGraph& block,
                     const BlockOp& input);
 
-// Device tensor written by all blocks together from one output tile.
+// Device tensor written by all blocks together from one output tile; with the tile's cut
+// (graph/tile_splits.h) a dim cut along the writing axis is the device dim it came from, so a
+// partial last part ends there.
 Dims outputDeviceShape(const Dims& tile, const std::string& tileName, const BlockGraph& block,
-                       const BlockOp& output);
+                       const BlockOp& output, const TileSplit* split = nullptr);
 
 }  // namespace mugraph::graph

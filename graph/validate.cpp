@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "graph/shape_inference.h"
+#include "graph/tile_splits.h"
 
 namespace mugraph::graph {
 namespace {
@@ -101,6 +102,7 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
   const int nTensors = static_cast<int>(block.tensors.size());
   std::vector<bool> defined(nTensors, false);
   std::vector<Phase> phase(nTensors, Phase::PerIteration);
+  std::vector<TileSplit> splits(nTensors);
   std::vector<int> written(kernel.outputs.size(), -1);
   std::set<std::string> names;
   for (size_t bi = 0; bi < block.ops.size(); ++bi) {
@@ -139,7 +141,7 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
       const TensorDesc& dest = graph.tensors[kernel.outputs[op.kernelTensor]];
       Dims shape;
       try {
-        shape = outputDeviceShape(tile.shape, tile.name, block, op);
+        shape = outputDeviceShape(tile.shape, tile.name, block, op, &splits[op.inputs[0]]);
       } catch (const ShapeError& e) {
         fail(sec, k, b, "omap", e.what());
       }
@@ -166,6 +168,7 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
       const TensorDesc& src = graph.tensors[kernel.inputs[op.kernelTensor]];
       try {
         inferred = {inputTileShape(src.shape, src.name, block, op), src.dtype};
+        splits[op.output] = inputSplit(src.shape, src.name, block, op);
       } catch (const ShapeError& e) {
         fail(sec, k, b, "imap", e.what());
       }
@@ -177,6 +180,14 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
       }
       try {
         inferred = inferOp(op.kind, op.attrs, operands);
+        std::vector<const TileSplit*> operandSplits;
+        std::vector<const Dims*> operandShapes;
+        for (TensorId t : op.inputs) {
+          operandSplits.push_back(&splits[t]);
+          operandShapes.push_back(&block.tensors[t].shape);
+        }
+        splits[op.output] =
+            resultSplit(op.kind, op.attrs, operandSplits, operandShapes, inferred.shape);
       } catch (const ShapeError& e) {
         fail(sec, k, b, "inputs", e.what());
       }

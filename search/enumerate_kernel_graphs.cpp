@@ -176,9 +176,13 @@ bool KernelGraphEnumerator::prunedByAbstractExpressions(const PartialSchedule& s
                                                         const Segment& segment,
                                                         const graph::BlockGraph& block) const {
   std::vector<verify::AbstractExprRef> inputTerms;
-  for (int t : segment.inputs) inputTerms.push_back(state.kernelTerms.at(state.kernelTensorOf[t]));
+  std::vector<graph::Dims> inputShapes;
+  for (int t : segment.inputs) {
+    inputTerms.push_back(state.kernelTerms.at(state.kernelTensorOf[t]));
+    inputShapes.push_back(state.builder.graph().tensors.at(state.kernelTensorOf[t]).shape);
+  }
   const std::vector<verify::AbstractExprRef> terms =
-      verify::abstractExpressionsOfBlock(block, inputTerms);
+      verify::abstractExpressionsOfBlock(block, inputTerms, &inputShapes);
   for (const graph::BlockOp& op : block.ops) {
     if (op.kind == graph::OpKind::Input || op.output < 0) continue;
     if (!possibleSubexpression(terms.at(op.output))) return true;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "graph/hash.h"
+#include "graph/tile_splits.h"
 #include "plan/kernel_plan.h"
 #include "plan/lower_predefined_ops.h"
 
@@ -61,6 +62,17 @@ std::string planText(const KernelGraph& lowered, int k, const plan::Target& targ
   return out.str();
 }
 
+// "  partial: dim 1 1030 in tiles of 128, the last 6" for the partial dims of an input tile.
+std::string partialText(const TileSplit& split) {
+  std::string text;
+  for (size_t d = 0; d < split.size(); ++d) {
+    if (!split[d].partial()) continue;
+    text += (text.empty() ? "  partial: dim " : "; dim ") + std::to_string(d) + " " +
+            splitText(split[d]);
+  }
+  return text;
+}
+
 void describeGraphOps(std::ostringstream& out, const KernelGraph& graph, const char* indent,
                       const KernelGraph* lowered, const plan::Target& target) {
   // `lowered` is `graph` with its predefined ops lowered, kernel for kernel.
@@ -81,13 +93,17 @@ void describeGraphOps(std::ostringstream& out, const KernelGraph& graph, const c
     const BlockGraph& block = *op.block;
     out << indent << "kernel " << k << ": " << op.name << "  "
         << planText(*lowered, static_cast<int>(k), target) << "\n";
+    std::vector<Dims> inputShapes;
+    for (TensorId t : op.inputs) inputShapes.push_back(graph.tensors[t].shape);
+    const std::vector<TileSplit> splits = blockTileSplits(block, inputShapes);
     for (const BlockOp& bop : block.ops) {
       if (bop.kind == OpKind::Input) {
         const BlockTensor& tile = block.tensors[bop.output];
         out << indent << "    load   " << tile.name << " " << dtypeName(tile.dtype) << " "
             << formatDims(tile.shape) << " <- " << graph.tensors[op.inputs[bop.kernelTensor]].name
             << "  imap " << axisMapText(bop.imap, block) << "  fmap "
-            << (bop.fmap == kReplicated ? "-" : std::to_string(bop.fmap)) << "\n";
+            << (bop.fmap == kReplicated ? "-" : std::to_string(bop.fmap))
+            << partialText(splits[bop.output]) << "\n";
       } else if (bop.kind == OpKind::Output) {
         const TensorDesc& dest = graph.tensors[op.outputs[bop.kernelTensor]];
         out << indent << "    store  " << block.tensors[bop.inputs[0]].name << " -> "

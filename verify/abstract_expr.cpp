@@ -156,12 +156,22 @@ using graph::OpKind;
 
 // The term of a compute op (not input/output/accumulator/block graph). `shapes` are the
 // operand shapes at the level where the op runs: device shapes or tile shapes.
+// Terms a reduction over `dim` of an operand of `shape` adds: the dim's extent, or for a
+// partial dim (cut as `split` says) ⌊n / parts⌋, a part of every tile's count.
+int64_t reducedCount(const graph::Dims& shape, int dim, const graph::TileSplit* split) {
+  if (!split || !split->at(dim).partial()) return shape.at(dim);
+  const graph::DimSplit& cut = split->at(dim);
+  return std::max<int64_t>(1, cut.extent / (cut.parts() * cut.iterations()));
+}
+
 AbstractExprRef applyOp(OpKind kind, const graph::OpAttrs& attrs,
                         const std::vector<AbstractExprRef>& in,
-                        const std::vector<const graph::Dims*>& shapes) {
+                        const std::vector<const graph::Dims*>& shapes,
+                        const graph::TileSplit* split = nullptr) {
   switch (kind) {
     case OpKind::Matmul:
-      return E::sum(shapes[0]->back(), E::mul(in[0], in[1]));
+      return E::sum(reducedCount(*shapes[0], static_cast<int>(shapes[0]->size()) - 1, split),
+                    E::mul(in[0], in[1]));
     case OpKind::Exp:
       return E::exp(in[0]);
     case OpKind::Square:
@@ -181,13 +191,13 @@ AbstractExprRef applyOp(OpKind kind, const graph::OpAttrs& attrs,
     case OpKind::Div:
       return E::div(in[0], in[1]);
     case OpKind::ReduceSum: {
-      int64_t n = shapes[0]->at(attrs.dim);
+      int64_t n = reducedCount(*shapes[0], attrs.dim, split);
       return E::sum(attrs.to > 0 ? n / attrs.to : n, in[0]);
     }
     case OpKind::ReduceMax:
-      return E::max(shapes[0]->at(attrs.dim), in[0]);
+      return E::max(reducedCount(*shapes[0], attrs.dim, split), in[0]);
     case OpKind::RmsNorm:
-      return E::rmsNorm(shapes[0]->at(attrs.dim), in[0]);
+      return E::rmsNorm(reducedCount(*shapes[0], attrs.dim, split), in[0]);
     default:
       break;
   }
@@ -204,8 +214,11 @@ graph::IrError undefinedOperand(const std::string& section, int index, int block
 }  // namespace
 
 std::vector<AbstractExprRef> abstractExpressionsOfBlock(
-    const graph::BlockGraph& block, const std::vector<AbstractExprRef>& kernelInputs) {
+    const graph::BlockGraph& block, const std::vector<AbstractExprRef>& kernelInputs,
+    const std::vector<graph::Dims>* kernelInputShapes) {
   std::vector<AbstractExprRef> terms(block.tensors.size());
+  std::vector<graph::TileSplit> splits;
+  if (kernelInputShapes) splits = graph::blockTileSplits(block, *kernelInputShapes);
   for (size_t opIndex = 0; opIndex < block.ops.size(); ++opIndex) {
     const graph::BlockOp& op = block.ops[opIndex];
     if (op.kind == OpKind::Output) continue;
@@ -234,7 +247,8 @@ std::vector<AbstractExprRef> abstractExpressionsOfBlock(
     } else if (op.kind == OpKind::AccumMax) {
       terms.at(op.output) = E::max(block.forloop, in[0]);
     } else {
-      terms.at(op.output) = applyOp(op.kind, op.attrs, in, shapes);
+      terms.at(op.output) = applyOp(op.kind, op.attrs, in, shapes,
+                                    splits.empty() ? nullptr : &splits.at(op.inputs[0]));
     }
   }
   return terms;
@@ -259,7 +273,9 @@ std::vector<AbstractExprRef> abstractExpressions(const graph::KernelGraph& graph
       continue;
     }
     const graph::BlockGraph& block = op.block.value();
-    std::vector<AbstractExprRef> blockTerms = abstractExpressionsOfBlock(block, in);
+    std::vector<graph::Dims> inputShapes;
+    for (graph::TensorId t : op.inputs) inputShapes.push_back(graph.tensors[t].shape);
+    std::vector<AbstractExprRef> blockTerms = abstractExpressionsOfBlock(block, in, &inputShapes);
     for (const graph::BlockOp& blockOp : block.ops) {
       if (blockOp.kind != OpKind::Output) continue;
       terms.at(op.outputs.at(blockOp.kernelTensor)) = blockTerms.at(blockOp.inputs.at(0));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/tile_splits.h"
 
 namespace mugraph::verify {
 
@@ -78,9 +79,12 @@ std::vector<AbstractExprRef> abstractExpressions(const graph::KernelGraph& graph
 
 // The term of every block tensor of a (possibly partial) block graph, indexed by block
 // TensorId; `kernelInputs[i]` is the term of the kernel op's i-th input. Tensors that no op
-// of `block` produces yet are null.
+// of `block` produces yet are null. With the kernel inputs' shapes, a reduction over a partial
+// dim (graph/tile_splits.h) counts ⌊n / parts⌋ terms, so the reduction and its accumulation
+// together name a part of the whole sum or max (axioms "prefix-sum", "prefix-max").
 std::vector<AbstractExprRef> abstractExpressionsOfBlock(
-    const graph::BlockGraph& block, const std::vector<AbstractExprRef>& kernelInputs);
+    const graph::BlockGraph& block, const std::vector<AbstractExprRef>& kernelInputs,
+    const std::vector<graph::Dims>* kernelInputShapes = nullptr);
 
 // The form the oracle reasons about: nested sums and maxes merged (sum(m, sum(n, x)) =
 // sum(m*n, x)), the operands of add and mul ordered by their text, x * const(1) = x, and,

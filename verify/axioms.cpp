@@ -194,13 +194,14 @@ const std::vector<Axiom>& axiomTable() {
       {"in-rms-norm", K::Subexpression, "x ⊑ rms_norm(n, x)",
        [](const D& d) { return d.within(d.x, d.rmsNorm(d.n, d.x)); }},
       // A split reduction computes part of the sum (or max) first: a partial sum over m of the
-      // k terms is a subexpression of the full one when m divides k.
-      {"prefix-sum", K::Subexpression, "sum(m, x) ⊑ sum(k, x) if m | k",
+      // k terms is a subexpression of the full one when m <= k (m need not divide k: with
+      // partial tiles the parts are unequal, graph/tile_splits.h).
+      {"prefix-sum", K::Subexpression, "sum(m, x) ⊑ sum(k, x) if m <= k",
        [](const D& d) { return d.withinIf(d.sum(d.m, d.x),
-                                          d.sum(d.k, d.x), d.m >= 1 && z3::mod(d.k, d.m) == 0); }},
-      {"prefix-max", K::Subexpression, "max(m, x) ⊑ max(k, x) if m | k",
+                                          d.sum(d.k, d.x), d.m >= 1 && d.m <= d.k); }},
+      {"prefix-max", K::Subexpression, "max(m, x) ⊑ max(k, x) if m <= k",
        [](const D& d) { return d.withinIf(d.max(d.m, d.x),
-                                          d.max(d.k, d.x), d.m >= 1 && z3::mod(d.k, d.m) == 0); }},
+                                          d.max(d.k, d.x), d.m >= 1 && d.m <= d.k); }},
       // clang-format on
   };
   return table;

@@ -58,20 +58,20 @@ void requireValidGraph(const graph::KernelGraph& graph) {
   }
 }
 
-// A block's step along a grid-split dim is its part of the dim (validation made each split
-// divide), which the for-loop may split further into tiles.
-TilePlacement planInput(const graph::KernelGraph& graph, const graph::KernelOp& kernel,
-                        const graph::BlockOp& op, const Dims& tile) {
+// A block's step along a grid-split dim is its part of the dim, which the for-loop may split
+// further into tiles; the last part or iteration may be partial (graph/tile_splits.h).
+TilePlacement planInput(const graph::KernelOp& kernel, const graph::BlockOp& op, const Dims& tile,
+                        const graph::TileSplit& split) {
   const graph::BlockGraph& block = *kernel.block;
-  const graph::TensorDesc& source = graph.tensors[kernel.inputs[op.kernelTensor]];
   TilePlacement placement;
   placement.deviceTensor = kernel.inputs[op.kernelTensor];
   placement.tileShape = tile;
+  placement.split = split;
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     const int dim = op.imap[axis];
     if (block.grid[axis] == 1 || dim == graph::kReplicated) continue;
     placement.gridDim[axis] = dim;
-    placement.gridStep[axis] = source.shape[dim] / block.grid[axis];
+    placement.gridStep[axis] = split[dim].blockTile;
   }
   if (block.forloop > 1 && op.fmap != graph::kReplicated) {
     placement.loopDim = op.fmap;
@@ -81,15 +81,17 @@ TilePlacement planInput(const graph::KernelGraph& graph, const graph::KernelOp& 
 }
 
 TilePlacement planOutput(const graph::KernelOp& kernel, const graph::BlockOp& op,
-                         const Dims& tile) {
+                         const Dims& tile, const graph::TileSplit& split) {
   const graph::BlockGraph& block = *kernel.block;
   TilePlacement placement;
   placement.deviceTensor = kernel.outputs[op.kernelTensor];
   placement.tileShape = tile;
+  placement.split = split;
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     if (block.grid[axis] == 1) continue;
-    placement.gridDim[axis] = op.omap[axis];
-    placement.gridStep[axis] = tile[op.omap[axis]];
+    const int dim = op.omap[axis];
+    placement.gridDim[axis] = dim;
+    placement.gridStep[axis] = split[dim].gridAxis == axis ? split[dim].blockTile : tile[dim];
   }
   return placement;
 }
@@ -104,15 +106,20 @@ BlockPlan planBlockGraph(const graph::KernelGraph& graph, const graph::KernelOp&
   plan.tileCount = static_cast<int>(block.tensors.size());
   for (const graph::BlockTensor& tile : block.tensors) plan.tileShapes.push_back(tile.shape);
   const std::vector<graph::Phase> phases = graph::blockTensorPhases(block);
+  std::vector<Dims> inputShapes;
+  for (TensorId t : kernel.inputs) inputShapes.push_back(graph.tensors[t].shape);
+  const std::vector<graph::TileSplit> splits = graph::blockTileSplits(block, inputShapes);
   for (const graph::BlockOp& op : block.ops) {
     BlockStep step{op.kind, op.inputs, op.output, op.attrs, -1};
     if (op.kind == OpKind::Input) {
       step.placement = static_cast<int>(plan.placements.size());
-      plan.placements.push_back(planInput(graph, kernel, op, plan.tileShapes[op.output]));
+      plan.placements.push_back(
+          planInput(kernel, op, plan.tileShapes[op.output], splits[op.output]));
       plan.perIteration.push_back(std::move(step));
     } else if (op.kind == OpKind::Output) {
       step.placement = static_cast<int>(plan.placements.size());
-      plan.placements.push_back(planOutput(kernel, op, plan.tileShapes[op.inputs[0]]));
+      plan.placements.push_back(
+          planOutput(kernel, op, plan.tileShapes[op.inputs[0]], splits[op.inputs[0]]));
       plan.outputs.push_back(std::move(step));
     } else if (phases[op.output] != graph::Phase::PostLoop || graph::isAccumulator(op.kind)) {
       plan.perIteration.push_back(std::move(step));
@@ -161,6 +168,16 @@ std::array<int64_t, graph::kMaxRank> TilePlacement::offset(const BlockIndex& blo
   }
   if (loopDim != graph::kReplicated) result[pad + loopDim] += iteration * loopStep;
   return result;
+}
+
+Dims TilePlacement::realShape(const BlockIndex& block, int64_t iteration) const {
+  Dims shape = tileShape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const graph::DimSplit& cut = split[d];
+    const int64_t part = cut.gridAxis == graph::kReplicated ? 0 : block[cut.gridAxis];
+    shape[d] = cut.realExtent(part, iteration);
+  }
+  return shape;
 }
 
 KernelPlan planKernelGraph(const graph::KernelGraph& graph) {

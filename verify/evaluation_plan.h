@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/tile_splits.h"
 
 namespace mugraph::verify {
 
@@ -30,10 +31,12 @@ graph::Dims computeResultShape(graph::OpKind kind, const graph::OpAttrs& attrs,
 using BlockIndex = std::array<int64_t, graph::kGridAxes>;
 
 // Where a block's tile sits in a device tensor: along gridDim[a] it moves gridStep[a] per block
-// index b_a, along loopDim it moves loopStep per iteration.
+// index b_a, along loopDim it moves loopStep per iteration; `split` says how many of its
+// elements are real there (partial tiles, graph/tile_splits.h).
 struct TilePlacement {
   graph::TensorId deviceTensor = -1;  // kernel-graph tensor read (input) or written (output)
   graph::Dims tileShape;
+  graph::TileSplit split;
   std::array<int, graph::kGridAxes> gridDim{graph::kReplicated, graph::kReplicated,
                                             graph::kReplicated};
   std::array<int64_t, graph::kGridAxes> gridStep{0, 0, 0};
@@ -42,6 +45,9 @@ struct TilePlacement {
 
   // Row-major offset of the tile's first element in the device tensor, padded to rank 4.
   std::array<int64_t, graph::kMaxRank> offset(const BlockIndex& block, int64_t iteration) const;
+  // The tile's real elements in that block and iteration: the tile shape, cut short where a
+  // partial part or iteration ends.
+  graph::Dims realShape(const BlockIndex& block, int64_t iteration) const;
 };
 
 // One block-graph op as the interpreter runs it.

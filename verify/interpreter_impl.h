@@ -17,13 +17,14 @@ namespace mugraph::verify::detail {
 
 using Offset4 = std::array<int64_t, graph::kMaxRank>;
 
-// Copies the tile at `offset` of `device` into `tile` (row-major over the tile shape).
+// Copies the real elements of the tile at `offset` of `device` into `tile` (row-major over
+// `shape`, the tile shape cut short where a partial part ends: elements past it do not exist).
 template <class T>
-void readTile(const HostTensor<T>& device, const TilePlacement& placement, const Offset4& offset,
+void readTile(const HostTensor<T>& device, const graph::Dims& shape, const Offset4& offset,
               HostTensor<T>& tile) {
   const Shape4 from = paddedShape(device.shape);
-  const Shape4 to = paddedShape(placement.tileShape);
-  tile.shape = placement.tileShape;
+  const Shape4 to = paddedShape(shape);
+  tile.shape = shape;
   tile.data.resize(static_cast<size_t>(graph::elementCount(tile.shape)), NumberDomain<T>::zero());
   const T* base = device.data.data();
   for (int d = 0; d < graph::kMaxRank; ++d) base += offset[d] * from.stride[d];
@@ -145,8 +146,8 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning
         const TilePlacement& placement = plan.placements[step.placement];
         // A tile without fmap is the same every iteration and only its input op writes it.
         if (iteration > 0 && placement.loopDim == graph::kReplicated) continue;
-        readTile(device[placement.deviceTensor], placement, placement.offset(index, iteration),
-                 tiles[step.output]);
+        readTile(device[placement.deviceTensor], placement.realShape(index, iteration),
+                 placement.offset(index, iteration), tiles[step.output]);
       } else if (graph::isAccumulator(step.kind)) {
         accumulate(step, iteration, meaning, tiles, previousMax);
       } else {
@@ -158,7 +159,13 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning
     tiles[step.output] = computeStep(step, tiles, meaning);
   for (const BlockStep& step : plan.outputs) {
     const TilePlacement& placement = plan.placements[step.placement];
-    writeTile(tiles[step.inputs[0]], placement.offset(index, 0), device[placement.deviceTensor]);
+    const HostTensor<T>& tile = tiles[step.inputs[0]];
+    if (tile.shape != placement.realShape(index, 0)) {
+      throw UserError("output tile", "computes " + graph::formatDims(tile.shape) +
+                                         " real elements where the block's part is " +
+                                         graph::formatDims(placement.realShape(index, 0)));
+    }
+    writeTile(tile, placement.offset(index, 0), device[placement.deviceTensor]);
   }
 }
 

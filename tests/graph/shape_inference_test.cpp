@@ -204,16 +204,16 @@ TEST(TileShapes, InputSplitsAlongGridAndForloop) {
 
 TEST(TileShapes, InputErrorsNameFieldTensorAndDim) {
   const BlockGraph block = blockWith({2, 3, 1}, 4);
-  EXPECT_THAT(tileError({2, 64, 32}, block, inputOp({0, 1, -1}, -1)),
-              AllOf(HasSubstr("grid.y=3 does not divide dim 1 of 'Q' (size 64)")));
+  EXPECT_THAT(tileError({2, 2, 32}, block, inputOp({0, 1, -1}, -1)),
+              HasSubstr("grid.y=3 leaves the last part of dim 1 of 'Q' (size 2) empty"));
   EXPECT_THAT(tileError({2, 63, 32}, block, inputOp({0, -1, 0}, -1)),
               HasSubstr("imap.z maps dim 0 of 'Q' but grid.z is 1"));
   EXPECT_THAT(tileError({2, 63, 32}, block, inputOp({3, -1, -1}, -1)),
               HasSubstr("imap.x=3 is not a dim of 'Q' (rank 3)"));
   EXPECT_THAT(tileError({6, 63, 32}, block, inputOp({0, 0, -1}, -1)),
               HasSubstr("imap.y maps dim 0 of 'Q', which another grid axis already splits"));
-  EXPECT_THAT(tileError({2, 63, 30}, block, inputOp({0, -1, -1}, 2)),
-              HasSubstr("forloop=4 does not divide dim 2 of the tile of 'Q' (size 30)"));
+  EXPECT_THAT(tileError({2, 63, 9}, block, inputOp({0, -1, -1}, 2)),
+              HasSubstr("forloop=4 leaves the last iteration over dim 2 of 'Q' (size 9) empty"));
   EXPECT_THAT(tileError({2, 63, 32}, block, inputOp({0, -1, -1}, 5)),
               HasSubstr("fmap=5 is not a dim of 'Q'"));
   EXPECT_THAT(tileError({2, 63, 32}, blockWith({1, 1, 1}, 1), inputOp({-1, -1, -1}, 2)),

@@ -1,0 +1,66 @@
+// How each dim of each block-graph tile walks the device dim it was cut from, and the rules
+// of partial tiles (DESIGN.md, "Parts need not divide"). A dim of n elements split into g
+// parts along a grid axis gives each block a part of t1 = ⌈n/g⌉ elements; a for-loop of F
+// iterations cuts the part into tiles of t2 = ⌈t1/F⌉. An input may instead declare its tile
+// (`BlockOp::tile`, e.g. 128 for n = 1030): then t2 is the declared size, t1 = F·t2, and the
+// split must need exactly g parts (⌈n/t1⌉ = g). Either way the last part is partial, its
+// elements past n do not exist, and every part and iteration holds at least one element.
+//
+// The cut of a tile dim follows it through the block graph: element-wise ops, matmul's rows
+// and columns and accumulators keep it; a reduction ends it. Operands combined along a dim
+// (broadcast partners, matmul's contraction) must be cut alike when either is partial, so
+// the real extents agree in every block and iteration; an accumulated tile may not be partial
+// along a for-loop dim; an output is written along its grid-cut dims up to n.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace mugraph::graph {
+
+struct DimSplit {
+  int64_t extent = 1;           // n: elements of the device dim (or of the tile, if not cut)
+  int gridAxis = kReplicated;   // the grid axis cutting it into parts, or kReplicated
+  int64_t blockTile = 1;        // t1: elements between consecutive blocks' parts
+  bool loop = false;            // the for-loop cuts the part into iterations
+  int64_t tile = 1;             // t2: the tile (elements between consecutive iterations)
+
+  bool partial() const;  // some block or iteration sees fewer than `tile` real elements
+  // Real elements of the tile in block part `part` (along gridAxis) at `iteration`.
+  int64_t realExtent(int64_t part, int64_t iteration) const;
+  int64_t parts() const;       // blocks along gridAxis (1 when not grid-cut)
+  int64_t iterations() const;  // iterations along the loop (1 when not loop-cut)
+  int64_t lastTile() const;    // real elements of the last part's last iteration
+
+  bool operator==(const DimSplit&) const = default;
+};
+
+using TileSplit = std::vector<DimSplit>;  // one per dim of a tile
+
+// A dim that is not cut: n elements, all of them in the tile.
+DimSplit wholeDim(int64_t extent);
+
+// The cut of each dim of input op `input`'s tile of a device tensor of shape `source`
+// (ShapeError naming `sourceName` on a split that does not fit).
+TileSplit inputSplit(const Dims& source, const std::string& sourceName, const BlockGraph& block,
+                     const BlockOp& input);
+
+// The cut of a compute or accumulator op's result from its operands' cuts and shapes
+// (ShapeError when partial operands disagree or a partial dim meets a rule above).
+TileSplit resultSplit(OpKind kind, const OpAttrs& attrs, const std::vector<const TileSplit*>& in,
+                      const std::vector<const Dims*>& shapes, const Dims& resultShape);
+
+// The cut of every tile of `block`, whose kernel inputs have shapes `kernelInputs`, up to its
+// first output whose op is not yet there (tiles not yet defined stay empty).
+std::vector<TileSplit> blockTileSplits(const BlockGraph& block,
+                                       const std::vector<Dims>& kernelInputs);
+
+// Whether any tile dim of `block` is partial.
+bool hasPartialTiles(const std::vector<TileSplit>& splits);
+
+// "1030 = 8 × 128 + 6": how a partial dim is cut, for messages and `mugraph show`.
+std::string splitText(const DimSplit& split);
+
+}  // namespace mugraph::graph
