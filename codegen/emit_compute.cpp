@@ -97,9 +97,16 @@ void emitAccumulate(const EmitContext& context, int accumulatorOp, const std::st
   out.close();
 }
 
-void emitSinks(const EmitContext& context, int host, TensorId tile, const std::string& value,
+void emitSinks(const EmitContext& context, int host, TensorId tile, const std::string& computed,
                const Index4& index, const std::string& fragment) {
   const KernelPlan& plan = context.plan;
+  // The padding of a partial tile holds zero (plan/kernel_plan.h, KernelPlan::splits).
+  std::string value = computed;
+  const std::string real = context.realCondition(tile, index, "it");
+  if (!real.empty()) {
+    value = "real_" + std::to_string(tile);
+    context.out.line("const float " + value + " = (" + real + ") ? " + computed + " : 0.0f;");
+  }
   if (plan.home[tile] == TileHome::Shared) {
     const graph::DType dtype = plan.shared[tile].dtype;
     const std::string converted = dtype == graph::DType::F32

@@ -145,4 +145,31 @@ std::string EmitContext::factorElement(graph::TensorId max, const Index4& index)
   return factorName(max) + "[" + elementIndex(layout, broadcastTo(layout, index)) + "]";
 }
 
+std::string EmitContext::realExtent(graph::TensorId tile, int dim,
+                                    const std::string& iteration) const {
+  const graph::TileSplit& split = plan.splits.at(tile);
+  const int pad = graph::kMaxRank - static_cast<int>(split.size());
+  if (dim < pad) return "1";
+  const graph::DimSplit& cut = split[dim - pad];
+  if (!cut.partial()) return std::to_string(cut.tile);
+  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  return "mg::tile_extent(" + std::to_string(cut.extent) + ", " + std::to_string(cut.blockTile) +
+         ", " + std::to_string(cut.tile) + ", " +
+         (cut.gridAxis == graph::kReplicated ? "0" : kBlock[cut.gridAxis]) + ", " +
+         (cut.loop ? iteration : "0") + ")";
+}
+
+std::string EmitContext::realCondition(graph::TensorId tile, const Index4& index,
+                                       const std::string& iteration) const {
+  const graph::TileSplit& split = plan.splits.at(tile);
+  const int pad = graph::kMaxRank - static_cast<int>(split.size());
+  std::string condition;
+  for (size_t d = 0; d < split.size(); ++d) {
+    if (!split[d].partial() || index[pad + d] == "0") continue;
+    if (!condition.empty()) condition += " && ";
+    condition += "(" + index[pad + d] + ") < " + realExtent(tile, pad + static_cast<int>(d), iteration);
+  }
+  return condition;
+}
+
 }  // namespace mugraph::codegen

@@ -74,6 +74,12 @@ struct EmitContext {
   std::string readShared(graph::TensorId tile, const Index4& index) const;
   // Element of the rescale factor array of running max `max`, broadcast like readShared.
   std::string factorElement(graph::TensorId max, const Index4& index) const;
+  // Real elements along padded dim `dim` of `tile` in this block at loop iteration
+  // `iteration`: an int expression, the tile's extent where the dim is not partial.
+  std::string realExtent(graph::TensorId tile, int dim, const std::string& iteration) const;
+  // Condition that element `index` of `tile` is real, or "" where every element is.
+  std::string realCondition(graph::TensorId tile, const Index4& index,
+                            const std::string& iteration) const;
 };
 
 std::string storageType(graph::DType dtype);  // "float", "mg::f16", "mg::bf16"

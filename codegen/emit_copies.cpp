@@ -59,6 +59,52 @@ std::string storedIndex(const SharedTile& tile, const std::string& row, const st
          std::to_string(tile.cols) + ", " + std::to_string(tile.swizzleMask) + ")";
 }
 
+// The real extents of an input or output tile's box in storage order (graph/tile_splits.h):
+// rows whose outer indices pass `rowCondition`, and how many of a chunk's columns are real.
+struct RealBox {
+  std::array<std::string, graph::kMaxRank> extent;  // "" where the box dim is not partial
+
+  bool partial() const {
+    for (const std::string& e : extent) {
+      if (!e.empty()) return true;
+    }
+    return false;
+  }
+  std::string rowCondition(const std::array<std::string, 3>& s) const {
+    std::string condition;
+    for (int k = 0; k < 3; ++k) {
+      if (extent[k].empty() || s[k] == "0") continue;
+      condition += (condition.empty() ? "" : " && ") + s[k] + " < " + extent[k];
+    }
+    return condition.empty() ? "true" : condition;
+  }
+  // Real elements of the chunk of `chunk` columns starting at column `col` (0 to chunk).
+  std::string columnsFrom(const std::string& col, int64_t chunk) const {
+    if (extent[3].empty()) return std::to_string(chunk);
+    return "mg::clamp_count(" + extent[3] + " - " + col + ", " + std::to_string(chunk) + ")";
+  }
+};
+
+RealBox realBox(const EmitContext& context, graph::TensorId tile, bool transposed,
+                const std::string& iteration) {
+  std::array<int, graph::kMaxRank> order{0, 1, 2, 3};
+  if (transposed) std::swap(order[2], order[3]);
+  RealBox box;
+  for (int k = 0; k < graph::kMaxRank; ++k) {
+    const std::string real = context.realExtent(tile, order[k], iteration);
+    const int64_t extent = padTo4(context.block().tensors[tile].shape)[order[k]];
+    box.extent[k] = real == std::to_string(extent) ? "" : real;
+  }
+  return box;
+}
+
+RealBox realBox(const EmitContext& context, const graph::BlockOp& op,
+                const std::string& iteration) {
+  const graph::TensorDesc& source =
+      context.plan.graph->tensors[context.plan.kernel->inputs[op.kernelTensor]];
+  return realBox(context, op.output, source.layout == graph::Layout::Transposed, iteration);
+}
+
 }  // namespace
 
 void emitInputLoad(const EmitContext& context, int opIndex, const std::string& buffer,
@@ -83,7 +129,21 @@ void emitInputLoad(const EmitContext& context, int opIndex, const std::string& b
   const std::array<std::string, 3> s = splitRow(out, copy.boxExtent);
   out.line("const long long g = " + globalOffset(s, copy.globalStride) + ";");
   const std::string destination = buffer + " + " + storedIndex(tile, "row", "col");
-  if (copy.async) {
+  const RealBox real = realBox(context, op, iteration);
+  if (real.partial()) {
+    // Past the real elements of a partial tile the chunk is zero-filled.
+    out.line("const bool rowReal = " + real.rowCondition(s) + ";");
+    out.line("const int realElements = rowReal ? " + real.columnsFrom("col", chunkElements) +
+             " : 0;");
+    if (copy.async) {
+      out.line("mg::cp_async_zfill<" + std::to_string(copy.chunkBytes) + ">(" + destination +
+               ", realElements > 0 ? src + g : src, realElements * " +
+               std::to_string(elementBytes) + ");");
+    } else {
+      out.line("*(" + destination + ") = realElements > 0 ? src[g] : mg::from_f32<" +
+               storageType(tile.dtype) + ">(0.0f);");
+    }
+  } else if (copy.async) {
     out.line("mg::cp_async<" + std::to_string(copy.chunkBytes) + ">(" + destination +
              ", src + g);");
   } else {
@@ -116,6 +176,18 @@ void emitOutputStore(const EmitContext& context, int opIndex) {
            std::to_string(chunkElements) + ";");
   const std::array<std::string, 3> s = splitRow(out, extent);
   out.line("const long long g = " + globalOffset(s, copy.globalStride) + ";");
+  const RealBox real = realBox(context, tile, false, "0");
+  if (real.partial()) {
+    // Only the real elements of a partial tile exist: whole chunks as usual, the chunk that
+    // straddles the end element by element, nothing past it.
+    out.line("if (!(" + real.rowCondition(s) + ")) continue;");
+    out.line("const int realElements = " + real.columnsFrom("col", chunkElements) + ";");
+    out.open("if (realElements < " + std::to_string(chunkElements) + ")");
+    out.line("for (int j = 0; j < realElements; ++j) dst[g + j] = mg::from_f32<" + type + ">(" +
+             context.readShared(tile, {s[0], s[1], s[2], "col + j"}) + ");");
+    out.line("continue;");
+    out.close();
+  }
   if (chunkElements == 1) {
     out.line("dst[g] = mg::from_f32<" + type + ">(" +
              context.readShared(tile, {s[0], s[1], s[2], "col"}) + ");");

@@ -148,6 +148,17 @@ void emitRegisterOutputStore(const EmitContext& context, int opIndex) {
   openFragmentLoop(context, mma, true);
   out.line("const long long g = static_cast<long long>(i2) * " +
            std::to_string(copy.globalStride[2]) + " + i3;");
+  const std::string realRows = context.realExtent(tile, 2, "0");
+  const std::string realCols = context.realExtent(tile, 3, "0");
+  const Extent4 extent = padTo4(context.block().tensors[tile].shape);
+  if (realRows != std::to_string(extent[2]) || realCols != std::to_string(extent[3])) {
+    // A partial tile: only real elements are stored (the pair's second may be past the end).
+    out.line("if (i2 >= " + realRows + " || i3 >= " + realCols + ") continue;");
+    out.open("if (i3 + 1 >= " + realCols + ")");
+    out.line("dst[g] = mg::from_f32<" + type + ">(" + values + "[f]);");
+    out.line("continue;");
+    out.close();
+  }
   if (copy.chunkBytes >= 2 * elementBytes) {
     out.line("mg::store_pair(dst + g, " + values + "[f], " + values + "[f + 1]);");
   } else {

@@ -50,6 +50,9 @@ void emitSumOrMax(const EmitContext& context, int opIndex) {
   const int64_t n = padTo4(input.shape)[dim];
   const bool sum = op.kind == OpKind::ReduceSum;
   const int64_t terms = sum ? n / op.attrs.to : n;
+  // A partial dim is reduced over its real elements only (validation allows to=1 there).
+  const std::string real = context.realExtent(x, dim, "it");
+  const bool partial = real != std::to_string(n);
   const bool perWarp = warpPerRow(context, terms);
   const Index4 index =
       openRows(context, padTo4(context.block().tensors[op.output].shape), perWarp, "e");
@@ -61,11 +64,17 @@ void emitSumOrMax(const EmitContext& context, int opIndex) {
     return context.readShared(x, withDim(index, dim, at));
   };
   CudaWriter& out = context.out;
+  const std::string bound = partial ? real : std::to_string(terms);
   if (sum) {
     out.line("float v = 0.0f;");
-    out.line("for (int g = " + first + "; g < " + std::to_string(terms) + "; g += " + step +
-             ") v += " + term("g") + ";");
+    out.line("for (int g = " + first + "; g < " + bound + "; g += " + step + ") v += " +
+             term("g") + ";");
     if (perWarp) out.line("v = mg::warp_sum(v);");
+  } else if (partial) {
+    out.line("float v = mg::negative_infinity();");
+    out.line("for (int g = " + first + "; g < " + bound + "; g += " + step +
+             ") v = mg::max_of(v, " + term("g") + ");");
+    if (perWarp) out.line("v = mg::warp_max(v);");
   } else {
     out.line("float v = " + term(first) + ";");
     out.line("for (int g = " + first + " + " + step + "; g < " + std::to_string(terms) +
@@ -102,17 +111,22 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
   out.line("float* const " + scratch + " = reinterpret_cast<float*>(mg_smem + " +
            std::to_string(context.plan.rmsScratch[opIndex]) + ");");
   const bool perWarp = warpPerRow(context, extent[dim]);
+  // Over a partial dim: the real elements' mean square.
+  const std::string real = context.realExtent(x, dim, "it");
+  const std::string meanFactor = real == std::to_string(extent[dim])
+                                     ? floatLiteral(1.0 / static_cast<double>(extent[dim]))
+                                     : "(1.0f / static_cast<float>(" + real + "))";
   {
     const Index4 index = openRows(context, rows, perWarp, "r");
     out.line("float sum = 0.0f;");
-    out.open("for (int g = " + std::string(perWarp ? "lane" : "0") + "; g < " +
-             std::to_string(extent[dim]) + "; g += " + (perWarp ? "32" : "1") + ")");
+    out.open("for (int g = " + std::string(perWarp ? "lane" : "0") + "; g < " + real +
+             "; g += " + (perWarp ? "32" : "1") + ")");
     out.line("const float x = " + context.readShared(x, withDim(index, dim, "g")) + ";");
     out.line("sum += x * x;");
     out.close();
     if (perWarp) out.line("sum = mg::warp_sum(sum);");
     out.line(std::string(perWarp ? "if (lane == 0) " : "") + scratch + "[" + rowIndex(index) +
-             "] = sqrtf(sum * " + floatLiteral(1.0 / static_cast<double>(extent[dim])) + ");");
+             "] = sqrtf(sum * " + meanFactor + ");");
     closeRows(context, perWarp);
   }
   out.line("__syncthreads();");

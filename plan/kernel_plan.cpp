@@ -249,7 +249,7 @@ void planInputCopy(KernelPlan& plan, int opIndex) {
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     const int dim = op.imap[axis];
     if (block.grid[axis] == 1 || dim == graph::kReplicated) continue;
-    copy.blockStep[axis] = source.shape[dim] / block.grid[axis] * strides[dim];
+    copy.blockStep[axis] = plan.splits[op.output][dim].blockTile * strides[dim];
   }
   if (block.forloop > 1 && op.fmap != graph::kReplicated) {
     copy.iterationStep = tileShape[op.fmap] * strides[op.fmap];
@@ -278,7 +278,8 @@ void planOutputCopy(KernelPlan& plan, int opIndex) {
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     if (block.grid[axis] == 1) continue;
     const int dim = op.omap[axis];
-    copy.blockStep[axis] = tileShape[dim] * strides[dim];
+    const graph::DimSplit& cut = plan.splits[op.inputs[0]][dim];
+    copy.blockStep[axis] = (cut.gridAxis == axis ? cut.blockTile : tileShape[dim]) * strides[dim];
   }
   const int64_t elementBytes = graph::dtypeBytes(dest.dtype);
   std::vector<int64_t> offsets;
@@ -382,6 +383,10 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
   plan.block = &*plan.kernel->block;
   const graph::BlockGraph& block = *plan.block;
   collectGraphFacts(plan);
+  std::vector<graph::Dims> inputShapes;
+  for (graph::TensorId t : plan.kernel->inputs) inputShapes.push_back(graph.tensors[t].shape);
+  plan.splits = graph::blockTileSplits(block, inputShapes);
+  plan.partial = graph::hasPartialTiles(plan.splits);
   const size_t tiles = block.tensors.size();
   plan.home.assign(tiles, TileHome::None);
   plan.shared.assign(tiles, SharedTile{});
@@ -394,7 +399,8 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
     const graph::TensorDesc& source = graph.tensors[plan.kernel->inputs[op.kernelTensor]];
     transposedInput[op.output] = source.layout == graph::Layout::Transposed;
   }
-  plan.threadOwned = planThreadOwned(plan);
+  // Partial tiles run on the general path (shared tiles padded, loads and stores masked).
+  if (!plan.partial) plan.threadOwned = planThreadOwned(plan);
   if (plan.threadOwned) {
     for (size_t o = 0; o < block.ops.size(); ++o) {
       const graph::BlockOp& op = block.ops[o];
@@ -405,7 +411,7 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
     plan.minBlocksPerSm = 1;
     return plan;
   }
-  plan.warpgroupAttention = planWarpgroupAttention(plan, target);
+  if (!plan.partial) plan.warpgroupAttention = planWarpgroupAttention(plan, target);
   if (plan.warpgroupAttention) {
     planOutputCopy(plan, plan.warpgroupAttention->outputOp);
     plan.pipelineStages = plan.warpgroupAttention->stages;
@@ -413,7 +419,7 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
     plan.minBlocksPerSm = 1;
     return plan;
   }
-  plan.warpgroupMma = planWarpgroupMma(plan, target);
+  if (!plan.partial) plan.warpgroupMma = planWarpgroupMma(plan, target);
   if (plan.warpgroupMma) {
     const WarpgroupMmaPlan& wg = *plan.warpgroupMma;
     planOutputCopy(plan, wg.outputOp);

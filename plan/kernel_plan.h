@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/tile_splits.h"
 #include "graph/validate.h"
 #include "plan/target.h"
 
@@ -212,6 +213,12 @@ struct KernelPlan {
   const graph::KernelOp* kernel = nullptr;
   const graph::BlockGraph* block = nullptr;
   std::vector<graph::Phase> phases;         // per tile
+  // Per tile: how each dim walks its device dim (graph/tile_splits.h). Where a dim is partial
+  // the generated code pads: loads zero-fill past the real elements, every value a computed
+  // tile stores there is zero (so sums and matmul contractions over the padding add nothing),
+  // maxima and mean squares loop over the real elements only, and stores skip the padding.
+  std::vector<graph::TileSplit> splits;
+  bool partial = false;  // some tile dim is partial
   std::vector<int> producer;                // per tile: the op defining it
   std::vector<int> emitter;                 // per tile: the op whose code computes it
   std::vector<std::vector<int>> consumers;  // per tile: ops reading it (outputs too)

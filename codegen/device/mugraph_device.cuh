@@ -54,6 +54,18 @@ __device__ __forceinline__ void cp_async(void* shared, const void* global) {
                  "l"(global), "n"(Bytes));
   }
 }
+// A copy of which only the first `srcBytes` (0 to Bytes) exist in global memory; the rest of
+// the chunk is zero-filled: the padding of a partial tile (graph/tile_splits.h).
+template <int Bytes>
+__device__ __forceinline__ void cp_async_zfill(void* shared, const void* global, int srcBytes) {
+  if constexpr (Bytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)),
+                 "l"(global), "r"(srcBytes));
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared_address(shared)),
+                 "l"(global), "n"(Bytes), "r"(srcBytes));
+  }
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
 }
@@ -158,6 +170,21 @@ __device__ __forceinline__ void store_words(void* to, const unsigned (&words)[Wo
 __device__ __forceinline__ float silu(float x) {
   return x / (1.0f + expf(-x));
 }
+// Real elements of a tile of a partial split (graph/tile_splits.h): block part `part` of
+// `blockTile` elements of a dim of `n`, iteration `it` of tiles of `tile`.
+__device__ __forceinline__ int tile_extent(long long n, long long blockTile, long long tile,
+                                           long long part, long long it) {
+  const long long start = part * blockTile + it * tile;
+  const long long partEnd = (part + 1) * blockTile < n ? (part + 1) * blockTile : n;
+  const long long real = partEnd - start < tile ? partEnd - start : tile;
+  return real > 0 ? static_cast<int>(real) : 0;
+}
+__device__ __forceinline__ float negative_infinity() { return -__builtin_huge_valf(); }
+// n clamped to [0, chunk]: the real elements of a chunk that may straddle a tile's end.
+__device__ __forceinline__ int clamp_count(int n, int chunk) {
+  return n < 0 ? 0 : (n > chunk ? chunk : n);
+}
+
 __device__ __forceinline__ float max_of(float acc, float x) {
   return acc < x ? x : acc;
 }

@@ -11,6 +11,7 @@
 #include "emulated_kernels.h"
 #include "graph/builder.h"
 #include "tests/plan/memory_bound_schedules.h"
+#include "tests/verify/safe_attention.h"
 
 namespace mugraph::codegen::testing {
 namespace {
@@ -212,6 +213,55 @@ TEST_F(EmulatedExecution, MatmulsOfFewRowsPaddedOnTensorCoresMatchTheInterpreter
     for (graph::DType dtype : {graph::DType::F16, graph::DType::BF16}) {
       expectMatchesInterpreter(plan::testing::smallRowMatmul(rows, dtype), 17 + rows, 1.0);
     }
+  }
+}
+
+// Partial tiles (graph/tile_splits.h): a GEMM whose M, N and K all end in a partial tile
+// (declared 64 x 64 x 32 tiles of 100 x 90 x 72, so loads zero-fill and stores stop at the end;
+// B's rows of 180 bytes move in 4-byte chunks), on tensor cores.
+graph::Schedule partialGemmSchedule(graph::DType dtype) {
+  using graph::OpKind;
+  graph::GraphBuilder program("gemm_partial");
+  const graph::TensorId a = program.input("A", dtype, {100, 72});
+  const graph::TensorId b = program.input("B", dtype, {72, 90});
+  program.output(program.op(OpKind::Matmul, {a, b}, {}, "C"));
+  graph::Schedule schedule;
+  schedule.name = "gemm_partial.tiled";
+  schedule.program = program.finish();
+  graph::BlockGraphBuilder block({2, 2, 1}, 128, 3,
+                                 {schedule.program.tensors[0], schedule.program.tensors[1]});
+  const graph::TensorId at = block.input(0, {0, -1, -1}, 1, "a", {64, 32});
+  const graph::TensorId bt = block.input(1, {-1, 1, -1}, 0, "b", {32, 64});
+  const graph::TensorId c = block.op(OpKind::Matmul, {at, bt}, {}, "c");
+  block.output(block.op(OpKind::AccumSum, {c}, {}, "c_acc"), {0, 1, -1});
+  graph::GraphBuilder graph = graph::GraphBuilder::withInputsOf(schedule.program, schedule.name);
+  graph.output(graph.blockGraph("gemm_partial", block.block(), {0, 1}, {{"C", dtype}})[0]);
+  schedule.graph = graph.finish();
+  graph::validateSchedule(schedule);
+  return schedule;
+}
+
+TEST_F(EmulatedExecution, PartialGemmTilesMatchTheInterpreterAndWriteNothingPastTheEnd) {
+  const graph::Schedule schedule = partialGemmSchedule(graph::DType::F16);
+  const plan::KernelPlan plan = plan::planKernel(schedule.graph, 0, emulationTarget());
+  ASSERT_TRUE(plan.partial);
+  ASSERT_TRUE(plan.ops[2].mma.has_value()) << "the partial GEMM runs on tensor cores";
+  expectMatchesInterpreter(schedule, 23, 1.0);
+  expectMatchesInterpreter(partialGemmSchedule(graph::DType::BF16), 24, 1.0);
+}
+
+// Safe attention over 100 keys in iterations of 50 and 34 (the last 32), one pass with online
+// softmax and split-KV: the row max and the sums see only the real keys, at logit spread 16.
+TEST_F(EmulatedExecution, SafeAttentionOverAPartialSequenceMatchesTheInterpreter) {
+  for (const int64_t forloop : {2, 3}) {
+    const graph::Program program =
+        verify::testing::safeAttentionProgram(2, 16, 32, 100, graph::DType::F16);
+    graph::Schedule online{"online_partial", program,
+                           verify::testing::onlineSoftmaxSchedule(program, forloop)};
+    expectMatchesInterpreter(online, verify::testing::attentionInputs(program, 16.0, 31));
+    graph::Schedule split{"split_partial", program,
+                          verify::testing::splitKvSchedule(program, 3, forloop)};
+    expectMatchesInterpreter(split, verify::testing::attentionInputs(program, 16.0, 32));
   }
 }
 

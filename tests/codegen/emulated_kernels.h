@@ -144,6 +144,7 @@ class EmulatedKernels {
                   const verify::TensorMap<double>& inputs) {
     const ScheduleAbi& abi = emitted.abi;
     std::vector<std::unique_ptr<AlignedBuffer>> buffers;
+    std::vector<std::pair<const unsigned char*, std::string>> guarded;
     AlignedBuffer workspace(abi.workspaceBytes);
     std::vector<unsigned char*> pointer(graph.tensors.size(), nullptr);
     EmulatedRun run;
@@ -153,7 +154,9 @@ class EmulatedKernels {
         pointer[binding.tensor] = workspace.data.get() + binding.offset;
         continue;
       }
-      buffers.push_back(std::make_unique<AlignedBuffer>(binding.bytes));
+      // Guard bytes past every tensor stay poisoned unless a kernel writes past its end.
+      buffers.push_back(std::make_unique<AlignedBuffer>(binding.bytes + kGuardBytes));
+      guarded.push_back({buffers.back()->data.get() + binding.bytes, desc.name});
       pointer[binding.tensor] = buffers.back()->data.get();
       if (binding.role != TensorRole::Input) continue;
       const verify::HostTensor<double>& given = inputs.at(desc.name);
@@ -184,6 +187,11 @@ class EmulatedKernels {
         throw UserError(kernel.entry, "touched shared-memory byte " + std::to_string(b) +
                                           ", past its planned " +
                                           std::to_string(launch.dynamicSharedBytes) + " bytes");
+      }
+    }
+    for (const auto& [guard, name] : guarded) {
+      for (int64_t b = 0; b < kGuardBytes; ++b) {
+        if (guard[b] != 0xff) throw UserError(name, "was written past its end");
       }
     }
     for (graph::TensorId t : graph.outputs) {
@@ -230,6 +238,7 @@ class EmulatedKernels {
     }
   }
 
+  static constexpr int64_t kGuardBytes = 256;
   void* handle_ = nullptr;
   LaunchFunction launch_ = nullptr;
   unsigned char* shared_ = nullptr;  // poisoned by every launch

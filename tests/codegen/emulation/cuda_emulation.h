@@ -41,6 +41,7 @@ struct AsyncCopy {
   void* to;
   const void* from;
   int bytes;
+  int sourceBytes;  // the rest is zero-filled
 };
 
 struct Fiber {
@@ -125,8 +126,9 @@ inline void wait(Barrier& barrier) {
   mg_emu_switch(&fiber->sp, s.schedulerSp);
 }
 
-inline void asyncCopy(void* to, const void* from, int bytes) {
-  current().uncommitted.push_back(AsyncCopy{to, from, bytes});
+// Copies the first `sourceBytes` of `bytes` and zero-fills the rest (cp.async's src-size).
+inline void asyncCopy(void* to, const void* from, int bytes, int sourceBytes = -1) {
+  current().uncommitted.push_back(AsyncCopy{to, from, bytes, sourceBytes < 0 ? bytes : sourceBytes});
 }
 inline void commitGroup() {
   Fiber& fiber = current();
@@ -136,7 +138,11 @@ inline void commitGroup() {
 inline void waitGroups(int pending) {
   Fiber& fiber = current();
   while (static_cast<int>(fiber.groups.size()) > pending) {
-    for (const AsyncCopy& copy : fiber.groups.front()) std::memcpy(copy.to, copy.from, copy.bytes);
+    for (const AsyncCopy& copy : fiber.groups.front()) {
+      std::memcpy(copy.to, copy.from, static_cast<size_t>(copy.sourceBytes));
+      std::memset(static_cast<char*>(copy.to) + copy.sourceBytes, 0,
+                  static_cast<size_t>(copy.bytes - copy.sourceBytes));
+    }
     fiber.groups.erase(fiber.groups.begin());
   }
 }

@@ -16,6 +16,10 @@ template <int Bytes>
 inline void cp_async(void* shared, const void* global) {
   ::mg_emu::asyncCopy(shared, global, Bytes);
 }
+template <int Bytes>
+inline void cp_async_zfill(void* shared, const void* global, int srcBytes) {
+  ::mg_emu::asyncCopy(shared, global, Bytes, srcBytes);
+}
 inline void cp_async_commit() {
   ::mg_emu::commitGroup();
 }
