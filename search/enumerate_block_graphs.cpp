@@ -125,12 +125,25 @@ int rescaledCombineVar(const Dataflow& flow, const Segment& segment) {
   return -1;
 }
 
-std::vector<int64_t> gridCounts(const IndexVar& var, const SearchConfig& config) {
-  std::vector<int64_t> counts;
+// Smallest tile the search gives a variable: tensor-core granularity for matmul dims.
+int64_t minimumTile(const IndexVar& var, const SearchConfig& config) {
+  return var.matmulDim ? config.minMatmulTile : config.minPartialTile;
+}
+
+// Power-of-two counts that divide the extent, then, where a power-of-two tile does not divide
+// it, ⌈extent / tile⌉ parts of that tile (the last one partial): tiles chosen for the
+// hardware, not for the extent.
+std::vector<GridSplit> gridCounts(int varId, const IndexVar& var, const SearchConfig& config) {
+  std::vector<GridSplit> counts;
   for (int64_t c = 2; c <= var.extent && c <= config.maxGridPerDim; c *= 2) {
     if (var.extent % c != 0) break;
     if (var.matmulDim && var.extent / c < config.minMatmulTile) break;
-    counts.push_back(c);
+    counts.push_back(GridSplit{varId, c, 0});
+  }
+  for (int64_t tile = minimumTile(var, config); 2 * tile <= var.extent; tile *= 2) {
+    const int64_t count = (var.extent + tile - 1) / tile;
+    if (var.extent % tile == 0 || count > config.maxGridPerDim) continue;
+    counts.push_back(GridSplit{varId, count, tile});
   }
   return counts;
 }
@@ -151,9 +164,9 @@ void chooseGrids(const Dataflow& flow, const std::vector<int>& candidates,
   if (isReduction && current.reductionSplitVar >= 0) return;
   int64_t blocks = 1;
   for (const GridSplit& g : current.grid) blocks *= g.count;
-  for (int64_t count : gridCounts(flow.vars[var], config)) {
-    if (blocks * count > config.maxGridBlocks) break;
-    current.grid.push_back(GridSplit{var, count});
+  for (const GridSplit& split : gridCounts(var, flow.vars[var], config)) {
+    if (blocks * split.count > config.maxGridBlocks) continue;
+    current.grid.push_back(split);
     if (isReduction) current.reductionSplitVar = var;
     chooseGrids(flow, candidates, splitReductions, config, next + 1, current, out);
     if (isReduction) current.reductionSplitVar = -1;
@@ -161,11 +174,43 @@ void chooseGrids(const Dataflow& flow, const std::vector<int>& candidates,
   }
 }
 
-int64_t gridCountOf(const BlockChoice& choice, int var) {
+const GridSplit* gridSplitOf(const BlockChoice& choice, int var) {
   for (const GridSplit& g : choice.grid) {
-    if (g.var == var) return g.count;
+    if (g.var == var) return &g;
   }
-  return 1;
+  return nullptr;
+}
+
+struct LoopChoice {
+  int var = -1;
+  int64_t trip = 1;
+  int64_t tile = 0;  // > 0: declared (partial somewhere)
+};
+
+// For-loops over variable v: trips dividing the block's part, and, where the part is the
+// whole extent or exactly divided, power-of-two tiles that do not divide it (the last
+// iteration partial), as long as the parts stay the grid's.
+std::vector<LoopChoice> loopChoices(int v, const IndexVar& var, const GridSplit* grid,
+                                    const SearchConfig& config) {
+  std::vector<LoopChoice> loops;
+  const bool partialGrid = grid && grid->tile > 0;
+  const int64_t parts = grid ? grid->count : 1;
+  const int64_t perBlock = partialGrid ? grid->tile : var.extent / parts;
+  const int64_t minTile = minimumTile(var, config);
+  for (int64_t trip : config.forloopCandidates) {
+    if (trip <= 1 || perBlock % trip != 0) continue;
+    if (var.matmulDim && perBlock / trip < config.minMatmulTile) continue;
+    loops.push_back({v, trip, partialGrid ? perBlock / trip : 0});
+  }
+  if (partialGrid) return loops;
+  const int64_t maxTrip = config.forloopCandidates.empty() ? 1 : config.forloopCandidates.back();
+  for (int64_t tile = minTile; 2 * tile <= perBlock; tile *= 2) {
+    const int64_t trip = (perBlock + tile - 1) / tile;
+    if (perBlock % tile == 0 || trip > maxTrip) continue;
+    if ((var.extent + trip * tile - 1) / (trip * tile) != parts) continue;
+    loops.push_back({v, trip, tile});
+  }
+  return loops;
 }
 
 // Element-wise ops join the register epilogue of the compute op (or fused op) they read, when
@@ -198,6 +243,30 @@ void fuseEpilogues(graph::BlockGraph& block) {
       break;
     }
   }
+}
+
+// The tile input `t` declares when a split of the choice does not divide (empty otherwise):
+// the tile of each dim under the choice's grid and loop cuts.
+graph::Dims declaredTile(const Dataflow& flow, int t, const BlockChoice& choice) {
+  bool partial = choice.loopTile > 0;
+  for (const GridSplit& g : choice.grid) partial = partial || g.tile > 0;
+  if (!partial) return {};
+  graph::Dims tile = flow.tensors[t].desc.shape;
+  bool cut = false;
+  for (const GridSplit& g : choice.grid) {
+    const int dim = flow.dimOf(t, g.var);
+    if (dim < 0) continue;
+    tile[dim] = g.tile > 0 ? g.tile : tile[dim] / g.count;
+    cut = cut || g.tile > 0;
+  }
+  if (choice.loopVar >= 0) {
+    const int dim = flow.dimOf(t, choice.loopVar);
+    if (dim >= 0) {
+      tile[dim] = choice.loopTile > 0 ? choice.loopTile : tile[dim] / choice.forloop;
+      cut = cut || choice.loopTile > 0 || gridSplitOf(choice, choice.loopVar) != nullptr;
+    }
+  }
+  return cut ? tile : graph::Dims{};
 }
 
 }  // namespace
@@ -260,22 +329,19 @@ std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segme
     int64_t blocks = 1;
     for (const GridSplit& g : grid.grid) blocks *= g.count;
     if (blocks < config.minGridBlocks) continue;
-    std::vector<std::pair<int, int64_t>> loops = {{-1, 1}};
-    if (combineVar >= 0) loops = {{combineVar, flow.vars[combineVar].extent}};
+    std::vector<LoopChoice> loops = {{-1, 1, 0}};
+    if (combineVar >= 0) loops = {{combineVar, flow.vars[combineVar].extent, 0}};
     for (int v : combineVar >= 0 ? std::vector<int>{} : reductions) {
-      const IndexVar& var = flow.vars[v];
-      const int64_t perBlock = var.extent / gridCountOf(grid, v);
-      for (int64_t trip : config.forloopCandidates) {
-        if (trip <= 1 || perBlock % trip != 0) continue;
-        if (var.matmulDim && perBlock / trip < config.minMatmulTile) continue;
-        loops.push_back({v, trip});
+      for (const LoopChoice& loop : loopChoices(v, flow.vars[v], gridSplitOf(grid, v), config)) {
+        loops.push_back(loop);
       }
     }
-    for (const auto& [loopVar, trip] : loops) {
+    for (const LoopChoice& loop : loops) {
       for (int threads : config.threadCandidates) {
         BlockChoice choice = grid;
-        choice.loopVar = loopVar;
-        choice.forloop = trip;
+        choice.loopVar = loop.var;
+        choice.forloop = loop.trip;
+        choice.loopTile = loop.tile;
         choice.threads = threads;
         choices.push_back(std::move(choice));
       }
@@ -305,7 +371,7 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
       graph::AxisMap imap{graph::kReplicated, graph::kReplicated, graph::kReplicated};
       for (size_t a = 0; a < choice.grid.size(); ++a) imap[a] = flow.dimOf(t, choice.grid[a].var);
       const int fmap = choice.loopVar >= 0 ? flow.dimOf(t, choice.loopVar) : graph::kReplicated;
-      tile[t] = builder.input(static_cast<int>(i), imap, fmap);
+      tile[t] = builder.input(static_cast<int>(i), imap, fmap, "", declaredTile(flow, t, choice));
     }
     for (int i = segment.first; i <= segment.last; ++i) {
       const FlowOp& op = flow.ops[i];

@@ -32,9 +32,12 @@ struct Segment {
 
 Segment analyzeSegment(const Dataflow& flow, int first, int last);
 
+// A variable cut into `count` parts; `tile` > 0 when the parts do not divide its extent: each
+// is `tile` long and the last is partial (graph/tile_splits.h).
 struct GridSplit {
   int var = -1;
   int64_t count = 1;
+  int64_t tile = 0;
 };
 
 struct BlockChoice {
@@ -42,6 +45,7 @@ struct BlockChoice {
   int reductionSplitVar = -1;   // the grid variable that a reduction sums over, or -1
   int loopVar = -1;
   int64_t forloop = 1;
+  int64_t loopTile = 0;  // > 0: the loop's tiles do not divide the block's part (partial)
   int threads = 128;
 };
 

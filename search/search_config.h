@@ -25,11 +25,14 @@ struct SearchConfig {
   int maxBlockOps = 8;           // program ops fused into one block graph
   int64_t maxGridBlocks = 1024;  // blocks per kernel
   int64_t minGridBlocks = 1;
-  // Grid counts per mapped dim: powers of two dividing the dim (plus the whole dim when
-  // gridFullExtent), at most maxGridPerDim.
+  // Grid counts per mapped dim: powers of two dividing the dim, and ⌈n/t⌉ for power-of-two
+  // tiles t that do not divide it (partial tiles), at most maxGridPerDim.
   int64_t maxGridPerDim = 1024;
   // A dim that a matmul reads as its M, N or K is never tiled below this (tensor-core shape).
   int64_t minMatmulTile = 16;
+  // Where no power of two divides a dim, it is cut into power-of-two tiles at least this long
+  // with a partial last one (matmul dims: minMatmulTile).
+  int64_t minPartialTile = 16;
   std::vector<int> threadCandidates = {128};
   // Thread counts kept only for block graphs the target's plan puts on the warpgroup path
   // (a copy warpgroup and multiplying ones, plan/kernel_plan.h): elsewhere they only slow

@@ -38,6 +38,9 @@ __device__ __forceinline__ unsigned short f32_to_bfloat16(float x) {
   return h;
 }
 
+// The identity of max: where a partial tile's row may hold only its real elements.
+__device__ __forceinline__ float negative_infinity() { return __int_as_float(0xff800000); }
+
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
@@ -179,7 +182,6 @@ __device__ __forceinline__ int tile_extent(long long n, long long blockTile, lon
   const long long real = partEnd - start < tile ? partEnd - start : tile;
   return real > 0 ? static_cast<int>(real) : 0;
 }
-__device__ __forceinline__ float negative_infinity() { return -__builtin_huge_valf(); }
 // n clamped to [0, chunk]: the real elements of a chunk that may straddle a tile's end.
 __device__ __forceinline__ int clamp_count(int n, int chunk) {
   return n < 0 ? 0 : (n > chunk ? chunk : n);

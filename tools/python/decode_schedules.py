@@ -68,11 +68,30 @@ def default_splits(context, tile_rows=KV_TILE_ROWS):
     return splits
 
 
+def partial_plan(context, tile_rows=KV_TILE_ROWS):
+    """(splits, forloop) for a context that is no whole number of tiles: the splits and
+    iterations of its power-of-two neighbour above, shrunk to ⌈context / (forloop · tile)⌉
+    splits of forloop tiles of `tile_rows` positions, the last tile partial."""
+    above = 1 << (context - 1).bit_length()
+    splits = default_splits(above, tile_rows)
+    forloop = max(1, -(-context // (splits * tile_rows)))
+    # Every iteration of the last split must hold a real position (validation's rule).
+    while forloop > 1:
+        part = forloop * tile_rows
+        if context - (-(-context // part) - 1) * part > (forloop - 1) * tile_rows:
+            break
+        forloop -= 1
+    return -(-context // (forloop * tile_rows)), forloop
+
+
 def split_plan(context, splits=None, forloop=None, tile_rows=KV_TILE_ROWS):
     """(splits, forloop) for a context, the missing ones derived; raises ValueError when they
-    do not tile the context."""
+    do not tile the context (a context of no whole number of tiles, with neither given, gets
+    partial tiles: see partial_plan)."""
     if context <= 0:
         raise ValueError(f"context {context}: must be positive")
+    if splits is None and forloop is None and context % tile_rows:
+        return partial_plan(context, tile_rows)
     if splits is None:
         splits = default_splits(context, tile_rows)
     if splits <= 0 or context % splits:
@@ -154,17 +173,23 @@ def axis_map(grid, dims):
     return {axis: (dims.get(axis, -1) if grid[axis] > 1 else -1) for axis in ("x", "y", "z")}
 
 
-def block_input(source, output, grid, dims, forloop, loop_dim):
-    return {"op": "input", "from": source, "output": output, "imap": axis_map(grid, dims),
+def block_input(source, output, grid, dims, forloop, loop_dim, tile=None):
+    item = {"op": "input", "from": source, "output": output, "imap": axis_map(grid, dims),
             "fmap": loop_dim if forloop > 1 else -1}
+    if tile:
+        item["tile"] = tile  # a declared tile: the last one is partial (graph/tile_splits.h)
+    return item
 
 
 def block_output(source, to, grid, dims):
     return {"op": "output", "inputs": [source], "to": to, "omap": axis_map(grid, dims)}
 
 
-def partial_kernel(splits, forloop):
-    """Kernel 0: block (head, split) walks its split in `forloop` tiles with a running max."""
+def partial_kernel(splits, forloop, tile_rows=None):
+    """Kernel 0: block (head, split) walks its split in `forloop` tiles with a running max;
+    with `tile_rows`, K and V declare tiles of that many positions (the last one partial)."""
+    k_tile = [1, HEAD_DIM, tile_rows] if tile_rows else None
+    v_tile = [1, tile_rows, HEAD_DIM] if tile_rows else None
     grid = {"x": KV_HEADS, "y": splits, "z": 1}
     # Grid x takes one KV head (dim 0 everywhere); grid y one split of the sequence: dim 2 of
     # K's logical [head, dim, seq], dim 1 of V, and the split's slot along dim 2 of the partials.
@@ -174,8 +199,8 @@ def partial_kernel(splits, forloop):
         "inputs": ["Q", "K", "V"], "outputs": ["Opart", "Spart", "Mpart"],
         "grid": grid, "threads": THREADS, "forloop": forloop,
         "ops": [block_input("Q", "q", grid, {"x": 0}, forloop, -1),
-                block_input("K", "k", grid, {"x": 0, "y": 2}, forloop, 2),
-                block_input("V", "v", grid, {"x": 0, "y": 1}, forloop, 1),
+                block_input("K", "k", grid, {"x": 0, "y": 2}, forloop, 2, k_tile),
+                block_input("V", "v", grid, {"x": 0, "y": 1}, forloop, 1, v_tile),
                 op("matmul", ["q", "k"], "a"),
                 op("scale", ["a"], "a_scaled", c=SCALE),
                 op("reduce_max", ["a_scaled"], "tile_max", dim=2),
@@ -217,9 +242,10 @@ def combine_kernel(splits):
         "fusion": [{"producer": "dm", "fused": ["f"]}]}
 
 
-def schedule_json(context, splits, forloop):
+def schedule_json(context, splits, forloop, tile_rows=KV_TILE_ROWS):
     """The split-KV schedule (mugraph.schedule v1, no hash: `mugraph` computes it on read)."""
     program = program_json(context)
+    partial = context % (splits * forloop * tile_rows) != 0 and context % tile_rows != 0
     rows = [KV_HEADS, QUERY_HEADS_PER_KV_HEAD]
     return {
         "format": "mugraph.schedule", "version": 1, "name": f"{program['name']}.split_kv",
@@ -229,7 +255,8 @@ def schedule_json(context, splits, forloop):
             tensor("Spart", "f32", rows + [splits]),
             tensor("Mpart", "f32", rows + [splits]),
             tensor("O", "f16", rows + [HEAD_DIM])],
-        "kernels": [partial_kernel(splits, forloop), combine_kernel(splits)],
+        "kernels": [partial_kernel(splits, forloop, tile_rows if partial else None),
+                    combine_kernel(splits)],
         "outputs": ["O"]}
 
 
@@ -310,9 +337,12 @@ def main():
             splits, forloop = split_plan(context, args.splits, args.forloop, args.tile_rows)
         except ValueError as e:
             parser.error(str(e))
-        schedule = schedule_json(context, splits, forloop)
+        schedule = schedule_json(context, splits, forloop, args.tile_rows)
+        rows = -(-context // (splits * forloop))
+        if context % args.tile_rows and context % (splits * forloop * args.tile_rows):
+            rows = args.tile_rows
         print(f"{program_name(context)}: {splits} splits x {forloop} iteration(s) of "
-              f"{context // splits // forloop} KV rows; {KV_HEADS * splits} partial blocks")
+              f"{rows} KV rows; {KV_HEADS * splits} partial blocks")
         os.makedirs(args.out_dir, exist_ok=True)
         base = os.path.join(args.out_dir, program_name(context))
         if not args.no_program:

@@ -7,11 +7,12 @@
 
 Writes the program PROGRAM.mg (A [M, K] and B [K, N] row-major, C = matmul(A, B)) unless it
 exists, and the schedule PROGRAM.LABEL.json: one block graph over a grid of (M / BM, N / BN)
-blocks, each looping K / BK times over an A tile [BM, BK] and a B tile [BK, BN], multiplying
+blocks, each looping K / BK times (rounded up) over an A tile [BM, BK] and a B tile [BK, BN], multiplying
 them and accumulating the product, then storing its [BM, BN] tile of C. On sm_90 such a block
 graph takes the warpgroup path (plan/kernel_plan.h, WarpgroupMmaPlan) when the thread count is
 whole warpgroups: 384 threads are one copy warpgroup and two multiplying ones. The tile must
-divide the sizes exactly. `mugraph check` and `mugraph replay` accept every schedule written
+need not divide the sizes: the grid and the loop then take ⌈size / tile⌉ parts, the inputs
+declare their tiles and the last part of each dim is partial (graph/tile_splits.h). `mugraph check` and `mugraph replay` accept every schedule written
 here.
 """
 import argparse
@@ -50,16 +51,23 @@ def program_text(name, m, n, k, dtype, layouts):
 def schedule_json(name, label, m, n, k, dtype, bm, bn, bk, threads, layouts):
     def axes(x, y):
         return {"x": x, "y": y, "z": -1}
+    def parts(size, tile):
+        return -(-size // tile)
+    partial = m % bm or n % bn or k % bk
+    a_tile = {"tile": [bm, bk]} if partial else {}
+    b_tile = {"tile": [bk, bn]} if partial else {}
+    rows = 0 if parts(m, bm) > 1 else -1  # a grid axis of one block maps no dim
+    cols = 1 if parts(n, bn) > 1 else -1
     ops = [
-        {"op": "input", "from": "A", "output": "a", "imap": axes(0, -1), "fmap": 1},
-        {"op": "input", "from": "B", "output": "b", "imap": axes(-1, 1), "fmap": 0},
+        {"op": "input", "from": "A", "output": "a", "imap": axes(rows, -1), "fmap": 1, **a_tile},
+        {"op": "input", "from": "B", "output": "b", "imap": axes(-1, cols), "fmap": 0, **b_tile},
         {"op": "matmul", "inputs": ["a", "b"], "output": "c"},
         {"op": "accum_sum", "inputs": ["c"], "output": "c_acc"},
-        {"op": "output", "inputs": ["c_acc"], "to": "C", "omap": axes(0, 1)},
+        {"op": "output", "inputs": ["c_acc"], "to": "C", "omap": axes(rows, cols)},
     ]
     kernel = {"op": "block_graph", "name": "gemm_tiled", "inputs": ["A", "B"], "outputs": ["C"],
-              "grid": {"x": m // bm, "y": n // bn, "z": 1}, "threads": threads,
-              "forloop": k // bk, "ops": ops, "fusion": []}
+              "grid": {"x": parts(m, bm), "y": parts(n, bn), "z": 1}, "threads": threads,
+              "forloop": parts(k, bk), "ops": ops, "fusion": []}
     return {"format": "mugraph.schedule", "version": 1, "name": f"{name}.{label}",
             "program": program_json(name, m, n, k, dtype, layouts),
             "tensors": [tensor("A", dtype, [m, k], layouts[0]),
@@ -89,8 +97,8 @@ def main():
     except ValueError:
         parser.error(f"--tile {args.tile}: expected BMxBNxBK")
     for size, tile, what in ((args.m, bm, "M"), (args.n, bn, "N"), (args.k, bk, "K")):
-        if tile <= 0 or size % tile != 0:
-            parser.error(f"the tile's {what} extent {tile} does not divide {what} = {size}")
+        if tile <= 0 or tile > size:
+            parser.error(f"the tile's {what} extent {tile} must be in 1..{what} = {size}")
     os.makedirs(args.out_dir, exist_ok=True)
     program_path = os.path.join(args.out_dir, args.program + ".mg")
     layouts = (args.a_layout, args.b_layout)

@@ -301,6 +301,20 @@ def gemm_case(n, dtype, name, variants, options):
     return {"case": name, "kind": "gemm", "flops": 2 * n ** 3, "rows": rows}
 
 
+def vocab_case(m, k, n, name, variants, options):
+    """Y = X·Wᵀ, the vocabulary projection of a model: X [m, k] ~ N(0, 1), W [n, k] ~
+    N(0, WEIGHT_STD²) as nn.Linear stores it (the program's B [k, n], stored transposed);
+    n = 32001 ends every tile grid in a partial tile. Bound by reading W."""
+    x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+    w = torch.randn(n, k, dtype=torch.float16, device="cuda") * WEIGHT_STD
+    ref = x.double() @ w.double().t()
+    rows = [ours_row(label, v, {"A": x, "B": w}, "C", ref) for label, v in variants.items()]
+    rows.append(timed_row("torch.matmul", lambda: torch.matmul(x, w.t()), ref))
+    rows.append(timed_row("torch.linear", lambda: torch.nn.functional.linear(x, w), ref))
+    return {"case": name, "kind": "matmul", "m": m, "k": k, "n": n,
+            "bytes": nbytes(x, w) + 2 * m * n, "flops": 2 * m * k * n, "rows": rows}
+
+
 def all_cases():
     """Case name -> fn(name, variants, options), in the order they run."""
     cases = {"gqa_mirage": gqa_mirage_case,
@@ -314,6 +328,13 @@ def all_cases():
     for n in (1024, 4096, 8192):
         cases[f"gemm_{n}"] = functools.partial(gemm_case, n, torch.float16)
     cases["gemm_8192_bf16"] = functools.partial(gemm_case, 8192, torch.bfloat16)
+    # Sizes no power-of-two tile divides (partial tiles) and their power-of-two neighbours.
+    cases["gemm_1030"] = functools.partial(gemm_case, 1030, torch.float16)
+    cases["vocab_16x32001"] = functools.partial(vocab_case, 16, 4096, 32001)
+    for context in (1000, 5000):
+        cases[f"gqa_decode_{context}"] = functools.partial(decode_case, context)
+    for tokens in (1000, 1024):
+        cases[f"mha_prefill_{tokens}"] = functools.partial(prefill_case, tokens)
     return cases
 
 

@@ -72,10 +72,14 @@ def schedule_json(tokens, label, q_tile, kv_tile, threads):
     def axes(x, y, z=-1):
         return {"x": x, "y": y, "z": z}
     scale = 1 / math.sqrt(HEAD_DIM)
+    # Tiles that do not divide the tokens are declared; the last is partial.
+    q = {"tile": [1, q_tile, HEAD_DIM]} if tokens % q_tile else {}
+    k = {"tile": [1, HEAD_DIM, kv_tile]} if tokens % kv_tile else {}
+    v = {"tile": [1, kv_tile, HEAD_DIM]} if tokens % kv_tile else {}
     ops = [
-        {"op": "input", "from": "Q", "output": "q", "imap": axes(0, 1), "fmap": -1},
-        {"op": "input", "from": "K", "output": "k", "imap": axes(0, -1), "fmap": 2},
-        {"op": "input", "from": "V", "output": "v", "imap": axes(0, -1), "fmap": 1},
+        {"op": "input", "from": "Q", "output": "q", "imap": axes(0, 1), "fmap": -1, **q},
+        {"op": "input", "from": "K", "output": "k", "imap": axes(0, -1), "fmap": 2, **k},
+        {"op": "input", "from": "V", "output": "v", "imap": axes(0, -1), "fmap": 1, **v},
         op("matmul", ["q", "k"], "qk"),
         op("scale", ["qk"], "a", c=scale),
         op("reduce_max", ["a"], "tile_max", dim=2),
@@ -90,8 +94,8 @@ def schedule_json(tokens, label, q_tile, kv_tile, threads):
         {"op": "output", "inputs": ["out"], "to": "O", "omap": axes(0, 1)},
     ]
     kernel = {"op": "block_graph", "name": "mha_flash", "inputs": ["Q", "K", "V"],
-              "outputs": ["O"], "grid": {"x": HEADS, "y": tokens // q_tile, "z": 1},
-              "threads": threads, "forloop": tokens // kv_tile, "ops": ops,
+              "outputs": ["O"], "grid": {"x": HEADS, "y": -(-tokens // q_tile), "z": 1},
+              "threads": threads, "forloop": -(-tokens // kv_tile), "ops": ops,
               "fusion": [{"producer": "qk", "fused": ["a"]},
                          {"producer": "shifted", "fused": ["e"]}]}
     return {"format": "mugraph.schedule", "version": 1,
@@ -110,8 +114,8 @@ def main():
     parser.add_argument("--out-dir", default="schedules")
     args = parser.parse_args()
     for tile, what in ((args.q_tile, "--q-tile"), (args.kv_tile, "--kv-tile")):
-        if tile <= 0 or args.tokens % tile != 0:
-            parser.error(f"{what} {tile} does not divide {args.tokens} tokens")
+        if tile <= 0 or tile > args.tokens:
+            parser.error(f"{what} {tile} must be in 1..{args.tokens} tokens")
     os.makedirs(args.out_dir, exist_ok=True)
     program_path = os.path.join(args.out_dir, f"mha_prefill_{args.tokens}.mg")
     if not os.path.exists(program_path):

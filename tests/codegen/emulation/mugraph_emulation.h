@@ -16,6 +16,7 @@ template <int Bytes>
 inline void cp_async(void* shared, const void* global) {
   ::mg_emu::asyncCopy(shared, global, Bytes);
 }
+inline float negative_infinity() { return -__builtin_huge_valf(); }
 template <int Bytes>
 inline void cp_async_zfill(void* shared, const void* global, int srcBytes) {
   ::mg_emu::asyncCopy(shared, global, Bytes, srcBytes);
