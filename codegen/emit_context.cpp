@@ -145,6 +145,34 @@ std::string EmitContext::factorElement(graph::TensorId max, const Index4& index)
   return factorName(max) + "[" + elementIndex(layout, broadcastTo(layout, index)) + "]";
 }
 
+namespace {
+
+// Real elements of a partial dim cut `cut` at `iteration`, computed in place.
+std::string realExtentExpression(const graph::DimSplit& cut, const std::string& iteration) {
+  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  return "mg::tile_extent(" + std::to_string(cut.extent) + ", " + std::to_string(cut.blockTile) +
+         ", " + std::to_string(cut.tile) + ", " +
+         (cut.gridAxis == graph::kReplicated ? "0" : kBlock[cut.gridAxis]) + ", " +
+         (cut.loop ? iteration : "0") + ")";
+}
+
+std::string realExtentName(graph::TensorId tile, size_t dim) {
+  return "real_t" + std::to_string(tile) + "_d" + std::to_string(dim);
+}
+
+}  // namespace
+
+void declareRealExtents(const EmitContext& context, bool loopDependent) {
+  for (size_t t = 0; t < context.plan.splits.size(); ++t) {
+    const graph::TileSplit& split = context.plan.splits[t];
+    for (size_t d = 0; d < split.size(); ++d) {
+      if (!split[d].partial() || split[d].loop != loopDependent) continue;
+      context.out.line("const int " + realExtentName(static_cast<graph::TensorId>(t), d) +
+                       " = " + realExtentExpression(split[d], "it") + ";");
+    }
+  }
+}
+
 std::string EmitContext::realExtent(graph::TensorId tile, int dim,
                                     const std::string& iteration) const {
   const graph::TileSplit& split = plan.splits.at(tile);
@@ -152,11 +180,9 @@ std::string EmitContext::realExtent(graph::TensorId tile, int dim,
   if (dim < pad) return "1";
   const graph::DimSplit& cut = split[dim - pad];
   if (!cut.partial()) return std::to_string(cut.tile);
-  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
-  return "mg::tile_extent(" + std::to_string(cut.extent) + ", " + std::to_string(cut.blockTile) +
-         ", " + std::to_string(cut.tile) + ", " +
-         (cut.gridAxis == graph::kReplicated ? "0" : kBlock[cut.gridAxis]) + ", " +
-         (cut.loop ? iteration : "0") + ")";
+  // Declared once per block (grid cuts) or per iteration (loop cuts): see declareRealExtents.
+  if (!cut.loop || iteration == "it") return realExtentName(tile, static_cast<size_t>(dim - pad));
+  return realExtentExpression(cut, iteration);
 }
 
 std::string EmitContext::realCondition(graph::TensorId tile, const Index4& index,

@@ -106,6 +106,11 @@ std::string baseOffset(const std::array<int64_t, graph::kGridAxes>& blockStep,
 std::string elementwiseExpression(graph::OpKind kind, const graph::OpAttrs& attrs,
                                   const std::vector<std::string>& x);
 
+// `const int` variables for the real extents of partial tile dims (EmitContext::realExtent):
+// those cut by the grid only (loopDependent false), at the kernel's start, or those cut by the
+// for-loop, at the top of each iteration.
+void declareRealExtents(const EmitContext& context, bool loopDependent);
+
 // Part printers, one file each.
 void emitInputLoad(const EmitContext& context, int op, const std::string& buffer,
                    const std::string& iteration);

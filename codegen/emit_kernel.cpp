@@ -134,6 +134,7 @@ void emitLoop(const EmitContext& context) {
     out.line("(void)it;");
   }
   declareSharedTiles(context, true, "it " + stageOf);
+  declareRealExtents(context, true);
   if (!prefetched.empty()) {
     const std::string ahead = "it + " + std::to_string(stages - 1);
     out.open("if (" + ahead + " < " + std::to_string(block.forloop) + ")");
@@ -198,6 +199,7 @@ void emitKernel(const EmitContext& context) {
     return;
   }
   out.line("extern __shared__ __align__(128) unsigned char mg_smem[];");
+  declareRealExtents(context, false);
   declareSharedTiles(context, false, "");
   initializeAccumulators(context);
   emitLoop(context);

@@ -64,16 +64,17 @@ void emitSumOrMax(const EmitContext& context, int opIndex) {
     return context.readShared(x, withDim(index, dim, at));
   };
   CudaWriter& out = context.out;
-  const std::string bound = partial ? real : std::to_string(terms);
+  // The padding holds zero (plan/kernel_plan.h), so a sum runs over the whole tile; a max
+  // skips it.
   if (sum) {
     out.line("float v = 0.0f;");
-    out.line("for (int g = " + first + "; g < " + bound + "; g += " + step + ") v += " +
-             term("g") + ";");
+    out.line("for (int g = " + first + "; g < " + std::to_string(terms) + "; g += " + step +
+             ") v += " + term("g") + ";");
     if (perWarp) out.line("v = mg::warp_sum(v);");
   } else if (partial) {
     out.line("float v = mg::negative_infinity();");
-    out.line("for (int g = " + first + "; g < " + bound + "; g += " + step +
-             ") v = mg::max_of(v, " + term("g") + ");");
+    out.line("for (int g = " + first + "; g < " + std::to_string(terms) + "; g += " + step +
+             ") if (g < " + real + ") v = mg::max_of(v, " + term("g") + ");");
     if (perWarp) out.line("v = mg::warp_max(v);");
   } else {
     out.line("float v = " + term(first) + ";");
@@ -111,7 +112,7 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
   out.line("float* const " + scratch + " = reinterpret_cast<float*>(mg_smem + " +
            std::to_string(context.plan.rmsScratch[opIndex]) + ");");
   const bool perWarp = warpPerRow(context, extent[dim]);
-  // Over a partial dim: the real elements' mean square.
+  // Over a partial dim: the real elements' mean square (the padding holds zero).
   const std::string real = context.realExtent(x, dim, "it");
   const std::string meanFactor = real == std::to_string(extent[dim])
                                      ? floatLiteral(1.0 / static_cast<double>(extent[dim]))
@@ -119,8 +120,8 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
   {
     const Index4 index = openRows(context, rows, perWarp, "r");
     out.line("float sum = 0.0f;");
-    out.open("for (int g = " + std::string(perWarp ? "lane" : "0") + "; g < " + real +
-             "; g += " + (perWarp ? "32" : "1") + ")");
+    out.open("for (int g = " + std::string(perWarp ? "lane" : "0") + "; g < " +
+             std::to_string(extent[dim]) + "; g += " + (perWarp ? "32" : "1") + ")");
     out.line("const float x = " + context.readShared(x, withDim(index, dim, "g")) + ";");
     out.line("sum += x * x;");
     out.close();

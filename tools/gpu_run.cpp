@@ -34,7 +34,11 @@ std::string describeGpuRun(const nlohmann::json& report) {
       << "\n  max relative error " << errorOf(report.at("max_rel_error")) << " (tolerance "
       << report.at("tolerance").get<double>() << ", seed " << report.at("seed").get<uint64_t>()
       << ", inputs " << report.at("inputs").get<std::string>() << "), unwritten elements "
-      << report.at("unwritten_elements").get<int64_t>() << "\n";
+      << report.at("unwritten_elements").get<int64_t>();
+  const auto& overrun = report.at("written_past_end");
+  out << (overrun.empty() ? ", nothing written past the end of a tensor"
+                          : ", WRITTEN PAST THE END OF " + overrun.dump())
+      << "\n";
   const auto& t = report.at("timing");
   out << "  time median " << t.at("median_us").get<double>() << " us (p10 "
       << t.at("p10_us").get<double>() << ", p90 " << t.at("p90_us").get<double>() << ", "

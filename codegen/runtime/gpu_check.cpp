@@ -111,6 +111,8 @@ GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& sched
     if (!(error <= tolerance)) report.matches = false;
   }
   if (report.unwrittenElements > 0) report.matches = false;
+  report.writtenPastEnd = gpu.writtenPastTheirEnd();
+  if (!report.writtenPastEnd.empty()) report.matches = false;
   if (repetitions > 0) report.timing = gpu.time(/*warmup=*/10, repetitions);
   return report;
 }

@@ -29,6 +29,7 @@ struct GpuCheckReport {
   double maxRelError = 0;         // max over outputs
   double tolerance = 0;           // of the output with the largest error ratio
   int64_t unwrittenElements = 0;  // NaN after the run (poison left, or NaN computed)
+  std::vector<std::string> writtenPastEnd;  // tensors whose guard bytes a kernel wrote
   std::map<std::string, double> outputErrors;
   TimingStats timing;
 };

@@ -14,6 +14,7 @@ nlohmann::json gpuCheckReportJson(const GpuCheckReport& report) {
           {"max_rel_error", report.maxRelError},
           {"tolerance", report.tolerance},
           {"unwritten_elements", report.unwrittenElements},
+          {"written_past_end", report.writtenPastEnd},
           {"outputs", outputs},
           {"timing",
            {{"median_us", t.medianMicroseconds},

@@ -79,7 +79,10 @@ GpuSchedule::GpuSchedule(const CudaDriver& driver, Manifest manifest, const std:
   for (const ManifestTensor& t : manifest_.tensors) {
     if (t.role == "workspace") continue;
     CUdeviceptr p = 0;
-    driver_.check(driver_.memAlloc(&p, static_cast<size_t>(t.bytes)), "allocating " + t.name);
+    driver_.check(driver_.memAlloc(&p, static_cast<size_t>(t.bytes + kGuardBytes)),
+                  "allocating " + t.name);
+    driver_.check(driver_.memsetD8(p + static_cast<CUdeviceptr>(t.bytes), 0xFF, kGuardBytes),
+                  "poisoning the guard bytes of " + t.name);
     buffers_[t.name] = p;
   }
   if (manifest_.workspaceBytes > 0) {
@@ -135,6 +138,25 @@ std::vector<uint8_t> GpuSchedule::download(const std::string& tensor) const {
   driver_.check(driver_.memcpyDtoH(bytes.data(), pointerOf(tensor), bytes.size()),
                 "copying " + tensor + " from the GPU");
   return bytes;
+}
+
+std::vector<std::string> GpuSchedule::writtenPastTheirEnd() const {
+  std::vector<std::string> overrun;
+  for (const ManifestTensor& t : manifest_.tensors) {
+    if (t.role == "workspace") continue;
+    std::vector<uint8_t> guard(kGuardBytes);
+    driver_.check(driver_.memcpyDtoH(guard.data(),
+                                     pointerOf(t.name) + static_cast<CUdeviceptr>(t.bytes),
+                                     guard.size()),
+                  "reading the guard bytes of " + t.name);
+    for (uint8_t b : guard) {
+      if (b != 0xFF) {
+        overrun.push_back(t.name);
+        break;
+      }
+    }
+  }
+  return overrun;
 }
 
 void GpuSchedule::poison(const std::string& tensor) {

@@ -34,6 +34,10 @@ class GpuSchedule {
   void upload(const std::string& tensor, const std::vector<uint8_t>& bytes);
   std::vector<uint8_t> download(const std::string& tensor) const;
   void poison(const std::string& tensor);  // every byte 0xFF: NaN in f16, bf16 and f32
+  // Every input and output buffer is followed by kGuardBytes of 0xFF: the tensors whose
+  // guard a kernel changed (it wrote past their end, e.g. past a partial tile's last element).
+  std::vector<std::string> writtenPastTheirEnd() const;
+  static constexpr size_t kGuardBytes = 4096;
 
   void run();  // every kernel once, in order, then synchronize (errors are thrown)
   // Warm-up runs, then `repetitions` timed replays of a CUDA graph of the whole schedule.

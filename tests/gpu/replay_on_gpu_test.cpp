@@ -45,6 +45,7 @@ TEST_P(ReplayOnGpu, MatchesTheInterpreterAndOverwritesEveryOutput) {
   std::cout << "[gpu] " << GetParam() << ": " << gpu.dump() << "\n";
   EXPECT_TRUE(gpu.at("matches").get<bool>());
   EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0);
+  EXPECT_TRUE(gpu.at("written_past_end").empty()) << gpu.at("written_past_end").dump();
   EXPECT_LE(gpu.at("max_rel_error").get<double>(), gpu.at("tolerance").get<double>());
   EXPECT_GT(gpu.at("timing").at("median_us").get<double>(), 0.0);
 }
@@ -71,6 +72,9 @@ TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
   std::filesystem::remove_all(scratch_);
 }
 
+// Partial tiles (graph/tile_splits.h): GEMMs of 1030³ and a [16, 4096]·[4096, 32001]
+// vocabulary projection, every dim ending in a partial tile, poisoned outputs and guard
+// bytes past every tensor checked.
 // The GEMM schedules run on the sm_90 warpgroup path there (wgmma, bulk tensor copies,
 // mbarriers): one warpgroup doing both (.tiled, 128 threads) and a copy warpgroup with two
 // multiplying ones (.warpgroups, 384 threads; persistent at 4096), with each operand K-major
@@ -82,7 +86,9 @@ INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu,
                                            "gemm_1024.warpgroups.json", "gemm_4096.warpgroups.json",
                                            "gemm_1024_bt.warpgroups.json",
                                            "gemm_1024_at_bf16.warpgroups.json",
-                                           "mha_prefill_256.warpgroups.json"),
+                                           "mha_prefill_256.warpgroups.json",
+                                           "gemm_1030.tiled.json", "gemm_1030.t64.json",
+                                           "vocab_16x32001.partial.json"),
                          [](const auto& info) {
                            std::string name = info.param.substr(0, info.param.rfind('.'));
                            for (char& c : name) c = c == '.' ? '_' : c;
@@ -131,6 +137,7 @@ TEST_P(SafeAttentionOnGpu, IsFiniteAndAccurateAtEveryLogitSpread) {
               << ")\n";
     EXPECT_TRUE(gpu.at("matches").get<bool>());
     EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0);  // NaN counts as unwritten
+    EXPECT_TRUE(gpu.at("written_past_end").empty()) << gpu.at("written_past_end").dump();
     EXPECT_FALSE(gpu.at("max_rel_error").is_null());            // an infinity is null
   }
 }

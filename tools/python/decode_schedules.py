@@ -69,19 +69,27 @@ def default_splits(context, tile_rows=KV_TILE_ROWS):
 
 
 def partial_plan(context, tile_rows=KV_TILE_ROWS):
-    """(splits, forloop) for a context that is no whole number of tiles: the splits and
-    iterations of its power-of-two neighbour above, shrunk to ⌈context / (forloop · tile)⌉
-    splits of forloop tiles of `tile_rows` positions, the last tile partial."""
-    above = 1 << (context - 1).bit_length()
-    splits = default_splits(above, tile_rows)
-    forloop = max(1, -(-context // (splits * tile_rows)))
-    # Every iteration of the last split must hold a real position (validation's rule).
-    while forloop > 1:
-        part = forloop * tile_rows
-        if context - (-(-context // part) - 1) * part > (forloop - 1) * tile_rows:
-            break
-        forloop -= 1
-    return -(-context // (forloop * tile_rows)), forloop
+    """(splits, forloop, tile) for a context that is no whole number of tiles: KV tiles of a
+    multiple of 16 positions near `tile_rows` (64 to 2 * tile_rows), up to 64 per split, the
+    last tile partial, chosen as its power-of-two neighbours are: the fewest waves of blocks
+    over TARGET_BLOCKS, then the most splits (blocks of the wave), then the fewest padded
+    positions, then tiles nearest `tile_rows`; a split holds at least `tile_rows` positions.
+    Every iteration of the last split must hold a real position (validation's rule)."""
+    best = None
+    for tile in range(64, 2 * tile_rows + 1, 16):
+        for forloop in range(1, 65):
+            part = forloop * tile
+            if part < tile_rows:
+                continue  # a split holds at least tile_rows positions, as its neighbours do
+            splits = -(-context // part)
+            last = context - (splits - 1) * part
+            if last <= (forloop - 1) * tile:
+                continue
+            waves = -(-KV_HEADS * splits // TARGET_BLOCKS)
+            key = (waves, -splits, splits * part - context, abs(tile - tile_rows), forloop)
+            if best is None or key < best[0]:
+                best = (key, (splits, forloop, tile))
+    return best[1]
 
 
 def split_plan(context, splits=None, forloop=None, tile_rows=KV_TILE_ROWS):
@@ -91,7 +99,7 @@ def split_plan(context, splits=None, forloop=None, tile_rows=KV_TILE_ROWS):
     if context <= 0:
         raise ValueError(f"context {context}: must be positive")
     if splits is None and forloop is None and context % tile_rows:
-        return partial_plan(context, tile_rows)
+        return partial_plan(context, tile_rows)[:2]
     if splits is None:
         splits = default_splits(context, tile_rows)
     if splits <= 0 or context % splits:
@@ -337,10 +345,13 @@ def main():
             splits, forloop = split_plan(context, args.splits, args.forloop, args.tile_rows)
         except ValueError as e:
             parser.error(str(e))
-        schedule = schedule_json(context, splits, forloop, args.tile_rows)
+        tile_rows = args.tile_rows
+        if args.splits is None and args.forloop is None and context % args.tile_rows:
+            tile_rows = partial_plan(context, args.tile_rows)[2]
+        schedule = schedule_json(context, splits, forloop, tile_rows)
         rows = -(-context // (splits * forloop))
-        if context % args.tile_rows and context % (splits * forloop * args.tile_rows):
-            rows = args.tile_rows
+        if context % tile_rows and context % (splits * forloop * tile_rows):
+            rows = tile_rows
         print(f"{program_name(context)}: {splits} splits x {forloop} iteration(s) of "
               f"{rows} KV rows; {KV_HEADS * splits} partial blocks")
         os.makedirs(args.out_dir, exist_ok=True)
