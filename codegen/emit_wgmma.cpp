@@ -75,6 +75,17 @@ std::string descriptor(const BulkOperand& op, const std::string& stageBase, int6
 // stages, then the epilogue. `g` counts iterations over all of the block's tiles, so the
 // stage ring and its phases run on from one tile to the next.
 
+// Real rows (dimFromEnd 2) or columns (1) of output tile `tile` in the block's tile (kTile),
+// or "" where that dim is not partial: past them the copy engine read zeros and nothing may
+// be stored (graph/tile_splits.h).
+std::string realOutputExtent(const KernelPlan& plan, graph::TensorId tile, int dimFromEnd) {
+  const graph::TileSplit& split = plan.splits.at(tile);
+  const graph::DimSplit& cut = split.at(split.size() - static_cast<size_t>(dimFromEnd));
+  if (!cut.partial()) return "";
+  return "mg::tile_extent(" + str(cut.extent) + ", " + str(cut.blockTile) + ", " + str(cut.tile) +
+         ", " + (cut.gridAxis == graph::kReplicated ? "0" : kTile[cut.gridAxis]) + ", 0)";
+}
+
 // acc[t][4 * j + r] is row rows0 + 64 t + 16 warp + lane / 4 + 8 (r / 2), column
 // 8 j + 2 (lane % 4) + r % 2 of the block's result.
 void emitAccumulatorStore(const EmitContext& context_, int outputOp, const std::string& acc,
@@ -91,10 +102,18 @@ void emitAccumulatorStore(const EmitContext& context_, int outputOp, const std::
   }
   const std::string rows = str(rowsPerConsumer);
   const std::string stride = str(copy.globalStride[2]);
+  const std::string type = storageType(dest.dtype);
   out_.line("// output " + context_.block().tensors[output.inputs[0]].name);
-  out_.line(storageType(dest.dtype) + "* const out = " + context_.paramName(param) + " + (" +
+  out_.line(type + "* const out = " + context_.paramName(param) + " + (" +
             tileOffset(copy.blockStep) + ");");
+  // A partial tile stores its real rows and columns only.
+  std::string realRows = realOutputExtent(plan, output.inputs[0], 2);
+  std::string realCols = realOutputExtent(plan, output.inputs[0], 1);
+  if (!realRows.empty()) out_.line("const int realRows = " + realRows + ";");
+  if (!realCols.empty()) out_.line("const int realCols = " + realCols + ";");
   if (epilogueOffset < 0) {
+    // Pairs where a row's pairs are aligned (an even row stride), else element by element.
+    const bool pairs = copy.globalStride[2] % 2 == 0 && realCols.empty();
     out_.line("#pragma unroll");
     out_.open("for (int t = 0; t < " + str(mTiles) + "; ++t)");
     out_.line("#pragma unroll");
@@ -104,8 +123,17 @@ void emitAccumulatorStore(const EmitContext& context_, int outputOp, const std::
     out_.line("const int row = consumer * " + rows +
               " + t * 64 + warp * 16 + (lane >> 2) + h * 8;");
     out_.line("const int col = j * 8 + ((lane & 3) << 1);");
-    out_.line("mg::store_pair(out + static_cast<long long>(row) * " + stride + " + col, " + acc +
-              "[4 * j + 2 * h], " + acc + "[4 * j + 2 * h + 1]);");
+    if (!realRows.empty()) out_.line("if (row >= realRows) continue;");
+    const std::string at = "out + static_cast<long long>(row) * " + stride + " + col";
+    if (pairs) {
+      out_.line("mg::store_pair(" + at + ", " + acc + "[4 * j + 2 * h], " + acc +
+                "[4 * j + 2 * h + 1]);");
+    } else {
+      const std::string limit = realCols.empty() ? "" : "if (col + c < realCols) ";
+      out_.line("#pragma unroll");
+      out_.line("for (int c = 0; c < 2; ++c) " + limit + "(" + at + ")[c] = mg::from_f32<" + type +
+                ">(" + acc + "[4 * j + 2 * h + c]);");
+    }
     out_.close();
     out_.close();
     out_.close();
@@ -138,8 +166,19 @@ void emitAccumulatorStore(const EmitContext& context_, int outputOp, const std::
   out_.line("const int r = (lane >> 3) + i * 4;");
   out_.line("const int chunk = lane & 7;");
   out_.line("const int row = consumer * " + rows + " + t * 64 + warp * 16 + r;");
-  out_.line("mg::copy_chunk<16>(out + static_cast<long long>(row) * " + stride +
-            " + q * 64 + chunk * 8, staging + r * 128 + ((chunk ^ (r & 7)) << 4));");
+  const std::string at = "out + static_cast<long long>(row) * " + stride + " + q * 64 + chunk * 8";
+  const std::string from = "staging + r * 128 + ((chunk ^ (r & 7)) << 4)";
+  if (!realRows.empty()) out_.line("if (row >= realRows) continue;");
+  if (!realCols.empty()) {
+    // The chunk that straddles the end goes element by element; none past it.
+    out_.line("const int left = realCols - (q * 64 + chunk * 8);");
+    out_.open("if (left < 8)");
+    out_.line("for (int e = 0; e < left; ++e) (" + at + ")[e] = reinterpret_cast<const " + type +
+              "*>(" + from + ")[e];");
+    out_.line("continue;");
+    out_.close();
+  }
+  out_.line("mg::copy_chunk<16>(" + at + ", " + from + ");");
   out_.close();
   out_.line("__syncwarp();");
   out_.close();
@@ -382,6 +421,25 @@ class AttentionEmitter {
            : role == plan::FragmentRole::O ? at_.d / 2
                                            : 2;
   }
+  // Real key positions of S-shaped tile `t` in this iteration, or "" where every position is
+  // real (partial tiles, graph/tile_splits.h).
+  std::string realKv(graph::TensorId t) const {
+    const std::string real = context_.realExtent(t, graph::kMaxRank - 1, "it");
+    return real == str(at_.kv) ? "" : real;
+  }
+
+  // Whether S-shaped tile `t` feeds a sum over key positions (a row sum, or P of P·V): its
+  // padding must be zero there. Padded query rows need nothing: rows never mix, Q's padding
+  // is zero-filled, so their values stay finite, and they are not stored.
+  bool summedOverKv(graph::TensorId t) const {
+    for (int consumer : context_.plan.consumers[t]) {
+      const graph::BlockOp& op = block_.ops[consumer];
+      if (op.kind == graph::OpKind::ReduceSum) return true;
+      if (consumer == at_.secondMatmulOp && op.inputs[0] == t) return true;
+    }
+    return false;
+  }
+
   // Operand `t` at fragment element f (row half h) of a tile of role `role`.
   std::string operand(graph::TensorId t, plan::FragmentRole role) const {
     return name(t) + (at_.roles[t] == plan::FragmentRole::Row && role != plan::FragmentRole::Row
@@ -412,6 +470,7 @@ class AttentionEmitter {
     out_.line("const int consumer = warpgroup - 1;");
     out_.line("const int lane = threadIdx.x & 31;");
     out_.line("const int warp = (threadIdx.x / 32) & 3;  // within the warpgroup");
+    declareRealExtents(context_, false);
     // Accumulators live across the loop.
     for (size_t o = 0; o < block_.ops.size(); ++o) {
       const graph::BlockOp& op = block_.ops[o];
@@ -433,6 +492,7 @@ class AttentionEmitter {
     out_.line("mg::mbarrier_wait(&full[s], (it / " + str(at_.stages) + ") & 1);");
     out_.line("const unsigned char* const stage = mg_smem + " + str(at_.stagesOffset) + " + s * " +
               str(at_.stageBytes) + ";");
+    declareRealExtents(context_, true);
     out_.line("const unsigned char* const kBase = stage + " + str(at_.k.offset) + ";");
     out_.line("const unsigned char* const vBase = stage + " + str(at_.v.offset) + ";");
     for (size_t o = 0; o < block_.ops.size(); ++o) {
@@ -471,28 +531,56 @@ class AttentionEmitter {
       out_.line("#pragma unroll");
       out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
                 "[f] = " + elementwiseExpression(op.kind, op.attrs, operands) + ";");
+      const std::string real = role == plan::FragmentRole::S ? realKv(op.output) : "";
+      if (!real.empty() && summedOverKv(op.output)) {
+        // Only the last iteration of a partial sequence has padding to zero.
+        out_.open("if (" + real + " < " + str(at_.kv) + ")");
+        out_.line("#pragma unroll");
+        out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) if ((f >> 2) * 8 + " +
+                  "((lane & 3) << 1) + (f & 1) >= " + real + ") " + name(op.output) +
+                  "[f] = 0.0f;");
+        out_.close();
+      }
     } else if (op.kind == graph::OpKind::ReduceMax || op.kind == graph::OpKind::ReduceSum) {
       const bool max = op.kind == graph::OpKind::ReduceMax;
       const std::string x = name(op.inputs[0]);
+      // A max over a partial row skips the padding (a sum adds its zeros): past the real key
+      // positions a term is the max's identity.
+      const std::string real = max ? realKv(op.inputs[0]) : "";
+      const std::string term = x + "[4 * j + 2 * h + c]";
       out_.line("float " + name(op.output) + "[2];");
-      out_.line("#pragma unroll");
-      out_.open("for (int h = 0; h < 2; ++h)");
-      out_.line("float v = " + x + "[2 * h];");
-      out_.line("#pragma unroll");
-      out_.open("for (int j = 0; j < " + str(at_.kv / 8) + "; ++j)");
-      out_.line("#pragma unroll");
-      out_.open("for (int c = 0; c < 2; ++c)");
-      out_.line("if (j == 0 && c == 0) continue;");
-      out_.line(max ? "v = mg::max_of(v, " + x + "[4 * j + 2 * h + c]);"
-                    : "v += " + x + "[4 * j + 2 * h + c];");
-      out_.close();
-      out_.close();
-      out_.line(max ? "v = mg::max_of(v, __shfl_xor_sync(0xffffffffu, v, 1));"
-                    : "v += __shfl_xor_sync(0xffffffffu, v, 1);");
-      out_.line(max ? "v = mg::max_of(v, __shfl_xor_sync(0xffffffffu, v, 2));"
-                    : "v += __shfl_xor_sync(0xffffffffu, v, 2);");
-      out_.line(name(op.output) + "[h] = v;");
-      out_.close();
+      const auto reduce = [&](bool guarded) {
+        const std::string value = guarded ? "(j * 8 + ((lane & 3) << 1) + c < " + real + " ? " +
+                                                term + " : mg::negative_infinity())"
+                                          : term;
+        out_.line("#pragma unroll");
+        out_.open("for (int h = 0; h < 2; ++h)");
+        out_.line(guarded ? "float v = mg::negative_infinity();" : "float v = " + x + "[2 * h];");
+        out_.line("#pragma unroll");
+        out_.open("for (int j = 0; j < " + str(at_.kv / 8) + "; ++j)");
+        out_.line("#pragma unroll");
+        out_.open("for (int c = 0; c < 2; ++c)");
+        if (!guarded) out_.line("if (j == 0 && c == 0) continue;");
+        out_.line(max ? "v = mg::max_of(v, " + value + ");" : "v += " + term + ";");
+        out_.close();
+        out_.close();
+        out_.line(max ? "v = mg::max_of(v, __shfl_xor_sync(0xffffffffu, v, 1));"
+                      : "v += __shfl_xor_sync(0xffffffffu, v, 1);");
+        out_.line(max ? "v = mg::max_of(v, __shfl_xor_sync(0xffffffffu, v, 2));"
+                      : "v += __shfl_xor_sync(0xffffffffu, v, 2);");
+        out_.line(name(op.output) + "[h] = v;");
+        out_.close();
+      };
+      if (real.empty()) {
+        reduce(false);
+      } else {
+        // Only the last iteration of a partial sequence has padding to skip.
+        out_.open("if (" + real + " < " + str(at_.kv) + ")");
+        reduce(true);
+        out_.reopen("else");
+        reduce(false);
+        out_.close();
+      }
     } else if (op.kind == graph::OpKind::AccumMax) {
       const std::string m = name(op.output);
       const std::string x = name(op.inputs[0]);

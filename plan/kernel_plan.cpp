@@ -399,7 +399,8 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
     const graph::TensorDesc& source = graph.tensors[plan.kernel->inputs[op.kernelTensor]];
     transposedInput[op.output] = source.layout == graph::Layout::Transposed;
   }
-  // Partial tiles run on the general path (shared tiles padded, loads and stores masked).
+  // Partial tiles run on the general path (shared tiles padded, loads and stores masked) or
+  // on the warpgroup path (the copy engine zero-fills past a tensor's end, stores masked).
   if (!plan.partial) plan.threadOwned = planThreadOwned(plan);
   if (plan.threadOwned) {
     for (size_t o = 0; o < block.ops.size(); ++o) {
@@ -411,7 +412,7 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
     plan.minBlocksPerSm = 1;
     return plan;
   }
-  if (!plan.partial) plan.warpgroupAttention = planWarpgroupAttention(plan, target);
+  plan.warpgroupAttention = planWarpgroupAttention(plan, target);
   if (plan.warpgroupAttention) {
     planOutputCopy(plan, plan.warpgroupAttention->outputOp);
     plan.pipelineStages = plan.warpgroupAttention->stages;
@@ -419,7 +420,7 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
     plan.minBlocksPerSm = 1;
     return plan;
   }
-  if (!plan.partial) plan.warpgroupMma = planWarpgroupMma(plan, target);
+  plan.warpgroupMma = planWarpgroupMma(plan, target);
   if (plan.warpgroupMma) {
     const WarpgroupMmaPlan& wg = *plan.warpgroupMma;
     planOutputCopy(plan, wg.outputOp);

@@ -76,7 +76,8 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, int opIndex, int 
     if (i > 0 && map.strideBytes[i] % 16 != 0) return std::nullopt;  // the copy engine's rule
     for (int axis = 0; axis < graph::kGridAxes; ++axis) {
       if (block.grid[axis] > 1 && op.imap[axis] == d) {
-        operand.blockStep[i][axis] = source.shape[d] / block.grid[axis];
+        // A partial last part reads past the tensor's end: the copy engine fills zeros there.
+        operand.blockStep[i][axis] = plan.splits[op.output][d].blockTile;
       }
     }
     if (block.forloop > 1 && op.fmap == d) operand.iterationStep[i] = tile[d];
@@ -84,6 +85,16 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, int opIndex, int 
   operand.map = static_cast<int>(maps.size());
   maps.push_back(map);
   return operand;
+}
+
+// Bytes of the staging buffers for output op `outputOp`'s epilogue: 16-bit results whose
+// rows start 16-byte aligned leave through them in 16-byte stores (WarpgroupMmaPlan); others
+// are stored from registers.
+int64_t stagingBytesFor(const KernelPlan& plan, int outputOp, int consumers) {
+  const graph::BlockOp& output = plan.block->ops[outputOp];
+  const graph::TensorDesc& result = plan.graph->tensors[plan.kernel->outputs[output.kernelTensor]];
+  const bool aligned = result.shape.back() * graph::dtypeBytes(result.dtype) % 16 == 0;
+  return isSixteenBit(result.dtype) && aligned ? consumers * 4 * kStagingBytesPerWarp : 0;
 }
 
 }  // namespace
@@ -168,9 +179,7 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   wg.a.offset = 0;
   wg.b.offset = alignUp(wg.a.boxBytes * wg.a.boxes, kSwizzleAlignment);
   wg.stageBytes = alignUp(wg.b.offset + wg.b.boxBytes * wg.b.boxes, kSwizzleAlignment);
-  const graph::TensorDesc& result = plan.graph->tensors[plan.kernel->outputs[output.kernelTensor]];
-  const int64_t stagingBytes =
-      isSixteenBit(result.dtype) ? wg.consumers * 4 * kStagingBytesPerWarp : 0;
+  const int64_t stagingBytes = stagingBytesFor(plan, wg.outputOp, wg.consumers);
   const int64_t barrierBytes = 2 * 8 * kMaxStages;
   const int64_t available =
       target.sharedBytesPerBlock - barrierBytes - stagingBytes - kSwizzleAlignment;
@@ -357,10 +366,7 @@ std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& p
   at.k.offset = 0;  // within a stage
   at.v.offset = alignUp(at.k.boxBytes * at.k.boxes, kSwizzleAlignment);
   at.stageBytes = alignUp(at.v.offset + at.v.boxBytes * at.v.boxes, kSwizzleAlignment);
-  const graph::BlockOp& output = block.ops[at.outputOp];
-  const graph::TensorDesc& result = plan.graph->tensors[plan.kernel->outputs[output.kernelTensor]];
-  const int64_t stagingBytes =
-      isSixteenBit(result.dtype) ? at.consumers * 4 * kStagingBytesPerWarp : 0;
+  const int64_t stagingBytes = stagingBytesFor(plan, at.outputOp, at.consumers);
   const int64_t barrierBytes = 8 * (2 * kMaxStages + 1);
   const int64_t available =
       target.sharedBytesPerBlock - at.qBytes - barrierBytes - stagingBytes - kSwizzleAlignment;

@@ -43,10 +43,13 @@ if [[ $step == all || $step == bench ]]; then
          gemm_8192:gemm_8192.warpgroups gemm_8192_bf16:gemm_8192_bf16.warpgroups
          mha_prefill_2048:mha_prefill_2048.warpgroups
          mlp_batch16:mlp_batch16.best
-         gemm_1030:gemm_1030.tiled gemm_1030.t64:gemm_1030.t64
+         gemm_1030:gemm_1030.tiled
          vocab_16x32001:vocab_16x32001.partial
          gqa_decode_1000:gqa_decode_1000.split_kv gqa_decode_5000:gqa_decode_5000.split_kv
-         mha_prefill_1000:mha_prefill_1000.flash64 mha_prefill_1024:mha_prefill_1024.flash64"
+         mha_prefill_1000.flash64:mha_prefill_1000.flash64
+         mha_prefill_1024.flash64:mha_prefill_1024.flash64
+         mha_prefill_1000:mha_prefill_1000.warpgroups mha_prefill_1024:mha_prefill_1024.warpgroups
+         gemm_1000:gemm_1000.warpgroups"
   for ctx in 1k 2k 4k 8k 16k 32k 64k; do
     pairs="$pairs gqa_decode_$ctx:gqa_decode_$ctx.split_kv"
   done

@@ -116,7 +116,8 @@ TEST(ShippedSchedules, TiledGemmOnSm80RunsMmaSyncWithATwoStageCpAsyncPipeline) {
 // tensor map per operand after its pointers.
 TEST(ShippedSchedules, TiledGemmsOnSm90RunWgmmaFedByBulkTensorCopies) {
   for (const char* name : {"gemm_1024.tiled", "gemm_4096.tiled", "gemm_4096.warpgroups",
-                           "gemm_1024_bt.warpgroups", "gemm_1024_at_bf16.warpgroups"}) {
+                           "gemm_1024_bt.warpgroups", "gemm_1024_at_bf16.warpgroups",
+                           "gemm_1000.warpgroups"}) {
     SCOPED_TRACE(name);
     const std::string path =
         std::string(MUGRAPH_SOURCE_DIR) + "/schedules/" + std::string(name) + ".json";
@@ -133,6 +134,29 @@ TEST(ShippedSchedules, TiledGemmsOnSm90RunWgmmaFedByBulkTensorCopies) {
     EXPECT_NE(code.emitted.source.find("const __grid_constant__ mg::TensorMap mg_map1"),
               std::string::npos);
   }
+}
+
+// Partial tiles on sm_90 (graph/tile_splits.h): where every stride suits the copy engine
+// (1000 f16 elements: 2000 bytes) the warpgroup path takes them, the copy engine zero-filling
+// past the tensor's end and the stores stopping there; rows of 1030 f16 elements (2060 bytes)
+// are no copy-engine stride, so that GEMM stays on the general path with zero-filling
+// cp.async copies.
+TEST(ShippedSchedules, PartialTilesTakeTheWarpgroupPathWhereTheCopyEngineCanReadThem) {
+  const GeneratedCode& gemm = compiledShipped(
+      std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1000.warpgroups.json", 90);
+  EXPECT_NE(gemm.emitted.source.find("realRows"), std::string::npos);
+  EXPECT_NE(gemm.emitted.source.find("realCols"), std::string::npos);
+  const GeneratedCode& attention = compiledShipped(
+      std::string(MUGRAPH_SOURCE_DIR) + "/schedules/mha_prefill_1000.warpgroups.json", 90);
+  EXPECT_NE(attention.emitted.source.find("mg::wgmma_m64n128k16_rs<1>"), std::string::npos);
+  EXPECT_NE(attention.emitted.source.find("mg::negative_infinity()"), std::string::npos);
+  EXPECT_NE(attention.emitted.source.find("mg::tile_extent(1000, 1000, 128, 0, it)"),
+            std::string::npos);
+  const GeneratedCode& odd = compiledShipped(
+      std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1030.tiled.json", 90);
+  EXPECT_FALSE(odd.emitted.archSpecific);
+  EXPECT_NE(odd.ptx.at("sm_90").find("mma.sync"), std::string::npos);
+  EXPECT_NE(odd.emitted.source.find("mg::cp_async_zfill<4>"), std::string::npos);
 }
 
 // Attention prefill on sm_90: S = Q·K by wgmma from shared tiles, the online softmax in the

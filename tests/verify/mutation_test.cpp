@@ -174,8 +174,11 @@ std::vector<Mutation> gemmMutations() {
       {"partial product minus itself", wrapBeforeAccumulator("sub", {"c", "c"})},
       {"partial product divided by itself", wrapBeforeAccumulator("div", {"c", "c"})},
       {"silu of the partial product", wrapBeforeAccumulator("silu", {"c"})},
-      {"for-loop count changed alone", [](json& s) { s["kernels"][0]["forloop"] = 12; }},
+      {"for-loop of more iterations than K has elements",
+       [](json& s) { s["kernels"][0]["forloop"] = 2048; }},
       // Correct variants.
+      {"for-loop of 12 iterations, the last one partial",
+       [](json& s) { s["kernels"][0]["forloop"] = 12; }, true},
       {"for-loop of 8 iterations", [](json& s) { s["kernels"][0]["forloop"] = 8; }, true},
       {"for-loop of 32 iterations", [](json& s) { s["kernels"][0]["forloop"] = 32; }, true},
       {"grid 16 x 4",

@@ -70,13 +70,13 @@ def default_splits(context, tile_rows=KV_TILE_ROWS):
 
 def partial_plan(context, tile_rows=KV_TILE_ROWS):
     """(splits, forloop, tile) for a context that is no whole number of tiles: KV tiles of a
-    multiple of 16 positions near `tile_rows` (64 to 2 * tile_rows), up to 64 per split, the
+    multiple of 16 positions up to `tile_rows` (64 to tile_rows), up to 64 per split, the
     last tile partial, chosen as its power-of-two neighbours are: the fewest waves of blocks
     over TARGET_BLOCKS, then the most splits (blocks of the wave), then the fewest padded
     positions, then tiles nearest `tile_rows`; a split holds at least `tile_rows` positions.
     Every iteration of the last split must hold a real position (validation's rule)."""
     best = None
-    for tile in range(64, 2 * tile_rows + 1, 16):
+    for tile in range(64, tile_rows + 1, 16):  # larger tiles outgrow an sm_80 block
         for forloop in range(1, 65):
             part = forloop * tile
             if part < tile_rows:

@@ -330,6 +330,7 @@ def all_cases():
     cases["gemm_8192_bf16"] = functools.partial(gemm_case, 8192, torch.bfloat16)
     # Sizes no power-of-two tile divides (partial tiles) and their power-of-two neighbours.
     cases["gemm_1030"] = functools.partial(gemm_case, 1030, torch.float16)
+    cases["gemm_1000"] = functools.partial(gemm_case, 1000, torch.float16)
     cases["vocab_16x32001"] = functools.partial(vocab_case, 16, 4096, 32001)
     for context in (1000, 5000):
         cases[f"gqa_decode_{context}"] = functools.partial(decode_case, context)
