@@ -4,6 +4,8 @@
 // shapes, every reported variant verified.
 #include <gtest/gtest.h>
 
+#include "graph/builder.h"
+#include "graph/tile_splits.h"
 #include "plan/kernel_plan.h"
 #include "search/builtin_programs.h"
 #include "search/superoptimize.h"
@@ -44,6 +46,33 @@ TEST(GemmSearch, FindsTiledSchedulesWithALoopOverK) {
   ASSERT_TRUE(isTiledWithLoopOverK(first));
   EXPECT_EQ(options.config.target->name, "sm_90");
   EXPECT_TRUE(plan::planKernel(first.graph, 0, *options.config.target).warpgroupMma);
+}
+
+// Sizes no power-of-two tile divides (partial tiles, graph/tile_splits.h): the search cuts
+// them into power-of-two tiles with a partial last one, chosen for the hardware, and verifies
+// those schedules in the finite field like any other.
+TEST(GemmSearch, CutsSizesNoTileDividesIntoPartialTiles) {
+  graph::GraphBuilder builder("gemm_odd");
+  const graph::TensorId a = builder.input("A", graph::DType::F16, {200, 136});
+  const graph::TensorId b = builder.input("B", graph::DType::F16, {136, 232});
+  builder.output(builder.op(graph::OpKind::Matmul, {a, b}, {}, "C"));
+  const graph::Program program = builder.finish();
+  SearchOptions options = testing::quietOptions(program);
+  options.config.maxVariants = 3;
+  const SearchResult result = superoptimize(program, options);
+  ASSERT_FALSE(result.variants.empty());
+  bool partial = false;
+  for (const VerifiedVariant& v : result.variants) {
+    EXPECT_EQ(v.verification.level, "finite-field");
+    EXPECT_LE(v.verification.falseAcceptBound, 1e-12);
+    for (const graph::KernelOp& kernel : v.schedule.graph.ops) {
+      if (!kernel.block) continue;
+      std::vector<graph::Dims> inputs;
+      for (graph::TensorId t : kernel.inputs) inputs.push_back(v.schedule.graph.tensors[t].shape);
+      partial = partial || graph::hasPartialTiles(graph::blockTileSplits(*kernel.block, inputs));
+    }
+  }
+  EXPECT_TRUE(partial) << "no reported variant has a partial tile";
 }
 
 TEST(RmsNormMatmulSearch, FindsAFusedSchedule) {
