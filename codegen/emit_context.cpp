@@ -173,6 +173,15 @@ void declareRealExtents(const EmitContext& context, bool loopDependent) {
   }
 }
 
+bool declareBlockIterations(const EmitContext& context, const std::string& part) {
+  const std::optional<graph::DimSplit>& loop = context.plan.shortenedLoop;
+  if (!loop) return false;
+  context.out.line("const int mg_iterations = mg::part_iterations(" + std::to_string(loop->extent) +
+                   ", " + std::to_string(loop->blockTile) + ", " + std::to_string(loop->tile) +
+                   ", " + part + ", " + std::to_string(context.block().forloop) + ");");
+  return true;
+}
+
 std::string EmitContext::realExtent(graph::TensorId tile, int dim,
                                     const std::string& iteration) const {
   const graph::TileSplit& split = plan.splits.at(tile);

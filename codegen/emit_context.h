@@ -111,6 +111,11 @@ std::string elementwiseExpression(graph::OpKind kind, const graph::OpAttrs& attr
 // for-loop, at the top of each iteration.
 void declareRealExtents(const EmitContext& context, bool loopDependent);
 
+// `const int mg_iterations`: the iterations this block runs (fewer than the loop's in the last
+// part of a shortened loop, KernelPlan::shortenedLoop); nothing without one. Returns whether
+// it declared it.
+bool declareBlockIterations(const EmitContext& context, const std::string& part);
+
 // Part printers, one file each.
 void emitInputLoad(const EmitContext& context, int op, const std::string& buffer,
                    const std::string& iteration);

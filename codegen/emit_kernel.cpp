@@ -126,8 +126,16 @@ void emitLoop(const EmitContext& context) {
   } else if (anyAsync) {
     out.line("mg::cp_async_commit();");
   }
+  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  const bool shortened =
+      plan.shortenedLoop &&
+      declareBlockIterations(context, plan.shortenedLoop->gridAxis == graph::kReplicated
+                                          ? "0"
+                                          : kBlock[plan.shortenedLoop->gridAxis]);
   if (block.forloop > 1) {
     out.open("for (int it = 0; it < " + std::to_string(block.forloop) + "; ++it)");
+    // Iterations past the block's last real one are empty (graph/tile_splits.h).
+    if (shortened) out.line("if (it >= mg_iterations) break;");
   } else {
     out.open("");
     out.line("const int it = 0;");
@@ -157,6 +165,11 @@ void emitLoop(const EmitContext& context) {
     if (runsInLoop(plan, static_cast<int>(o))) emitOp(context, static_cast<int>(o));
   }
   out.close();
+  if (shortened && anyAsync) {
+    // Copies issued ahead for the skipped iterations land before shared memory is reused.
+    out.line("mg::cp_async_wait<0>();");
+    out.line("__syncthreads();");
+  }
 }
 
 void emitKernel(const EmitContext& context) {

@@ -396,7 +396,7 @@ class AttentionEmitter {
     out_.open("if (threadIdx.x == 0)");
     out_.line("mg::mbarrier_arrive_expect_tx(qFull, " + str(at_.q.boxBytes * at_.q.boxes) + ");");
     emitLoads(at_.q, "mg_smem + " + str(at_.q.offset), "qFull", "0");
-    out_.open("for (int it = 0; it < " + str(block_.forloop) + "; ++it)");
+    openIterations();
     out_.line("const int s = it % " + str(stages) + ";");
     out_.line("if (it >= " + str(stages) + ") mg::mbarrier_wait(&empty[s], ((it / " + str(stages) +
               ") - 1) & 1);");
@@ -416,6 +416,17 @@ class AttentionEmitter {
 
  private:
   std::string name(graph::TensorId t) const { return "t" + std::to_string(t); }
+
+  // The loop over iterations, copies and multiplies alike; a block whose last part holds fewer
+  // real iterations stops after them (graph/tile_splits.h).
+  void openIterations() {
+    const std::optional<graph::DimSplit>& loop = context_.plan.shortenedLoop;
+    const bool shortened =
+        loop && declareBlockIterations(
+                    context_, loop->gridAxis == graph::kReplicated ? "0" : kTile[loop->gridAxis]);
+    out_.open("for (int it = 0; it < " + str(block_.forloop) + "; ++it)");
+    if (shortened) out_.line("if (it >= mg_iterations) break;");
+  }
   int64_t width(plan::FragmentRole role) const {
     return role == plan::FragmentRole::S   ? at_.kv / 2
            : role == plan::FragmentRole::O ? at_.d / 2
@@ -487,7 +498,7 @@ class AttentionEmitter {
     out_.line("mg::mbarrier_wait(qFull, 0);");
     out_.line("const unsigned char* const qBase = mg_smem + " + str(at_.q.offset) + " + (" +
               (at_.q.kMajor ? "consumer * 64 * 128" : "consumer * " + str(at_.q.boxBytes)) + ");");
-    out_.open("for (int it = 0; it < " + str(block_.forloop) + "; ++it)");
+    openIterations();
     out_.line("const int s = it % " + str(at_.stages) + ";");
     out_.line("mg::mbarrier_wait(&full[s], (it / " + str(at_.stages) + ") & 1);");
     out_.line("const unsigned char* const stage = mg_smem + " + str(at_.stagesOffset) + " + s * " +

@@ -57,10 +57,13 @@ DimSplit cutDim(int64_t n, int gridAxis, int64_t parts, bool loop, int64_t itera
                      " leaves the last part of " + what + " empty (parts of " +
                      std::to_string(split.blockTile) + ")");
   }
-  if (loop && std::min(lastPart, split.blockTile) <= (iterations - 1) * split.tile) {
+  // Iterations past the last part's end are empty and skipped; the first part, and a loop
+  // that cuts the whole dim, must fill them all.
+  const int64_t mustFill = gridAxis == kReplicated ? lastPart : split.blockTile;
+  if (loop && std::min(mustFill, split.blockTile) <= (iterations - 1) * split.tile) {
     throw ShapeError("forloop=" + std::to_string(iterations) + " leaves the last iteration over " +
                      what + " empty (tiles of " + std::to_string(split.tile) + ", part of " +
-                     std::to_string(lastPart) + ")");
+                     std::to_string(std::min(mustFill, split.blockTile)) + ")");
   }
   return split;
 }
@@ -99,7 +102,20 @@ int64_t DimSplit::realExtent(int64_t part, int64_t iteration) const {
   return std::max<int64_t>(0, std::min(tile, partEnd - start));
 }
 
-int64_t DimSplit::lastTile() const { return realExtent(parts() - 1, iterations() - 1); }
+int64_t DimSplit::iterationsIn(int64_t part) const {
+  if (!loop) return 1;
+  const int64_t start = gridAxis == kReplicated ? 0 : part * blockTile;
+  const int64_t end = gridAxis == kReplicated ? extent : std::min(extent, (part + 1) * blockTile);
+  return std::min(iterations(), ceilDiv(end - start, tile));
+}
+
+bool DimSplit::hasEmptyIterations() const {
+  return loop && iterationsIn(parts() - 1) < iterations();
+}
+
+int64_t DimSplit::lastTile() const {
+  return realExtent(parts() - 1, iterationsIn(parts() - 1) - 1);
+}
 
 DimSplit wholeDim(int64_t extent) {
   DimSplit split;
@@ -246,6 +262,15 @@ std::vector<TileSplit> blockTileSplits(const BlockGraph& block,
         resultSplit(op.kind, op.attrs, in, shapes, block.tensors.at(op.output).shape);
   }
   return splits;
+}
+
+std::optional<DimSplit> shortenedLoop(const std::vector<TileSplit>& splits) {
+  for (const TileSplit& tile : splits) {
+    for (const DimSplit& d : tile) {
+      if (d.hasEmptyIterations()) return d;
+    }
+  }
+  return std::nullopt;
 }
 
 bool hasPartialTiles(const std::vector<TileSplit>& splits) {

@@ -4,7 +4,11 @@
 // iterations cuts the part into tiles of t2 = ⌈t1/F⌉. An input may instead declare its tile
 // (`BlockOp::tile`, e.g. 128 for n = 1030): then t2 is the declared size, t1 = F·t2, and the
 // split must need exactly g parts (⌈n/t1⌉ = g). Either way the last part is partial, its
-// elements past n do not exist, and every part and iteration holds at least one element.
+// elements past n do not exist, and every part holds at least one element. Where a dim is cut
+// by both the grid and the loop, the last part may need fewer iterations than the loop has:
+// the iterations past its end are empty and the block skips them (no op runs, accumulators
+// keep their value); every loop-cut dim of the block is then cut alike, so its blocks agree
+// on their iteration counts.
 //
 // The cut of a tile dim follows it through the block graph: element-wise ops, matmul's rows
 // and columns and accumulators keep it; a reduction ends it. Operands combined along a dim
@@ -13,6 +17,7 @@
 // along a for-loop dim; an output is written along its grid-cut dims up to n.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,7 +37,11 @@ struct DimSplit {
   int64_t realExtent(int64_t part, int64_t iteration) const;
   int64_t parts() const;       // blocks along gridAxis (1 when not grid-cut)
   int64_t iterations() const;  // iterations along the loop (1 when not loop-cut)
-  int64_t lastTile() const;    // real elements of the last part's last iteration
+  // Iterations of part `part` that hold real elements (fewer than iterations() only in the
+  // last part of a dim cut by both the grid and the loop).
+  int64_t iterationsIn(int64_t part) const;
+  bool hasEmptyIterations() const;  // some part needs fewer iterations than the loop has
+  int64_t lastTile() const;         // real elements of the last part's last real iteration
 
   bool operator==(const DimSplit&) const = default;
 };
@@ -59,6 +68,10 @@ std::vector<TileSplit> blockTileSplits(const BlockGraph& block,
 
 // Whether any tile dim of `block` is partial.
 bool hasPartialTiles(const std::vector<TileSplit>& splits);
+
+// The loop cut that gives some block fewer real iterations than the loop has, or nothing
+// (then every block runs every iteration).
+std::optional<DimSplit> shortenedLoop(const std::vector<TileSplit>& splits);
 
 // "1030 = 8 × 128 + 6": how a partial dim is cut, for messages and `mugraph show`.
 std::string splitText(const DimSplit& split);

@@ -234,6 +234,24 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
     }
     defined[op.output] = true;
   }
+  // A loop whose last part has fewer real iterations: every input it walks is cut alike, so
+  // the blocks agree on how many iterations they run.
+  if (const std::optional<DimSplit> shortened = shortenedLoop(splits)) {
+    for (size_t bi = 0; bi < block.ops.size(); ++bi) {
+      const BlockOp& op = block.ops[bi];
+      if (op.kind != OpKind::Input || block.forloop == 1 || op.fmap == kReplicated) continue;
+      const DimSplit& cut = splits[op.output].at(op.fmap);
+      if (cut != *shortened) {
+        fail(sec, k, static_cast<int>(bi), "fmap",
+             "the last block part holds " +
+                 std::to_string(shortened->iterationsIn(shortened->parts() - 1)) + " of the " +
+                 std::to_string(block.forloop) +
+                 " iterations, so every input the loop walks must be cut alike (" +
+                 splitText(*shortened) + "), but '" + block.tensors[op.output].name + "' is " +
+                 splitText(cut));
+      }
+    }
+  }
   for (size_t o = 0; o < written.size(); ++o) {
     if (written[o] < 0) {
       fail(sec, k, -1, "outputs",

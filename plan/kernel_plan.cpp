@@ -387,6 +387,7 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
   for (graph::TensorId t : plan.kernel->inputs) inputShapes.push_back(graph.tensors[t].shape);
   plan.splits = graph::blockTileSplits(block, inputShapes);
   plan.partial = graph::hasPartialTiles(plan.splits);
+  plan.shortenedLoop = graph::shortenedLoop(plan.splits);
   const size_t tiles = block.tensors.size();
   plan.home.assign(tiles, TileHome::None);
   plan.shared.assign(tiles, SharedTile{});

@@ -219,6 +219,9 @@ struct KernelPlan {
   // maxima and mean squares loop over the real elements only, and stores skip the padding.
   std::vector<graph::TileSplit> splits;
   bool partial = false;  // some tile dim is partial
+  // A loop whose last block part has fewer real iterations (graph/tile_splits.h): each block
+  // stops after its own (KernelPlan::splits' `iterationsIn`).
+  std::optional<graph::DimSplit> shortenedLoop;
   std::vector<int> producer;                // per tile: the op defining it
   std::vector<int> emitter;                 // per tile: the op whose code computes it
   std::vector<std::vector<int>> consumers;  // per tile: ops reading it (outputs too)

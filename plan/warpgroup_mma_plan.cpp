@@ -100,7 +100,8 @@ int64_t stagingBytesFor(const KernelPlan& plan, int outputOp, int consumers) {
 }  // namespace
 
 std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const Target& target) {
-  if (!target.warpgroupMma) return std::nullopt;
+  // The persistent ring counts iterations across tiles: every tile must run all of them.
+  if (!target.warpgroupMma || plan.shortenedLoop) return std::nullopt;
   const graph::BlockGraph& block = *plan.block;
   WarpgroupMmaPlan wg;
   std::vector<int> inputs;

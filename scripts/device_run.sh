@@ -46,6 +46,7 @@ if [[ $step == all || $step == bench ]]; then
          gemm_1030:gemm_1030.tiled
          vocab_16x32001:vocab_16x32001.partial
          gqa_decode_1000:gqa_decode_1000.split_kv gqa_decode_5000:gqa_decode_5000.split_kv
+         gqa_decode_12345:gqa_decode_12345.split_kv
          mha_prefill_1000.flash64:mha_prefill_1000.flash64
          mha_prefill_1024.flash64:mha_prefill_1024.flash64
          mha_prefill_1000:mha_prefill_1000.warpgroups mha_prefill_1024:mha_prefill_1024.warpgroups

@@ -109,6 +109,7 @@ BlockPlan planBlockGraph(const graph::KernelGraph& graph, const graph::KernelOp&
   std::vector<Dims> inputShapes;
   for (TensorId t : kernel.inputs) inputShapes.push_back(graph.tensors[t].shape);
   const std::vector<graph::TileSplit> splits = graph::blockTileSplits(block, inputShapes);
+  plan.shortenedLoop = graph::shortenedLoop(splits);
   for (const graph::BlockOp& op : block.ops) {
     BlockStep step{op.kind, op.inputs, op.output, op.attrs, -1};
     if (op.kind == OpKind::Input) {
@@ -168,6 +169,12 @@ std::array<int64_t, graph::kMaxRank> TilePlacement::offset(const BlockIndex& blo
   }
   if (loopDim != graph::kReplicated) result[pad + loopDim] += iteration * loopStep;
   return result;
+}
+
+int64_t BlockPlan::iterationsOf(const BlockIndex& block) const {
+  if (!shortenedLoop) return forloop;
+  const int axis = shortenedLoop->gridAxis;
+  return shortenedLoop->iterationsIn(axis == graph::kReplicated ? 0 : block[axis]);
 }
 
 Dims TilePlacement::realShape(const BlockIndex& block, int64_t iteration) const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ struct BlockStep {
 struct BlockPlan {
   BlockIndex grid{1, 1, 1};
   int64_t forloop = 1;
+  // A loop whose last block part has fewer real iterations: blocks run iterationsIn(part)
+  // of them (graph/tile_splits.h); every block runs all `forloop` without it.
+  std::optional<graph::DimSplit> shortenedLoop;
+  int64_t iterationsOf(const BlockIndex& block) const;
   int tileCount = 0;
   std::vector<graph::Dims> tileShapes;
   std::vector<TilePlacement> placements;

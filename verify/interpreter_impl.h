@@ -140,7 +140,9 @@ template <class T>
 void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning& meaning,
               std::vector<HostTensor<T>>& tiles, std::vector<HostTensor<T>>& previousMax,
               std::vector<HostTensor<T>>& device) {
-  for (int64_t iteration = 0; iteration < plan.forloop; ++iteration) {
+  // Iterations past a partial part's end are empty: the block skips them (graph/tile_splits.h).
+  const int64_t iterations = plan.iterationsOf(index);
+  for (int64_t iteration = 0; iteration < iterations; ++iteration) {
     for (const BlockStep& step : plan.perIteration) {
       if (step.kind == graph::OpKind::Input) {
         const TilePlacement& placement = plan.placements[step.placement];

@@ -182,6 +182,14 @@ __device__ __forceinline__ int tile_extent(long long n, long long blockTile, lon
   const long long real = partEnd - start < tile ? partEnd - start : tile;
   return real > 0 ? static_cast<int>(real) : 0;
 }
+// Iterations of block part `part` that hold real elements, of `iterations` (a dim of `n` cut
+// into parts of `blockTile` and tiles of `tile`; graph/tile_splits.h).
+__device__ __forceinline__ int part_iterations(long long n, long long blockTile, long long tile,
+                                               long long part, int iterations) {
+  const long long end = (part + 1) * blockTile < n ? (part + 1) * blockTile : n;
+  const long long real = (end - part * blockTile + tile - 1) / tile;
+  return real < iterations ? static_cast<int>(real) : iterations;
+}
 // n clamped to [0, chunk]: the real elements of a chunk that may straddle a tile's end.
 __device__ __forceinline__ int clamp_count(int n, int chunk) {
   return n < 0 ? 0 : (n > chunk ? chunk : n);

@@ -263,6 +263,14 @@ TEST_F(EmulatedExecution, SafeAttentionOverAPartialSequenceMatchesTheInterpreter
                           verify::testing::splitKvSchedule(program, 3, forloop)};
     expectMatchesInterpreter(split, verify::testing::attentionInputs(program, 16.0, 32));
   }
+  // Declared 16-key tiles, 3 splits of 3 iterations: the last split holds 4 keys and its block
+  // runs one iteration (a shortened loop; the copies issued ahead for the others are drained).
+  const graph::Program program =
+      verify::testing::safeAttentionProgram(2, 16, 32, 100, graph::DType::F16);
+  graph::Schedule shortened{
+      "split_shortened", program,
+      verify::testing::splitKvSchedule(program, 3, 3, verify::testing::RescaleMistake::None, 16)};
+  expectMatchesInterpreter(shortened, verify::testing::attentionInputs(program, 16.0, 33));
 }
 
 TEST_F(EmulatedExecution, TransposedInputsAndDirectInputOutputsMatchTheInterpreter) {

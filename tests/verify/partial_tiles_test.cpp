@@ -170,6 +170,45 @@ TEST(PartialTiles, SafeAttentionOverAPartialSequenceEqualsItsProgram) {
   }
 }
 
+// 37 keys in 3 splits of 2 iterations of 8: parts of 16, the last holding 5 keys, so its
+// block runs one iteration of the two (graph/tile_splits.h, shortened loops).
+TEST(PartialTiles, ALastSplitOfFewerIterationsSkipsThemAndStillEqualsItsProgram) {
+  graph::BlockGraph block;
+  block.grid = {1, 3, 1};
+  block.forloop = 2;
+  graph::BlockOp input;
+  input.imap = {kNone, 0, kNone};
+  input.fmap = 0;
+  input.tile = {8};
+  const graph::DimSplit cut = graph::inputSplit({37}, "k", block, input)[0];
+  EXPECT_EQ(cut.blockTile, 16);
+  EXPECT_EQ(cut.iterationsIn(0), 2);
+  EXPECT_EQ(cut.iterationsIn(2), 1);
+  EXPECT_TRUE(cut.hasEmptyIterations());
+  EXPECT_EQ(cut.lastTile(), 5);
+
+  const uint64_t seed = freshSeed();
+  SCOPED_TRACE(seedTrace(seed));
+  const graph::Program program = testing::safeAttentionProgram(2, 4, 8, 37);
+  const graph::KernelGraph schedule =
+      testing::splitKvSchedule(program, 3, 2, testing::RescaleMistake::None, 8);
+  EquivalenceOptions options;
+  options.seed = seed;
+  const EquivalenceReport report = checkEquivalence(program, schedule, options);
+  EXPECT_TRUE(report.equivalent) << report.mismatch;
+  EXPECT_EQ(report.level, VerificationLevel::FiniteField);
+  const TensorMap<double> inputs = testing::attentionInputs(program, 16.0, seed);
+  EXPECT_LT(normwiseError(evaluate(schedule, inputs).at("O").data,
+                          evaluate(program, inputs).at("O").data),
+            1e-12);
+  // The same with a combine that forgets the rescale is still caught.
+  EXPECT_FALSE(checkEquivalence(program,
+                                testing::splitKvSchedule(program, 3, 2,
+                                                         testing::RescaleMistake::UnscaledCombine, 8),
+                                options)
+                   .equivalent);
+}
+
 std::string validationError(const std::function<void(GraphBuilder&)>& build) {
   GraphBuilder builder("rules");
   try {

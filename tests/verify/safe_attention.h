@@ -75,9 +75,13 @@ inline graph::KernelGraph onlineSoftmaxSchedule(const graph::Program& program, i
 // sequence and write unnormalized partials with their max (in f32 whatever the inputs, as
 // FlashDecoding keeps them); the combine loops over the partials, rescaling each by
 // exp(m_j − m).
+// With `kvTile`, K and V declare tiles of that many positions (graph/tile_splits.h): a
+// sequence of no whole number of them ends in a partial tile, and the last split may need
+// fewer iterations than the loop has.
 inline graph::KernelGraph splitKvSchedule(const graph::Program& program, int64_t splits,
                                           int64_t forloop,
-                                          RescaleMistake mistake = RescaleMistake::None) {
+                                          RescaleMistake mistake = RescaleMistake::None,
+                                          int64_t kvTile = 0) {
   using graph::OpKind;
   constexpr int kNone = graph::kReplicated;
   auto b = graph::GraphBuilder::withInputsOf(program, "split_kv");
@@ -85,8 +89,11 @@ inline graph::KernelGraph splitKvSchedule(const graph::Program& program, int64_t
   graph::BlockGraphBuilder part({batch, splits, 1}, 128, forloop,
                                 {b.desc(0), b.desc(1), b.desc(2)});
   const auto q = part.input(0, {0, kNone, kNone}, kNone, "q");
-  const auto k = part.input(1, {0, 2, kNone}, 2, "k");
-  const auto v = part.input(2, {0, 1, kNone}, 1, "v");
+  const int64_t dim = b.desc(0).shape[2];
+  const graph::Dims kTile = kvTile > 0 ? graph::Dims{1, dim, kvTile} : graph::Dims{};
+  const graph::Dims vTile = kvTile > 0 ? graph::Dims{1, kvTile, dim} : graph::Dims{};
+  const auto k = part.input(1, {0, 2, kNone}, 2, "k", kTile);
+  const auto v = part.input(2, {0, 1, kNone}, 1, "v", vTile);
   const auto a = part.op(OpKind::Matmul, {q, k}, {}, "a");
   const auto tileMax = part.op(OpKind::ReduceMax, {a}, reduceAttrs(2), "tile_max");
   const auto m = part.op(OpKind::AccumMax, {tileMax}, {}, "m");

@@ -72,9 +72,12 @@ def partial_plan(context, tile_rows=KV_TILE_ROWS):
     """(splits, forloop, tile) for a context that is no whole number of tiles: KV tiles of a
     multiple of 16 positions up to `tile_rows` (64 to tile_rows), up to 64 per split, the
     last tile partial, chosen as its power-of-two neighbours are: the fewest waves of blocks
-    over TARGET_BLOCKS, then the most splits (blocks of the wave), then the fewest padded
-    positions, then tiles nearest `tile_rows`; a split holds at least `tile_rows` positions.
-    Every iteration of the last split must hold a real position (validation's rule)."""
+    over TARGET_BLOCKS, then tiles within 32 positions of `tile_rows`, then the most splits
+    (blocks of the wave), then the fewest padded positions, then tiles nearest `tile_rows`; a
+    split holds at least `tile_rows` positions. (Measured on an H100 at 5000: 15 splits of
+    3 × 112 ran 21.5 µs, 16 of 4 × 80 22.1 µs.)
+    The last split may hold fewer tiles than the others: its block skips the empty iterations
+    (graph/tile_splits.h)."""
     best = None
     for tile in range(64, tile_rows + 1, 16):  # larger tiles outgrow an sm_80 block
         for forloop in range(1, 65):
@@ -83,10 +86,11 @@ def partial_plan(context, tile_rows=KV_TILE_ROWS):
                 continue  # a split holds at least tile_rows positions, as its neighbours do
             splits = -(-context // part)
             last = context - (splits - 1) * part
-            if last <= (forloop - 1) * tile:
-                continue
+            if splits == 1 and last <= (forloop - 1) * tile:
+                continue  # one split's loop must fill; a last split may run fewer iterations
             waves = -(-KV_HEADS * splits // TARGET_BLOCKS)
-            key = (waves, -splits, splits * part - context, abs(tile - tile_rows), forloop)
+            key = (waves, abs(tile - tile_rows) // 32, -splits, splits * part - context,
+                   abs(tile - tile_rows), forloop)
             if best is None or key < best[0]:
                 best = (key, (splits, forloop, tile))
     return best[1]

@@ -332,7 +332,7 @@ def all_cases():
     cases["gemm_1030"] = functools.partial(gemm_case, 1030, torch.float16)
     cases["gemm_1000"] = functools.partial(gemm_case, 1000, torch.float16)
     cases["vocab_16x32001"] = functools.partial(vocab_case, 16, 4096, 32001)
-    for context in (1000, 5000):
+    for context in (1000, 5000, 12345, 100000):
         cases[f"gqa_decode_{context}"] = functools.partial(decode_case, context)
     for tokens in (1000, 1024):
         cases[f"mha_prefill_{tokens}"] = functools.partial(prefill_case, tokens)
