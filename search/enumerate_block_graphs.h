@@ -1,5 +1,6 @@
 // Block graphs for one fused segment of the program's ops. A choice splits index variables:
-// up to three across the grid (each a power-of-two count dividing the variable), at most one
+// up to three across the grid (each a power-of-two count dividing the variable, or, where none
+// divides, ⌈n/t⌉ parts of a power-of-two tile t with a partial last one), at most one
 // of them a reduction variable (each block then writes a partial result that a combine op
 // sums), one reduction variable across the for-loop, and a thread count. From the choice the
 // tiles follow: imap/fmap/omap are the dims carrying the split variables, accumulators sit

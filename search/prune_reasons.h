@@ -10,7 +10,7 @@
 namespace mugraph::search {
 
 enum class PruneReason {
-  Shape,               // a split does not divide, or shape inference / validation failed
+  Shape,               // a split leaves a part empty, or shape inference / validation failed
   SharedMemory,        // the block graph's plan does not fit the target (shared memory, grid, or a
                        // warpgroup-only thread count off the warpgroup path)
   AbstractExpression,  // a tile's term is not a subexpression of the program (Z3 oracle)
