@@ -19,10 +19,12 @@
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
+#include "onnx_import/onnx_model.h"
 #include "plan/lower_predefined_ops.h"
 #include "search/builtin_programs.h"
 #include "search/superoptimize.h"
 #include "tools/commands.h"
+#include "tools/superoptimize_support.h"
 
 namespace mugraph::tools {
 namespace {
@@ -52,8 +54,7 @@ std::string gridsOf(const graph::KernelGraph& graph) {
   return grids;
 }
 
-// Measured GPU time of each variant (by name) when --profile ranked them.
-using Measurements = std::map<std::string, double>;
+}  // namespace
 
 nlohmann::json summaryJson(const search::SearchResult& result, const Measurements& measured) {
   const search::SearchSummary& s = result.summary;
@@ -129,6 +130,8 @@ Measurements profileOnGpu(const codegen::CudaDriver& driver, search::SearchResul
   return measured;
 }
 
+namespace {
+
 void printTable(const search::SearchResult& result) {
   const search::SearchSummary& s = result.summary;
   std::printf("%4s  %-18s  %-16s  %10s  %7s  %-16s  %-12s  %9s\n", "rank", "name", "hash",
@@ -152,24 +155,80 @@ void printTable(const search::SearchResult& result) {
 
 }  // namespace
 
+// The search space for one program: its kind's defaults, then the flags.
+search::SearchOptions searchOptionsFor(const graph::Program& program,
+                                       const SuperoptimizeOptions& o) {
+  search::SearchOptions options;
+  options.config = search::defaultConfig(search::classifyProgram(program));
+  options.config.target = &plan::targetByName(o.arch);
+  if (o.maxVariants) {
+    options.config.maxVariants = *o.maxVariants;
+    options.config.candidatePool = std::max(options.config.candidatePool, 4 * *o.maxVariants);
+  }
+  if (o.maxKernels) options.config.maxKernels = *o.maxKernels;
+  if (o.maxBlockGraphs) options.config.maxBlockGraphKernels = *o.maxBlockGraphs;
+  if (o.maxBlockOps) options.config.maxBlockOps = *o.maxBlockOps;
+  if (o.maxBlocks) options.config.maxGridBlocks = *o.maxBlocks;
+  if (!o.forloops.empty()) options.config.forloopCandidates = o.forloops;
+  if (!o.blockThreads.empty()) options.config.threadCandidates = o.blockThreads;
+  if (o.noGridSplit) options.config.allowGridSplitReduction = false;
+  for (int t : options.config.threadCandidates) {
+    if (t < graph::kWarpSize || t > graph::kMaxThreadsPerBlock || t % graph::kWarpSize != 0) {
+      throw UserError("--block-threads", std::to_string(t) + " is not a multiple of " +
+                                             std::to_string(graph::kWarpSize) + " in " +
+                                             std::to_string(graph::kWarpSize) + ".." +
+                                             std::to_string(graph::kMaxThreadsPerBlock));
+    }
+  }
+  for (int64_t f : options.config.forloopCandidates) {
+    if (f < 1) throw UserError("--forloops", "trip counts must be >= 1");
+  }
+  options.threads = o.threads;
+  options.timeLimitSeconds = o.timeLimit;
+  options.checkpointPath = o.checkpoint;
+  options.resume = o.resume;
+  return options;
+}
+
+// Writes every variant's files under `out` and `out/summary.json`; returns how many verified
+// variants got no code (a code generator bug: the rest is still written).
+int writeVariants(const search::SearchResult& result, const Measurements& measured,
+                  const plan::Target& target, const std::string& out) {
+  int withoutCode = 0;
+  std::filesystem::create_directories(out);
+  for (const search::VerifiedVariant& v : result.variants) {
+    const std::string dir = out + "/" + v.name;
+    // --profile already generated (and timed) the code of every variant it measured, in
+    // this same folder.
+    const auto profiled = measured.find(v.name);
+    if (profiled != measured.end() && std::isfinite(profiled->second)) continue;
+    std::filesystem::create_directories(dir);
+    try {
+      emitVariantCode(v.schedule, target, dir);  // + schedule.json
+    } catch (const std::exception& e) {
+      graph::saveSchedule(dir + "/schedule.json", v.schedule);
+      std::cerr << "mugraph: internal error: " << v.name
+                << ": verified, but no code was generated: " << e.what() << "\n";
+      ++withoutCode;
+    }
+  }
+  graph::writeFileAtomic(out + "/summary.json", summaryJson(result, measured).dump(2) + "\n");
+  return withoutCode;
+}
+
+std::unique_ptr<codegen::CudaDriver> driverForProfile(bool profile) {
+  if (!profile) return nullptr;
+  std::string whyNot;
+  std::unique_ptr<codegen::CudaDriver> driver = codegen::CudaDriver::open(whyNot);
+  if (!driver) {
+    throw UserError("--profile",
+                    "needs a GPU: " + whyNot + " (drop --profile to rank by the cost model)");
+  }
+  return driver;
+}
+
 Command addSuperoptimizeCommand(CLI::App& app) {
-  struct Options {
-    std::string program;
-    int threads = 0;
-    double timeLimit = 0;
-    std::string arch = plan::kDefaultTarget;
-    std::string out;
-    std::string checkpoint;
-    bool resume = false;
-    bool profile = false;
-    bool json = false;
-    std::optional<int> maxVariants, maxKernels, maxBlockGraphs, maxBlockOps;
-    std::optional<int64_t> maxBlocks;
-    std::vector<int64_t> forloops;
-    std::vector<int> blockThreads;
-    bool noGridSplit = false;
-  };
-  auto o = std::make_shared<Options>();
+  auto o = std::make_shared<SuperoptimizeOptions>();
   std::string builtins;
   for (const search::BuiltinProgram& program : search::builtinPrograms()) {
     builtins += (builtins.empty() ? "" : ", ") + program.name;
@@ -210,76 +269,20 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--forloops", o->forloops, "for-loop trip counts to try")->delimiter(',');
   sub->add_option("--block-threads", o->blockThreads, "threads per block to try")->delimiter(',');
   sub->add_flag("--no-grid-split", o->noGridSplit, "never split a reduction across the grid");
+  sub->add_option("--dim", o->dims,
+                  "for an ONNX model: pin a dynamic dim, name=value (repeatable)");
   return {
       sub, [o]() {
-        std::unique_ptr<codegen::CudaDriver> driver;
-        if (o->profile) {
-          std::string whyNot;
-          driver = codegen::CudaDriver::open(whyNot);
-          if (!driver) {
-            std::cerr << "mugraph: --profile needs a GPU: " << whyNot
-                      << " (drop --profile to rank by the cost model)\n";
-            return kExitBadInput;
-          }
-        }
+        if (onnx_import::isOnnxPath(o->program)) return superoptimizeModel(*o);
+        const std::unique_ptr<codegen::CudaDriver> driver = driverForProfile(o->profile);
+        if (!o->dims.empty()) throw UserError("--dim", "applies to ONNX models only");
         const graph::Program program = search::loadProgramOrBuiltin(o->program);
-        search::SearchOptions options;
-        options.config = search::defaultConfig(search::classifyProgram(program));
-        options.config.target = &plan::targetByName(o->arch);
-        if (o->maxVariants) {
-          options.config.maxVariants = *o->maxVariants;
-          options.config.candidatePool =
-              std::max(options.config.candidatePool, 4 * *o->maxVariants);
-        }
-        if (o->maxKernels) options.config.maxKernels = *o->maxKernels;
-        if (o->maxBlockGraphs) options.config.maxBlockGraphKernels = *o->maxBlockGraphs;
-        if (o->maxBlockOps) options.config.maxBlockOps = *o->maxBlockOps;
-        if (o->maxBlocks) options.config.maxGridBlocks = *o->maxBlocks;
-        if (!o->forloops.empty()) options.config.forloopCandidates = o->forloops;
-        if (!o->blockThreads.empty()) options.config.threadCandidates = o->blockThreads;
-        if (o->noGridSplit) options.config.allowGridSplitReduction = false;
-        for (int t : options.config.threadCandidates) {
-          if (t < graph::kWarpSize || t > graph::kMaxThreadsPerBlock || t % graph::kWarpSize != 0) {
-            throw UserError("--block-threads", std::to_string(t) + " is not a multiple of " +
-                                                   std::to_string(graph::kWarpSize) + " in " +
-                                                   std::to_string(graph::kWarpSize) + ".." +
-                                                   std::to_string(graph::kMaxThreadsPerBlock));
-          }
-        }
-        for (int64_t f : options.config.forloopCandidates) {
-          if (f < 1) throw UserError("--forloops", "trip counts must be >= 1");
-        }
-        options.threads = o->threads;
-        options.timeLimitSeconds = o->timeLimit;
-        options.checkpointPath = o->checkpoint;
-        options.resume = o->resume;
+        const search::SearchOptions options = searchOptionsFor(program, *o);
         search::SearchResult result = search::superoptimize(program, options);
         const Measurements measured =
             driver ? profileOnGpu(*driver, result, *options.config.target, o->out) : Measurements{};
-        int withoutCode = 0;
-        if (!o->out.empty()) {
-          std::filesystem::create_directories(o->out);
-          for (const search::VerifiedVariant& v : result.variants) {
-            const std::string dir = o->out + "/" + v.name;
-            // Every variant's plan fits the target (the search checked), so a failure
-            // here is a code generator bug: the rest is still written, the exit says so.
-            // --profile already generated (and timed) the code of every variant it
-            // measured, in this same folder.
-            const auto profiled = measured.find(v.name);
-            if (profiled != measured.end() && std::isfinite(profiled->second)) continue;
-            std::filesystem::create_directories(dir);
-            try {
-              emitVariantCode(v.schedule, *options.config.target, dir);  // + schedule.json
-            } catch (const std::exception& e) {
-              graph::saveSchedule(dir + "/schedule.json", v.schedule);
-              std::cerr << "mugraph: internal error: " << v.name
-                        << ": verified, but no code was generated: " << e.what() << "\n";
-              ++withoutCode;
-            }
-          }
-          graph::writeFileAtomic(o->out + "/summary.json",
-                                 summaryJson(result, measured).dump(2) + "\n");
-        }
+        const int withoutCode =
+            o->out.empty() ? 0 : writeVariants(result, measured, *options.config.target, o->out);
         if (o->json) {
           std::cout << summaryJson(result, measured).dump() << "\n";
         } else {

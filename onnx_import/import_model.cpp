@@ -1,0 +1,175 @@
+#include "onnx_import/import_model.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "onnx_import/model_shapes.h"
+#include "onnx_import/node_support.h"
+
+namespace mugraph::onnx_import {
+namespace {
+
+bool mapped(const NodeSupport& s) {
+  return s.role == NodeRole::Compute || s.role == NodeRole::Alias;
+}
+
+struct Graph {
+  std::map<std::string, int> producer;                // value -> node
+  std::map<std::string, std::vector<int>> consumers;  // value -> nodes
+};
+
+Graph edges(const Model& model) {
+  Graph g;
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    for (const std::string& out : model.nodes[n].outputs) g.producer[out] = static_cast<int>(n);
+    for (const std::string& in : model.nodes[n].inputs) {
+      if (!in.empty()) g.consumers[in].push_back(static_cast<int>(n));
+    }
+  }
+  return g;
+}
+
+// Connected sets of mapped nodes, joined where one reads the other's result directly.
+std::vector<std::vector<int>> components(const Model& model,
+                                         const std::vector<NodeSupport>& support, const Graph& g) {
+  std::vector<int> parent(model.nodes.size());
+  std::iota(parent.begin(), parent.end(), 0);
+  auto find = [&](int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    if (!mapped(support[n])) continue;
+    for (const std::string& in : model.nodes[n].inputs) {
+      const auto p = g.producer.find(in);
+      if (p != g.producer.end() && mapped(support[p->second])) {
+        parent[find(static_cast<int>(n))] = find(p->second);
+      }
+    }
+  }
+  std::map<int, std::vector<int>> byRoot;
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    if (mapped(support[n])) byRoot[find(static_cast<int>(n))].push_back(static_cast<int>(n));
+  }
+  std::vector<std::vector<int>> sets;
+  for (auto& [root, nodes] : byRoot) sets.push_back(nodes);
+  std::sort(sets.begin(), sets.end());
+  return sets;
+}
+
+// Values a set computes that something outside it reads, or that the graph returns.
+std::vector<std::string> outputsOf(const Model& model, const Graph& g,
+                                   const std::vector<int>& nodes) {
+  const std::set<int> inside(nodes.begin(), nodes.end());
+  std::vector<std::string> outs;
+  for (int n : nodes) {
+    for (const std::string& value : model.nodes[n].outputs) {
+      bool needed = std::count(model.graphOutputs.begin(), model.graphOutputs.end(), value) > 0;
+      const auto c = g.consumers.find(value);
+      if (c != g.consumers.end()) {
+        for (int reader : c->second) needed = needed || !inside.count(reader);
+      }
+      if (needed) outs.push_back(value);
+    }
+  }
+  return outs;
+}
+
+std::string subgraphName(const Model& model, const std::vector<int>& nodes,
+                         std::set<std::string>& used) {
+  std::string name = sanitizeName(model.nodes[nodes.front()].name);
+  if (nodes.size() > 1) name += "-" + sanitizeName(model.nodes[nodes.back()].name);
+  std::string unique = name;
+  for (int k = 2; used.count(unique); ++k) unique = name + "-" + std::to_string(k);
+  used.insert(unique);
+  return unique;
+}
+
+// The view and Constant nodes a subgraph reads through, added to its node list.
+void attachReadNodes(const Model& model, const std::vector<NodeSupport>& support, const Graph& g,
+                     const std::vector<int>& nodes, std::set<int>& members,
+                     std::set<int>& attached) {
+  std::vector<std::string> pending;
+  for (int n : nodes) {
+    for (const std::string& in : model.nodes[n].inputs) pending.push_back(in);
+  }
+  while (!pending.empty()) {
+    const std::string value = pending.back();
+    pending.pop_back();
+    const auto p = g.producer.find(value);
+    if (p == g.producer.end() || members.count(p->second)) continue;
+    const NodeRole role = support[p->second].role;
+    if (role != NodeRole::View && role != NodeRole::Constant) continue;
+    members.insert(p->second);
+    attached.insert(p->second);
+    for (const std::string& in : model.nodes[p->second].inputs) pending.push_back(in);
+  }
+}
+
+}  // namespace
+
+ImportedModel importModel(const std::string& path, const DimPins& pins) {
+  Model model = loadModel(path, pins);
+  inferShapes(model);
+  std::vector<NodeSupport> support = classifyNodes(model);
+  const Graph g = edges(model);
+  ImportedModel result;
+  result.path = path;
+  result.opset = model.opset;
+  for (bool again = true; again;) {
+    again = false;
+    result.subgraphs.clear();
+    std::set<std::string> names;
+    for (const std::vector<int>& nodes : components(model, support, g)) {
+      const bool computes = std::any_of(
+          nodes.begin(), nodes.end(), [&](int n) { return support[n].role == NodeRole::Compute; });
+      if (!computes) {
+        for (int n : nodes) {
+          support[n] = {NodeRole::Unsupported,
+                        "only converts or relabels a value between nodes left to the framework",
+                        false};
+        }
+        continue;
+      }
+      try {
+        Subgraph s;
+        s.name = subgraphName(model, nodes, names);
+        BuiltProgram built =
+            buildProgram(model, support, nodes, outputsOf(model, g, nodes), s.name);
+        s.program = std::move(built.program);
+        s.inputs = std::move(built.inputs);
+        s.outputs = std::move(built.outputs);
+        std::set<int> members(nodes.begin(), nodes.end());
+        std::set<int> attached;
+        attachReadNodes(model, support, g, nodes, members, attached);
+        for (int n : members) {
+          s.nodes.push_back(model.nodes[n].name);
+          s.ops.push_back(model.nodes[n].op);
+        }
+        result.subgraphs.push_back(std::move(s));
+      } catch (const BuildFailure& failure) {
+        support[failure.node] = {NodeRole::Unsupported, failure.what(), false};
+        again = true;
+        break;
+      }
+    }
+  }
+  std::set<std::string> inSubgraphs;
+  for (const Subgraph& s : result.subgraphs) inSubgraphs.insert(s.nodes.begin(), s.nodes.end());
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    const Node& node = model.nodes[n];
+    if (inSubgraphs.count(node.name)) continue;
+    std::string reason = support[n].reason;
+    if (support[n].role == NodeRole::View)
+      reason = "a view read only by nodes left to the framework";
+    if (support[n].role == NodeRole::Constant) {
+      reason = "a constant read only by nodes left to the framework";
+    }
+    result.unsupported.push_back({node.name, node.op, reason});
+  }
+  return result;
+}
+
+}  // namespace mugraph::onnx_import

@@ -1,0 +1,44 @@
+// `mugraph superoptimize model.onnx`: an ONNX model read, its nodes mapped, and the graph
+// partitioned into maximal connected subgraphs of mapped nodes, each a µgraph program named
+// after its nodes. Views (contiguous reshapes, swaps of the last two dims) join no subgraph:
+// a subgraph reads the buffer behind them. Nodes left to the framework are listed with their
+// reason. When a subgraph cannot be expressed (a node the mapping refuses there, a result
+// leaving in another dtype), the node is left out with the reason and the graph is
+// partitioned again, so every subgraph reported is a valid program.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+#include "onnx_import/onnx_model.h"
+#include "onnx_import/program_builder.h"
+
+namespace mugraph::onnx_import {
+
+struct Subgraph {
+  std::string name;                // named after its first and last ONNX nodes
+  std::vector<std::string> nodes;  // ONNX node names, views it reads through included
+  std::vector<std::string> ops;    // their op types, in the same order
+  graph::Program program;
+  std::vector<BoundInput> inputs;
+  std::vector<BoundOutput> outputs;
+};
+
+struct LeftOut {
+  std::string node;
+  std::string op;
+  std::string reason;
+};
+
+struct ImportedModel {
+  std::string path;
+  int64_t opset = 0;
+  std::vector<Subgraph> subgraphs;   // in the order of their first node
+  std::vector<LeftOut> unsupported;  // in node order
+};
+
+// Throws UserError for a file that cannot be read as a model (onnx_model.h).
+ImportedModel importModel(const std::string& path, const DimPins& pins);
+
+}  // namespace mugraph::onnx_import

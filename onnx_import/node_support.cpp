@@ -1,0 +1,185 @@
+#include "onnx_import/node_support.h"
+
+#include <map>
+#include <set>
+
+#include "onnx_import/model_shapes.h"
+
+namespace mugraph::onnx_import {
+namespace {
+
+using graph::Dims;
+
+const std::set<std::string> kComputeOps = {
+    "MatMul",  "Gemm",       "Add", "Sub", "Mul",     "Div",       "Exp",        "Sqrt",
+    "Sigmoid", "Reciprocal", "Neg", "Pow", "Softmax", "ReduceSum", "ReduceMean", "ReduceMax"};
+const std::set<std::string> kReshapeOps = {"Reshape", "Unsqueeze", "Squeeze", "Flatten"};
+
+NodeSupport unsupported(std::string reason) {
+  return {NodeRole::Unsupported, std::move(reason), false};
+}
+
+std::string dimsText(const std::vector<int64_t>& dims) {
+  return graph::formatDims(dims);
+}
+
+// The dims of size > 1 in the order a transpose reads them: when they keep their order, the
+// transpose moves no data.
+bool keepsOrderOfRealDims(const Dims& in, const std::vector<int64_t>& perm) {
+  int64_t last = -1;
+  for (int64_t p : perm) {
+    if (in[p] == 1) continue;
+    if (p < last) return false;
+    last = p;
+  }
+  return true;
+}
+
+bool swapsLastTwo(const std::vector<int64_t>& perm) {
+  const size_t r = perm.size();
+  if (r < 2) return false;
+  for (size_t d = 0; d + 2 < r; ++d) {
+    if (perm[d] != static_cast<int64_t>(d)) return false;
+  }
+  return perm[r - 2] == static_cast<int64_t>(r - 1) && perm[r - 1] == static_cast<int64_t>(r - 2);
+}
+
+std::optional<double> scalarConstant(const Model& model, const std::string& value) {
+  const auto found = model.constants.find(value);
+  if (found == model.constants.end() || found->second.values.size() != 1) return std::nullopt;
+  return found->second.values[0];
+}
+
+// The checks every mapped node shares: known static shapes, float tensors.
+std::optional<std::string> shapeProblem(const Model& model, const Node& node, size_t tensorInputs) {
+  for (size_t i = 0; i < node.inputs.size() && i < tensorInputs; ++i) {
+    if (node.inputs[i].empty()) continue;
+    const Value& v = model.values.at(node.inputs[i]);
+    if (!v.shape) return "input '" + v.name + "': " + v.whyNoShape;
+    if (!v.dtype && !model.constants.count(v.name)) {
+      return "input '" + v.name + "' is " + v.elemType + " (f16, bf16 and f32 map)";
+    }
+  }
+  for (const std::string& out : node.outputs) {
+    const Value& v = model.values.at(out);
+    if (!v.shape) return "output '" + v.name + "': " + v.whyNoShape;
+  }
+  return std::nullopt;
+}
+
+NodeSupport classifyCompute(const Model& model, const Node& node) {
+  const size_t tensorInputs = node.op == "Gemm" ? 3 : node.op.rfind("Reduce", 0) == 0 ? 1 : 2;
+  if (std::optional<std::string> problem = shapeProblem(model, node, tensorInputs)) {
+    return unsupported(*problem);
+  }
+  if (node.op == "MatMul") {
+    for (const std::string& in : node.inputs) {
+      if (model.values.at(in).shape->size() < 2) {
+        return unsupported("a 1-D operand ('" + in + "'): the IR's matmul takes matrices");
+      }
+    }
+  }
+  if (node.op == "Pow") {
+    const std::optional<double> e = scalarConstant(model, node.inputs.at(1));
+    if (!e) return unsupported("the exponent is not a constant scalar");
+    if (*e != 2.0 && *e != 1.0 && *e != 0.5) {
+      return unsupported("exponent " + std::to_string(*e) + " (2, 1 and 0.5 map)");
+    }
+  }
+  if (node.op.rfind("Reduce", 0) == 0 && !axesOf(model, node)) {
+    return unsupported("its axes are computed at run time");
+  }
+  if (!model.values.at(node.outputs.at(0)).dtype) {
+    return unsupported("its result is " + model.values.at(node.outputs[0]).elemType);
+  }
+  return {NodeRole::Compute, "", false};
+}
+
+NodeSupport classifyCast(const Model& model, const Node& node) {
+  const Value& in = model.values.at(node.inputs.at(0));
+  const Value& out = model.values.at(node.outputs.at(0));
+  if (!in.dtype || !out.dtype) {
+    return unsupported("casts " + in.elemType + " to " + out.elemType +
+                       " (casts between f16, bf16 and f32 map)");
+  }
+  if (!in.shape) return unsupported("input '" + in.name + "': " + in.whyNoShape);
+  return {NodeRole::Alias, "", false};
+}
+
+// Reshape-like nodes and Transpose: an alias, a view, or data movement.
+NodeSupport classifyLayout(const Model& model, const Node& node,
+                           const std::map<std::string, bool>& transposedViews) {
+  const Value& in = model.values.at(node.inputs.at(0));
+  const Value& out = model.values.at(node.outputs.at(0));
+  if (!in.shape) return unsupported("input '" + in.name + "': " + in.whyNoShape);
+  if (!out.shape) return unsupported("output '" + out.name + "': " + out.whyNoShape);
+  const bool inputTransposed = transposedViews.count(in.name) && transposedViews.at(in.name);
+  bool swap = false;
+  if (node.op == "Transpose") {
+    std::vector<int64_t> perm = node.intsAttr("perm").value_or(std::vector<int64_t>{});
+    if (perm.empty()) {
+      for (size_t d = in.shape->size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+    }
+    if (!keepsOrderOfRealDims(*in.shape, perm)) {
+      if (!swapsLastTwo(perm)) {
+        return unsupported("moves data (perm " + dimsText(perm) +
+                           "); only a swap of the last two dims is a layout view");
+      }
+      swap = true;
+    }
+  } else if (node.op == "Expand" || node.op == "Tile") {
+    if (stripDims(*in.shape) != stripDims(*out.shape)) {
+      return unsupported("repeats data (" + graph::formatDims(*in.shape) + " to " +
+                         graph::formatDims(*out.shape) + "); the IR has no broadcasting copy");
+    }
+  }
+  if (!swap && stripDims(*in.shape) == stripDims(*out.shape)) return {NodeRole::Alias, "", false};
+  if (inputTransposed && !swap) {
+    return unsupported("reshapes a transposed view of '" + in.name + "', which moves data");
+  }
+  if (node.op == "Expand" || node.op == "Tile") return {NodeRole::Alias, "", false};
+  return {NodeRole::View, "", swap};
+}
+
+}  // namespace
+
+Dims stripDims(const Dims& shape) {
+  size_t first = 0;
+  while (first + 1 < shape.size() && shape[first] == 1) ++first;
+  if (shape.empty()) return {1};
+  return Dims(shape.begin() + first, shape.end());
+}
+
+std::vector<NodeSupport> classifyNodes(const Model& model) {
+  std::vector<NodeSupport> support;
+  std::map<std::string, bool> transposedViews;  // value -> read through a swap of its last dims
+  for (const Node& node : model.nodes) {
+    NodeSupport s;
+    if (!node.domain.empty()) {
+      s = unsupported("op of domain '" + node.domain + "'");
+    } else if (node.op == "Constant" ||
+               (!node.outputs.empty() && model.folded.count(node.outputs[0]))) {
+      s = {NodeRole::Constant, "", false};
+    } else if (kComputeOps.count(node.op)) {
+      s = classifyCompute(model, node);
+    } else if (node.op == "Cast") {
+      s = classifyCast(model, node);
+    } else if (node.op == "Identity") {
+      s = {NodeRole::Alias, "", false};
+    } else if (kReshapeOps.count(node.op) || node.op == "Transpose" || node.op == "Expand" ||
+               node.op == "Tile") {
+      s = classifyLayout(model, node, transposedViews);
+    } else {
+      s = unsupported("no mapping for ONNX op '" + node.op + "'");
+    }
+    if (s.role == NodeRole::View && !node.outputs.empty()) {
+      const std::string& in = node.inputs.at(0);
+      const bool before = transposedViews.count(in) && transposedViews.at(in);
+      transposedViews[node.outputs[0]] = before != s.transposes;
+    }
+    support.push_back(std::move(s));
+  }
+  return support;
+}
+
+}  // namespace mugraph::onnx_import

@@ -1,0 +1,34 @@
+// What each ONNX node is to the importer, decided from the node and the shapes alone:
+//  - Compute: maps to µgraph ops (program_builder.cpp has the mapping);
+//  - Alias: computes nothing the IR stores differently (a float Cast, Identity, a reshape that
+//    only adds or drops leading size-1 dims): inside a subgraph it is its input;
+//  - View: relabels memory (a contiguous reshape, a swap of the last two dims): never inside a
+//    subgraph, but a subgraph reading its result reads the source buffer through it, with the
+//    view's shape and, for the swap, the transposed layout;
+//  - Constant: a Constant node, read by the mapping or made a program input like an initializer;
+//  - Unsupported: left to the framework, with the reason.
+// The IR keeps a value's shape with its leading size-1 dims dropped (stripDims), so batch-1
+// models and exporters' Unsqueeze/Squeeze of those dims need no reshape op.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "onnx_import/onnx_model.h"
+
+namespace mugraph::onnx_import {
+
+enum class NodeRole { Compute, Alias, View, Constant, Unsupported };
+
+struct NodeSupport {
+  NodeRole role = NodeRole::Unsupported;
+  std::string reason;       // for Unsupported
+  bool transposes = false;  // a View that swaps the last two dims
+};
+
+std::vector<NodeSupport> classifyNodes(const Model& model);
+
+// The shape without its leading size-1 dims (at least one dim stays; a scalar becomes [1]).
+graph::Dims stripDims(const graph::Dims& shape);
+
+}  // namespace mugraph::onnx_import

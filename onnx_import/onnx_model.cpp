@@ -1,0 +1,371 @@
+#include "onnx_import/onnx_model.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "graph/error.h"
+
+namespace mugraph::onnx_import {
+namespace {
+
+// Constants larger than this are weights, not parameters of an op: they are never read.
+constexpr int64_t kMaxReadConstant = 64;
+
+std::optional<graph::DType> floatDtype(int32_t elemType) {
+  switch (elemType) {
+    case onnx::TensorProto_DataType_FLOAT16:
+      return graph::DType::F16;
+    case onnx::TensorProto_DataType_BFLOAT16:
+      return graph::DType::BF16;
+    case onnx::TensorProto_DataType_FLOAT:
+      return graph::DType::F32;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string elemTypeName(int32_t elemType) {
+  if (!onnx::TensorProto_DataType_IsValid(elemType)) return "type " + std::to_string(elemType);
+  std::string name = onnx::TensorProto_DataType_Name(elemType);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+double halfToDouble(uint16_t h) {
+  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  double value;
+  if (exponent == 0) {
+    value = std::ldexp(mantissa, -24);
+  } else if (exponent == 31) {
+    value = mantissa ? std::numeric_limits<double>::quiet_NaN()
+                     : std::numeric_limits<double>::infinity();
+  } else {
+    value = std::ldexp(mantissa | 0x400, exponent - 25);
+  }
+  return sign ? -value : value;
+}
+
+double bf16ToDouble(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+template <class T>
+std::vector<double> rawValues(const std::string& raw, int64_t count) {
+  std::vector<double> values;
+  if (raw.size() != static_cast<size_t>(count) * sizeof(T)) return values;
+  for (int64_t i = 0; i < count; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+    values.push_back(static_cast<double>(v));
+  }
+  return values;
+}
+
+// The values of a small tensor, or nullopt where it is large or of a type the mapping never
+// reads (strings, complex numbers).
+std::optional<Constant> readConstant(const onnx::TensorProto& t) {
+  Constant c;
+  for (int64_t d : t.dims()) c.shape.push_back(d);
+  const int64_t count = graph::elementCount(c.shape);
+  if (count > kMaxReadConstant || t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+    return std::nullopt;
+  }
+  const std::string& raw = t.raw_data();
+  switch (t.data_type()) {
+    case onnx::TensorProto_DataType_FLOAT:
+      c.values = t.has_raw_data()
+                     ? rawValues<float>(raw, count)
+                     : std::vector<double>(t.float_data().begin(), t.float_data().end());
+      break;
+    case onnx::TensorProto_DataType_DOUBLE:
+      c.values = t.has_raw_data()
+                     ? rawValues<double>(raw, count)
+                     : std::vector<double>(t.double_data().begin(), t.double_data().end());
+      break;
+    case onnx::TensorProto_DataType_INT64:
+      c.values = t.has_raw_data()
+                     ? rawValues<int64_t>(raw, count)
+                     : std::vector<double>(t.int64_data().begin(), t.int64_data().end());
+      break;
+    case onnx::TensorProto_DataType_INT32:
+      c.values = t.has_raw_data()
+                     ? rawValues<int32_t>(raw, count)
+                     : std::vector<double>(t.int32_data().begin(), t.int32_data().end());
+      break;
+    case onnx::TensorProto_DataType_FLOAT16:
+    case onnx::TensorProto_DataType_BFLOAT16: {
+      // Without raw data, 16-bit floats sit in int32_data, one per element.
+      std::vector<uint16_t> bits;
+      if (t.has_raw_data()) {
+        if (raw.size() != static_cast<size_t>(count) * 2) return std::nullopt;
+        bits.resize(count);
+        std::memcpy(bits.data(), raw.data(), raw.size());
+      } else {
+        for (int32_t v : t.int32_data()) bits.push_back(static_cast<uint16_t>(v));
+      }
+      const bool half = t.data_type() == onnx::TensorProto_DataType_FLOAT16;
+      for (uint16_t b : bits) c.values.push_back(half ? halfToDouble(b) : bf16ToDouble(b));
+      break;
+    }
+    default:
+      return std::nullopt;
+  }
+  if (static_cast<int64_t>(c.values.size()) != count) return std::nullopt;
+  return c;
+}
+
+// A value's element type and shape from its TypeProto; symbolic dims take their pins.
+Value describeValue(const std::string& name, const onnx::TypeProto& type, const DimPins& pins,
+                    std::set<std::string>& usedPins) {
+  Value v;
+  v.name = name;
+  if (!type.has_tensor_type()) {
+    v.elemType = "not a tensor";
+    v.whyNoShape = "not a tensor";
+    return v;
+  }
+  const onnx::TypeProto_Tensor& tensor = type.tensor_type();
+  v.elemType = elemTypeName(tensor.elem_type());
+  v.dtype = floatDtype(tensor.elem_type());
+  if (!tensor.has_shape()) {
+    v.whyNoShape = "its shape is not in the file";
+    return v;
+  }
+  graph::Dims dims;
+  for (int d = 0; d < tensor.shape().dim_size(); ++d) {
+    const onnx::TensorShapeProto_Dimension& dim = tensor.shape().dim(d);
+    if (dim.has_dim_value() && dim.dim_value() > 0) {
+      dims.push_back(dim.dim_value());
+    } else if (dim.has_dim_param() && pins.count(dim.dim_param())) {
+      dims.push_back(pins.at(dim.dim_param()));
+      usedPins.insert(dim.dim_param());
+    } else if (dim.has_dim_param()) {
+      v.whyNoShape = "dim " + std::to_string(d) + " ('" + dim.dim_param() + "') is dynamic";
+      return v;
+    } else {
+      v.whyNoShape = "dim " + std::to_string(d) + " has no static size";
+      return v;
+    }
+  }
+  v.shape = dims;
+  return v;
+}
+
+Value describeInitializer(const onnx::TensorProto& t) {
+  Value v;
+  v.name = t.name();
+  v.elemType = elemTypeName(t.data_type());
+  v.dtype = floatDtype(t.data_type());
+  v.shape = graph::Dims(t.dims().begin(), t.dims().end());
+  v.initializer = true;
+  return v;
+}
+
+void readAttributes(const onnx::NodeProto& proto, Node& node, Model& model) {
+  for (const onnx::AttributeProto& a : proto.attribute()) {
+    Attribute attr;
+    if (a.has_i()) attr.i = a.i();
+    if (a.has_f()) attr.f = a.f();
+    attr.ints.assign(a.ints().begin(), a.ints().end());
+    if (a.has_t()) attr.tensor = readConstant(a.t());
+    node.attributes[a.name()] = attr;
+  }
+  if (node.op != "Constant" || node.domain != "" || node.outputs.empty()) return;
+  // A Constant's value: a tensor, or one of the scalar/list forms.
+  const std::string& out = node.outputs[0];
+  for (const onnx::AttributeProto& a : proto.attribute()) {
+    if (a.name() == "value" && a.has_t()) {
+      Value v = describeInitializer(a.t());
+      v.name = out;
+      v.initializer = true;
+      model.values[out] = v;
+      if (std::optional<Constant> c = readConstant(a.t())) model.constants[out] = *c;
+    } else if (a.name() == "value_float" || a.name() == "value_int") {
+      Value v;
+      v.name = out;
+      v.elemType = a.name() == "value_float" ? "float" : "int64";
+      if (a.name() == "value_float") v.dtype = graph::DType::F32;
+      v.shape = graph::Dims{};
+      v.initializer = true;
+      model.values[out] = v;
+      model.constants[out] = {{}, {a.name() == "value_float" ? a.f() : double(a.i())}};
+    } else if (a.name() == "value_floats" || a.name() == "value_ints") {
+      Constant c;
+      if (a.name() == "value_floats")
+        c.values.assign(a.floats().begin(), a.floats().end());
+      else
+        c.values.assign(a.ints().begin(), a.ints().end());
+      c.shape = {static_cast<int64_t>(c.values.size())};
+      Value v;
+      v.name = out;
+      v.elemType = a.name() == "value_floats" ? "float" : "int64";
+      if (a.name() == "value_floats") v.dtype = graph::DType::F32;
+      v.shape = c.shape;
+      v.initializer = true;
+      model.values[out] = v;
+      model.constants[out] = c;
+    }
+  }
+}
+
+int64_t defaultOpset(const onnx::ModelProto& proto, const std::string& path) {
+  for (const onnx::OperatorSetIdProto& set : proto.opset_import()) {
+    if (set.domain().empty() || set.domain() == "ai.onnx") return set.version();
+  }
+  throw UserError(path, "the model imports no opset of the default ONNX domain");
+}
+
+onnx::ModelProto parseFile(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) throw UserError(path, "no such file");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (!in && !in.eof()) throw UserError(path, "cannot be read");
+  onnx::ModelProto proto;
+  const std::string data = bytes.str();
+  if (data.empty()) throw UserError(path, "is empty, not an ONNX model");
+  if (!proto.ParseFromString(data)) {
+    throw UserError(
+        path, "is not a valid ONNX model: the protobuf does not parse (truncated or not ONNX)");
+  }
+  if (!proto.has_graph() || proto.graph().node_size() == 0) {
+    throw UserError(path, "holds no graph with nodes (truncated, or not an ONNX model)");
+  }
+  return proto;
+}
+
+}  // namespace
+
+int64_t Node::intAttr(const std::string& key, int64_t fallback) const {
+  const auto found = attributes.find(key);
+  return found != attributes.end() && found->second.i ? *found->second.i : fallback;
+}
+
+std::optional<std::vector<int64_t>> Node::intsAttr(const std::string& key) const {
+  const auto found = attributes.find(key);
+  if (found == attributes.end()) return std::nullopt;
+  return found->second.ints;
+}
+
+double Node::floatAttr(const std::string& key, double fallback) const {
+  const auto found = attributes.find(key);
+  return found != attributes.end() && found->second.f ? *found->second.f : fallback;
+}
+
+bool isOnnxPath(const std::string& path) {
+  return std::filesystem::path(path).extension() == ".onnx";
+}
+
+std::pair<std::string, int64_t> parseDimPin(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw UserError("--dim", "'" + text + "' is not name=value");
+  }
+  const std::string value = text.substr(eq + 1);
+  size_t used = 0;
+  int64_t n = 0;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != value.size() || value.empty() || n < 1) {
+    throw UserError("--dim", "'" + text + "': the value must be a positive integer");
+  }
+  return {text.substr(0, eq), n};
+}
+
+Model loadModel(const std::string& path, const DimPins& pins) {
+  const onnx::ModelProto proto = parseFile(path);
+  Model model;
+  model.path = path;
+  model.opset = defaultOpset(proto, path);
+  if (model.opset < kMinOpset || model.opset > kMaxOpset) {
+    throw UserError(path, "opset " + std::to_string(model.opset) +
+                              " of the default domain is out of range (" +
+                              std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) +
+                              " are supported)");
+  }
+  const onnx::GraphProto& g = proto.graph();
+  model.graphName = g.name();
+  std::set<std::string> usedPins;
+  for (const onnx::TensorProto& t : g.initializer()) {
+    model.values[t.name()] = describeInitializer(t);
+    if (std::optional<Constant> c = readConstant(t)) model.constants[t.name()] = *c;
+  }
+  for (const onnx::ValueInfoProto& info : g.value_info()) {
+    if (model.values.count(info.name())) continue;  // an initializer's own dims are exact
+    model.values[info.name()] = describeValue(info.name(), info.type(), pins, usedPins);
+  }
+  for (const onnx::ValueInfoProto& info : g.output()) {
+    model.values[info.name()] = describeValue(info.name(), info.type(), pins, usedPins);
+    model.graphOutputs.push_back(info.name());
+  }
+  for (const onnx::ValueInfoProto& info : g.input()) {
+    if (model.values.count(info.name()) && model.values[info.name()].initializer) continue;
+    Value v = describeValue(info.name(), info.type(), pins, usedPins);
+    v.graphInput = true;
+    if (!v.shape) {
+      std::string reason = "input '" + info.name() + "': " + v.whyNoShape;
+      const size_t quote = v.whyNoShape.find("('");
+      if (quote != std::string::npos) {
+        const std::string dim = v.whyNoShape.substr(quote + 2, v.whyNoShape.find("')") - quote - 2);
+        reason += "; pin it with --dim " + dim + "=N";
+      }
+      throw UserError(path, reason);
+    }
+    model.values[info.name()] = v;
+    model.graphInputs.push_back(info.name());
+  }
+  for (const auto& [name, value] : pins) {
+    if (!usedPins.count(name)) {
+      throw UserError("--dim", "'" + name + "' names no dynamic dim of " + path);
+    }
+  }
+  std::set<std::string> defined;
+  for (const auto& [name, value] : model.values) {
+    if (value.initializer || value.graphInput) defined.insert(name);
+  }
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& p = g.node(i);
+    Node node;
+    node.op = p.op_type();
+    node.domain = p.domain() == "ai.onnx" ? "" : p.domain();
+    node.name = p.name().empty() ? node.op + "_" + std::to_string(i) : p.name();
+    node.inputs.assign(p.input().begin(), p.input().end());
+    node.outputs.assign(p.output().begin(), p.output().end());
+    for (const std::string& in : node.inputs) {
+      if (!in.empty() && !defined.count(in)) {
+        throw UserError(path, "node '" + node.name + "' (" + node.op + ") reads '" + in +
+                                  "', which no input, initializer or earlier node defines");
+      }
+    }
+    readAttributes(p, node, model);
+    for (const std::string& out : node.outputs) {
+      defined.insert(out);
+      if (!model.values.count(out)) {
+        model.values[out] = Value{
+            out, "", std::nullopt, std::nullopt, "its shape is not in the file", false, false};
+      }
+    }
+    model.nodes.push_back(std::move(node));
+  }
+  for (const std::string& out : model.graphOutputs) {
+    if (!defined.count(out)) {
+      throw UserError(path, "graph output '" + out + "' is defined by no node or input");
+    }
+  }
+  return model;
+}
+
+}  // namespace mugraph::onnx_import

@@ -1,0 +1,86 @@
+// Reads an ONNX file (Debian's libonnx protobuf classes) into plain records the importer
+// works on: every value with its element type and static shape (or why it has none), the
+// nodes in file order, and the small constants the op mapping needs (exponents, eps, axes,
+// target shapes). Initializers stay values: they become program inputs, since the search
+// needs their shapes and dtypes, never their contents.
+//
+// Everything a user can get wrong is a UserError naming the file and the reason: a file
+// that does not parse, an opset outside 13..21, a graph input with a dynamic dim that no
+// `--dim name=value` pins, a node reading a value nothing defines.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/types.h"
+
+namespace mugraph::onnx_import {
+
+inline constexpr int64_t kMinOpset = 13;
+inline constexpr int64_t kMaxOpset = 21;
+
+// `--dim name=value`: symbolic dims (ONNX dim_param) pinned by the user.
+using DimPins = std::map<std::string, int64_t>;
+
+struct Value {
+  std::string name;
+  std::string elemType;               // ONNX's name: "float16", "int64", ...
+  std::optional<graph::DType> dtype;  // set for f16, bf16 and f32
+  std::optional<graph::Dims> shape;   // static shape (rank 0 for scalars)
+  std::string whyNoShape;             // when shape is unset: "dim 1 ('seq') is dynamic", ...
+  bool initializer = false;
+  bool graphInput = false;
+};
+
+// A constant small enough to be read by the mapping (a scalar, axes, a target shape).
+struct Constant {
+  graph::Dims shape;
+  std::vector<double> values;  // row-major
+};
+
+struct Attribute {
+  std::optional<int64_t> i;
+  std::optional<double> f;
+  std::vector<int64_t> ints;
+  std::optional<Constant> tensor;  // a small tensor attribute's values
+};
+
+struct Node {
+  std::string name;  // the node's name, or "<op>_<index>" where the file has none
+  std::string op;
+  std::string domain;               // "" for the default (ai.onnx) domain
+  std::vector<std::string> inputs;  // "" for an omitted optional input
+  std::vector<std::string> outputs;
+  std::map<std::string, Attribute> attributes;
+
+  int64_t intAttr(const std::string& key, int64_t fallback) const;
+  std::optional<std::vector<int64_t>> intsAttr(const std::string& key) const;
+  double floatAttr(const std::string& key, double fallback) const;
+};
+
+struct Model {
+  std::string path;
+  int64_t opset = 0;
+  std::vector<Node> nodes;  // topological, as ONNX requires
+  std::map<std::string, Value> values;
+  std::map<std::string, Constant> constants;  // initializers and Constant nodes, small ones
+  std::set<std::string> folded;               // constants computed from others (model_shapes.cpp)
+  std::vector<std::string> graphInputs;       // in order, initializers excluded
+  std::vector<std::string> graphOutputs;
+  std::string graphName;
+};
+
+// Throws UserError(path, reason) for anything the file gets wrong.
+Model loadModel(const std::string& path, const DimPins& pins);
+
+// Whether a file should be read as an ONNX model (its extension).
+bool isOnnxPath(const std::string& path);
+
+// "name=value" from `--dim`; throws UserError("--dim", reason).
+std::pair<std::string, int64_t> parseDimPin(const std::string& text);
+
+}  // namespace mugraph::onnx_import

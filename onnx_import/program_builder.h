@@ -1,0 +1,56 @@
+// Turns one connected set of mapped ONNX nodes into a µgraph program: the op mapping.
+//  - MatMul; Gemm with alpha, beta, a bias, and transposes of operands read from outside;
+//  - Add/Sub/Mul/Div, broadcasting (right-aligned; an input of lower rank is declared with
+//    leading size-1 dims), with a scalar constant: add_scalar / scale; c/x feeds a Mul as a
+//    division;
+//  - Exp, Sqrt, Sigmoid, Neg (scale by -1), Pow 2/1/0.5, Reciprocal (as a divisor);
+//  - Softmax in the safe form: x − max(x) before exp, divided by the sum;
+//  - ReduceSum/ReduceMax per axis, ReduceMean as the sum scaled by 1/n;
+//  - Cast between float types, Identity, reshapes of leading size-1 dims: aliases.
+// Values the set reads from outside become program inputs (weights included), through the
+// views they come by; values read outside the set or graph outputs become program outputs.
+// A node the IR cannot express here raises BuildFailure naming the node to leave out.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+#include "onnx_import/node_support.h"
+
+namespace mugraph::onnx_import {
+
+struct BuildFailure : std::runtime_error {
+  BuildFailure(int node, const std::string& reason) : std::runtime_error(reason), node(node) {}
+  int node;  // index into Model::nodes of the node to leave to the framework
+};
+
+// A program input and the ONNX value whose memory it is.
+struct BoundInput {
+  std::string irName;
+  std::string value;   // the ONNX value the program reads
+  std::string buffer;  // the ONNX value whose memory holds it (differs through views)
+  bool transposed = false;
+};
+
+struct BoundOutput {
+  std::string irName;
+  std::string value;
+};
+
+struct BuiltProgram {
+  graph::Program program;
+  std::vector<BoundInput> inputs;
+  std::vector<BoundOutput> outputs;
+};
+
+// `nodes`: indices into model.nodes, in file order; `outputs`: the values read outside them.
+BuiltProgram buildProgram(const Model& model, const std::vector<NodeSupport>& support,
+                          const std::vector<int>& nodes, const std::vector<std::string>& outputs,
+                          const std::string& name);
+
+// [A-Za-z_][A-Za-z0-9_]* from an ONNX name ("/layers.0/Add_output_0" -> "layers_0_Add_output_0").
+std::string sanitizeName(const std::string& onnxName);
+
+}  // namespace mugraph::onnx_import
