@@ -23,8 +23,12 @@ std::string elementwiseExpression(OpKind kind, const graph::OpAttrs& attrs,
       return "sqrtf(" + x[0] + ")";
     case OpKind::Silu:
       return "mg::silu(" + x[0] + ")";
+    case OpKind::Sigmoid:
+      return "mg::sigmoid(" + x[0] + ")";
     case OpKind::Scale:
       return x[0] + " * " + floatLiteral(attrs.scale);
+    case OpKind::AddScalar:
+      return x[0] + " + " + floatLiteral(attrs.scale);
     case OpKind::Add:
       return x[0] + " + " + x[1];
     case OpKind::Sub:

@@ -18,7 +18,9 @@ enum class OpKind {
   Square,
   Sqrt,
   Silu,
+  Sigmoid,
   Scale,
+  AddScalar,
   Add,
   Sub,
   Mul,
@@ -41,12 +43,12 @@ struct OpInfo {
   int arity;         // number of tensor operands (-1: any, for block graphs)
   bool hasDim;       // takes dim=
   bool hasTo;        // takes to= (reduce_sum only)
-  bool hasScale;     // takes c= (scale only)
+  bool hasScale;     // takes c= (scale, add_scalar)
   bool kernelLevel;  // may appear in a kernel graph (program or schedule)
   bool blockLevel;   // may appear inside a block graph
   // No algebraic meaning in the finite field: fingerprints map each value through a per-trial
-  // random function (verify/README.md). A new op of this kind (sigmoid, ...) needs only this
-  // flag and its real definition (verify/number_domain.h); the field needs nothing more.
+  // random function (verify/README.md). An op of this kind (sigmoid, ...) needs only this flag
+  // and its real definition (verify/number_domain.h); the field needs nothing more.
   bool uninterpreted;
 };
 
@@ -72,7 +74,7 @@ inline bool isCommutative(OpKind kind) {
 struct OpAttrs {
   int dim = -1;        // reductions, rms_norm
   int64_t to = 1;      // reduce_sum: size of the reduced dim after the op
-  double scale = 1.0;  // scale: the constant c
+  double scale = 1.0;  // scale, add_scalar: the constant c
 
   bool operator==(const OpAttrs&) const = default;
 };

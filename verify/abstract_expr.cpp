@@ -30,6 +30,8 @@ const char* kindName(ExprKind kind) {
       return "sqrt";
     case ExprKind::Silu:
       return "silu";
+    case ExprKind::Sigmoid:
+      return "sigmoid";
     case ExprKind::Max:
       return "max";
     case ExprKind::RmsNorm:
@@ -141,6 +143,9 @@ AbstractExprRef AbstractExpr::sqrt(AbstractExprRef a) {
 AbstractExprRef AbstractExpr::silu(AbstractExprRef a) {
   return make(ExprKind::Silu, "", 0, 0, {std::move(a)});
 }
+AbstractExprRef AbstractExpr::sigmoid(AbstractExprRef a) {
+  return make(ExprKind::Sigmoid, "", 0, 0, {std::move(a)});
+}
 AbstractExprRef AbstractExpr::max(int64_t n, AbstractExprRef a) {
   if (n == 1) return a;
   return make(ExprKind::Max, "", 0, n, {std::move(a)});
@@ -180,8 +185,12 @@ AbstractExprRef applyOp(OpKind kind, const graph::OpAttrs& attrs,
       return E::sqrt(in[0]);
     case OpKind::Silu:
       return E::silu(in[0]);
+    case OpKind::Sigmoid:
+      return E::sigmoid(in[0]);
     case OpKind::Scale:
       return E::mul(in[0], E::constant(attrs.scale));
+    case OpKind::AddScalar:
+      return E::add(in[0], E::constant(attrs.scale));
     case OpKind::Add:
       return E::add(in[0], in[1]);
     case OpKind::Sub:
@@ -355,6 +364,9 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, bool keepShifts,
       break;
     case ExprKind::Silu:
       result = E::silu(in[0]);
+      break;
+    case ExprKind::Sigmoid:
+      result = E::sigmoid(in[0]);
       break;
     case ExprKind::Max:  // max-split
       result = in[0]->kind() == ExprKind::Max

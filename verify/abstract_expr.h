@@ -23,6 +23,7 @@ enum class ExprKind {
   Sum,      // sum(n, a): the sum of n terms shaped like a
   Sqrt,     // uninterpreted: no axioms mention it
   Silu,     // uninterpreted
+  Sigmoid,  // uninterpreted
   Max,      // max(n, a): reduce_max / accum_max over n things; uninterpreted
   RmsNorm,  // rms_norm(n, a); uninterpreted
 };
@@ -46,6 +47,7 @@ class AbstractExpr {
   static AbstractExprRef sum(int64_t n, AbstractExprRef a);
   static AbstractExprRef sqrt(AbstractExprRef a);
   static AbstractExprRef silu(AbstractExprRef a);
+  static AbstractExprRef sigmoid(AbstractExprRef a);
   static AbstractExprRef max(int64_t n, AbstractExprRef a);  // max(1, a) returns a
   static AbstractExprRef rmsNorm(int64_t n, AbstractExprRef a);
 

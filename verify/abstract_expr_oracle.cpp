@@ -89,6 +89,8 @@ class Encoder {
         return v_.sqrt(encode(in[0]));
       case ExprKind::Silu:
         return v_.silu(encode(in[0]));
+      case ExprKind::Sigmoid:
+        return v_.sigmoid(encode(in[0]));
       case ExprKind::Max:
         return v_.max(extent(), encode(in[0]));
       case ExprKind::RmsNorm:

@@ -92,6 +92,10 @@ void unary(graph::OpKind kind, const graph::OpAttrs& attrs, const TrialMeaning& 
       const T c = Domain::constant(attrs.scale);
       return apply([&c](const T& v) { return Domain::mul(v, c); });
     }
+    case graph::OpKind::AddScalar: {
+      const T c = Domain::constant(attrs.scale);
+      return apply([&c](const T& v) { return Domain::add(v, c); });
+    }
     default:
       throw UserError(std::string(graph::opName(kind)), "is not a unary op");
   }

@@ -2,7 +2,7 @@
 // with q prime and q | p - 1: arithmetic is component-wise, and exp maps the q-part b to
 // ω^b mod p, where ω has order q, so exp(x + y) = exp(x) · exp(y) holds exactly in the field.
 // The result of exp has no q-part; exp of such a value, and every op with no algebraic
-// meaning (sqrt, silu), is a per-trial random function of its argument (verify/README.md).
+// meaning (sqrt, silu, sigmoid), is a per-trial random function of its argument (verify/README.md).
 #pragma once
 
 #include <cstdint>

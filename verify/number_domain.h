@@ -18,8 +18,8 @@ namespace mugraph::verify {
 // drawn from `key`, fixed for a trial so both graphs of a trial agree: max selects its larger
 // operand by a random total order, or, with `arbitraryMax`, returns a random function of its
 // operands (which lets a check ask whether the outputs depend on what max returns at all);
-// each uninterpreted op (graph/ops.h: sqrt, silu) is a random function of its argument, one
-// per op kind.
+// each uninterpreted op (graph/ops.h: sqrt, silu, sigmoid) is a random function of its argument,
+// one per op kind.
 struct TrialMeaning {
   uint64_t key = 0;
   bool arbitraryMax = false;
@@ -32,6 +32,8 @@ inline double realFunction(graph::OpKind kind, double x) {
       return std::sqrt(x);
     case graph::OpKind::Silu:
       return x / (1.0 + std::exp(-x));
+    case graph::OpKind::Sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
     default:
       throw std::logic_error("no real function for op '" + std::string(graph::opName(kind)) + "'");
   }

@@ -173,6 +173,11 @@ __device__ __forceinline__ void store_words(void* to, const unsigned (&words)[Wo
 __device__ __forceinline__ float silu(float x) {
   return x / (1.0f + expf(-x));
 }
+// For x below about -88, expf(-x) overflows to +inf and the quotient is 0, the limit: no
+// branch on the sign is needed, and there is no inf/inf that could give NaN.
+__device__ __forceinline__ float sigmoid(float x) {
+  return 1.0f / (1.0f + expf(-x));
+}
 // Real elements of a tile of a partial split (graph/tile_splits.h): block part `part` of
 // `blockTile` elements of a dim of `n`, iteration `it` of tiles of `tile`.
 __device__ __forceinline__ int tile_extent(long long n, long long blockTile, long long tile,

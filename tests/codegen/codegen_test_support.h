@@ -122,6 +122,8 @@ inline std::vector<OneOpCase> oneOpCases() {
   sumTo4.to = 4;
   graph::OpAttrs scale;
   scale.scale = 0.125;
+  graph::OpAttrs shift;
+  shift.scale = -0.75;
   std::vector<OneOpCase> cases = {
       {"matmul_f16_256", oneOp("matmul_f16_256", OpKind::Matmul,
                                {t("a", DType::F16, {256, 128}), t("b", DType::F16, {128, 256})})},
@@ -143,7 +145,10 @@ inline std::vector<OneOpCase> oneOpCases() {
       {"square_bf16", oneOp("square_bf16", OpKind::Square, {t("x", DType::BF16, {3, 40, 50})})},
       {"sqrt_f32", sqrtOfSquare(t("x", DType::F32, {1000}))},
       {"silu_f16", oneOp("silu_f16", OpKind::Silu, {t("x", DType::F16, {2, 3, 4, 5})})},
+      {"sigmoid_f16", oneOp("sigmoid_f16", OpKind::Sigmoid, {t("x", DType::F16, {64, 256})})},
       {"scale_f32", oneOp("scale_f32", OpKind::Scale, {t("x", DType::F32, {128, 64})}, scale)},
+      {"add_scalar_bf16",
+       oneOp("add_scalar_bf16", OpKind::AddScalar, {t("x", DType::BF16, {3, 40, 50})}, shift)},
       {"add_broadcast_f16",
        oneOp("add_broadcast_f16", OpKind::Add,
              {t("a", DType::F16, {8, 64, 64}), t("b", DType::F16, {1, 64, 1})})},

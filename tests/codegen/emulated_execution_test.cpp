@@ -250,6 +250,60 @@ TEST_F(EmulatedExecution, PartialGemmTilesMatchTheInterpreterAndWriteNothingPast
   expectMatchesInterpreter(partialGemmSchedule(graph::DType::BF16), 24, 1.0);
 }
 
+// RMSNorm's root with epsilon and a sigmoid, over partial tiles: X [62, 250] in 4 blocks of 16
+// rows (the last 14) and 3 iterations of 84 columns (the last 82). add_scalar turns the
+// padding's zero into c, so the squares summed across the loop are right only if the padding
+// is zeroed again before the sum; epsilon and the sigmoid run after the loop.
+graph::Schedule epsilonNormSchedule() {
+  using graph::DType;
+  using graph::OpKind;
+  graph::OpAttrs rows;
+  rows.dim = 1;
+  graph::OpAttrs shift;
+  shift.scale = 0.5;
+  graph::OpAttrs mean;
+  mean.scale = 1.0 / 250;
+  graph::OpAttrs epsilon;
+  epsilon.scale = 1e-6;
+  graph::GraphBuilder program("epsilon_norm");
+  const graph::TensorId x = program.input("X", DType::F16, {62, 250});
+  const graph::TensorId sum =
+      program.op(OpKind::ReduceSum,
+                 {program.op(OpKind::Square, {program.op(OpKind::AddScalar, {x}, shift)})}, rows);
+  const graph::TensorId root = program.op(
+      OpKind::Sqrt,
+      {program.op(OpKind::AddScalar, {program.op(OpKind::Scale, {sum}, mean)}, epsilon)});
+  program.output(program.op(OpKind::Sigmoid, {root}, {}, "G"));
+  graph::Schedule schedule;
+  schedule.name = "epsilon_norm.block";
+  schedule.program = program.finish();
+
+  graph::BlockGraphBuilder block({4, 1, 1}, 128, 3, {schedule.program.tensors[0]});
+  const graph::TensorId xt = block.input(0, {0, -1, -1}, 1, "x");
+  const graph::TensorId a = block.op(OpKind::AddScalar, {xt}, shift, "a");
+  const graph::TensorId q = block.op(OpKind::Square, {a}, {}, "q");
+  const graph::TensorId partial = block.op(OpKind::ReduceSum, {q}, rows, "partial");
+  const graph::TensorId acc = block.op(OpKind::AccumSum, {partial}, {}, "acc");
+  const graph::TensorId m = block.op(OpKind::Scale, {acc}, mean, "m");
+  const graph::TensorId e = block.op(OpKind::AddScalar, {m}, epsilon, "e");
+  const graph::TensorId r = block.op(OpKind::Sqrt, {e}, {}, "r");
+  const graph::TensorId g = block.op(OpKind::Sigmoid, {r}, {}, "g");
+  block.output(g, {0, -1, -1});
+  block.fuse(a, {q});
+  block.fuse(acc, {m, e, r, g});
+  graph::GraphBuilder graph = graph::GraphBuilder::withInputsOf(schedule.program, schedule.name);
+  graph.output(graph.blockGraph("epsilon_norm", block.block(), {0}, {{"G", DType::F16}})[0]);
+  schedule.graph = graph.finish();
+  graph::validateSchedule(schedule);
+  return schedule;
+}
+
+TEST_F(EmulatedExecution, EpsilonAndSigmoidOverPartialTilesMatchTheInterpreter) {
+  const graph::Schedule schedule = epsilonNormSchedule();
+  ASSERT_TRUE(plan::planKernel(schedule.graph, 0, emulationTarget()).partial);
+  expectMatchesInterpreter(schedule, 25, 1.0);
+}
+
 // Safe attention over 100 keys in iterations of 50 and 34 (the last 32), one pass with online
 // softmax and split-KV: the row max and the sums see only the real keys, at logit spread 16.
 TEST_F(EmulatedExecution, SafeAttentionOverAPartialSequenceMatchesTheInterpreter) {

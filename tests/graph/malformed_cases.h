@@ -108,6 +108,12 @@ inline std::vector<MalformedCase> malformedCases() {
       {"mg_matmul_contraction", "a.mg", mg + "Z = matmul(X, X)\noutput Z\n", ":3",
        "contraction dims differ"},
       {"mg_scale_without_c", "a.mg", mg + "Z = scale(X)\noutput Z\n", ":3", "scale needs c="},
+      {"mg_add_scalar_without_c", "a.mg", mg + "Z = add_scalar(X)\noutput Z\n", ":3",
+       "add_scalar needs c="},
+      {"mg_add_scalar_c_overflow", "a.mg", mg + "Z = add_scalar(X, c=1e400)\noutput Z\n", ":3",
+       "c= must be a number"},
+      {"mg_sigmoid_with_c", "a.mg", mg + "Z = sigmoid(X, c=2)\noutput Z\n", ":3",
+       "sigmoid takes no 'c='"},
       {"mg_transposed_rank_1", "a.mg", "input X f32 [4] layout=transposed\n", ":1",
        "transposed but has rank 1"},
 

@@ -141,6 +141,33 @@ TEST(RoundTrip, DoublesKeepEveryBit) {
   }
 }
 
+// RMSNorm with epsilon and a sigmoid gate, as the ONNX importer writes them: every c reads back
+// as the same double through the text and JSON formats, and the text prints it as written.
+TEST(RoundTrip, SigmoidAndAddScalarKeepTheirConstantsExactly) {
+  const std::string text =
+      "program rmsnorm_eps\n"
+      "input X f16 [16, 256]\n"
+      "input W f16 [1, 256]\n"
+      "R = sqrt(add_scalar(scale(reduce_sum(square(X), dim=1), c=0.00390625), c=1e-06))\n"
+      "G = add_scalar(sigmoid(X), c=1e-05)\n"
+      "Y = mul(mul(div(X, R), W), G)\n"
+      "output Y\n";
+  const Program program = parseProgramText(text, "rmsnorm_eps.mg");
+  std::vector<double> constants;
+  for (const KernelOp& op : program.ops) {
+    if (op.kind == OpKind::AddScalar) constants.push_back(op.attrs.scale);
+  }
+  EXPECT_EQ(constants, (std::vector<double>{1e-06, 1e-05}));
+  EXPECT_NE(programToText(program).find("t3 = add_scalar(t2, c=1e-06)"), std::string::npos)
+      << programToText(program);
+  EXPECT_NE(programToText(program).find("sigmoid(X)"), std::string::npos);
+  checkProgram(program);
+  // c is part of the program's meaning: another epsilon is another program.
+  std::string otherEpsilon = text;
+  otherEpsilon.replace(otherEpsilon.find("c=1e-06"), 7, "c=1e-07");
+  EXPECT_NE(programHash(parseProgramText(otherEpsilon, "other.mg")), programHash(program));
+}
+
 TEST(RoundTrip, NestedCallsGetFreshNamesThatAvoidDeclaredOnes) {
   const Program program = parseProgramText(
       "input t0 f32 [4, 8]\n"

@@ -67,7 +67,8 @@ TEST(ShapeInference, MatmulErrorsNameOperandsAndDims) {
 }
 
 TEST(ShapeInference, UnaryOpsKeepShapeAndDtype) {
-  for (OpKind kind : {OpKind::Exp, OpKind::Square, OpKind::Sqrt, OpKind::Silu, OpKind::Scale}) {
+  for (OpKind kind : {OpKind::Exp, OpKind::Square, OpKind::Sqrt, OpKind::Silu, OpKind::Sigmoid,
+                      OpKind::Scale, OpKind::AddScalar}) {
     SCOPED_TRACE(std::string(opName(kind)));
     const Inferred result = infer(kind, {{"X", {2, 3, 5}, DType::BF16}});
     EXPECT_EQ(result.shape, (Dims{2, 3, 5}));
@@ -78,13 +79,17 @@ TEST(ShapeInference, UnaryOpsKeepShapeAndDtype) {
   }
 }
 
-TEST(ShapeInference, ScaleNeedsAFiniteConstant) {
-  OpAttrs attrs;
-  attrs.scale = std::numeric_limits<double>::infinity();
-  EXPECT_THAT(inferError(OpKind::Scale, {{"X", {4}}}, attrs),
-              AllOf(HasSubstr("scale(X)"), HasSubstr("c must be a finite number")));
-  attrs.scale = std::nan("");
-  EXPECT_THAT(inferError(OpKind::Scale, {{"X", {4}}}, attrs), HasSubstr("finite"));
+TEST(ShapeInference, ScaleAndAddScalarNeedAFiniteConstant) {
+  for (OpKind kind : {OpKind::Scale, OpKind::AddScalar}) {
+    SCOPED_TRACE(std::string(opName(kind)));
+    OpAttrs attrs;
+    attrs.scale = std::numeric_limits<double>::infinity();
+    EXPECT_THAT(inferError(kind, {{"X", {4}}}, attrs),
+                AllOf(HasSubstr(std::string(opName(kind)) + "(X)"),
+                      HasSubstr("c must be a finite number")));
+    attrs.scale = std::nan("");
+    EXPECT_THAT(inferError(kind, {{"X", {4}}}, attrs), HasSubstr("finite"));
+  }
 }
 
 TEST(ShapeInference, BinaryOpsBroadcastSizeOneDims) {

@@ -1,9 +1,11 @@
 // The search on programs with ops the finite field leaves uninterpreted: a gated MLP
-// (silu(X·W1)·(X·W3)), QK-norm (rms_norm on Q and K before Q·K) and RMSNorm + matmul, at small
-// shapes. Every reported variant is verified at level finite-field with a bound of at most
-// 1e-12, no longer by float tests alone.
+// (silu(X·W1)·(X·W3)), QK-norm (rms_norm on Q and K before Q·K), RMSNorm + matmul, RMSNorm
+// with epsilon (add_scalar) times a weight, and a sigmoid gate, at small shapes. Every
+// reported variant is verified at level finite-field with a bound of at most 1e-12, no longer
+// by float tests alone.
 #include <gtest/gtest.h>
 
+#include "graph/program_text.h"
 #include "search_support.h"
 #include "verify/normalized_programs.h"
 
@@ -33,6 +35,28 @@ TEST(NormalizedProgramsSearch, QkNormVariantsVerifyInTheField) {
 
 TEST(NormalizedProgramsSearch, RmsNormMatmulVariantsVerifyInTheField) {
   expectVariantsVerifiedInTheField(verify::testing::rmsNormMatmulProgram());
+}
+
+// RMSNorm as ONNX writes it, epsilon included (the ONNX importer maps `+ eps` to add_scalar),
+// times a weight row.
+TEST(NormalizedProgramsSearch, RmsNormWithEpsilonVariantsVerifyInTheField) {
+  expectVariantsVerifiedInTheField(graph::parseProgramText(R"(program rmsnorm_eps_small
+input X f16 [16, 256]
+input W f16 [1, 256]
+R = sqrt(add_scalar(scale(reduce_sum(square(X), dim=1), c=0.00390625), c=1e-06))
+Y = mul(div(X, R), W)
+output Y
+)",
+                                                           "rmsnorm_eps_small.mg"));
+}
+
+TEST(NormalizedProgramsSearch, SigmoidGateVariantsVerifyInTheField) {
+  expectVariantsVerifiedInTheField(graph::parseProgramText(R"(program sigmoid_gate_small
+input X f16 [16, 256]
+Y = mul(X, sigmoid(X))
+output Y
+)",
+                                                           "sigmoid_gate_small.mg"));
 }
 
 }  // namespace

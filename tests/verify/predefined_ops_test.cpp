@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <Eigen/Dense>
 
+#include <cmath>
+
 #include "tests/verify/test_support.h"
 #include "verify/interpreter.h"
 #include "verify/random_inputs.h"
@@ -111,6 +113,45 @@ TEST(PredefinedOps, Scale) {
   attrs.scale = -0.37;
   expectUnary(OpKind::Scale, attrs, false,
               [](const Eigen::ArrayXd& x, double c) { return Eigen::ArrayXd(x * c); });
+}
+TEST(PredefinedOps, Sigmoid) {
+  expectUnary(OpKind::Sigmoid, {}, false, [](const Eigen::ArrayXd& x, double) {
+    return Eigen::ArrayXd((1.0 + (-x).exp()).inverse());
+  });
+}
+TEST(PredefinedOps, AddScalar) {
+  graph::OpAttrs attrs;
+  attrs.scale = -0.37;
+  expectUnary(OpKind::AddScalar, attrs, false,
+              [](const Eigen::ArrayXd& x, double c) { return Eigen::ArrayXd(x + c); });
+}
+
+// The one-op program of `kind` on the values `x` (shape [x.size()]).
+std::vector<double> unaryOn(OpKind kind, graph::OpAttrs attrs, const std::vector<double>& x) {
+  const graph::Program program = oneOpProgram(kind, {{static_cast<int64_t>(x.size())}}, attrs);
+  TensorMap<double> inputs;
+  inputs["a"] = HostTensor<double>{{static_cast<int64_t>(x.size())}, x};
+  return evaluate(program, inputs).at("out").data;
+}
+
+// Values worked out by hand: sigmoid(ln 3) = 1/(1 + 1/3) = 3/4, and far out in either tail the
+// limits 1 and 0 with no NaN (exp(800) overflows to infinity, and 1/inf is 0).
+TEST(PredefinedOps, SigmoidGivesHandCheckedValuesAndItsLimits) {
+  const std::vector<double> y =
+      unaryOn(OpKind::Sigmoid, {}, {0.0, std::log(3.0), -std::log(3.0), 800.0, -800.0});
+  ASSERT_EQ(y.size(), 5u);
+  EXPECT_DOUBLE_EQ(y[0], 0.5);
+  EXPECT_DOUBLE_EQ(y[1], 0.75);
+  EXPECT_DOUBLE_EQ(y[2], 0.25);
+  EXPECT_EQ(y[3], 1.0);
+  EXPECT_EQ(y[4], 0.0);
+}
+
+TEST(PredefinedOps, AddScalarAddsItsConstant) {
+  graph::OpAttrs attrs;
+  attrs.scale = 1e-6;
+  const std::vector<double> y = unaryOn(OpKind::AddScalar, attrs, {0.0, 1.0, -1e-6, 2.5});
+  EXPECT_EQ(y, (std::vector<double>{1e-6, 1.0 + 1e-6, 0.0, 2.5 + 1e-6}));
 }
 
 // Binary ops on rank-2 or rank-3 shapes; Eigen's replicate() does the broadcasting.

@@ -1,7 +1,7 @@
-// The finite-field meaning of ops without an algebraic one (sqrt, silu, rms_norm's root, exp of
-// an exp value): a per-trial random function, consistent (equal arguments, equal results),
-// different per op kind and per trial; rms_norm is the interpreter's composite with that sqrt.
-// Schedules that apply these ops to algebraically equal arguments verify at level
+// The finite-field meaning of ops without an algebraic one (sqrt, silu, sigmoid, rms_norm's
+// root, exp of an exp value): a per-trial random function, consistent (equal arguments, equal
+// results), different per op kind and per trial; rms_norm is the interpreter's composite with
+// that sqrt. Schedules that apply these ops to algebraically equal arguments verify at level
 // finite-field; one that relies on an identity of the real function is rejected, and says so.
 #include <gtest/gtest.h>
 
@@ -47,7 +47,8 @@ TEST(UninterpretedOps, EqualArgumentsGiveEqualValuesAndOpsAndTrialsDiffer) {
       randomFieldInputs(program([](auto&, auto x, auto) { return x; }), seed);
   const TrialMeaning trial = trialMeaning(seed, false);
   const TrialMeaning otherTrial = trialMeaning(seed + 1, false);
-  for (OpKind kind : {OpKind::Sqrt, OpKind::Silu}) {
+  const std::vector<OpKind> uninterpreted = {OpKind::Sqrt, OpKind::Silu, OpKind::Sigmoid};
+  for (OpKind kind : uninterpreted) {
     SCOPED_TRACE(std::string(graph::opName(kind)));
     const auto xy = program([kind](GraphBuilder& g, TensorId x, TensorId y) {
       return g.op(kind, {g.op(OpKind::Mul, {x, y})});
@@ -59,11 +60,13 @@ TEST(UninterpretedOps, EqualArgumentsGiveEqualValuesAndOpsAndTrialsDiffer) {
     const std::vector<FieldElement> value = fieldOutput(xy, inputs, trial);
     EXPECT_EQ(value, fieldOutput(yxPlusZero, inputs, trial));
     EXPECT_EQ(countEqual(value, fieldOutput(xy, inputs, otherTrial)), 0u);
-    const OpKind other = kind == OpKind::Sqrt ? OpKind::Silu : OpKind::Sqrt;
-    const auto otherOp = program([other](GraphBuilder& g, TensorId x, TensorId y) {
-      return g.op(other, {g.op(OpKind::Mul, {x, y})});
-    });
-    EXPECT_EQ(countEqual(value, fieldOutput(otherOp, inputs, trial)), 0u);
+    for (OpKind other : uninterpreted) {
+      if (other == kind) continue;
+      const auto otherOp = program([other](GraphBuilder& g, TensorId x, TensorId y) {
+        return g.op(other, {g.op(OpKind::Mul, {x, y})});
+      });
+      EXPECT_EQ(countEqual(value, fieldOutput(otherOp, inputs, trial)), 0u) << graph::opName(other);
+    }
   }
 }
 
