@@ -1,0 +1,137 @@
+// Bad and unsupported models: a truncated file, a dynamic dim (and its pin), an op with no
+// mapping, opsets out of range. Each is a UserError with one clear reason, or a partition
+// that leaves the bad part out. Small models are built here with libonnx's protobuf classes.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "graph/error.h"
+#include "onnx_import/import_model.h"
+
+namespace mugraph::onnx_import {
+namespace {
+
+std::string scratch(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mugraph_onnx_tests";
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::string model(const std::string& name) {
+  return std::string(MUGRAPH_SOURCE_DIR) + "/tests/onnx_import/models/" + name + ".onnx";
+}
+
+void addTensor(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+               const std::string& name, std::vector<int64_t> dims) {
+  onnx::ValueInfoProto* v = list->Add();
+  v->set_name(name);
+  onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(onnx::TensorProto_DataType_FLOAT16);
+  for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+void addNode(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
+             const std::string& out) {
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(op + "_" + out);
+  for (const std::string& i : in) n->add_input(i);
+  n->add_output(out);
+}
+
+// Y = exp(Erf(X · W)): MatMul, then an op with no mapping, then Exp.
+std::string writeModel(const std::string& name, int64_t opset, const std::string& middleOp) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(opset);
+  onnx::GraphProto* g = m.mutable_graph();
+  addTensor(g->mutable_input(), "X", {16, 64});
+  addTensor(g->mutable_input(), "W", {64, 32});
+  addTensor(g->mutable_output(), "Y", {16, 32});
+  addNode(g, "MatMul", {"X", "W"}, "A");
+  addNode(g, middleOp, {"A"}, "B");
+  addNode(g, "Exp", {"B"}, "Y");
+  const std::string path = scratch(name + ".onnx");
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  return path;
+}
+
+std::string errorOf(const std::string& path, const DimPins& pins = {}) {
+  try {
+    importModel(path, pins);
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(MalformedModels, TruncatedProtobufIsOneClearError) {
+  std::ifstream in(model("llama_mlp"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  for (size_t keep : {bytes.size() / 2, size_t{100}, size_t{7}}) {
+    const std::string path = scratch("truncated.onnx");
+    std::ofstream(path, std::ios::binary) << bytes.substr(0, keep);
+    const std::string error = errorOf(path);
+    EXPECT_NE(error.find(path), std::string::npos) << error;
+    EXPECT_TRUE(error.find("does not parse") != std::string::npos ||
+                error.find("no graph") != std::string::npos)
+        << keep << " bytes: " << error;
+  }
+  EXPECT_NE(errorOf(scratch("missing.onnx")).find("no such file"), std::string::npos);
+}
+
+TEST(MalformedModels, DynamicDimNamesTheInputAndTheDimUntilPinned) {
+  for (const char* name : {"llama_mlp_dynamic_seq", "llama_mlp_dynamic_seq_legacy"}) {
+    const std::string error = errorOf(model(name));
+    EXPECT_NE(error.find("input 'x'"), std::string::npos) << error;
+    EXPECT_NE(error.find("dim 1"), std::string::npos) << error;
+    EXPECT_NE(error.find("--dim"), std::string::npos) << error;
+    // The exporters name the dim differently ("seq", "s0"): the error says which to pin.
+    const size_t at = error.find("--dim ");
+    const std::string dim = error.substr(at + 6, error.find('=', at) - at - 6);
+    const ImportedModel m = importModel(model(name), {{dim, 40}});
+    ASSERT_EQ(m.subgraphs.size(), 1u);
+    const graph::Program& p = m.subgraphs[0].program;
+    EXPECT_EQ(p.tensors[p.inputs[0]].shape, (graph::Dims{40, 128}));
+    EXPECT_NE(errorOf(model(name), {{dim, 40}, {"batch", 2}}).find("'batch' names no dynamic dim"),
+              std::string::npos);
+  }
+}
+
+TEST(MalformedModels, OpWithNoMappingIsLeftOutBetweenTwoSubgraphs) {
+  const ImportedModel m = importModel(writeModel("erf", 17, "Erf"), {});
+  ASSERT_EQ(m.unsupported.size(), 1u);
+  EXPECT_EQ(m.unsupported[0].op, "Erf");
+  EXPECT_EQ(m.unsupported[0].reason, "no mapping for ONNX op 'Erf'");
+  ASSERT_EQ(m.subgraphs.size(), 2u);
+  EXPECT_EQ(m.subgraphs[0].ops, std::vector<std::string>{"MatMul"});
+  EXPECT_EQ(m.subgraphs[1].ops, std::vector<std::string>{"Exp"});
+  // With a mapped op in the middle the whole graph is one subgraph.
+  EXPECT_EQ(importModel(writeModel("sigmoid", 17, "Sigmoid"), {}).subgraphs.size(), 1u);
+}
+
+TEST(MalformedModels, OpsetOutOfRangeIsOneClearError) {
+  for (int64_t opset : {11, 12, 22}) {
+    const std::string error = errorOf(writeModel("opset", opset, "Sigmoid"));
+    EXPECT_NE(error.find("opset " + std::to_string(opset)), std::string::npos) << error;
+    EXPECT_NE(error.find("13 to 21"), std::string::npos) << error;
+  }
+  for (int64_t opset : {13, 21}) EXPECT_EQ(errorOf(writeModel("opset", opset, "Sigmoid")), "");
+}
+
+TEST(MalformedModels, NodeReadingAnUndefinedValueIsOneClearError) {
+  onnx::ModelProto m;
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto* g = m.mutable_graph();
+  addTensor(g->mutable_input(), "X", {4, 4});
+  addTensor(g->mutable_output(), "Y", {4, 4});
+  addNode(g, "Exp", {"Z"}, "Y");
+  const std::string path = scratch("undefined.onnx");
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  EXPECT_NE(errorOf(path).find("reads 'Z'"), std::string::npos) << errorOf(path);
+}
+
+}  // namespace
+}  // namespace mugraph::onnx_import
