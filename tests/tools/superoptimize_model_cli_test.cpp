@@ -1,0 +1,81 @@
+// `mugraph superoptimize model.onnx` as a user runs it: DIR/summary.json lists the subgraph
+// with its ONNX nodes, program file, verified count and best variant, each subgraph folder
+// holds the variants' code; --json prints the same summary; bad models exit 2 with one line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tools/run_cli.h"
+
+namespace mugraph::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SuperoptimizeModelCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scratch_ = fs::temp_directory_path() / ("mugraph_onnx_cli_" + std::to_string(::getpid()));
+    fs::create_directories(scratch_);
+  }
+  void TearDown() override { fs::remove_all(scratch_); }
+  CliResult run(const std::string& args) { return runMugraph(args, scratch_.string()); }
+  static std::string model(const std::string& name) {
+    return sourceDir() + "/tests/onnx_import/models/" + name + ".onnx";
+  }
+  fs::path scratch_;
+};
+
+TEST_F(SuperoptimizeModelCli, RmsNormModelWritesSubgraphFolderAndSummary) {
+  const fs::path out = scratch_ / "out";
+  const CliResult r =
+      run("superoptimize '" + model("rmsnorm") +
+          "' --threads 2 --time-limit 20 --max-variants 2 --json --out '" + out.string() + "'");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const nlohmann::json printed = nlohmann::json::parse(r.out);
+  const nlohmann::json written =
+      nlohmann::json::parse(readWholeFile((out / "summary.json").string()));
+  EXPECT_EQ(printed, written);
+  ASSERT_EQ(written["subgraphs"].size(), 1u);
+  EXPECT_TRUE(written["unsupported"].empty());
+  const nlohmann::json& s = written["subgraphs"][0];
+  EXPECT_EQ(s["ops"].size(), s["nodes"].size());
+  EXPECT_GE(s["verified"].get<int>(), 1);
+  EXPECT_EQ(s["best"]["level"], "finite-field");
+  const std::string name = s["name"];
+  EXPECT_TRUE(fs::exists(out / s["program"].get<std::string>()));
+  const fs::path best = out / name / s["best"]["name"].get<std::string>();
+  EXPECT_TRUE(fs::exists(best / "kernel.cu")) << best;
+  EXPECT_TRUE(fs::exists(best / "schedule.json"));
+  EXPECT_TRUE(fs::exists(out / name / "summary.json"));
+  // One progress line per subgraph on stderr, before and after its search.
+  EXPECT_NE(r.err.find("[1/1] " + name + ": "), std::string::npos) << r.err;
+  // The written program is a program file the other commands read.
+  const CliResult shown = run("show '" + (out / s["program"].get<std::string>()).string() + "'");
+  EXPECT_EQ(shown.exitCode, 0) << shown.err;
+  EXPECT_NE(shown.out.find("add_scalar"), std::string::npos) << shown.out;
+}
+
+TEST_F(SuperoptimizeModelCli, BadModelsExitTwoWithOneLine) {
+  const std::string truncated = (scratch_ / "truncated.onnx").string();
+  const std::string bytes = readWholeFile(model("llama_mlp"));
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"'" + truncated + "'", "does not parse"},
+      {"'" + model("llama_mlp_dynamic_seq") + "'", "is dynamic; pin it with --dim"},
+      {"'" + model("llama_mlp") + "' --dim seq=4", "names no dynamic dim"},
+      {"'" + model("llama_mlp_dynamic_seq") + "' --dim s0", "is not name=value"},
+      {"'" + model("rmsnorm") + "' --checkpoint c.json", "applies to one program"},
+  };
+  for (const auto& [args, reason] : cases) {
+    const CliResult r = run("superoptimize " + args + " --time-limit 1");
+    EXPECT_EQ(r.exitCode, 2) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(reason), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace mugraph::testing
