@@ -60,6 +60,7 @@ class ProgramBuilder {
               const std::string& base = "");
   void define(const std::string& value, TensorId id);
   int irDim(const std::string& value, int64_t axis) const;
+  int castProducing(const std::string& value, graph::DType dtype) const;
 
   void mapMatmul();
   void mapGemm();
@@ -241,9 +242,10 @@ void ProgramBuilder::mapBinary() {
     if (scalarOf(other)) fail("multiplies a reciprocal by a constant");
     const int rank =
         std::max(rankOf(other), static_cast<int>(builder_.desc(r.denominator).shape.size()));
-    TensorId y = op(OpKind::Div, {tensor(other, rank), r.denominator});
-    if (r.factor != 1.0) y = op(OpKind::Scale, {y}, {.scale = r.factor}, out + "_factor");
-    define(out, y);
+    if (r.factor == 1.0) return define(out, op(OpKind::Div, {tensor(other, rank), r.denominator}));
+    const TensorId quotient =
+        op(OpKind::Div, {tensor(other, rank), r.denominator}, {}, out + "_div");
+    define(out, op(OpKind::Scale, {quotient}, {.scale = r.factor}));
     return;
   }
   if (ca || cb) {
@@ -285,16 +287,19 @@ void ProgramBuilder::mapReduce() {
     if (d >= 0) dims.insert(d);  // a dim dropped as a leading 1 sums a single element
   }
   const OpKind kind = node().op == "ReduceMax" ? OpKind::ReduceMax : OpKind::ReduceSum;
-  for (int d : dims) {
-    count *= builder_.desc(y).shape[d];
+  if (dims.empty()) {  // only dims of size 1: the value itself
+    values_[out] = tensorValue(y);
+    return;
+  }
+  const bool mean = node().op == "ReduceMean";
+  for (auto d = dims.begin(); d != dims.end(); ++d) {
+    count *= builder_.desc(y).shape[*d];
     graph::OpAttrs attrs;
-    attrs.dim = d;
-    y = op(kind, {y}, attrs, out + (node().op == "ReduceMean" ? "_sum" : ""));
+    attrs.dim = *d;
+    const bool last = std::next(d) == dims.end() && !mean;
+    y = op(kind, {y}, attrs, last ? out : out + "_sum");
   }
-  if (node().op == "ReduceMean" && count > 1) {
-    y = op(OpKind::Scale, {y}, {.scale = 1.0 / static_cast<double>(count)});
-  }
-  if (dims.empty()) fail("reduces only dims of size 1");
+  if (mean) y = op(OpKind::Scale, {y}, {.scale = 1.0 / static_cast<double>(count)});
   define(out, y);
 }
 
@@ -353,6 +358,25 @@ void ProgramBuilder::map(int index) {
   fail("no mapping for ONNX op '" + op0 + "'");
 }
 
+// The Cast nearest upstream of `value`, inside the set, that converts to `dtype`: the node to
+// leave out when a result would leave the subgraph in another dtype than it computes in.
+int ProgramBuilder::castProducing(const std::string& value, graph::DType dtype) const {
+  std::vector<std::string> pending{value};
+  std::set<std::string> seen;
+  while (!pending.empty()) {
+    const std::string v = pending.front();
+    pending.erase(pending.begin());
+    if (!inside_.count(v) || !seen.insert(v).second) continue;
+    for (size_t n = 0; n < model_.nodes.size(); ++n) {
+      const Node& candidate = model_.nodes[n];
+      if (candidate.outputs.empty() || candidate.outputs[0] != v) continue;
+      if (candidate.op == "Cast" && model_.values.at(v).dtype == dtype) return static_cast<int>(n);
+      pending.insert(pending.end(), candidate.inputs.begin(), candidate.inputs.end());
+    }
+  }
+  return -1;
+}
+
 void ProgramBuilder::output(const std::string& value) {
   const IrValue& v = values_.at(value);
   if (v.denominator >= 0) {
@@ -377,6 +401,12 @@ void ProgramBuilder::output(const std::string& value) {
     }
   }
   if (onnxValue.dtype && *onnxValue.dtype != desc.dtype) {
+    if (const int cast = castProducing(value, *onnxValue.dtype); cast >= 0) {
+      throw BuildFailure(cast, "converts to " + std::string(graph::dtypeName(*onnxValue.dtype)) +
+                                   " for '" + value + "', which leaves the subgraph computed in " +
+                                   std::string(graph::dtypeName(desc.dtype)) +
+                                   " (the IR stores a result in its operands' dtype)");
+    }
     fail("its result leaves the subgraph as " + std::string(graph::dtypeName(*onnxValue.dtype)) +
          " while the subgraph computes it in " + std::string(graph::dtypeName(desc.dtype)) +
          " (the IR stores a result in its operands' dtype)");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root with devbuild/ carried: the gpu-labelled
-# tests, compute-sanitizer on the shipped schedules, and the benchmark against PyTorch.
+# tests, compute-sanitizer on the shipped schedules, the exported ONNX models searched and
+# profiled (`onnx`), and the benchmark against PyTorch.
 # Results land in $OUT (or ./device_out). BENCH_ARGS: extra gpu_bench.py arguments (--cases, --no-compile).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +29,22 @@ if [[ $step == all || $step == sanitize ]]; then
       echo "$tool $s: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_${tool}_$s.log" | tail -1)"
     done
   done
+fi
+
+if [[ $step == all || $step == onnx ]]; then
+  # The models PyTorch exported (tests/onnx_import/models): every subgraph searched, every
+  # verified variant generated, checked against the interpreter and timed on the GPU.
+  echo "== ONNX models"
+  rm -rf /tmp/onnx_runs && mkdir -p /tmp/onnx_runs/logs
+  for m in llama_mlp rmsnorm attention_core decoder_block; do
+    "$mg" superoptimize "tests/onnx_import/models/$m.onnx" --profile --max-variants 8 \
+      --time-limit "${ONNX_TIME_LIMIT:-30}" --out "/tmp/onnx_runs/$m" \
+      >"/tmp/onnx_runs/logs/$m.txt" 2>"/tmp/onnx_runs/logs/$m.err"
+    echo "$m: exit $?, $(grep -c 'does not match' "/tmp/onnx_runs/logs/$m.err") mismatches"
+    cat "/tmp/onnx_runs/logs/$m.txt"
+    cp "/tmp/onnx_runs/$m/summary.json" "/tmp/onnx_runs/logs/$m.summary.json"
+  done
+  tar czf "$out/onnx_runs.tgz" -C /tmp/onnx_runs logs
 fi
 
 if [[ $step == all || $step == bench ]]; then
