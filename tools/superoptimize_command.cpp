@@ -236,13 +236,18 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "superoptimize",
       "Search schedules of PROGRAM (a built-in: " + builtins +
-          "; or a program file), verify the best at real shapes, rank them by the cost model. "
+          "; a program file; or an ONNX model, model.onnx, whose maximal supported subgraphs are "
+          "each searched, the rest listed with the reason), verify the best at real shapes, rank "
+          "them by the cost model. "
           "Exit 0 ok, 2 bad input, 3 a verified variant got no code (an internal error; the "
           "rest is written).");
-  sub->add_option("PROGRAM", o->program, "built-in program name or program file")->required();
+  sub->add_option("PROGRAM", o->program, "built-in program name, program file or .onnx model")
+      ->required();
   sub->add_option("--threads", o->threads, "worker threads (default: every core)")
       ->check(CLI::Range(1, 1024));
-  sub->add_option("--time-limit", o->timeLimit, "stop enumerating after S seconds (resumable)")
+  sub->add_option("--time-limit", o->timeLimit,
+                  "stop enumerating after S seconds (resumable with --checkpoint; for a model, per "
+                  "subgraph)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--arch", o->arch,
                   "target the search plans, prunes and ranks for and the code is generated for "
@@ -250,7 +255,8 @@ Command addSuperoptimizeCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--out", o->out,
                   "write DIR/<variant>/ (schedule.json, kernel.cu, PTX for --arch, manifest.json) "
-                  "and DIR/summary.json");
+                  "and DIR/summary.json; for a model DIR/<subgraph>/ (program.mg and its "
+                  "variants) and DIR/summary.json (subgraphs, and the nodes left out)");
   sub->add_option("--checkpoint", o->checkpoint, "checkpoint file, written every few seconds");
   sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
   sub->add_flag(
