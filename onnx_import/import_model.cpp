@@ -7,6 +7,7 @@
 
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/node_support.h"
+#include "onnx_import/repeated_heads.h"
 
 namespace mugraph::onnx_import {
 namespace {
@@ -108,6 +109,39 @@ void attachReadNodes(const Model& model, const std::vector<NodeSupport>& support
   }
 }
 
+Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support, const Graph& g,
+                  const std::vector<int>& nodes, BuiltProgram built, const std::string& name) {
+  Subgraph s;
+  s.name = name;
+  s.program = std::move(built.program);
+  s.inputs = std::move(built.inputs);
+  s.outputs = std::move(built.outputs);
+  std::set<int> members(nodes.begin(), nodes.end());
+  std::set<int> attached;
+  attachReadNodes(model, support, g, nodes, members, attached);
+  for (int n : members) {
+    s.nodes.push_back(model.nodes[n].name);
+    s.ops.push_back(model.nodes[n].op);
+  }
+  return s;
+}
+
+// The subgraph over the KV buffers, or nullopt where the folded shapes do not fit the IR
+// (a mask or a table broadcast over the query rows, say): then it reads the repeats.
+std::optional<Subgraph> tryFolded(const FoldedHeads& folded, const Graph& g,
+                                  const std::vector<int>& nodes,
+                                  const std::vector<std::string>& outputs,
+                                  const std::string& name) {
+  try {
+    Subgraph s = subgraph(folded.model, folded.support, g, nodes,
+                          buildProgram(folded.model, folded.support, nodes, outputs, name), name);
+    s.headFold = folded.description;
+    return s;
+  } catch (const BuildFailure&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 ImportedModel importModel(const std::string& path, const DimPins& pins) {
@@ -134,21 +168,17 @@ ImportedModel importModel(const std::string& path, const DimPins& pins) {
         continue;
       }
       try {
-        Subgraph s;
-        s.name = subgraphName(model, nodes, names);
-        BuiltProgram built =
-            buildProgram(model, support, nodes, outputsOf(model, g, nodes), s.name);
-        s.program = std::move(built.program);
-        s.inputs = std::move(built.inputs);
-        s.outputs = std::move(built.outputs);
-        std::set<int> members(nodes.begin(), nodes.end());
-        std::set<int> attached;
-        attachReadNodes(model, support, g, nodes, members, attached);
-        for (int n : members) {
-          s.nodes.push_back(model.nodes[n].name);
-          s.ops.push_back(model.nodes[n].op);
+        const std::string name = subgraphName(model, nodes, names);
+        const std::vector<std::string> outputs = outputsOf(model, g, nodes);
+        std::optional<Subgraph> s;
+        if (std::optional<FoldedHeads> folded = foldRepeatedHeads(model, support, nodes, outputs)) {
+          s = tryFolded(*folded, g, nodes, outputs, name);
         }
-        result.subgraphs.push_back(std::move(s));
+        if (!s) {
+          s = subgraph(model, support, g, nodes, buildProgram(model, support, nodes, outputs, name),
+                       name);
+        }
+        result.subgraphs.push_back(std::move(*s));
       } catch (const BuildFailure& failure) {
         support[failure.node] = {NodeRole::Unsupported, failure.what(), false};
         again = true;

@@ -23,6 +23,7 @@ struct Subgraph {
   graph::Program program;
   std::vector<BoundInput> inputs;
   std::vector<BoundOutput> outputs;
+  std::string headFold;  // where GQA's repeated KV heads are read as views (repeated_heads.h)
 };
 
 struct LeftOut {

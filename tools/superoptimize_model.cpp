@@ -74,6 +74,7 @@ int superoptimizeModel(const SuperoptimizeOptions& o) {
                             {"ops", s.ops},
                             {"program_text", graph::programToText(s.program)}};
     entry.update(boundJson(s));
+    if (!s.headFold.empty()) entry["repeated_kv_heads"] = s.headFold;
     const std::string dir = o.out.empty() ? "" : o.out + "/" + s.name;
     if (!dir.empty()) {
       std::filesystem::create_directories(dir);

@@ -3,7 +3,8 @@
 
 Llama-style pieces in f16, as real checkpoints are: the gated MLP (three bias-free Linear
 layers, SiLU), RMSNorm with eps and a weight (upcast to f32 inside, as transformers writes
-it), an attention core (MatMul, scale, Softmax, MatMul) and a whole decoder block (RMSNorm,
+it), an attention core (MatMul, scale, Softmax, MatMul), the same with GQA's repeated KV heads, and a whole
+decoder block (RMSNorm,
 GQA attention with RoPE and repeated KV heads, a causal mask, the MLP, residuals). Each is
 exported by the default exporter of the installed PyTorch (torch.export based in 2.9+) and,
 where it still exists, by the TorchScript one (`--legacy`), whose graphs differ (Gemm, Div
@@ -65,6 +66,16 @@ class AttentionCore(nn.Module):
         return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
+class GqaAttentionCore(nn.Module):
+    """Grouped-query attention as transformers writes it: KV heads repeated, then attention."""
+
+    def forward(self, q, k, v):
+        n_rep = q.shape[1] // k.shape[1]
+        k, v = repeat_kv(k, n_rep), repeat_kv(v, n_rep)
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(q.shape[-1])
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
 def rotate_half(x):
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
@@ -119,6 +130,8 @@ def models():
         ("llama_mlp", MLP(), (x,), ["x"], None),
         ("rmsnorm", RMSNorm(HIDDEN), (x,), ["x"], None),
         ("attention_core", AttentionCore(), tuple(qkv), ["q", "k", "v"], None),
+        ("gqa_attention_core", GqaAttentionCore(), (qkv[0], qkv[1][:, :2], qkv[2][:, :2]),
+         ["q", "k", "v"], None),
         ("decoder_block", DecoderBlock(), (x, cos, sin, mask), ["x", "cos", "sin", "mask"], None),
         ("llama_mlp_dynamic_seq", MLP(), (x,), ["x"], {"x": {1: torch.export.Dim("seq")}}),
     ]

@@ -1,0 +1,34 @@
+// GQA's repeated KV heads as views. Exporters write grouped-query attention as
+// Unsqueeze → Expand → Reshape of the KV tensors (H = kv · rep heads), which copies data. A
+// subgraph that reads such repeats and computes row by row in each head (attention: matmuls
+// with the repeated tensor as the right operand, element-wise ops, reductions over the last
+// dims) computes the same from the KV buffers themselves when every value with the H query
+// heads is read as kv groups of rep·rows ([.., H, S, X] is the contiguous view
+// [.., kv, rep·S, X]). This is the fold the built-in GQA programs are written in; here it is
+// found in the model, and where any op of the subgraph would mix heads or rows it is not
+// applied (the subgraph then reads the repeats the framework makes).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "onnx_import/node_support.h"
+#include "onnx_import/onnx_model.h"
+
+namespace mugraph::onnx_import {
+
+struct FoldedHeads {
+  Model model;                       // value shapes rewritten for the fold
+  std::vector<NodeSupport> support;  // the Expands of the repeats are views
+  std::string description;           // "8 query heads as 2 KV groups of 4"
+};
+
+// nullopt when the nodes read no repeated heads, or the fold does not apply to them.
+// `outputs`: the values the nodes' subgraph returns.
+std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
+                                             const std::vector<NodeSupport>& support,
+                                             const std::vector<int>& nodes,
+                                             const std::vector<std::string>& outputs);
+
+}  // namespace mugraph::onnx_import
