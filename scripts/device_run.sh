@@ -36,7 +36,7 @@ if [[ $step == all || $step == onnx ]]; then
   # verified variant generated, checked against the interpreter and timed on the GPU.
   echo "== ONNX models"
   rm -rf /tmp/onnx_runs && mkdir -p /tmp/onnx_runs/logs
-  for m in llama_mlp rmsnorm attention_core decoder_block; do
+  for m in llama_mlp rmsnorm attention_core gqa_attention_core decoder_block; do
     "$mg" superoptimize "tests/onnx_import/models/$m.onnx" --profile --max-variants 8 \
       --time-limit "${ONNX_TIME_LIMIT:-30}" --out "/tmp/onnx_runs/$m" \
       >"/tmp/onnx_runs/logs/$m.txt" 2>"/tmp/onnx_runs/logs/$m.err"
