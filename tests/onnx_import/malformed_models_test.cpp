@@ -6,9 +6,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "graph/error.h"
 #include "onnx_import/import_model.h"
+#include "tools/run_cli.h"
 
 namespace mugraph::onnx_import {
 namespace {
@@ -131,6 +133,28 @@ TEST(MalformedModels, NodeReadingAnUndefinedValueIsOneClearError) {
   const std::string path = scratch("undefined.onnx");
   std::ofstream(path, std::ios::binary) << m.SerializeAsString();
   EXPECT_NE(errorOf(path).find("reads 'Z'"), std::string::npos) << errorOf(path);
+}
+
+// What a user sees: exit 2 and one line naming the file for a model that cannot be read; a
+// model with an op that has no mapping imports, and its summary names the node.
+TEST(MalformedModels, CliExitsTwoWithOneLineOrListsTheNodeLeftOut) {
+  const std::string dir = scratch("cli");
+  std::filesystem::create_directories(dir);
+  const std::string opset = writeModel("cli_opset", 12, "Sigmoid");
+  testing::CliResult r = testing::runMugraph("superoptimize '" + opset + "' --time-limit 1", dir);
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_EQ(r.err,
+            "mugraph: error: " + opset +
+                ": opset 12 of the default domain is out of range (13 to 21 are supported)\n");
+  r = testing::runMugraph(
+      "superoptimize '" + writeModel("cli_erf", 17, "Erf") + "' --time-limit 2 --json", dir);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  ASSERT_EQ(summary["unsupported"].size(), 1u);
+  EXPECT_EQ(summary["unsupported"][0]["node"], "Erf_B");
+  EXPECT_EQ(summary["unsupported"][0]["op"], "Erf");
+  EXPECT_EQ(summary["subgraphs"].size(), 2u);
+  for (const nlohmann::json& s : summary["subgraphs"]) EXPECT_GE(s["verified"].get<int>(), 1);
 }
 
 }  // namespace
