@@ -17,14 +17,12 @@ bool mapped(const NodeSupport& s) {
 }
 
 struct Graph {
-  std::map<std::string, int> producer;                // value -> node
   std::map<std::string, std::vector<int>> consumers;  // value -> nodes
 };
 
 Graph edges(const Model& model) {
   Graph g;
   for (size_t n = 0; n < model.nodes.size(); ++n) {
-    for (const std::string& out : model.nodes[n].outputs) g.producer[out] = static_cast<int>(n);
     for (const std::string& in : model.nodes[n].inputs) {
       if (!in.empty()) g.consumers[in].push_back(static_cast<int>(n));
     }
@@ -34,7 +32,7 @@ Graph edges(const Model& model) {
 
 // Connected sets of mapped nodes, joined where one reads the other's result directly.
 std::vector<std::vector<int>> components(const Model& model,
-                                         const std::vector<NodeSupport>& support, const Graph& g) {
+                                         const std::vector<NodeSupport>& support) {
   std::vector<int> parent(model.nodes.size());
   std::iota(parent.begin(), parent.end(), 0);
   auto find = [&](int x) {
@@ -44,9 +42,9 @@ std::vector<std::vector<int>> components(const Model& model,
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     if (!mapped(support[n])) continue;
     for (const std::string& in : model.nodes[n].inputs) {
-      const auto p = g.producer.find(in);
-      if (p != g.producer.end() && mapped(support[p->second])) {
-        parent[find(static_cast<int>(n))] = find(p->second);
+      const int p = model.producerOf(in);
+      if (p >= 0 && mapped(support[p])) {
+        parent[find(static_cast<int>(n))] = find(p);
       }
     }
   }
@@ -88,10 +86,10 @@ std::string subgraphName(const Model& model, const std::vector<int>& nodes,
   return unique;
 }
 
-// The view and Constant nodes a subgraph reads through, added to its node list.
-void attachReadNodes(const Model& model, const std::vector<NodeSupport>& support, const Graph& g,
-                     const std::vector<int>& nodes, std::set<int>& members,
-                     std::set<int>& attached) {
+// The nodes of a subgraph with the view and Constant nodes it reads through.
+std::set<int> withReadNodes(const Model& model, const std::vector<NodeSupport>& support,
+                            const std::vector<int>& nodes) {
+  std::set<int> members(nodes.begin(), nodes.end());
   std::vector<std::string> pending;
   for (int n : nodes) {
     for (const std::string& in : model.nodes[n].inputs) pending.push_back(in);
@@ -99,27 +97,24 @@ void attachReadNodes(const Model& model, const std::vector<NodeSupport>& support
   while (!pending.empty()) {
     const std::string value = pending.back();
     pending.pop_back();
-    const auto p = g.producer.find(value);
-    if (p == g.producer.end() || members.count(p->second)) continue;
-    const NodeRole role = support[p->second].role;
+    const int p = model.producerOf(value);
+    if (p < 0 || members.count(p)) continue;
+    const NodeRole role = support[p].role;
     if (role != NodeRole::View && role != NodeRole::Constant) continue;
-    members.insert(p->second);
-    attached.insert(p->second);
-    for (const std::string& in : model.nodes[p->second].inputs) pending.push_back(in);
+    members.insert(p);
+    for (const std::string& in : model.nodes[p].inputs) pending.push_back(in);
   }
+  return members;
 }
 
-Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support, const Graph& g,
+Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support,
                   const std::vector<int>& nodes, BuiltProgram built, const std::string& name) {
   Subgraph s;
   s.name = name;
   s.program = std::move(built.program);
   s.inputs = std::move(built.inputs);
   s.outputs = std::move(built.outputs);
-  std::set<int> members(nodes.begin(), nodes.end());
-  std::set<int> attached;
-  attachReadNodes(model, support, g, nodes, members, attached);
-  for (int n : members) {
+  for (int n : withReadNodes(model, support, nodes)) {
     s.nodes.push_back(model.nodes[n].name);
     s.ops.push_back(model.nodes[n].op);
   }
@@ -128,12 +123,11 @@ Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support, c
 
 // The subgraph over the KV buffers, or nullopt where the folded shapes do not fit the IR
 // (a mask or a table broadcast over the query rows, say): then it reads the repeats.
-std::optional<Subgraph> tryFolded(const FoldedHeads& folded, const Graph& g,
-                                  const std::vector<int>& nodes,
+std::optional<Subgraph> tryFolded(const FoldedHeads& folded, const std::vector<int>& nodes,
                                   const std::vector<std::string>& outputs,
                                   const std::string& name) {
   try {
-    Subgraph s = subgraph(folded.model, folded.support, g, nodes,
+    Subgraph s = subgraph(folded.model, folded.support, nodes,
                           buildProgram(folded.model, folded.support, nodes, outputs, name), name);
     s.headFold = folded.description;
     return s;
@@ -156,7 +150,7 @@ ImportedModel importModel(const std::string& path, const DimPins& pins) {
     again = false;
     result.subgraphs.clear();
     std::set<std::string> names;
-    for (const std::vector<int>& nodes : components(model, support, g)) {
+    for (const std::vector<int>& nodes : components(model, support)) {
       const bool computes = std::any_of(
           nodes.begin(), nodes.end(), [&](int n) { return support[n].role == NodeRole::Compute; });
       if (!computes) {
@@ -172,10 +166,10 @@ ImportedModel importModel(const std::string& path, const DimPins& pins) {
         const std::vector<std::string> outputs = outputsOf(model, g, nodes);
         std::optional<Subgraph> s;
         if (std::optional<FoldedHeads> folded = foldRepeatedHeads(model, support, nodes, outputs)) {
-          s = tryFolded(*folded, g, nodes, outputs, name);
+          s = tryFolded(*folded, nodes, outputs, name);
         }
         if (!s) {
-          s = subgraph(model, support, g, nodes, buildProgram(model, support, nodes, outputs, name),
+          s = subgraph(model, support, nodes, buildProgram(model, support, nodes, outputs, name),
                        name);
         }
         result.subgraphs.push_back(std::move(*s));

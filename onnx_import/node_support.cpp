@@ -19,10 +19,6 @@ NodeSupport unsupported(std::string reason) {
   return {NodeRole::Unsupported, std::move(reason), false};
 }
 
-std::string dimsText(const std::vector<int64_t>& dims) {
-  return graph::formatDims(dims);
-}
-
 // The dims of size > 1 in the order a transpose reads them: when they keep their order, the
 // transpose moves no data.
 bool keepsOrderOfRealDims(const Dims& in, const std::vector<int64_t>& perm) {
@@ -122,7 +118,7 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
     }
     if (!keepsOrderOfRealDims(*in.shape, perm)) {
       if (!swapsLastTwo(perm)) {
-        return unsupported("moves data (perm " + dimsText(perm) +
+        return unsupported("moves data (perm " + graph::formatDims(perm) +
                            "); only a swap of the last two dims is a layout view");
       }
       swap = true;

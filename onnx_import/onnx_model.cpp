@@ -262,6 +262,11 @@ double Node::floatAttr(const std::string& key, double fallback) const {
   return found != attributes.end() && found->second.f ? *found->second.f : fallback;
 }
 
+int Model::producerOf(const std::string& value) const {
+  const auto found = producers.find(value);
+  return found == producers.end() ? -1 : found->second;
+}
+
 bool isOnnxPath(const std::string& path) {
   return std::filesystem::path(path).extension() == ".onnx";
 }
@@ -353,6 +358,7 @@ Model loadModel(const std::string& path, const DimPins& pins) {
     readAttributes(p, node, model);
     for (const std::string& out : node.outputs) {
       defined.insert(out);
+      model.producers[out] = static_cast<int>(model.nodes.size());
       if (!model.values.count(out)) {
         model.values[out] = Value{
             out, "", std::nullopt, std::nullopt, "its shape is not in the file", false, false};

@@ -72,6 +72,9 @@ struct Model {
   std::vector<std::string> graphInputs;       // in order, initializers excluded
   std::vector<std::string> graphOutputs;
   std::string graphName;
+  std::map<std::string, int> producers;  // value -> the node computing it
+
+  int producerOf(const std::string& value) const;  // -1 for inputs, initializers, unknown
 };
 
 // Throws UserError(path, reason) for anything the file gets wrong.

@@ -141,11 +141,7 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
   std::string buffer = value;
   bool transposed = transposeHere;
   for (;;) {
-    int producer = -1;
-    for (size_t n = 0; n < model_.nodes.size(); ++n) {
-      const std::vector<std::string>& outs = model_.nodes[n].outputs;
-      if (!outs.empty() && outs[0] == buffer) producer = static_cast<int>(n);
-    }
+    const int producer = model_.producerOf(buffer);
     if (producer < 0 || support_[producer].role != NodeRole::View) break;
     transposed = transposed != support_[producer].transposes;
     buffer = model_.nodes[producer].inputs.at(0);
@@ -367,12 +363,11 @@ int ProgramBuilder::castProducing(const std::string& value, graph::DType dtype) 
     const std::string v = pending.front();
     pending.erase(pending.begin());
     if (!inside_.count(v) || !seen.insert(v).second) continue;
-    for (size_t n = 0; n < model_.nodes.size(); ++n) {
-      const Node& candidate = model_.nodes[n];
-      if (candidate.outputs.empty() || candidate.outputs[0] != v) continue;
-      if (candidate.op == "Cast" && model_.values.at(v).dtype == dtype) return static_cast<int>(n);
-      pending.insert(pending.end(), candidate.inputs.begin(), candidate.inputs.end());
-    }
+    const int n = model_.producerOf(v);
+    if (n < 0) continue;
+    const Node& candidate = model_.nodes[n];
+    if (candidate.op == "Cast" && model_.values.at(v).dtype == dtype) return n;
+    pending.insert(pending.end(), candidate.inputs.begin(), candidate.inputs.end());
   }
   return -1;
 }
@@ -382,12 +377,7 @@ void ProgramBuilder::output(const std::string& value) {
   if (v.denominator >= 0) {
     throw BuildFailure(v.reciprocalNode, "its reciprocal leaves the subgraph; the IR divides only");
   }
-  int producer = -1;
-  for (size_t n = 0; n < model_.nodes.size(); ++n) {
-    if (!model_.nodes[n].outputs.empty() && model_.nodes[n].outputs[0] == value)
-      producer = static_cast<int>(n);
-  }
-  node_ = producer;
+  node_ = model_.producerOf(value);
   if (v.tensor < 0) fail("its result '" + value + "' is a constant");
   const graph::TensorDesc& desc = builder_.desc(v.tensor);
   const Value& onnxValue = model_.values.at(value);

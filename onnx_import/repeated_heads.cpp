@@ -22,26 +22,17 @@ struct Repeat {
   int headFromEnd = 0;  // the head dim's position counted from the last dim (1 = last)
 };
 
-int producerOf(const Model& model, const std::string& value) {
-  for (size_t n = 0; n < model.nodes.size(); ++n) {
-    if (!model.nodes[n].outputs.empty() && model.nodes[n].outputs[0] == value) {
-      return static_cast<int>(n);
-    }
-  }
-  return -1;
-}
-
 // value ← views ← Reshape merging (kv, rep) ← Expand along a new dim of 1 ← Unsqueeze.
 std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSupport>& support,
                                    std::string value) {
-  int n = producerOf(model, value);
+  int n = model.producerOf(value);
   while (n >= 0 && support[n].role == NodeRole::View && model.nodes[n].op != "Reshape") {
-    n = producerOf(model, model.nodes[n].inputs.at(0));
+    n = model.producerOf(model.nodes[n].inputs.at(0));
   }
   if (n < 0 || model.nodes[n].op != "Reshape" || support[n].role != NodeRole::View)
     return std::nullopt;
   const Node& reshape = model.nodes[n];
-  const int e = producerOf(model, reshape.inputs.at(0));
+  const int e = model.producerOf(reshape.inputs.at(0));
   if (e < 0 || model.nodes[e].op != "Expand") return std::nullopt;
   const Dims& in = *model.values.at(model.nodes[e].inputs.at(0)).shape;
   const Dims& out = *model.values.at(model.nodes[e].outputs.at(0)).shape;
@@ -158,8 +149,8 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
     if (kind == Kind::Plain) continue;
     if (kind == Kind::Folded && !inside.count(value)) {
       // An input folds only where it is stored as it is read (no transposing view on the way).
-      for (int p = producerOf(model, value); p >= 0 && support[p].role == NodeRole::View;
-           p = producerOf(model, model.nodes[p].inputs.at(0))) {
+      for (int p = model.producerOf(value); p >= 0 && support[p].role == NodeRole::View;
+           p = model.producerOf(model.nodes[p].inputs.at(0))) {
         if (support[p].transposes) return std::nullopt;
       }
     }
