@@ -57,7 +57,7 @@ struct Target {
 
   int64_t registersPerSm;  // 32-bit registers of one multiprocessor's register file
   // Warpgroup matrix multiplies (wgmma) and bulk tensor copies (sm_90 and later): the plan
-  // puts eligible matmuls on that path (plan/kernel_plan.h, WarpgroupMmaPlan).
+  // puts eligible matmuls on that path (plan/paths/warpgroup_mma_plan.h).
   bool warpgroupMma;
   WarpgroupLimits warpgroup;  // meaningful where warpgroupMma
 

@@ -2,7 +2,7 @@
 // threads of the block, reading operands from shared tiles (any shape, broadcasting, any
 // layout), followed by the op's register epilogue (fused element-wise chain, shared stores,
 // folded accumulator updates). Correct for every valid block graph; the tensor-core matmul
-// (emit_mma.cpp) replaces it where the shapes allow.
+// (mma.cpp) replaces it where the shapes allow.
 #include <map>
 
 #include "codegen/emit/context.h"

@@ -1,4 +1,4 @@
-// Names and element addressing shared by the emitter's files (see emit_context.h).
+// Names and element addressing shared by the emitter's files (see context.h).
 #include "codegen/emit/context.h"
 
 #include <cmath>

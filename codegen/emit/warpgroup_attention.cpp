@@ -36,9 +36,10 @@ class AttentionEmitter {
     openIterations();
     ring_.acquireStage("it");
     out_.line("unsigned char* const stage = " + ring_.stageBase("s") + ";");
-    ring_.expectBytes("&full[s]", at_.k.boxBytes * at_.k.boxes + at_.v.boxBytes * at_.v.boxes);
-    ring_.loadBoxes(at_.k, "stage + " + str(at_.k.offset) + " + ", 0, "&full[s]", "it");
-    ring_.loadBoxes(at_.v, "stage + " + str(at_.v.offset) + " + ", 0, "&full[s]", "it");
+    const std::string full = ring_.fullBarrier("s");
+    ring_.expectBytes(full, at_.k.boxBytes * at_.k.boxes + at_.v.boxBytes * at_.v.boxes);
+    ring_.loadBoxes(at_.k, "stage + " + str(at_.k.offset) + " + ", 0, full, "it");
+    ring_.loadBoxes(at_.v, "stage + " + str(at_.v.offset) + " + ", 0, full, "it");
     out_.close();
     out_.close();
     out_.reopen("else");
@@ -136,7 +137,7 @@ class AttentionEmitter {
       if (!plan::runsInLoop(plan, index)) continue;
       emitOp(index);
     }
-    ring_.releaseStage("s");
+    ring_.releaseStage("it");
     out_.close();
     for (size_t o = 0; o < block_.ops.size(); ++o) {
       const int index = static_cast<int>(o);

@@ -8,7 +8,7 @@
 namespace mugraph::codegen {
 namespace {
 
-// Element offset of the block's output tile (emit_copies.cpp's baseOffset with the tile's
+// Element offset of the block's output tile (context.h's baseOffset with the tile's
 // coordinates in place of blockIdx).
 std::string tileOffset(const std::array<int64_t, graph::kGridAxes>& blockStep) {
   std::string text;

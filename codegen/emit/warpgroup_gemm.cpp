@@ -90,7 +90,7 @@ class GemmEmitter {
 
   // One stage's copies for iteration `iteration` into stage `stage` (one thread).
   void emitIssue(const std::string& iteration, const std::string& stage) {
-    const std::string full = "&full[" + stage + "]";
+    const std::string full = ring_.fullBarrier(stage);
     ring_.expectBytes(full, wg_.a.boxBytes * wg_.a.boxes + wg_.b.boxBytes * wg_.b.boxes);
     const std::string prefix = ring_.stageBase(stage) + " + ";
     for (const BulkOperand* op : {&wg_.a, &wg_.b}) {
@@ -140,13 +140,12 @@ class GemmEmitter {
     out_.line("mg::wgmma_commit_group();");
     out_.line("// The previous stage's multiplies are done: release its buffer.");
     out_.line("mg::wgmma_wait_group<1>();");
-    ring_.releaseStage(ring_.stageOf("(g - 1)"), "it > 0");
+    ring_.releaseStage("g - 1", "it > 0");
     if (!wg_.producer && forloop > stages) {
       out_.open("if (threadIdx.x == 0 && it > 0 && it - 1 + " + str(stages) + " < " + str(forloop) +
                 ")");
       out_.line("const int refill = it - 1 + " + str(stages) + ";");
-      out_.line("const int r = " + ring_.stageOf("refill") + ";");
-      out_.line("mg::mbarrier_wait(&empty[r], ((it - 1) / " + str(stages) + ") & 1);");
+      ring_.acquireStage("refill", "r");
       emitIssue("refill", "r");
       out_.close();
     }
@@ -155,7 +154,7 @@ class GemmEmitter {
     out_.line("#pragma unroll");
     out_.line("for (int t = 0; t < " + str(wg_.mTiles) +
               "; ++t) mg::wgmma_fence_operands(acc[t]);");
-    ring_.releaseStage(ring_.stageOf("(g - 1)"));
+    ring_.releaseStage("g - 1");
     ring_.storeAccumulators(wg_.outputOp, "acc[t]", wg_.mTiles, wg_.n, rowsPerConsumer);
     if (opensTiles) closeTiles();
   }

@@ -23,11 +23,11 @@ void WarpgroupPrinter::declareRing(const std::vector<std::string>& extraBarriers
   out_.line("    (reinterpret_cast<unsigned long long>(mg_smem_raw) + " +
             str(limits.swizzleAlignment - 1) + "ull) & ~" + str(limits.swizzleAlignment - 1) +
             "ull);");
-  out_.line("unsigned long long* const full = reinterpret_cast<unsigned long long*>(mg_smem + " +
-            str(ring_.barrierOffset) + ");");
-  out_.line("unsigned long long* const empty = full + " + str(ring_.stages) + ";");
+  out_.line("const mg::Ring<" + str(ring_.stages) +
+            "> ring{reinterpret_cast<unsigned long long*>(mg_smem + " + str(ring_.barrierOffset) +
+            ")};");
   for (size_t b = 0; b < extraBarriers.size(); ++b) {
-    out_.line("unsigned long long* const " + extraBarriers[b] + " = full + " +
+    out_.line("unsigned long long* const " + extraBarriers[b] + " = ring.full + " +
               str(2 * ring_.stages + static_cast<int64_t>(b)) + ";");
   }
   out_.line("const int warpgroup = threadIdx.x / " + str(limits.threads) + ";");
@@ -38,11 +38,7 @@ void WarpgroupPrinter::initializeRing(const std::vector<std::string>& extraBarri
   for (size_t m = 0; m < ring_.maps.size(); ++m) {
     out_.line("mg::prefetch_tensor_map(&" + mapName(static_cast<int>(m)) + ");");
   }
-  out_.open("for (int s = 0; s < " + str(ring_.stages) + "; ++s)");
-  out_.line("mg::mbarrier_init(&full[s], 1);");
-  out_.line("mg::mbarrier_init(&empty[s], " + str(ring_.consumers * ring_.warpsPerWarpgroup()) +
-            ");");
-  out_.close();
+  out_.line("ring.init(" + str(ring_.consumers * ring_.warpsPerWarpgroup()) + ");");
   for (const std::string& barrier : extraBarriers) {
     out_.line("mg::mbarrier_init(" + barrier + ", 1);");
   }
@@ -66,8 +62,8 @@ void WarpgroupPrinter::declareConsumerThread(const std::string& consumerIndex) c
             str(ring_.warpsPerWarpgroup() - 1) + ";  // within the warpgroup");
 }
 
-std::string WarpgroupPrinter::stageOf(const std::string& counter) const {
-  return counter + " % " + str(ring_.stages);
+std::string WarpgroupPrinter::fullBarrier(const std::string& stage) const {
+  return "&ring.full[" + stage + "]";
 }
 
 std::string WarpgroupPrinter::stageBase(const std::string& stage) const {
@@ -75,21 +71,17 @@ std::string WarpgroupPrinter::stageBase(const std::string& stage) const {
   return "mg_smem + " + offset + stage + " * " + str(ring_.stageBytes);
 }
 
-void WarpgroupPrinter::acquireStage(const std::string& counter) const {
-  const std::string stages = str(ring_.stages);
-  out_.line("const int s = " + stageOf(counter) + ";");
-  out_.line("if (" + counter + " >= " + stages + ") mg::mbarrier_wait(&empty[s], ((" + counter +
-            " / " + stages + ") - 1) & 1);");
+void WarpgroupPrinter::acquireStage(const std::string& counter, const std::string& stage) const {
+  out_.line("const int " + stage + " = ring.acquire(" + counter + ");");
 }
 
 void WarpgroupPrinter::waitStage(const std::string& counter) const {
-  out_.line("const int s = " + stageOf(counter) + ";");
-  out_.line("mg::mbarrier_wait(&full[s], (" + counter + " / " + str(ring_.stages) + ") & 1);");
+  out_.line("const int s = ring.wait(" + counter + ");");
 }
 
-void WarpgroupPrinter::releaseStage(const std::string& stage, const std::string& condition) const {
-  out_.line("if (" + (condition.empty() ? "" : condition + " && ") +
-            "lane == 0) mg::mbarrier_arrive(&empty[" + stage + "]);");
+void WarpgroupPrinter::releaseStage(const std::string& counter, const std::string& condition) const {
+  out_.line((condition.empty() ? "" : "if (" + condition + ") ") + "ring.release(" + counter +
+            ", lane);");
 }
 
 void WarpgroupPrinter::expectBytes(const std::string& barrier, int64_t bytes) const {

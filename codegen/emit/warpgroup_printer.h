@@ -22,8 +22,8 @@ class WarpgroupPrinter {
       : context_(context), out_(context.out), ring_(ring), dtype_(dtype) {}
 
   // `mg_smem` (the dynamic shared memory's base, aligned at run time to the swizzle period),
-  // the `full` and `empty` barriers of the ring, then `extraBarriers` one after another, and
-  // `warpgroup`, this thread's warpgroup.
+  // `ring` (the device template mg::Ring of codegen/device/sm90_ring.cuh over the plan's
+  // barriers), `extraBarriers` after the ring's, and `warpgroup`, this thread's warpgroup.
   void declareRing(const std::vector<std::string>& extraBarriers) const;
   // Thread 0 prefetches the tensor maps and initializes the barriers (`full` and the extra
   // ones complete on the copy thread's arrival, `empty` on every consumer warp's); then the
@@ -33,13 +33,15 @@ class WarpgroupPrinter {
   // `consumer` (from `consumerIndex`), `lane` and `warp` within the warpgroup.
   void declareConsumerThread(const std::string& consumerIndex) const;
 
-  // The copy thread: `s`, the stage of ring iteration `counter`, once the consumers released
-  // its previous use.
-  void acquireStage(const std::string& counter) const;
+  // The copy thread: `stage`, the stage of ring iteration `counter`, once the consumers
+  // released its previous use.
+  void acquireStage(const std::string& counter, const std::string& stage = "s") const;
   // A consumer: `s`, the stage of ring iteration `counter`, once its copies landed.
   void waitStage(const std::string& counter) const;
-  // A consumer warp releases stage `stage` (its lane 0 arrives on `empty`), where `condition`.
-  void releaseStage(const std::string& stage, const std::string& condition = "") const;
+  // A consumer warp is done with ring iteration `counter`'s stage, where `condition`.
+  void releaseStage(const std::string& counter, const std::string& condition = "") const;
+  // The barrier stage `stage`'s copies complete on.
+  std::string fullBarrier(const std::string& stage) const;
   // The copy thread announces `bytes` of copies completing on `barrier`.
   void expectBytes(const std::string& barrier, int64_t bytes) const;
   // The copies of `op`'s boxes for `iteration`, box j at `prefix` + (firstOffset + j's bytes).
@@ -49,8 +51,6 @@ class WarpgroupPrinter {
   // the m tile's first row; B: 0), in the operand's boxes at `base`.
   std::string descriptor(const plan::BulkOperand& op, const std::string& base, int64_t rows0,
                          int kk) const;
-  // Ring iteration `counter`'s stage.
-  std::string stageOf(const std::string& counter) const;
   // The address of stage `stage`'s first box.
   std::string stageBase(const std::string& stage) const;
   std::string wgmmaShape(int64_t n) const;  // "m64n128k16"

@@ -40,7 +40,7 @@ void expectFollows(const std::string& code, const plan::WarpgroupRing& ring) {
         std::string("+ 2047ull) & ~2047ull"),
         std::string("const int warpgroup = threadIdx.x / 256;"),
         std::string("& 7;  // within the warpgroup"),
-        "mg::mbarrier_init(&empty[s], " + std::to_string(ring.consumers * 8) + ");",
+        "ring.init(" + std::to_string(ring.consumers * 8) + ");",
         std::string(" + warp) * 4096;"), std::string(", 2048)")}) {
     EXPECT_NE(code.find(expected), std::string::npos) << expected;
   }
