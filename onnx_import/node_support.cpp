@@ -161,8 +161,8 @@ std::map<int, int> softmaxNanGuards(const Model& model) {
     for (const Node& n : model.nodes) {
       readers += static_cast<int>(std::count(n.inputs.begin(), n.inputs.end(), where.inputs[0]));
     }
-    const bool returned = std::count(model.graphOutputs.begin(), model.graphOutputs.end(),
-                                     where.inputs[0]) > 0;
+    const bool returned =
+        std::count(model.graphOutputs.begin(), model.graphOutputs.end(), where.inputs[0]) > 0;
     if (readers != 1 || returned) continue;
     guards[isNan] = static_cast<int>(w);
   }
