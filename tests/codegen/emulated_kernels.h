@@ -111,7 +111,9 @@ class EmulatedKernels {
   // Builds `source` into a shared library in `folder`; throws UserError with the log.
   EmulatedKernels(const std::string& source, const std::filesystem::path& folder) {
     std::ofstream(folder / "kernel.cu") << source;
-    std::ofstream(folder / kDeviceHeaderName) << deviceHeaderSource();
+    for (const DeviceHeader& header : deviceHeaders()) {
+      std::ofstream(folder / header.name) << header.source;
+    }
     const std::string library = (folder / "kernel.so").string();
     const std::string command = std::string(MUGRAPH_HOST_CXX) +
                                 " -std=c++17 -O2 -fPIC -shared -DMUGRAPH_HOST_EMULATION -I" +
