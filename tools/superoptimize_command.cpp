@@ -13,14 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/generate.h"
-#include "codegen/runtime/cuda_driver.h"
-#include "codegen/runtime/gpu_check.h"
 #include "graph/cuda_limits.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
 #include "onnx_import/onnx_model.h"
 #include "plan/lower_predefined_ops.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_check.h"
 #include "search/builtin_programs.h"
 #include "search/superoptimize.h"
 #include "tools/commands.h"
@@ -95,7 +95,7 @@ nlohmann::json summaryJson(const search::SearchResult& result, const Measurement
 // --profile: every variant generated, checked and timed on the GPU, then ranked by its
 // measured median time (a variant whose code cannot be emitted or that does not match the
 // interpreter on the GPU goes last, with a warning).
-Measurements profileOnGpu(const codegen::CudaDriver& driver, search::SearchResult& result,
+Measurements profileOnGpu(const runtime::CudaDriver& driver, search::SearchResult& result,
                           const plan::Target& target, const std::string& out) {
   Measurements measured;
   const std::string scratch = out.empty() ? (std::filesystem::temp_directory_path() /
@@ -108,8 +108,8 @@ Measurements profileOnGpu(const codegen::CudaDriver& driver, search::SearchResul
     try {
       const codegen::GeneratedCode code = variantCode(v.schedule, target);
       codegen::writeGeneratedCode(code, dir);
-      const codegen::GpuCheckReport r =
-          codegen::checkOnGpu(driver, code.schedule, dir, v.hash, /*repetitions=*/50);
+      const runtime::GpuCheckReport r =
+          runtime::checkOnGpu(driver, code.schedule, dir, v.hash, /*repetitions=*/50);
       if (r.matches) {
         us = r.timing.medianMicroseconds;
       } else {
@@ -216,10 +216,10 @@ int writeVariants(const search::SearchResult& result, const Measurements& measur
   return withoutCode;
 }
 
-std::unique_ptr<codegen::CudaDriver> driverForProfile(bool profile) {
+std::unique_ptr<runtime::CudaDriver> driverForProfile(bool profile) {
   if (!profile) return nullptr;
   std::string whyNot;
-  std::unique_ptr<codegen::CudaDriver> driver = codegen::CudaDriver::open(whyNot);
+  std::unique_ptr<runtime::CudaDriver> driver = runtime::CudaDriver::open(whyNot);
   if (!driver) {
     throw UserError("--profile",
                     "needs a GPU: " + whyNot + " (drop --profile to rank by the cost model)");
@@ -280,7 +280,7 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   return {
       sub, [o]() {
         if (onnx_import::isOnnxPath(o->program)) return superoptimizeModel(*o);
-        const std::unique_ptr<codegen::CudaDriver> driver = driverForProfile(o->profile);
+        const std::unique_ptr<runtime::CudaDriver> driver = driverForProfile(o->profile);
         if (!o->dims.empty()) throw UserError("--dim", "applies to ONNX models only");
         const graph::Program program = search::loadProgramOrBuiltin(o->program);
         const search::SearchOptions options = searchOptionsFor(program, *o);

@@ -60,7 +60,7 @@ int superoptimizeModel(const SuperoptimizeOptions& o) {
   if (!o.checkpoint.empty() || o.resume) {
     throw UserError("--checkpoint", "applies to one program, not to a model's subgraphs");
   }
-  const std::unique_ptr<codegen::CudaDriver> driver = driverForProfile(o.profile);
+  const std::unique_ptr<runtime::CudaDriver> driver = driverForProfile(o.profile);
   const onnx_import::ImportedModel model = onnx_import::importModel(o.program, dimPins(o.dims));
   nlohmann::json subgraphs = nlohmann::json::array();
   int failures = 0;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/runtime/cuda_driver.h"
 #include "plan/target.h"
+#include "runtime/cuda_driver.h"
 #include "search/superoptimize.h"
 
 namespace mugraph::tools {
@@ -41,8 +41,8 @@ using Measurements = std::map<std::string, double>;
 
 search::SearchOptions searchOptionsFor(const graph::Program& program,
                                        const SuperoptimizeOptions& o);
-std::unique_ptr<codegen::CudaDriver> driverForProfile(bool profile);  // UserError without a GPU
-Measurements profileOnGpu(const codegen::CudaDriver& driver, search::SearchResult& result,
+std::unique_ptr<runtime::CudaDriver> driverForProfile(bool profile);  // UserError without a GPU
+Measurements profileOnGpu(const runtime::CudaDriver& driver, search::SearchResult& result,
                           const plan::Target& target, const std::string& out);
 nlohmann::json summaryJson(const search::SearchResult& result, const Measurements& measured);
 int writeVariants(const search::SearchResult& result, const Measurements& measured,

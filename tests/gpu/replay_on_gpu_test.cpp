@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/runtime/cuda_driver.h"
+#include "runtime/cuda_driver.h"
 #include "tools/run_cli.h"
 
 namespace mugraph::testing {
@@ -23,7 +23,7 @@ class ReplayOnGpu : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     std::string whyNot;
-    if (!codegen::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
+    if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
     scratch_ = std::filesystem::temp_directory_path() /
                ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_" + GetParam());
     std::filesystem::create_directories(scratch_);
@@ -54,7 +54,7 @@ TEST_P(ReplayOnGpu, MatchesTheInterpreterAndOverwritesEveryOutput) {
 // sm_80 PTX runs on any newer GPU too.
 TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
   std::string whyNot;
-  if (!codegen::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
+  if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
   const std::filesystem::path scratch_ =
       std::filesystem::temp_directory_path() /
       ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_sm80");
@@ -88,8 +88,7 @@ INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu,
                                            "gemm_1024_bt.warpgroups.json",
                                            "gemm_1024_at_bf16.warpgroups.json",
                                            "mha_prefill_256.warpgroups.json",
-                                           "gemm_1030.tiled.json",
-                                           "vocab_16x32001.partial.json",
+                                           "gemm_1030.tiled.json", "vocab_16x32001.partial.json",
                                            "gemm_1000.warpgroups.json"),
                          [](const auto& info) {
                            std::string name = info.param.substr(0, info.param.rfind('.'));
@@ -140,7 +139,7 @@ TEST_P(SafeAttentionOnGpu, IsFiniteAndAccurateAtEveryLogitSpread) {
     EXPECT_TRUE(gpu.at("matches").get<bool>());
     EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0);  // NaN counts as unwritten
     EXPECT_TRUE(gpu.at("written_past_end").empty()) << gpu.at("written_past_end").dump();
-    EXPECT_FALSE(gpu.at("max_rel_error").is_null());            // an infinity is null
+    EXPECT_FALSE(gpu.at("max_rel_error").is_null());  // an infinity is null
   }
 }
 
