@@ -85,7 +85,8 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
         {"cache_hits", s.oracle.cacheHits},
         {"z3_queries", s.oracle.z3Queries},
         {"timeouts", s.oracle.timeouts}}},
-      {"ranked_by", ranking.measured.empty() ? "cost_model" : "measured_gpu_time"},
+      {"ranked_by",
+       ranking.measured.empty() && ranking.dropped.empty() ? "cost_model" : "measured_gpu_time"},
       {"variants", variants}};
   if (!ranking.dropped.empty()) {
     nlohmann::json dropped = nlohmann::json::array();

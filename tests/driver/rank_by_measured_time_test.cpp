@@ -76,7 +76,9 @@ TEST(RankByMeasuredTime, AllDroppedLeavesNoVariantsAndSaysWhy) {
   EXPECT_EQ(result.summary.verified, 0u);
   const std::string why = driver::whyNoVariants(result, ranking);
   EXPECT_NE(why.find("does not match the interpreter"), std::string::npos) << why;
-  EXPECT_EQ(driver::summaryJson(result, ranking).at("no_variants"), why);
+  const nlohmann::json summary = driver::summaryJson(result, ranking);
+  EXPECT_EQ(summary.at("no_variants"), why);
+  EXPECT_EQ(summary.at("ranked_by"), "measured_gpu_time");
 }
 
 TEST(WhyNoVariants, NamesTheSearchLimitsWhenThereIsNoCandidate) {
