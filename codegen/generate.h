@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/emit_kernel.h"
+#include "codegen/emit/kernel.h"
 #include "codegen/ptxas_report.h"
 #include "graph/ir.h"
 

@@ -13,7 +13,7 @@ namespace mugraph::onnx_import {
 namespace {
 
 bool mapped(const NodeSupport& s) {
-  return s.role == NodeRole::Compute || s.role == NodeRole::Alias;
+  return s.role == NodeRole::Compute || s.role == NodeRole::Alias || s.role == NodeRole::Guard;
 }
 
 struct Graph {

@@ -1,5 +1,6 @@
 #include "onnx_import/node_support.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -137,6 +138,37 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
   return {NodeRole::View, "", swap};
 }
 
+// Where(IsNaN(p), 0, p) with p a Softmax's result and the IsNaN read by nothing else: the
+// indices of the IsNaN and the Where nodes.
+std::map<int, int> softmaxNanGuards(const Model& model) {
+  std::map<int, int> guards;  // IsNaN node -> Where node
+  for (size_t w = 0; w < model.nodes.size(); ++w) {
+    const Node& where = model.nodes[w];
+    if (where.op != "Where" || where.inputs.size() != 3 || !where.domain.empty()) continue;
+    const int isNan = model.producerOf(where.inputs[0]);
+    if (isNan < 0 || model.nodes[isNan].op != "IsNaN") continue;
+    const std::string& p = where.inputs[2];
+    if (model.nodes[isNan].inputs.at(0) != p) continue;
+    const int softmax = model.producerOf(p);
+    if (softmax < 0 || model.nodes[softmax].op != "Softmax") continue;
+    const auto zero = model.constants.find(where.inputs[1]);
+    if (zero == model.constants.end() ||
+        std::any_of(zero->second.values.begin(), zero->second.values.end(),
+                    [](double v) { return v != 0.0; })) {
+      continue;
+    }
+    int readers = 0;
+    for (const Node& n : model.nodes) {
+      readers += static_cast<int>(std::count(n.inputs.begin(), n.inputs.end(), where.inputs[0]));
+    }
+    const bool returned = std::count(model.graphOutputs.begin(), model.graphOutputs.end(),
+                                     where.inputs[0]) > 0;
+    if (readers != 1 || returned) continue;
+    guards[isNan] = static_cast<int>(w);
+  }
+  return guards;
+}
+
 }  // namespace
 
 Dims stripDims(const Dims& shape) {
@@ -149,9 +181,17 @@ Dims stripDims(const Dims& shape) {
 std::vector<NodeSupport> classifyNodes(const Model& model) {
   std::vector<NodeSupport> support;
   std::map<std::string, bool> transposedViews;  // value -> read through a swap of its last dims
-  for (const Node& node : model.nodes) {
+  const std::map<int, int> guards = softmaxNanGuards(model);
+  std::set<int> guardedWheres;
+  for (const auto& [isNan, where] : guards) guardedWheres.insert(where);
+  for (size_t index = 0; index < model.nodes.size(); ++index) {
+    const Node& node = model.nodes[index];
     NodeSupport s;
-    if (!node.domain.empty()) {
+    if (guards.count(static_cast<int>(index))) {
+      s = {NodeRole::Guard, "", false};
+    } else if (guardedWheres.count(static_cast<int>(index))) {
+      s = {NodeRole::Alias, "", false, 2};
+    } else if (!node.domain.empty()) {
       s = unsupported("op of domain '" + node.domain + "'");
     } else if (node.op == "Constant" ||
                (!node.outputs.empty() && model.folded.count(node.outputs[0]))) {

@@ -6,6 +6,12 @@
 //    subgraph, but a subgraph reading its result reads the source buffer through it, with the
 //    view's shape and, for the swap, the transposed layout;
 //  - Constant: a Constant node, read by the mapping or made a program input like an initializer;
+//  - Guard: the IsNaN of a softmax's NaN guard, `Where(IsNaN(p), 0, p)`, which exporters write
+//    after a decomposed scaled_dot_product_attention; the Where is then an Alias of p (its
+//    third input). A safe softmax is NaN only on a row whose every logit is -inf (a fully
+//    masked query), which a causal mask never produces (a padding mask only on a padded
+//    query's own row); the importer reads the guarded value as the softmax itself, so
+//    attention stays one subgraph;
 //  - Unsupported: left to the framework, with the reason.
 // The IR keeps a value's shape with its leading size-1 dims dropped (stripDims), so batch-1
 // models and exporters' Unsqueeze/Squeeze of those dims need no reshape op.
@@ -18,12 +24,13 @@
 
 namespace mugraph::onnx_import {
 
-enum class NodeRole { Compute, Alias, View, Constant, Unsupported };
+enum class NodeRole { Compute, Alias, View, Constant, Guard, Unsupported };
 
 struct NodeSupport {
   NodeRole role = NodeRole::Unsupported;
   std::string reason;       // for Unsupported
   bool transposes = false;  // a View that swaps the last two dims
+  int aliasInput = 0;       // an Alias: the input it stands for
 };
 
 std::vector<NodeSupport> classifyNodes(const Model& model);

@@ -317,8 +317,9 @@ void ProgramBuilder::mapSoftmax() {
 void ProgramBuilder::map(int index) {
   node_ = index;
   const Node& n = node();
+  if (support_[index].role == NodeRole::Guard) return;  // only its Where reads it, as an alias
   if (support_[index].role == NodeRole::Alias) {
-    const std::string& in = n.inputs.at(0);
+    const std::string& in = n.inputs.at(support_[index].aliasInput);
     if (inside_.count(in)) {
       values_[n.outputs[0]] = values_.at(in);
     } else if (std::optional<double> c = scalarOf(in)) {

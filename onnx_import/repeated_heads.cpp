@@ -125,7 +125,8 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
   };
   for (int n : nodes) {
     const Node& node = model.nodes[n];
-    if (support[n].role == NodeRole::Alias && node.op != "Cast" && node.op != "Identity") {
+    if (support[n].role == NodeRole::Alias && node.op != "Cast" && node.op != "Identity" &&
+        node.op != "Where") {
       return std::nullopt;
     }
     std::vector<Kind> in;

@@ -19,8 +19,8 @@ struct Live {
 // then the output stores.
 class ProgramPoints {
  public:
-  explicit ProgramPoints(const KernelPlan& plan)
-      : plan_(plan), ops_(static_cast<int64_t>(plan.block->ops.size())) {}
+  ProgramPoints(const KernelPlan& plan, const GeneralPlan& general)
+      : plan_(plan), general_(general), ops_(static_cast<int64_t>(plan.block->ops.size())) {}
 
   int64_t loopEnd() const { return 1 + ops_; }
   int64_t end() const { return 3 + 2 * ops_; }
@@ -34,8 +34,8 @@ class ProgramPoints {
 
   // Where `op` reads its operands: its own point, or its host's when it runs in an epilogue.
   int64_t ofUse(int op) const {
-    if (plan_.ops[op].emitted) return ofOp(op);
-    return ofOp(plan_.emitter[plan_.block->ops[op].output]);
+    if (general_.ops[op].emitted) return ofOp(op);
+    return ofOp(general_.emitter[plan_.block->ops[op].output]);
   }
 
   int64_t lastUse(graph::TensorId tile, int64_t fallback, bool outputsToo = true) const {
@@ -49,27 +49,34 @@ class ProgramPoints {
 
  private:
   const KernelPlan& plan_;
+  const GeneralPlan& general_;
   int64_t ops_;
 };
+
+}  // namespace
 
 int64_t alignUp(int64_t value, int64_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
 }
 
-}  // namespace
+int64_t SharedRegions::place(int64_t bytes, int64_t alignment) {
+  const int64_t offset = alignUp(end_, alignment);
+  end_ = offset + bytes;
+  return offset;
+}
 
-void allocateSharedMemory(KernelPlan& plan) {
+void allocateSharedMemory(KernelPlan& plan, GeneralPlan& general) {
   const graph::BlockGraph& block = *plan.block;
-  const ProgramPoints points(plan);
+  const ProgramPoints points(plan, general);
   const bool looping = block.forloop > 1;
   std::vector<Live> live;
   for (size_t t = 0; t < block.tensors.size(); ++t) {
     const int producer = plan.producer[t];
     const OpKind kind = block.ops[producer].kind;
-    if (plan.home[t] == TileHome::Shared) {
-      SharedTile& tile = plan.shared[t];
+    if (general.home[t] == TileHome::Shared) {
+      SharedTile& tile = general.shared[t];
       const bool acrossIterations = kind == OpKind::Input || graph::isAccumulator(kind);
-      const int64_t defined = points.ofOp(plan.emitter[t]);
+      const int64_t defined = points.ofOp(general.emitter[t]);
       Live item;
       item.start = acrossIterations ? 0 : defined;
       item.end = points.lastUse(static_cast<graph::TensorId>(t), defined);
@@ -78,30 +85,30 @@ void allocateSharedMemory(KernelPlan& plan) {
       item.offset = &tile.offset;
       live.push_back(item);
     }
-    if (plan.materialized[t]) {
+    if (general.materialized[t]) {
       Live item;
       item.start = points.loopEnd();
       item.end = points.lastUse(static_cast<graph::TensorId>(t), item.start, false);
-      item.bytes = plan.materialized[t]->bytes;
-      item.offset = &plan.materialized[t]->offset;
+      item.bytes = general.materialized[t]->bytes;
+      item.offset = &general.materialized[t]->offset;
       live.push_back(item);
     }
-    if (plan.rescaleFactors[t]) {
+    if (general.rescaleFactors[t]) {
       Live item;
-      item.start = item.end = points.ofOp(plan.emitter[t]);
+      item.start = item.end = points.ofOp(general.emitter[t]);
       for (int c : plan.consumers[t]) {
         if (block.ops[c].kind != OpKind::AccumRescaledSum) continue;
         item.end = std::max(item.end, points.ofUse(c));
       }
-      item.bytes = plan.rescaleFactors[t]->bytes;
-      item.offset = &plan.rescaleFactors[t]->offset;
+      item.bytes = general.rescaleFactors[t]->bytes;
+      item.offset = &general.rescaleFactors[t]->offset;
       live.push_back(item);
     }
   }
   std::vector<int64_t> scratchOffsets(block.ops.size(), 0);
   for (size_t o = 0; o < block.ops.size(); ++o) {
     const graph::BlockOp& op = block.ops[o];
-    if (op.kind != OpKind::RmsNorm || !plan.ops[o].emitted) continue;
+    if (op.kind != OpKind::RmsNorm || !general.ops[o].emitted) continue;
     const graph::Dims& shape = block.tensors[op.output].shape;
     Live item;
     item.start = item.end = points.ofOp(static_cast<int>(o));
@@ -134,8 +141,8 @@ void allocateSharedMemory(KernelPlan& plan) {
   }
   for (size_t o = 0; o < block.ops.size(); ++o) {
     const graph::BlockOp& op = block.ops[o];
-    if (op.kind == OpKind::RmsNorm && plan.ops[o].emitted) {
-      plan.rmsScratch[o] = static_cast<int>(scratchOffsets[o]);
+    if (op.kind == OpKind::RmsNorm && general.ops[o].emitted) {
+      general.rmsScratch[o] = static_cast<int>(scratchOffsets[o]);
     }
   }
   plan.sharedBytes = alignUp(total, 16);

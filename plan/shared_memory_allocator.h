@@ -6,6 +6,10 @@
 // lives from its op to its last read, past the loop's end when read after it: the last
 // iteration's value is the one read there. A rescale factor lives within one iteration, from
 // the update of its max to the last rescaled sum reading it.
+//
+// The warpgroup paths keep every region for the kernel's whole life (the ring's stages, its
+// barriers, the staging buffers): they lay regions end to end with SharedRegions. Either
+// way, this file is where offsets, bytes and alignment are decided.
 #pragma once
 
 #include "plan/kernel_plan.h"
@@ -14,8 +18,22 @@ namespace mugraph::plan {
 
 inline constexpr int64_t kSharedTileAlignment = 128;
 
-// Fills plan.shared[*].offset, plan.materialized[*]->offset, plan.rescaleFactors[*]->offset,
-// plan.rmsScratch and plan.sharedBytes.
-void allocateSharedMemory(KernelPlan& plan);
+int64_t alignUp(int64_t value, int64_t alignment);
+
+// Fills general.shared[*].offset, general.materialized[*]->offset,
+// general.rescaleFactors[*]->offset, general.rmsScratch and plan.sharedBytes, for `plan`
+// planned on the general path as `general`.
+void allocateSharedMemory(KernelPlan& plan, GeneralPlan& general);
+
+// Regions that live as long as the kernel, each at the first offset past the previous one
+// that its alignment allows.
+class SharedRegions {
+ public:
+  int64_t place(int64_t bytes, int64_t alignment);  // the region's offset
+  int64_t end() const { return end_; }
+
+ private:
+  int64_t end_ = 0;
+};
 
 }  // namespace mugraph::plan

@@ -13,6 +13,18 @@ namespace {
 
 constexpr int64_t kKiB = 1024;
 
+// wgmma and the bulk tensor copy engine of sm_90 (PTX ISA, CUDA driver API).
+constexpr WarpgroupLimits kHopperWarpgroup{.threads = 128,
+                                           .wgmmaRows = 64,
+                                           .swizzleRowBytes = 128,
+                                           .swizzleAlignment = 1024,
+                                           .maxBoxRows = 256,
+                                           .stagingBytesPerWarp = 16 * 128,
+                                           .maxAccumulators = 128,
+                                           .producerRegisters = 40,
+                                           .maxConsumerRegisters = 232,
+                                           .rasterGroup = 8};
+
 // One record per architecture, every field given, in Target's declaration order.
 std::vector<Target> makeTargets() {
   return {
@@ -29,6 +41,7 @@ std::vector<Target> makeTargets() {
              .maxPipelineStages = 8,
              .registersPerSm = 64 * kKiB,
              .warpgroupMma = false,
+             .warpgroup = {},
              .memoryBytesPerSecond = 1.7e12,  // nominal 2.0 TB/s HBM2e; copies reach ~85%
              .tensorFlopsPerSecond = 280e12,  // nominal 312 TFLOP/s; cuBLAS reaches ~90%
              .syncMmaFlopsPerSecond = 280e12},
@@ -45,6 +58,7 @@ std::vector<Target> makeTargets() {
              .maxPipelineStages = 8,
              .registersPerSm = 64 * kKiB,
              .warpgroupMma = true,
+             .warpgroup = kHopperWarpgroup,
              .memoryBytesPerSecond = 3.0e12,  // H100 device copy, measured 3.02 TB/s
              .tensorFlopsPerSecond = 700e12,  // cuBLAS f16 4096^3 on an H100: 704 TFLOP/s
              // Our mma.sync GEMM at 4096^3 on an H100 (docs/measurements/bench_gpu_*): 267

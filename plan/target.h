@@ -12,6 +12,31 @@
 
 namespace mugraph::plan {
 
+// The shapes of warpgroup matrix multiplies (wgmma) and bulk tensor copies (TMA) that the
+// warpgroup paths plan with and the emitters print: every one of these numbers is written
+// here once, and the plans record the record they were made with.
+struct WarpgroupLimits {
+  int threads;        // one warpgroup: the four warps that issue a wgmma together
+  int64_t wgmmaRows;  // M of one wgmma instruction
+  // One row of a 128-byte swizzled box: a box holds this many bytes of the tensor's
+  // contiguous dim per row (64 16-bit elements).
+  int64_t swizzleRowBytes;
+  // The swizzle pattern's period (8 rows): boxes, stages and the shared-memory base start on it.
+  int64_t swizzleAlignment;
+  int64_t maxBoxRows;  // cuTensorMapEncodeTiled's limit on a box dim
+  // A 16-bit result leaves through a staging buffer per multiplying warp: 16 rows of one
+  // swizzled row each.
+  int64_t stagingBytesPerWarp;
+  int maxAccumulators;       // f32 accumulator registers per multiplying thread
+  int producerRegisters;     // what a copy-issuing warpgroup keeps (setmaxnreg)
+  int maxConsumerRegisters;  // the most setmaxnreg gives a multiplying thread
+  int rasterGroup;           // tiles along grid x walked together by persistent blocks
+
+  // Elements of `elementBytes` bytes in one swizzled row: a box's extent along the tensor's
+  // contiguous dim.
+  int64_t boxElements(int64_t elementBytes) const { return swizzleRowBytes / elementBytes; }
+};
+
 struct Target {
   std::string name;       // "sm_90": the --arch spelling, NVRTC's arch and the PTX file name
   int computeCapability;  // 90
@@ -32,12 +57,13 @@ struct Target {
 
   int64_t registersPerSm;  // 32-bit registers of one multiprocessor's register file
   // Warpgroup matrix multiplies (wgmma) and bulk tensor copies (sm_90 and later): the plan
-  // puts eligible matmuls on that path (plan/kernel_plan.h, WarpgroupMmaPlan).
+  // puts eligible matmuls on that path (plan/paths/warpgroup_mma_plan.h).
   bool warpgroupMma;
+  WarpgroupLimits warpgroup;  // meaningful where warpgroupMma
 
   // Throughput figures for the cost model, measured where the comment says.
-  double memoryBytesPerSecond;  // device copy bandwidth
-  double tensorFlopsPerSecond;  // dense f16 matmul with f32 accumulation, the fastest path
+  double memoryBytesPerSecond;   // device copy bandwidth
+  double tensorFlopsPerSecond;   // dense f16 matmul with f32 accumulation, the fastest path
   double syncMmaFlopsPerSecond;  // the same through mma.sync (the path of sm_80)
 
   // Shared memory per block that still lets `blocks` blocks reside on one multiprocessor.

@@ -3,6 +3,7 @@
 # tests, compute-sanitizer on the shipped schedules, the exported ONNX models searched and
 # profiled (`onnx`), and the benchmark against PyTorch.
 # Results land in $OUT (or ./device_out). BENCH_ARGS: extra gpu_bench.py arguments (--cases, --no-compile).
+# ONNX_MODELS: the models of tests/onnx_import/models the onnx step searches (default: all exported ones).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-device_out}
@@ -37,7 +38,7 @@ if [[ $step == all || $step == onnx ]]; then
   # verified variant generated, checked against the interpreter and timed on the GPU.
   echo "== ONNX models"
   rm -rf /tmp/onnx_runs && mkdir -p /tmp/onnx_runs/logs
-  for m in llama_mlp rmsnorm attention_core gqa_attention_core decoder_block; do
+  for m in ${ONNX_MODELS:-llama_mlp rmsnorm attention_core gqa_attention_core decoder_block hf_llama hf_mistral hf_qwen3}; do
     "$mg" superoptimize "tests/onnx_import/models/$m.onnx" --profile --max-variants 8 \
       --time-limit "${ONNX_TIME_LIMIT:-30}" --out "/tmp/onnx_runs/$m" \
       >"/tmp/onnx_runs/logs/$m.txt" 2>"/tmp/onnx_runs/logs/$m.err"

@@ -69,11 +69,12 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
   // bytes a thread at a time); ops after the loop run once. A thread-owned kernel has no
   // barriers: a few register operations per owned element.
   w.stepMicroseconds = c.iterationMicroseconds;
-  if (planned.threadOwned) {
-    w.stepMicroseconds = c.threadOwnedIterationMicroseconds * planned.threadOwned->perThread;
+  if (const plan::ThreadOwnedPlan* owned = planned.as<plan::ThreadOwnedPlan>()) {
+    w.stepMicroseconds = c.threadOwnedIterationMicroseconds * owned->perThread;
   }
   // The warpgroup path: copies and multiplies are asynchronous, no barrier per op.
-  const bool asynchronous = planned.warpgroupMma || planned.warpgroupAttention;
+  const bool asynchronous = planned.ring() != nullptr;
+  const plan::GeneralPlan* general = planned.as<plan::GeneralPlan>();
   const auto opMicroseconds = [&](double elements) {
     return c.opMicroseconds + c.elementMicroseconds * std::ceil(elements / threads);
   };
@@ -87,7 +88,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
     }
     const graph::BlockTensor& tile = block.tensors[bop.output];
     const double tileElements = static_cast<double>(graph::elementCount(tile.shape));
-    if (!planned.threadOwned && !asynchronous) {
+    if (general) {
       const bool inLoop = bop.kind == OpKind::Input
                               ? planned.inputs[o]->perIteration
                               : plan::runsInLoop(planned, static_cast<int>(o));
@@ -96,7 +97,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
         cost = c.elementMicroseconds *
                std::ceil(tileElements * static_cast<double>(graph::dtypeBytes(tile.dtype)) / 16.0 /
                          threads);
-      } else if (planned.ops[o].emitted) {
+      } else if (general->ops[o].emitted) {
         cost = opMicroseconds(tileElements);
       }
       (inLoop ? w.stepMicroseconds : w.postLoopMicroseconds) += cost;
@@ -110,7 +111,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
       // The plan decides whether a matmul runs on tensor cores (a few rows padded to a
       // fragment's 16) or on the general path.
       const double flops = matmulFlops(block.tensors[bop.inputs[0]].shape, tile.shape) * times;
-      const std::optional<plan::MmaPlan>& mma = planned.ops[o].mma;
+      const std::optional<plan::MmaPlan> mma = general ? general->ops[o].mma : std::nullopt;
       if (asynchronous) {
         w.tensorFlops += flops;
       } else if (mma) {

@@ -244,7 +244,7 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
       return prune(PruneReason::SharedMemory);
     }
     const std::vector<int>& warpgroupOnly = config_.warpgroupOnlyThreads;
-    const bool onWarpgroupPath = planned.warpgroupMma || planned.warpgroupAttention;
+    const bool onWarpgroupPath = planned.ring() != nullptr;
     if (!onWarpgroupPath && std::find(warpgroupOnly.begin(), warpgroupOnly.end(),
                                       planned.block->threads) != warpgroupOnly.end()) {
       return prune(PruneReason::SharedMemory);

@@ -47,15 +47,14 @@ std::string planText(const KernelGraph& lowered, int k, const plan::Target& targ
       << ") = " << block.blocks() << " blocks, threads " << block.threads << ", forloop "
       << block.forloop << ", shared memory " << kernel.sharedBytes << " B on " << target.name;
   if (kernel.pipelineStages > 1) out << ", " << kernel.pipelineStages << " pipeline stages";
-  if (kernel.warpgroupMma) {
-    const plan::WarpgroupMmaPlan& wg = *kernel.warpgroupMma;
+  if (const plan::WarpgroupMmaPlan* gemm = kernel.as<plan::WarpgroupMmaPlan>()) {
+    const plan::WarpgroupMmaPlan& wg = *gemm;
     out << ", wgmma (" << (wg.producer ? "a copy warpgroup, " : "") << wg.consumers
         << " multiplying)";
     if (wg.persistent) out << ", persistent on " << wg.launchGrid[0] << " blocks";
   }
-  if (kernel.warpgroupAttention) {
-    out << ", wgmma attention (a copy warpgroup, " << kernel.warpgroupAttention->consumers
-        << " multiplying)";
+  if (const plan::WarpgroupAttentionPlan* attention = kernel.as<plan::WarpgroupAttentionPlan>()) {
+    out << ", wgmma attention (a copy warpgroup, " << attention->consumers << " multiplying)";
   }
   const std::string problem = plan::launchProblem(kernel, target);
   if (!problem.empty()) out << "  NOT LAUNCHABLE: " << problem;

@@ -27,3 +27,5 @@
 #include "sm90_tma.cuh"  // bulk tensor copies, mbarriers
 
 #include "sm90_wgmma.cuh"  // warpgroup multiplies
+
+#include "sm90_ring.cuh"  // the producer/consumer ring over the mbarriers

@@ -245,7 +245,8 @@ TEST_F(EmulatedExecution, PartialGemmTilesMatchTheInterpreterAndWriteNothingPast
   const graph::Schedule schedule = partialGemmSchedule(graph::DType::F16);
   const plan::KernelPlan plan = plan::planKernel(schedule.graph, 0, emulationTarget());
   ASSERT_TRUE(plan.partial);
-  ASSERT_TRUE(plan.ops[2].mma.has_value()) << "the partial GEMM runs on tensor cores";
+  ASSERT_TRUE(std::get<plan::GeneralPlan>(plan.path).ops[2].mma.has_value())
+      << "the partial GEMM runs on tensor cores";
   expectMatchesInterpreter(schedule, 23, 1.0);
   expectMatchesInterpreter(partialGemmSchedule(graph::DType::BF16), 24, 1.0);
 }

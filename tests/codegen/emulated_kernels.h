@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "codegen/device_header.h"
-#include "codegen/emit_kernel.h"
+#include "codegen/emit/kernel.h"
 #include "codegen_test_support.h"
 #include "graph/error.h"
 #include "graph/hash.h"

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "codegen/emit_kernel.h"
+#include "codegen/emit/kernel.h"
 #include "codegen_test_support.h"
 #include "graph/error.h"
 

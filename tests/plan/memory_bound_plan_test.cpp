@@ -18,8 +18,10 @@ const Target& target() {
 
 std::vector<MmaPlan> mmaPlans(const KernelPlan& plan) {
   std::vector<MmaPlan> found;
-  for (const OpPlan& op : plan.ops) {
-    if (op.mma) found.push_back(*op.mma);
+  if (const GeneralPlan* general = plan.as<GeneralPlan>()) {
+    for (const OpPlan& op : general->ops) {
+      if (op.mma) found.push_back(*op.mma);
+    }
   }
   return found;
 }
@@ -49,22 +51,21 @@ TEST(MemoryBoundPlan, DecodeRunsBothMatmulsOnTensorCoresAndCombinesInRegisters) 
   const std::vector<MmaPlan> mma = mmaPlans(partial);
   ASSERT_EQ(mma.size(), 2u);  // Q·K and exp·V, 4 query rows each
   for (const MmaPlan& plan : mma) EXPECT_EQ(plan.rows, 4);
-  EXPECT_FALSE(partial.threadOwned);
+  EXPECT_FALSE(partial.as<ThreadOwnedPlan>());
   EXPECT_GT(partial.sharedBytes, 0);
 
   const KernelPlan combine = planKernel(schedule.graph, 1, target());
-  ASSERT_TRUE(combine.threadOwned);
+  ASSERT_TRUE(combine.as<ThreadOwnedPlan>());
   EXPECT_EQ(combine.sharedBytes, 0);
   // One row of 128 values per block: one element per thread; the partials' sums and maxes
   // ([1, 1, 1] tiles) broadcast to it.
-  EXPECT_EQ(combine.threadOwned->elements, 128);
-  EXPECT_EQ(combine.threadOwned->perThread, 1);
-  for (size_t t = 0; t < combine.home.size(); ++t) EXPECT_EQ(combine.home[t], TileHome::None);
+  EXPECT_EQ(combine.as<ThreadOwnedPlan>()->elements, 128);
+  EXPECT_EQ(combine.as<ThreadOwnedPlan>()->perThread, 1);
 }
 
 TEST(MemoryBoundPlan, AMatmulOrAReductionKeepsTheSharedMemoryPath) {
   const graph::Schedule schedule = testing::smallRowMatmul(4, graph::DType::F16);
-  EXPECT_FALSE(planKernel(schedule.graph, 0, target()).threadOwned);
+  EXPECT_FALSE(planKernel(schedule.graph, 0, target()).as<ThreadOwnedPlan>());
 }
 
 }  // namespace

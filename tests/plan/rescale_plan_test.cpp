@@ -30,60 +30,63 @@ bool sharesBytes(const SharedTile& a, const SharedTile& b) {
 TEST(RescalePlan, AttentionRescalesItsOutputInMmaRegistersInPlace) {
   const graph::Schedule schedule = testing::onlineAttention(graph::DType::F16);
   const KernelPlan plan = planKernel(schedule.graph, 0, target());
+  const GeneralPlan& general = std::get<GeneralPlan>(plan.path);
   const graph::TensorId m = tileNamed(plan, "m");
   const graph::TensorId o = tileNamed(plan, "o");
   const graph::TensorId l = tileNamed(plan, "l");
   const int ev = plan.producer[tileNamed(plan, "ev")];
-  ASSERT_TRUE(plan.ops[ev].mma);
-  EXPECT_TRUE(plan.ops[ev].accumulateInPlace);
-  EXPECT_EQ(plan.home[o], TileHome::Registers);
+  ASSERT_TRUE(general.ops[ev].mma);
+  EXPECT_TRUE(general.ops[ev].accumulateInPlace);
+  EXPECT_EQ(general.home[o], TileHome::Registers);
   // The row sum l is folded into the reduce_sum that feeds it, in shared memory; the max into
   // the reduce_max.
-  EXPECT_EQ(plan.emitter[l], plan.producer[tileNamed(plan, "tile_l")]);
-  EXPECT_EQ(plan.home[l], TileHome::Shared);
-  EXPECT_EQ(plan.emitter[m], plan.producer[tileNamed(plan, "tile_max")]);
-  EXPECT_EQ(plan.home[m], TileHome::Shared);
+  EXPECT_EQ(general.emitter[l], plan.producer[tileNamed(plan, "tile_l")]);
+  EXPECT_EQ(general.home[l], TileHome::Shared);
+  EXPECT_EQ(general.emitter[m], plan.producer[tileNamed(plan, "tile_max")]);
+  EXPECT_EQ(general.home[m], TileHome::Shared);
 
   int factors = 0;
-  for (const std::optional<SharedTile>& factor : plan.rescaleFactors) factors += factor ? 1 : 0;
+  for (const std::optional<SharedTile>& factor : general.rescaleFactors) factors += factor ? 1 : 0;
   EXPECT_EQ(factors, 1);
-  ASSERT_TRUE(plan.rescaleFactors[m]);
-  const SharedTile& factor = *plan.rescaleFactors[m];
+  ASSERT_TRUE(general.rescaleFactors[m]);
+  const SharedTile& factor = *general.rescaleFactors[m];
   EXPECT_EQ(factor.dtype, graph::DType::F32);
-  EXPECT_EQ(factor.extent, plan.shared[m].extent);
+  EXPECT_EQ(factor.extent, general.shared[m].extent);
   EXPECT_LE(factor.offset + factor.bytes, plan.sharedBytes);
   // Live from the max's update to the P·V matmul: everything read or written in between, and
   // every tile kept across iterations, has its own bytes.
   for (const char* name : {"a", "m", "shifted", "e", "l", "k", "v", "q"}) {
-    EXPECT_FALSE(sharesBytes(factor, plan.shared[tileNamed(plan, name)])) << name;
+    EXPECT_FALSE(sharesBytes(factor, general.shared[tileNamed(plan, name)])) << name;
   }
 }
 
 TEST(RescalePlan, ARescaledSumIsFoldedOnlyIntoAnOpAfterItsMaxUpdate) {
   const graph::Schedule schedule = testing::earlySumRescaleSchedule();
   const KernelPlan plan = planKernel(schedule.graph, 0, target());
+  const GeneralPlan& general = std::get<GeneralPlan>(plan.path);
   const graph::TensorId s = tileNamed(plan, "s");
   const graph::TensorId l = tileNamed(plan, "l");
   const graph::TensorId m = tileNamed(plan, "m");
   // s is computed before the max's update, which writes this iteration's factor: l runs as
   // its own op after it, reading s from shared memory.
-  EXPECT_TRUE(plan.ops[plan.producer[l]].emitted);
-  EXPECT_EQ(plan.emitter[l], plan.producer[l]);
-  EXPECT_EQ(plan.home[s], TileHome::Shared);
-  EXPECT_LT(plan.emitter[m], plan.producer[l]);
-  EXPECT_TRUE(plan.rescaleFactors[m]);
+  EXPECT_TRUE(general.ops[plan.producer[l]].emitted);
+  EXPECT_EQ(general.emitter[l], plan.producer[l]);
+  EXPECT_EQ(general.home[s], TileHome::Shared);
+  EXPECT_LT(general.emitter[m], plan.producer[l]);
+  EXPECT_TRUE(general.rescaleFactors[m]);
 }
 
 TEST(RescalePlan, ARunningMaxReadInTheLoopStaysInSharedMemoryBehindAMatmul) {
   const graph::Schedule schedule = testing::elementwiseMaxRescaleSchedule();
   const KernelPlan plan = planKernel(schedule.graph, 0, target());
+  const GeneralPlan& general = std::get<GeneralPlan>(plan.path);
   const graph::TensorId m = tileNamed(plan, "m");
   const int a = plan.producer[tileNamed(plan, "a")];
-  ASSERT_TRUE(plan.ops[a].mma);
-  EXPECT_EQ(plan.emitter[m], a);
-  EXPECT_EQ(plan.home[m], TileHome::Shared);
-  EXPECT_TRUE(plan.rescaleFactors[m]);
-  EXPECT_EQ(plan.home[tileNamed(plan, "o")], TileHome::Registers);
+  ASSERT_TRUE(general.ops[a].mma);
+  EXPECT_EQ(general.emitter[m], a);
+  EXPECT_EQ(general.home[m], TileHome::Shared);
+  EXPECT_TRUE(general.rescaleFactors[m]);
+  EXPECT_EQ(general.home[tileNamed(plan, "o")], TileHome::Registers);
 }
 
 TEST(RescalePlan, RunningOpsRunInTheLoopAndPostLoopOpsAfterIt) {

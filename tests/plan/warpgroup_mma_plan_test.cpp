@@ -20,8 +20,8 @@ KernelPlan planned(const graph::Schedule& schedule, const std::string& target = 
 TEST(WarpgroupMmaPlan, ALargeGemmGetsACopyWarpgroupTwoMultiplyingOnesAndPersistentBlocks) {
   const graph::Schedule schedule = shipped("gemm_4096.warpgroups");  // 128 x 256 x 64, 384
   const KernelPlan plan = planned(schedule);
-  ASSERT_TRUE(plan.warpgroupMma);
-  const WarpgroupMmaPlan& wg = *plan.warpgroupMma;
+  ASSERT_TRUE(plan.as<WarpgroupMmaPlan>());
+  const WarpgroupMmaPlan& wg = *plan.as<WarpgroupMmaPlan>();
   EXPECT_EQ(wg.m, 128);
   EXPECT_EQ(wg.n, 256);
   EXPECT_EQ(wg.k, 64);
@@ -65,49 +65,49 @@ TEST(WarpgroupMmaPlan, ALargeGemmGetsACopyWarpgroupTwoMultiplyingOnesAndPersiste
 
 TEST(WarpgroupMmaPlan, EitherLayoutOfEitherOperandIsReadInItsOwnMajorness) {
   const KernelPlan bt = planned(shipped("gemm_1024_bt.warpgroups"));  // B stored [N][K]
-  ASSERT_TRUE(bt.warpgroupMma);
-  EXPECT_TRUE(bt.warpgroupMma->a.kMajor);
-  EXPECT_TRUE(bt.warpgroupMma->b.kMajor);
-  EXPECT_EQ(bt.warpgroupMma->b.rows, 128);  // a box of 64 of K by the 128 columns of N
+  ASSERT_TRUE(bt.as<WarpgroupMmaPlan>());
+  EXPECT_TRUE(bt.as<WarpgroupMmaPlan>()->a.kMajor);
+  EXPECT_TRUE(bt.as<WarpgroupMmaPlan>()->b.kMajor);
+  EXPECT_EQ(bt.as<WarpgroupMmaPlan>()->b.rows, 128);  // a box of 64 of K by the 128 columns of N
   const KernelPlan at = planned(shipped("gemm_1024_at_bf16.warpgroups"));  // A stored [K][M]
-  ASSERT_TRUE(at.warpgroupMma);
-  EXPECT_FALSE(at.warpgroupMma->a.kMajor);
-  EXPECT_EQ(at.warpgroupMma->a.boxes, 2);  // 128 rows of M in two boxes of 64
-  EXPECT_EQ(at.warpgroupMma->dtype, graph::DType::BF16);
+  ASSERT_TRUE(at.as<WarpgroupMmaPlan>());
+  EXPECT_FALSE(at.as<WarpgroupMmaPlan>()->a.kMajor);
+  EXPECT_EQ(at.as<WarpgroupMmaPlan>()->a.boxes, 2);  // 128 rows of M in two boxes of 64
+  EXPECT_EQ(at.as<WarpgroupMmaPlan>()->dtype, graph::DType::BF16);
   // 64 tiles: fewer than the multiprocessors, so one tile per block as scheduled.
-  EXPECT_FALSE(at.warpgroupMma->persistent);
-  EXPECT_EQ(at.warpgroupMma->launchGrid, (std::array<int64_t, 3>{8, 8, 1}));
+  EXPECT_FALSE(at.as<WarpgroupMmaPlan>()->persistent);
+  EXPECT_EQ(at.as<WarpgroupMmaPlan>()->launchGrid, (std::array<int64_t, 3>{8, 8, 1}));
 }
 
 TEST(WarpgroupMmaPlan, OneWarpgroupBothCopiesAndMultiplies) {
   const KernelPlan plan = planned(shipped("gemm_4096.tiled"));  // 128 x 128 x 64, 128 threads
-  ASSERT_TRUE(plan.warpgroupMma);
-  EXPECT_FALSE(plan.warpgroupMma->producer);
-  EXPECT_EQ(plan.warpgroupMma->consumers, 1);
-  EXPECT_EQ(plan.warpgroupMma->mTiles, 2);
-  EXPECT_EQ(plan.warpgroupMma->producerRegisters, 0);
-  EXPECT_FALSE(plan.warpgroupMma->persistent);  // persistence needs the copy warpgroup
+  ASSERT_TRUE(plan.as<WarpgroupMmaPlan>());
+  EXPECT_FALSE(plan.as<WarpgroupMmaPlan>()->producer);
+  EXPECT_EQ(plan.as<WarpgroupMmaPlan>()->consumers, 1);
+  EXPECT_EQ(plan.as<WarpgroupMmaPlan>()->mTiles, 2);
+  EXPECT_EQ(plan.as<WarpgroupMmaPlan>()->producerRegisters, 0);
+  EXPECT_FALSE(plan.as<WarpgroupMmaPlan>()->persistent);  // persistence needs the copy warpgroup
 }
 
 TEST(WarpgroupMmaPlan, Sm80AndIneligibleBlockGraphsStayOnMmaSync) {
-  EXPECT_FALSE(planned(shipped("gemm_4096.warpgroups"), "sm_80").warpgroupMma);
+  EXPECT_FALSE(planned(shipped("gemm_4096.warpgroups"), "sm_80").as<WarpgroupMmaPlan>());
   // Attention: more than one matmul, element-wise ops and running maxima.
-  EXPECT_FALSE(planned(shipped("gqa.split_kv")).warpgroupMma);
+  EXPECT_FALSE(planned(shipped("gqa.split_kv")).as<WarpgroupMmaPlan>());
   graph::Schedule schedule = shipped("gemm_4096.warpgroups");
   graph::BlockGraph& block = *schedule.graph.ops[0].block;
   block.threads = 320;  // not whole warpgroups
-  EXPECT_FALSE(planned(schedule).warpgroupMma);
+  EXPECT_FALSE(planned(schedule).as<WarpgroupMmaPlan>());
   block.threads = 128;  // one warpgroup for 128 x 256: 256 accumulators a thread
-  EXPECT_FALSE(planned(schedule).warpgroupMma);
+  EXPECT_FALSE(planned(schedule).as<WarpgroupMmaPlan>());
   block.threads = 640;  // four multiplying warpgroups for 128 rows: not 64 rows each
-  EXPECT_FALSE(planned(schedule).warpgroupMma);
+  EXPECT_FALSE(planned(schedule).as<WarpgroupMmaPlan>());
 }
 
 TEST(WarpgroupAttentionPlan, FlashAttentionRunsItsChainInWgmmaRegisters) {
   const KernelPlan plan = planned(shipped("mha_prefill_2048.warpgroups"));  // 128 x 128, 384
-  EXPECT_FALSE(plan.warpgroupMma);
-  ASSERT_TRUE(plan.warpgroupAttention);
-  const WarpgroupAttentionPlan& at = *plan.warpgroupAttention;
+  EXPECT_FALSE(plan.as<WarpgroupMmaPlan>());
+  ASSERT_TRUE(plan.as<WarpgroupAttentionPlan>());
+  const WarpgroupAttentionPlan& at = *plan.as<WarpgroupAttentionPlan>();
   EXPECT_EQ(at.rows, 128);
   EXPECT_EQ(at.kv, 128);
   EXPECT_EQ(at.d, 128);
@@ -136,11 +136,12 @@ TEST(WarpgroupAttentionPlan, FlashAttentionRunsItsChainInWgmmaRegisters) {
 
 TEST(WarpgroupAttentionPlan, OtherAttentionShapesStayOnTheGeneralPath) {
   // Split-KV partials also store their row max and sum: not this path (yet).
-  EXPECT_FALSE(planned(shipped("gqa.split_kv")).warpgroupAttention);
-  EXPECT_FALSE(planned(shipped("mha_prefill_2048.warpgroups"), "sm_80").warpgroupAttention);
+  EXPECT_FALSE(planned(shipped("gqa.split_kv")).as<WarpgroupAttentionPlan>());
+  EXPECT_FALSE(
+      planned(shipped("mha_prefill_2048.warpgroups"), "sm_80").as<WarpgroupAttentionPlan>());
   graph::Schedule schedule = shipped("mha_prefill_2048.warpgroups");
   schedule.graph.ops[0].block->threads = 256;  // one multiplying warpgroup for 128 rows
-  EXPECT_FALSE(planned(schedule).warpgroupAttention);
+  EXPECT_FALSE(planned(schedule).as<WarpgroupAttentionPlan>());
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ TEST(GemmSearch, FindsTiledSchedulesWithALoopOverK) {
   const graph::Schedule& first = result.variants.front().schedule;
   ASSERT_TRUE(isTiledWithLoopOverK(first));
   EXPECT_EQ(options.config.target->name, "sm_90");
-  EXPECT_TRUE(plan::planKernel(first.graph, 0, *options.config.target).warpgroupMma);
+  EXPECT_TRUE(
+      plan::planKernel(first.graph, 0, *options.config.target).as<plan::WarpgroupMmaPlan>());
 }
 
 // Sizes no power-of-two tile divides (partial tiles, graph/tile_splits.h): the search cuts

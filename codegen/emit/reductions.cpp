@@ -1,9 +1,9 @@
 // Reductions over one dim of a shared tile: reduce_sum (with to=k), reduce_max and rms_norm.
-// Long reductions (32 or more terms) give each output element to one warp: lanes stride
+// Where the plan gives each output element to one warp (OpPlan::warpPerRow), lanes stride
 // over the reduced dim and combine with shuffles, so a row of 64 costs two loads per lane
-// instead of 64 serial loads by one thread. Short ones give each output to one thread.
-// Either way the result goes through the op's register epilogue (emit_compute.cpp).
-#include "codegen/emit_context.h"
+// instead of 64 serial loads by one thread; otherwise each output goes to one thread.
+// Either way the result goes through the op's register epilogue (compute.cpp).
+#include "codegen/emit/context.h"
 #include "graph/cuda_limits.h"
 
 namespace mugraph::codegen {
@@ -12,8 +12,6 @@ namespace {
 using graph::OpKind;
 using graph::TensorId;
 
-inline constexpr int64_t kWarpReductionMinTerms = 32;
-
 Index4 withDim(Index4 index, int dim, const std::string& expression) {
   index[dim] = expression;
   return index;
@@ -21,10 +19,6 @@ Index4 withDim(Index4 index, int dim, const std::string& expression) {
 
 int paddedDim(const graph::BlockTensor& tile, int dim) {
   return graph::kMaxRank - static_cast<int>(tile.shape.size()) + dim;
-}
-
-bool warpPerRow(const EmitContext& context, int64_t terms) {
-  return context.threads() % graph::kWarpSize == 0 && terms >= kWarpReductionMinTerms;
 }
 
 // Opens the loop over output elements: one per thread, or one per warp (lanes named `lane`).
@@ -53,7 +47,7 @@ void emitSumOrMax(const EmitContext& context, int opIndex) {
   // A partial dim is reduced over its real elements only (validation allows to=1 there).
   const std::string real = context.realExtent(x, dim, "it");
   const bool partial = real != std::to_string(n);
-  const bool perWarp = warpPerRow(context, terms);
+  const bool perWarp = context.general().ops[opIndex].warpPerRow;
   const Index4 index =
       openRows(context, padTo4(context.block().tensors[op.output].shape), perWarp, "e");
   const std::string first = perWarp ? "lane" : "0";
@@ -110,8 +104,8 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
   };
   CudaWriter& out = context.out;
   out.line("float* const " + scratch + " = reinterpret_cast<float*>(mg_smem + " +
-           std::to_string(context.plan.rmsScratch[opIndex]) + ");");
-  const bool perWarp = warpPerRow(context, extent[dim]);
+           std::to_string(context.general().rmsScratch[opIndex]) + ");");
+  const bool perWarp = context.general().ops[opIndex].warpPerRow;
   // Over a partial dim: the real elements' mean square (the padding holds zero).
   const std::string real = context.realExtent(x, dim, "it");
   const std::string meanFactor = real == std::to_string(extent[dim])

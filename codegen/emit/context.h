@@ -1,6 +1,8 @@
 // Internal to the emitter: the state shared by the files that print one kernel (the plan,
-// the ABI, names of tiles and parameters) and the small printers they all use. Each
-// emit_*.cpp file prints one kind of code from a decided KernelPlan.
+// the ABI, names of tiles and parameters) and the small printers they all use. Each file of
+// codegen/emit/ prints one kind of code from a decided KernelPlan: one file per lowering
+// path (general.cpp, thread_owned.cpp, warpgroup_gemm.cpp, warpgroup_attention.cpp), the
+// pieces they share, and kernel.cpp, which prints the entry and picks the path.
 #pragma once
 
 #include <functional>
@@ -62,6 +64,8 @@ struct EmitContext {
   CudaWriter& out;
 
   const graph::BlockGraph& block() const { return *plan.block; }
+  // What the general path decided (only its printers ask).
+  const plan::GeneralPlan& general() const { return std::get<plan::GeneralPlan>(plan.path); }
   int threads() const { return plan.block->threads; }
   std::string tileName(graph::TensorId tile) const;       // shared pointer
   std::string registersName(graph::TensorId tile) const;  // register accumulator array
@@ -126,10 +130,11 @@ void emitStandaloneAccumulate(const EmitContext& context, int op);
 void emitMmaOp(const EmitContext& context, int op);
 void emitRegisterOutputStore(const EmitContext& context, int op);
 void emitMaterialize(const EmitContext& context, graph::TensorId tile);
-// The whole body of a kernel planned as thread-owned elements (KernelPlan::threadOwned).
+// The whole body of a kernel, one printer per lowering path (KernelPlan::path).
+void emitGeneralBody(const EmitContext& context);
 void emitThreadOwnedBody(const EmitContext& context);
-// The whole body of a kernel planned on the sm_90 warpgroup path (KernelPlan::warpgroupMma).
-void emitWarpgroupMmaBody(const EmitContext& context);
+void emitWarpgroupGemmBody(const EmitContext& context);
+void emitWarpgroupAttentionBody(const EmitContext& context);
 
 // The register epilogue of `host` for one element: `value` is the host's result at `index`;
 // prints the fused chain, stores to shared tiles and folded accumulator updates.

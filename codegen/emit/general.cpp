@@ -1,12 +1,10 @@
-// The skeleton of each generated kernel, in the interpreter's order: shared tile pointers
-// and accumulators, loads of loop-invariant tiles, the for-loop (prefetching the next
-// iteration's tiles with cp.async while computing this one's), the epilogue after the
-// accumulators, then the output stores. The op bodies come from emit_compute.cpp,
-// emit_mma.cpp and emit_copies.cpp.
-#include "codegen/emit_kernel.h"
-
-#include "codegen/emit_context.h"
-#include "graph/hash.h"
+// The general path's kernel (plan/paths/general_plan.h), in the interpreter's order: shared
+// tile pointers and accumulators, loads of loop-invariant tiles, the for-loop (prefetching
+// the next iteration's tiles with cp.async while computing this one's), the epilogue after
+// the accumulators, then the output stores. The op bodies come from compute.cpp, mma.cpp,
+// reductions.cpp and copies.cpp.
+#include "codegen/emit/context.h"
+#include "plan/shared_memory_allocator.h"
 
 namespace mugraph::codegen {
 namespace {
@@ -15,56 +13,48 @@ using graph::OpKind;
 using graph::TensorId;
 using plan::runsInLoop;
 
-// The tensor maps a warpgroup kernel takes after its pointers (none for other kernels).
-const std::vector<plan::TensorMapDesc>& tensorMapsOf(const KernelPlan& plan) {
-  static const std::vector<plan::TensorMapDesc> none;
-  if (plan.warpgroupMma) return plan.warpgroupMma->maps;
-  if (plan.warpgroupAttention) return plan.warpgroupAttention->maps;
-  return none;
-}
-
 std::string sharedPointer(const EmitContext& context, TensorId tile, const std::string& stage) {
-  const SharedTile& layout = context.plan.shared[tile];
+  const SharedTile& layout = context.general().shared[tile];
   std::string offset = std::to_string(layout.offset);
   if (!stage.empty()) offset += " + (" + stage + ") * " + std::to_string(layout.bytes);
   return "reinterpret_cast<" + storageType(layout.dtype) + "*>(mg_smem + " + offset + ")";
 }
 
 void declareSharedTiles(const EmitContext& context, bool doubleBuffered, const std::string& stage) {
-  const KernelPlan& plan = context.plan;
-  for (size_t t = 0; t < plan.shared.size(); ++t) {
+  const plan::GeneralPlan& general = context.general();
+  for (size_t t = 0; t < general.shared.size(); ++t) {
     const TensorId tile = static_cast<TensorId>(t);
-    if (plan.home[t] == TileHome::Shared && (plan.shared[t].buffers > 1) == doubleBuffered) {
-      context.out.line(storageType(plan.shared[t].dtype) + "* const " + context.tileName(tile) +
+    if (general.home[t] == TileHome::Shared && (general.shared[t].buffers > 1) == doubleBuffered) {
+      context.out.line(storageType(general.shared[t].dtype) + "* const " + context.tileName(tile) +
                        " = " + sharedPointer(context, tile, stage) + ";");
     }
-    if (!doubleBuffered && plan.materialized[t]) {
+    if (!doubleBuffered && general.materialized[t]) {
       context.out.line("float* const " + context.materializedName(tile) +
                        " = reinterpret_cast<float*>(mg_smem + " +
-                       std::to_string(plan.materialized[t]->offset) + ");");
+                       std::to_string(general.materialized[t]->offset) + ");");
     }
-    if (!doubleBuffered && plan.rescaleFactors[t]) {
+    if (!doubleBuffered && general.rescaleFactors[t]) {
       context.out.line("float* const " + context.factorName(tile) +
                        " = reinterpret_cast<float*>(mg_smem + " +
-                       std::to_string(plan.rescaleFactors[t]->offset) + ");");
+                       std::to_string(general.rescaleFactors[t]->offset) + ");");
     }
   }
 }
 
 void initializeAccumulators(const EmitContext& context) {
-  const KernelPlan& plan = context.plan;
+  const plan::GeneralPlan& general = context.general();
   for (const graph::BlockOp& op : context.block().ops) {
     if (!graph::isAccumulator(op.kind)) continue;
     const TensorId acc = op.output;
-    if (plan.home[acc] == TileHome::Registers) {
-      const int fragments = plan.ops[plan.emitter[acc]].mma->fragments();
+    if (general.home[acc] == TileHome::Registers) {
+      const int fragments = general.ops[general.emitter[acc]].mma->fragments();
       context.out.line("float " + context.registersName(acc) + "[" + std::to_string(fragments) +
                        "];");
       context.out.line("#pragma unroll");
       context.out.line("for (int f = 0; f < " + std::to_string(fragments) + "; ++f) " +
                        context.registersName(acc) + "[f] = 0.0f;");
-    } else if (plan.home[acc] == TileHome::Shared && op.kind != OpKind::AccumMax) {
-      const SharedTile& layout = plan.shared[acc];
+    } else if (general.home[acc] == TileHome::Shared && op.kind != OpKind::AccumMax) {
+      const SharedTile& layout = general.shared[acc];
       context.out.line("for (int e = threadIdx.x; e < " +
                        std::to_string(layout.rows * layout.cols) +
                        "; e += " + std::to_string(context.threads()) + ") " +
@@ -74,13 +64,13 @@ void initializeAccumulators(const EmitContext& context) {
 }
 
 void emitOp(const EmitContext& context, int op) {
-  if (!context.plan.ops[op].emitted) return;
+  if (!context.general().ops[op].emitted) return;
   const graph::BlockOp& blockOp = context.block().ops[op];
   context.out.line("// " + std::string(graph::opName(blockOp.kind)) + " -> " +
                    context.block().tensors[blockOp.output].name);
   if (graph::isAccumulator(blockOp.kind)) {
     emitStandaloneAccumulate(context, op);
-  } else if (context.plan.ops[op].mma) {
+  } else if (context.general().ops[op].mma) {
     emitMmaOp(context, op);
   } else {
     emitComputeOp(context, op);
@@ -94,6 +84,7 @@ void emitOp(const EmitContext& context, int op) {
 // stages-1 then guarantees that iteration it's group has landed.
 void emitLoop(const EmitContext& context) {
   const KernelPlan& plan = context.plan;
+  const plan::GeneralPlan& general = context.general();
   const graph::BlockGraph& block = context.block();
   CudaWriter& out = context.out;
   const int stages = plan.pipelineStages;
@@ -107,7 +98,7 @@ void emitLoop(const EmitContext& context) {
     if (!plan.inputs[o]) continue;
     const InputCopy& copy = *plan.inputs[o];
     const int op = static_cast<int>(o);
-    if (plan.shared[block.ops[o].output].buffers > 1) {
+    if (general.shared[block.ops[o].output].buffers > 1) {
       prefetched.push_back(op);
     } else if (!copy.perIteration) {
       emitInputLoad(context, op, context.tileName(block.ops[o].output), "0");
@@ -172,53 +163,22 @@ void emitLoop(const EmitContext& context) {
   }
 }
 
-void emitKernel(const EmitContext& context) {
+}  // namespace
+
+void emitGeneralBody(const EmitContext& context) {
   const KernelPlan& plan = context.plan;
+  const plan::GeneralPlan& general = context.general();
   const graph::BlockGraph& block = context.block();
   CudaWriter& out = context.out;
-  out.line("// " + context.kernel.entry + ": grid (" + std::to_string(block.grid[0]) + ", " +
-           std::to_string(block.grid[1]) + ", " + std::to_string(block.grid[2]) + "), " +
-           std::to_string(block.threads) + " threads, forloop " + std::to_string(block.forloop) +
-           ", " + std::to_string(plan.sharedBytes) + " bytes of dynamic shared memory.");
-  // The warpgroup path promises one block per multiprocessor: setmaxnreg needs that cap.
-  const std::string minBlocks =
-      plan.minBlocksPerSm > 1 || plan.warpgroupMma || plan.warpgroupAttention
-          ? ", " + std::to_string(plan.minBlocksPerSm)
-          : "";
-  out.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block.threads) +
-           minBlocks + ") " + context.kernel.entry + "(");
-  for (size_t p = 0; p < context.kernel.params.size(); ++p) {
-    const KernelParam& param = context.kernel.params[p];
-    const graph::TensorDesc& desc = plan.graph->tensors[param.tensor];
-    const std::string type =
-        (param.written ? "" : "const ") + storageType(desc.dtype) + "* __restrict__ ";
-    const bool last = p + 1 == context.kernel.params.size() && tensorMapsOf(plan).empty();
-    out.line("    " + type + context.paramName(static_cast<int>(p)) + (last ? ") {" : ","));
-  }
-  const std::vector<plan::TensorMapDesc>& maps = tensorMapsOf(plan);
-  for (size_t m = 0; m < maps.size(); ++m) {
-    out.line("    const __grid_constant__ mg::TensorMap mg_map" + std::to_string(m) +
-             (m + 1 == maps.size() ? ") {" : ","));
-  }
-  out.enter();
-  if (plan.warpgroupMma || plan.warpgroupAttention) {
-    emitWarpgroupMmaBody(context);
-    out.close();
-    return;
-  }
-  if (plan.threadOwned) {
-    emitThreadOwnedBody(context);
-    out.close();
-    return;
-  }
-  out.line("extern __shared__ __align__(128) unsigned char mg_smem[];");
+  out.line("extern __shared__ __align__(" + std::to_string(plan::kSharedTileAlignment) +
+           ") unsigned char mg_smem[];");
   declareRealExtents(context, false);
   declareSharedTiles(context, false, "");
   initializeAccumulators(context);
   emitLoop(context);
   bool materialized = false;
-  for (size_t t = 0; t < plan.materialized.size(); ++t) {
-    if (!plan.materialized[t]) continue;
+  for (size_t t = 0; t < general.materialized.size(); ++t) {
+    if (!general.materialized[t]) continue;
     emitMaterialize(context, static_cast<TensorId>(t));
     materialized = true;
   }
@@ -232,47 +192,12 @@ void emitKernel(const EmitContext& context) {
     const graph::BlockOp& op = block.ops[o];
     if (op.kind != OpKind::Output) continue;
     out.line("// output " + block.tensors[op.inputs[0]].name);
-    if (plan.home[op.inputs[0]] == TileHome::Registers) {
+    if (general.home[op.inputs[0]] == TileHome::Registers) {
       emitRegisterOutputStore(context, static_cast<int>(o));
     } else {
       emitOutputStore(context, static_cast<int>(o));
     }
   }
-  out.close();
-}
-
-}  // namespace
-
-EmittedSource emitSchedule(const plan::SchedulePlan& planned) {
-  const graph::Schedule& schedule = *planned.lowered;
-  EmittedSource result;
-  result.abi = planAbi(schedule.graph);
-  CudaWriter out;
-  out.line("// Generated by mugraph from schedule '" + schedule.name + "' (hash " +
-           graph::hashHex(graph::scheduleHash(schedule)) + "). Do not edit.");
-  out.line("// Launch ABI: see manifest.json. Parameters are device pointers: the tensors a");
-  out.line("// kernel writes, then those it reads; intermediates live in the workspace.");
-  out.line("#include \"mugraph_device.cuh\"");
-  out.blank();
-  for (const KernelAbi& kernel : result.abi.kernels) {
-    const KernelPlan& plan = planned.kernels.at(kernel.kernelIndex);
-    const EmitContext context{plan, result.abi, kernel, out};
-    emitKernel(context);
-    out.blank();
-    EmittedKernel emitted;
-    emitted.entry = kernel.entry;
-    emitted.grid = plan.block->grid;
-    emitted.threads = plan.block->threads;
-    emitted.dynamicSharedBytes = plan.sharedBytes;
-    if (plan.warpgroupMma) emitted.grid = plan.warpgroupMma->launchGrid;
-    if (plan.warpgroupMma || plan.warpgroupAttention) {
-      emitted.tensorMaps = tensorMapsOf(plan);
-      result.archSpecific = true;
-    }
-    result.kernels.push_back(emitted);
-  }
-  result.source = out.text();
-  return result;
 }
 
 }  // namespace mugraph::codegen

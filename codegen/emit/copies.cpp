@@ -2,7 +2,7 @@
 // last stored dim is contiguous in global memory, also for transposed tensors) in the widest
 // chunks that stay aligned, with cp.async where possible; output tiles are converted to the
 // output dtype and stored in the widest aligned chunks.
-#include "codegen/emit_context.h"
+#include "codegen/emit/context.h"
 
 namespace mugraph::codegen {
 std::string baseOffset(const std::array<int64_t, graph::kGridAxes>& blockStep,
@@ -111,7 +111,7 @@ void emitInputLoad(const EmitContext& context, int opIndex, const std::string& b
                    const std::string& iteration) {
   const graph::BlockOp& op = context.block().ops[opIndex];
   const InputCopy& copy = *context.plan.inputs[opIndex];
-  const SharedTile& tile = context.plan.shared[op.output];
+  const SharedTile& tile = context.general().shared[op.output];
   const int64_t elementBytes = graph::dtypeBytes(tile.dtype);
   const int64_t chunkElements = copy.chunkBytes / elementBytes;
   const int64_t chunksPerRow = copy.boxExtent[3] / chunkElements;

@@ -2,10 +2,10 @@
 // threads of the block, reading operands from shared tiles (any shape, broadcasting, any
 // layout), followed by the op's register epilogue (fused element-wise chain, shared stores,
 // folded accumulator updates). Correct for every valid block graph; the tensor-core matmul
-// (emit_mma.cpp) replaces it where the shapes allow.
+// (mma.cpp) replaces it where the shapes allow.
 #include <map>
 
-#include "codegen/emit_context.h"
+#include "codegen/emit/context.h"
 #include "graph/error.h"
 
 namespace mugraph::codegen {
@@ -69,9 +69,9 @@ void emitAccumulate(const EmitContext& context, int accumulatorOp, const std::st
   const graph::BlockOp& op = context.block().ops[accumulatorOp];
   const TensorId acc = op.output;
   std::string target;
-  if (context.plan.home[acc] == TileHome::Registers) {
+  if (context.general().home[acc] == TileHome::Registers) {
     target = context.registersName(acc) + "[" + fragment + "]";
-  } else if (context.plan.home[acc] == TileHome::Shared) {
+  } else if (context.general().home[acc] == TileHome::Shared) {
     target = context.tileName(acc) + "[" + context.sharedIndex(acc, index) + "]";
   } else {
     return;
@@ -89,7 +89,7 @@ void emitAccumulate(const EmitContext& context, int accumulatorOp, const std::st
     default:
       break;
   }
-  if (!context.plan.rescaleFactors[acc]) {
+  if (!context.general().rescaleFactors[acc]) {
     out.line(target + " = it == 0 ? " + value + " : mg::max_of(" + target + ", " + value + ");");
     return;
   }
@@ -103,7 +103,7 @@ void emitAccumulate(const EmitContext& context, int accumulatorOp, const std::st
 
 void emitSinks(const EmitContext& context, int host, TensorId tile, const std::string& computed,
                const Index4& index, const std::string& fragment) {
-  const KernelPlan& plan = context.plan;
+  const plan::GeneralPlan& general = context.general();
   // The padding of a partial tile holds zero (plan/kernel_plan.h, KernelPlan::splits).
   std::string value = computed;
   const std::string real = context.realCondition(tile, index, "it");
@@ -111,17 +111,17 @@ void emitSinks(const EmitContext& context, int host, TensorId tile, const std::s
     value = "real_" + std::to_string(tile);
     context.out.line("const float " + value + " = (" + real + ") ? " + computed + " : 0.0f;");
   }
-  if (plan.home[tile] == TileHome::Shared) {
-    const graph::DType dtype = plan.shared[tile].dtype;
+  if (general.home[tile] == TileHome::Shared) {
+    const graph::DType dtype = general.shared[tile].dtype;
     const std::string converted = dtype == graph::DType::F32
                                       ? value
                                       : "mg::from_f32<" + storageType(dtype) + ">(" + value + ")";
     context.out.line(context.tileName(tile) + "[" + context.sharedIndex(tile, index) +
                      "] = " + converted + ";");
   }
-  for (int accumulatorOp : plan.foldedAccumulators) {
+  for (int accumulatorOp : general.foldedAccumulators) {
     const graph::BlockOp& op = context.block().ops[accumulatorOp];
-    if (op.inputs[0] == tile && plan.emitter[op.output] == host) {
+    if (op.inputs[0] == tile && general.emitter[op.output] == host) {
       emitAccumulate(context, accumulatorOp, value, index, fragment);
     }
   }
@@ -131,12 +131,12 @@ void emitSinks(const EmitContext& context, int host, TensorId tile, const std::s
 
 void emitEpilogue(const EmitContext& context, int host, const std::string& value,
                   const Index4& index, const std::string& fragment) {
-  const KernelPlan& plan = context.plan;
+  const plan::GeneralPlan& general = context.general();
   const TensorId result = context.block().ops[host].output;
   std::map<TensorId, std::string> registers{{result, value}};
   emitSinks(context, host, result, value, index, fragment);
-  for (TensorId tile : plan.ops[host].chain) {
-    const graph::BlockOp& op = context.block().ops[plan.producer[tile]];
+  for (TensorId tile : general.ops[host].chain) {
+    const graph::BlockOp& op = context.block().ops[context.plan.producer[tile]];
     const std::string name = "f" + std::to_string(tile);
     const std::vector<std::string> operands =
         bindOperands(context, op, index, registers, name + "_in");
@@ -165,8 +165,8 @@ void emitComputeOp(const EmitContext& context, int opIndex) {
       const Index4 index = openElementLoop(context, extent);
       const int64_t inner = padTo4(context.block().tensors[op.inputs[0]].shape)[3];
       context.out.line("float v = 0.0f;");
-      const SharedTile& a = context.plan.shared[op.inputs[0]];
-      const SharedTile& b = context.plan.shared[op.inputs[1]];
+      const SharedTile& a = context.general().shared[op.inputs[0]];
+      const SharedTile& b = context.general().shared[op.inputs[1]];
       // Both operands contiguous along k in 16-bit: 16-byte chunks of 8 terms at a time.
       const bool chunked = a.dtype != graph::DType::F32 && a.dtype == b.dtype && !a.transposed &&
                            b.transposed && inner % 8 == 0;
@@ -199,7 +199,7 @@ void emitComputeOp(const EmitContext& context, int opIndex) {
 
 void emitStandaloneAccumulate(const EmitContext& context, int opIndex) {
   const graph::BlockOp& op = context.block().ops[opIndex];
-  if (context.plan.home[op.output] == TileHome::None) return;
+  if (context.general().home[op.output] == TileHome::None) return;
   const Index4 index = openElementLoop(context, padTo4(context.block().tensors[op.output].shape));
   context.out.line("const float v = " + context.readShared(op.inputs[0], index) + ";");
   emitAccumulate(context, opIndex, "v", index, "");

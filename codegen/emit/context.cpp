@@ -1,5 +1,5 @@
-// Names and element addressing shared by the emitter's files (see emit_context.h).
-#include "codegen/emit_context.h"
+// Names and element addressing shared by the emitter's files (see context.h).
+#include "codegen/emit/context.h"
 
 #include <cmath>
 #include <cstdio>
@@ -16,9 +16,9 @@ bool isSimple(const std::string& expression) {
   return true;
 }
 
-const SharedTile& layoutOf(const KernelPlan& plan, graph::TensorId tile) {
-  if (plan.home[tile] == TileHome::Registers) return *plan.materialized[tile];
-  return plan.shared[tile];
+const SharedTile& layoutOf(const plan::GeneralPlan& general, graph::TensorId tile) {
+  if (general.home[tile] == TileHome::Registers) return *general.materialized[tile];
+  return general.shared[tile];
 }
 
 // Row-major or transposed position of `index` in `layout`, swizzled where the layout is.
@@ -110,7 +110,7 @@ std::string linearExpression(const std::vector<std::pair<std::string, int64_t>>&
 }
 
 std::string EmitContext::tileName(graph::TensorId tile) const {
-  if (plan.home[tile] == TileHome::Registers) return materializedName(tile);
+  if (general().home[tile] == TileHome::Registers) return materializedName(tile);
   return "t" + std::to_string(tile) + "_" + sanitizeIdentifier(block().tensors[tile].name);
 }
 
@@ -132,16 +132,16 @@ std::string EmitContext::paramName(int param) const {
 }
 
 std::string EmitContext::sharedIndex(graph::TensorId tile, const Index4& index) const {
-  return elementIndex(layoutOf(plan, tile), index);
+  return elementIndex(layoutOf(general(), tile), index);
 }
 
 std::string EmitContext::readShared(graph::TensorId tile, const Index4& index) const {
-  const Index4 clamped = broadcastTo(layoutOf(plan, tile), index);
+  const Index4 clamped = broadcastTo(layoutOf(general(), tile), index);
   return "mg::to_f32(" + tileName(tile) + "[" + sharedIndex(tile, clamped) + "])";
 }
 
 std::string EmitContext::factorElement(graph::TensorId max, const Index4& index) const {
-  const SharedTile& layout = *plan.rescaleFactors[max];
+  const SharedTile& layout = *general().rescaleFactors[max];
   return factorName(max) + "[" + elementIndex(layout, broadcastTo(layout, index)) + "]";
 }
 
@@ -167,8 +167,8 @@ void declareRealExtents(const EmitContext& context, bool loopDependent) {
     const graph::TileSplit& split = context.plan.splits[t];
     for (size_t d = 0; d < split.size(); ++d) {
       if (!split[d].partial() || split[d].loop != loopDependent) continue;
-      context.out.line("const int " + realExtentName(static_cast<graph::TensorId>(t), d) +
-                       " = " + realExtentExpression(split[d], "it") + ";");
+      context.out.line("const int " + realExtentName(static_cast<graph::TensorId>(t), d) + " = " +
+                       realExtentExpression(split[d], "it") + ";");
     }
   }
 }
@@ -202,7 +202,8 @@ std::string EmitContext::realCondition(graph::TensorId tile, const Index4& index
   for (size_t d = 0; d < split.size(); ++d) {
     if (!split[d].partial() || index[pad + d] == "0") continue;
     if (!condition.empty()) condition += " && ";
-    condition += "(" + index[pad + d] + ") < " + realExtent(tile, pad + static_cast<int>(d), iteration);
+    condition +=
+        "(" + index[pad + d] + ") < " + realExtent(tile, pad + static_cast<int>(d), iteration);
   }
   return condition;
 }

@@ -1,4 +1,4 @@
-// Kernels planned as thread-owned elements (plan/kernel_plan.h, ThreadOwnedElements): no
+// Kernels planned as thread-owned elements (plan/paths/thread_owned_plan.h): no
 // shared memory and no barriers. Each thread keeps, per owned element k, one register per
 // accumulator and per loop-invariant input; every iteration it loads its elements of the
 // iteration's input tiles straight from global memory and applies the block's ops in order,
@@ -6,7 +6,7 @@
 // every thread that needs it). After the loop it computes the post-loop ops and stores each
 // output element from registers; an output that is 1 along a dim is stored by the threads
 // whose element has index 0 there.
-#include "codegen/emit_context.h"
+#include "codegen/emit/context.h"
 
 namespace mugraph::codegen {
 namespace {
@@ -34,7 +34,7 @@ class ThreadOwnedEmitter {
       : context_(context),
         plan_(context.plan),
         block_(context.block()),
-        owned_(*context.plan.threadOwned),
+        owned_(*context.plan.as<plan::ThreadOwnedPlan>()),
         values_(block_.tensors.size()) {}
 
   void emit() {
@@ -204,7 +204,7 @@ class ThreadOwnedEmitter {
   const EmitContext& context_;
   const KernelPlan& plan_;
   const graph::BlockGraph& block_;
-  const plan::ThreadOwnedElements& owned_;
+  const plan::ThreadOwnedPlan& owned_;
   std::vector<std::string> values_;  // per tile: its f32 value at the owned element
   Index4 index_{"0", "0", "0", "0"};
 };

@@ -2,13 +2,13 @@
 // each warp owns a block of fragments, the register epilogue runs per fragment element,
 // accumulators behind the matmul stay in those fragments across the for-loop and are
 // stored to global memory (or to a shared tile, for epilogue ops) straight from registers.
-#include "codegen/emit_context.h"
+#include "codegen/emit/context.h"
 
 namespace mugraph::codegen {
 namespace {
 
 const MmaPlan& registerPlan(const EmitContext& context, graph::TensorId tile) {
-  return *context.plan.ops[context.plan.emitter[tile]].mma;
+  return *context.general().ops[context.general().emitter[tile]].mma;
 }
 
 // Opens `if (warp is active)` and names the warp's first row and column.
@@ -57,7 +57,7 @@ void closeFragmentLoop(const EmitContext& context) {
 // fragment row: each thread holds rows m0 + mi * 16 + lane / 4 and the same + 8.
 void emitRegisterRescale(const EmitContext& context, const MmaPlan& mma,
                          const std::string& fragments, graph::TensorId max) {
-  if (context.plan.rescaleFactors[max]->extent[3] != 1) {
+  if (context.general().rescaleFactors[max]->extent[3] != 1) {
     openFragmentLoop(context, mma, false);
     context.out.line(fragments + "[f] *= " + context.factorElement(max, {"0", "0", "i2", "i3"}) +
                      ";");
@@ -85,15 +85,15 @@ void emitRegisterRescale(const EmitContext& context, const MmaPlan& mma,
 }  // namespace
 
 void emitMmaOp(const EmitContext& context, int opIndex) {
-  const OpPlan& opPlan = context.plan.ops[opIndex];
+  const OpPlan& opPlan = context.general().ops[opIndex];
   const MmaPlan& mma = *opPlan.mma;
   const graph::BlockOp& op = context.block().ops[opIndex];
-  const SharedTile& a = context.plan.shared[op.inputs[0]];
-  const SharedTile& b = context.plan.shared[op.inputs[1]];
+  const SharedTile& a = context.general().shared[op.inputs[0]];
+  const SharedTile& b = context.general().shared[op.inputs[1]];
   std::string fragments = "frag";
   const graph::BlockOp* inPlace = nullptr;
   if (opPlan.accumulateInPlace) {
-    for (int accumulatorOp : context.plan.foldedAccumulators) {
+    for (int accumulatorOp : context.general().foldedAccumulators) {
       if (context.block().ops[accumulatorOp].inputs[0] == op.output) {
         inPlace = &context.block().ops[accumulatorOp];
         fragments = context.registersName(inPlace->output);

@@ -1,0 +1,48 @@
+// The producer/consumer ring of the sm_90 warpgroup kernels (plan/paths/warpgroup_ring.h):
+// `Stages` shared-memory stages, each with a `full` mbarrier (its copies landed) and an
+// `empty` one (every consumer warp is done reading it). Ring iteration g uses stage
+// g % Stages in round g / Stages; a barrier's phase parity in a round is the round's low bit.
+// Keeping that arithmetic here leaves a generated kernel to print only its loads, its
+// multiplies and its epilogue around these calls. Included by mugraph_device.cuh after the
+// mbarrier primitives it uses (sm90_tma.cuh).
+#pragma once
+
+#if !defined(MUGRAPH_HOST_EMULATION) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+namespace mg {
+
+template <int Stages>
+struct Ring {
+  unsigned long long* full;  // full[Stages], then empty[Stages]: the plan's barrier offset
+
+  __device__ __forceinline__ unsigned long long* empty() const { return full + Stages; }
+
+  // One thread, before the block's first barrier: a stage fills on the copy thread's one
+  // arrival (with the bytes it expects) and empties on `consumerWarps` arrivals.
+  __device__ __forceinline__ void init(unsigned consumerWarps) const {
+    for (int s = 0; s < Stages; ++s) {
+      mbarrier_init(&full[s], 1);
+      mbarrier_init(&empty()[s], consumerWarps);
+    }
+  }
+  // The copy thread: iteration g's stage, once the consumers released its previous round.
+  __device__ __forceinline__ int acquire(int g) const {
+    const int s = g % Stages;
+    if (g >= Stages) mbarrier_wait(&empty()[s], ((g / Stages) - 1) & 1);
+    return s;
+  }
+  // A consumer: iteration g's stage, once its copies landed.
+  __device__ __forceinline__ int wait(int g) const {
+    const int s = g % Stages;
+    mbarrier_wait(&full[s], (g / Stages) & 1);
+    return s;
+  }
+  // A consumer warp is done with iteration g's stage (its lane 0 arrives for the warp).
+  __device__ __forceinline__ void release(int g, int lane) const {
+    if (lane == 0) mbarrier_arrive(&empty()[g % Stages]);
+  }
+};
+
+}  // namespace mg
+
+#endif  // sm_90

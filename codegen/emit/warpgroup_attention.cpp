@@ -1,0 +1,304 @@
+// Attention planned on the sm_90 warpgroup path (plan/paths/warpgroup_attention_plan.h):
+// warpgroup 0 copies Q once and K and V through the ring (warpgroup_printer.h); each
+// consumer warpgroup runs S = Q·K by wgmma, the chain of ops on S and its rows in registers
+// (the online softmax), O rescaled by its running max's factor, then O += P·V by wgmma with
+// P packed from registers, and stores O after the loop.
+#include "codegen/emit/warpgroup_printer.h"
+
+namespace mugraph::codegen {
+namespace {
+
+std::string str(int64_t value) {
+  return std::to_string(value);
+}
+
+// Per consumer warpgroup and iteration: S = Q·K into `kv / 2` accumulators, the chain of ops on S
+// and its rows in registers, O rescaled by its factor, then O += P·V with P packed from registers.
+class AttentionEmitter {
+ public:
+  explicit AttentionEmitter(const EmitContext& context)
+      : context_(context),
+        out_(context.out),
+        at_(*context.plan.as<plan::WarpgroupAttentionPlan>()),
+        block_(context.block()),
+        ring_(context, at_, at_.dtype) {}
+
+  void emit() {
+    ring_.declareRing({"qFull"});
+    out_.line("const int bx = blockIdx.x, by = blockIdx.y, bz = blockIdx.z;");
+    out_.line("(void)bx; (void)by; (void)bz;");
+    ring_.initializeRing({"qFull"});
+    out_.open("if (warpgroup == 0)");
+    ring_.setmaxnreg(true);
+    out_.open("if (threadIdx.x == 0)");
+    ring_.expectBytes("qFull", at_.q.boxBytes * at_.q.boxes);
+    ring_.loadBoxes(at_.q, "mg_smem + " + str(at_.q.offset) + " + ", 0, "qFull", "0");
+    openIterations();
+    ring_.acquireStage("it");
+    out_.line("unsigned char* const stage = " + ring_.stageBase("s") + ";");
+    const std::string full = ring_.fullBarrier("s");
+    ring_.expectBytes(full, at_.k.boxBytes * at_.k.boxes + at_.v.boxBytes * at_.v.boxes);
+    ring_.loadBoxes(at_.k, "stage + " + str(at_.k.offset) + " + ", 0, full, "it");
+    ring_.loadBoxes(at_.v, "stage + " + str(at_.v.offset) + " + ", 0, full, "it");
+    out_.close();
+    out_.close();
+    out_.reopen("else");
+    ring_.setmaxnreg(false);
+    emitConsumer();
+    out_.close();
+  }
+
+ private:
+  std::string name(graph::TensorId t) const { return "t" + std::to_string(t); }
+
+  // The loop over iterations, copies and multiplies alike; a block whose last part holds fewer
+  // real iterations stops after them (graph/tile_splits.h).
+  void openIterations() {
+    const std::optional<graph::DimSplit>& loop = context_.plan.shortenedLoop;
+    const bool shortened =
+        loop &&
+        declareBlockIterations(
+            context_, loop->gridAxis == graph::kReplicated ? "0" : kWarpgroupTile[loop->gridAxis]);
+    out_.open("for (int it = 0; it < " + str(block_.forloop) + "; ++it)");
+    if (shortened) out_.line("if (it >= mg_iterations) break;");
+  }
+  int64_t width(plan::FragmentRole role) const {
+    return role == plan::FragmentRole::S   ? at_.kv / 2
+           : role == plan::FragmentRole::O ? at_.d / 2
+                                           : 2;
+  }
+  // Real key positions of S-shaped tile `t` in this iteration, or "" where every position is
+  // real (partial tiles, graph/tile_splits.h).
+  std::string realKv(graph::TensorId t) const {
+    const std::string real = context_.realExtent(t, graph::kMaxRank - 1, "it");
+    return real == str(at_.kv) ? "" : real;
+  }
+
+  // Whether S-shaped tile `t` feeds a sum over key positions (a row sum, or P of P·V): its
+  // padding must be zero there. Padded query rows need nothing: rows never mix, Q's padding
+  // is zero-filled, so their values stay finite, and they are not stored.
+  bool summedOverKv(graph::TensorId t) const {
+    for (int consumer : context_.plan.consumers[t]) {
+      const graph::BlockOp& op = block_.ops[consumer];
+      if (op.kind == graph::OpKind::ReduceSum) return true;
+      if (consumer == at_.secondMatmulOp && op.inputs[0] == t) return true;
+    }
+    return false;
+  }
+
+  // Operand `t` at fragment element f (row half h) of a tile of role `role`.
+  std::string operand(graph::TensorId t, plan::FragmentRole role) const {
+    return name(t) + (at_.roles[t] == plan::FragmentRole::Row && role != plan::FragmentRole::Row
+                          ? "[(f >> 1) & 1]"
+                          : "[f]");
+  }
+
+  bool isAccumulator(int op) const { return graph::isAccumulator(block_.ops[op].kind); }
+
+  // The accumulator op reading the second matmul's result (it is folded into the wgmma).
+  int outputAccumulator() const {
+    return context_.plan.consumers[block_.ops[at_.secondMatmulOp].output][0];
+  }
+
+  void emitConsumer() {
+    const KernelPlan& plan = context_.plan;
+    ring_.declareConsumerThread("warpgroup - 1");
+    declareRealExtents(context_, false);
+    // Accumulators live across the loop.
+    for (size_t o = 0; o < block_.ops.size(); ++o) {
+      const graph::BlockOp& op = block_.ops[o];
+      if (!graph::isAccumulator(op.kind)) continue;
+      const plan::FragmentRole role = at_.roles[op.output];
+      out_.line("float " + name(op.output) + "[" + str(width(role)) + "];");
+      out_.line("#pragma unroll");
+      out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
+                "[f] = 0.0f;");
+      if (op.kind == graph::OpKind::AccumMax) {
+        out_.line("float " + name(op.output) + "_factor[2] = {0.0f, 0.0f};");
+      }
+    }
+    out_.line("mg::mbarrier_wait(qFull, 0);");
+    const plan::WarpgroupLimits& limits = at_.limits;
+    const std::string qRows =
+        at_.q.kMajor ? "consumer * " + str(limits.wgmmaRows) + " * " + str(limits.swizzleRowBytes)
+                     : "consumer * " + str(at_.q.boxBytes);
+    out_.line("const unsigned char* const qBase = mg_smem + " + str(at_.q.offset) + " + (" + qRows +
+              ");");
+    openIterations();
+    ring_.waitStage("it");
+    out_.line("const unsigned char* const stage = " + ring_.stageBase("s") + ";");
+    declareRealExtents(context_, true);
+    out_.line("const unsigned char* const kBase = stage + " + str(at_.k.offset) + ";");
+    out_.line("const unsigned char* const vBase = stage + " + str(at_.v.offset) + ";");
+    for (size_t o = 0; o < block_.ops.size(); ++o) {
+      const int index = static_cast<int>(o);
+      const graph::BlockOp& op = block_.ops[o];
+      if (op.kind == graph::OpKind::Input || op.kind == graph::OpKind::Output) continue;
+      if (!plan::runsInLoop(plan, index)) continue;
+      emitOp(index);
+    }
+    ring_.releaseStage("it");
+    out_.close();
+    for (size_t o = 0; o < block_.ops.size(); ++o) {
+      const int index = static_cast<int>(o);
+      const graph::BlockOp& op = block_.ops[o];
+      if (op.kind == graph::OpKind::Input || op.kind == graph::OpKind::Output) continue;
+      if (plan::runsInLoop(plan, index)) continue;
+      emitOp(index);
+    }
+    const graph::TensorId result = block_.ops[at_.outputOp].inputs[0];
+    ring_.storeAccumulators(at_.outputOp, name(result), 1, at_.d, limits.wgmmaRows);
+  }
+
+  void emitOp(int index) {
+    const graph::BlockOp& op = block_.ops[index];
+    const plan::FragmentRole role = at_.roles[op.output];
+    out_.line("// " + std::string(graph::opName(op.kind)) + " -> " +
+              block_.tensors[op.output].name);
+    if (index == at_.firstMatmulOp) {
+      emitFirstMatmul(op);
+    } else if (index == at_.secondMatmulOp) {
+      emitSecondMatmul(op);
+    } else if (graph::isElementwise(op.kind)) {
+      std::vector<std::string> operands;
+      for (graph::TensorId t : op.inputs) operands.push_back(operand(t, role));
+      out_.line("float " + name(op.output) + "[" + str(width(role)) + "];");
+      out_.line("#pragma unroll");
+      out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
+                "[f] = " + elementwiseExpression(op.kind, op.attrs, operands) + ";");
+      const std::string real = role == plan::FragmentRole::S ? realKv(op.output) : "";
+      if (!real.empty() && summedOverKv(op.output)) {
+        // Only the last iteration of a partial sequence has padding to zero.
+        out_.open("if (" + real + " < " + str(at_.kv) + ")");
+        out_.line("#pragma unroll");
+        out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) if ((f >> 2) * 8 + " +
+                  "((lane & 3) << 1) + (f & 1) >= " + real + ") " + name(op.output) +
+                  "[f] = 0.0f;");
+        out_.close();
+      }
+    } else if (op.kind == graph::OpKind::ReduceMax || op.kind == graph::OpKind::ReduceSum) {
+      const bool max = op.kind == graph::OpKind::ReduceMax;
+      const std::string x = name(op.inputs[0]);
+      // A max over a partial row skips the padding (a sum adds its zeros): past the real key
+      // positions a term is the max's identity.
+      const std::string real = max ? realKv(op.inputs[0]) : "";
+      const std::string term = x + "[4 * j + 2 * h + c]";
+      out_.line("float " + name(op.output) + "[2];");
+      const auto reduce = [&](bool guarded) {
+        const std::string value = guarded ? "(j * 8 + ((lane & 3) << 1) + c < " + real + " ? " +
+                                                term + " : mg::negative_infinity())"
+                                          : term;
+        out_.line("#pragma unroll");
+        out_.open("for (int h = 0; h < 2; ++h)");
+        out_.line(guarded ? "float v = mg::negative_infinity();" : "float v = " + x + "[2 * h];");
+        out_.line("#pragma unroll");
+        out_.open("for (int j = 0; j < " + str(at_.kv / 8) + "; ++j)");
+        out_.line("#pragma unroll");
+        out_.open("for (int c = 0; c < 2; ++c)");
+        if (!guarded) out_.line("if (j == 0 && c == 0) continue;");
+        out_.line(max ? "v = mg::max_of(v, " + value + ");" : "v += " + term + ";");
+        out_.close();
+        out_.close();
+        out_.line(max ? "v = mg::max_of(v, __shfl_xor_sync(0xffffffffu, v, 1));"
+                      : "v += __shfl_xor_sync(0xffffffffu, v, 1);");
+        out_.line(max ? "v = mg::max_of(v, __shfl_xor_sync(0xffffffffu, v, 2));"
+                      : "v += __shfl_xor_sync(0xffffffffu, v, 2);");
+        out_.line(name(op.output) + "[h] = v;");
+        out_.close();
+      };
+      if (real.empty()) {
+        reduce(false);
+      } else {
+        // Only the last iteration of a partial sequence has padding to skip.
+        out_.open("if (" + real + " < " + str(at_.kv) + ")");
+        reduce(true);
+        out_.reopen("else");
+        reduce(false);
+        out_.close();
+      }
+    } else if (op.kind == graph::OpKind::AccumMax) {
+      const std::string m = name(op.output);
+      const std::string x = name(op.inputs[0]);
+      out_.line("#pragma unroll");
+      out_.open("for (int h = 0; h < 2; ++h)");
+      out_.line("const float updated = it == 0 ? " + x + "[h] : mg::max_of(" + m + "[h], " + x +
+                "[h]);");
+      out_.line(m + "_factor[h] = it == 0 ? 0.0f : expf(" + m + "[h] - updated);");
+      out_.line(m + "[h] = updated;");
+      out_.close();
+    } else if (role == plan::FragmentRole::Row &&
+               (op.kind == graph::OpKind::AccumSum || op.kind == graph::OpKind::AccumRescaledSum)) {
+      const std::string acc = name(op.output);
+      const std::string x = name(op.inputs[0]);
+      const std::string scale = op.kind == graph::OpKind::AccumRescaledSum
+                                    ? " * " + name(op.inputs[1]) + "_factor[h]"
+                                    : "";
+      out_.line("#pragma unroll");
+      out_.line("for (int h = 0; h < 2; ++h) " + acc + "[h] = " + acc + "[h]" + scale + " + " + x +
+                "[h];");
+    }
+    // The O accumulator is updated by the second matmul's wgmma (emitSecondMatmul).
+  }
+
+  void emitFirstMatmul(const graph::BlockOp& op) {
+    const std::string s = name(op.output);
+    out_.line("float " + s + "[" + str(at_.kv / 2) + "];");
+    out_.line("#pragma unroll");
+    out_.line("for (int f = 0; f < " + str(at_.kv / 2) + "; ++f) " + s + "[f] = 0.0f;");
+    out_.line("mg::wgmma_fence();");
+    const std::string call = "mg::wgmma_" + ring_.wgmmaShape(at_.kv) + "<" +
+                             (at_.q.kMajor ? "0" : "1") + ", " + (at_.k.kMajor ? "0" : "1") + ">";
+    for (int kk = 0; kk < at_.d / 16; ++kk) {
+      out_.line(call + "(" + s + ", " + ring_.descriptor(at_.q, "qBase", 0, kk) + ", " +
+                ring_.descriptor(at_.k, "kBase", 0, kk) + ", static_cast<const " +
+                storageType(at_.dtype) + "*>(nullptr));");
+    }
+    out_.line("mg::wgmma_commit_group();");
+    out_.line("mg::wgmma_wait_group<0>();");
+    out_.line("mg::wgmma_fence_operands(" + s + ");");
+  }
+
+  void emitSecondMatmul(const graph::BlockOp& op) {
+    const graph::BlockOp& acc = block_.ops[outputAccumulator()];
+    const std::string o = name(acc.output);
+    const std::string p = name(op.inputs[0]);
+    if (acc.kind == graph::OpKind::AccumRescaledSum) {
+      out_.line("#pragma unroll");
+      out_.line("for (int f = 0; f < " + str(at_.d / 2) + "; ++f) " + o +
+                "[f] *= " + name(acc.inputs[1]) + "_factor[(f >> 1) & 1];");
+    }
+    // P's columns [16 kk, 16 kk + 16) are S's accumulators 8 kk .. 8 kk + 7, packed in pairs.
+    out_.line("unsigned packed[" + str(at_.kv / 16) + "][4];");
+    out_.line("#pragma unroll");
+    out_.open("for (int kk = 0; kk < " + str(at_.kv / 16) + "; ++kk)");
+    out_.line("#pragma unroll");
+    out_.line("for (int r = 0; r < 4; ++r) packed[kk][r] = mg::pack2<" + storageType(at_.dtype) +
+              ">(" + p + "[8 * kk + 2 * r], " + p + "[8 * kk + 2 * r + 1]);");
+    out_.close();
+    out_.line("mg::wgmma_fence();");
+    const std::string call =
+        "mg::wgmma_" + ring_.wgmmaShape(at_.d) + "_rs<" + (at_.v.kMajor ? "0" : "1") + ">";
+    for (int kk = 0; kk < at_.kv / 16; ++kk) {
+      out_.line(call + "(" + o + ", packed[" + str(kk) + "], " +
+                ring_.descriptor(at_.v, "vBase", 0, kk) + ", static_cast<const " +
+                storageType(at_.dtype) + "*>(nullptr));");
+    }
+    out_.line("mg::wgmma_commit_group();");
+    out_.line("mg::wgmma_wait_group<0>();");
+    out_.line("mg::wgmma_fence_operands(" + o + ");");
+  }
+
+  const EmitContext& context_;
+  CudaWriter& out_;
+  const plan::WarpgroupAttentionPlan& at_;
+  const graph::BlockGraph& block_;
+  WarpgroupPrinter ring_;
+};
+
+}  // namespace
+
+void emitWarpgroupAttentionBody(const EmitContext& context) {
+  AttentionEmitter(context).emit();
+}
+
+}  // namespace mugraph::codegen

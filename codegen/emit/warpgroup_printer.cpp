@@ -1,0 +1,147 @@
+// The ring, barriers, box loads and descriptors of the warpgroup emitters (see
+// warpgroup_printer.h).
+#include "codegen/emit/warpgroup_printer.h"
+
+#include "graph/cuda_limits.h"
+
+namespace mugraph::codegen {
+
+namespace {
+
+// K of one wgmma instruction on 16-bit operands.
+constexpr int64_t kWgmmaK = 16;
+
+}  // namespace
+
+void WarpgroupPrinter::declareRing(const std::vector<std::string>& extraBarriers) const {
+  const plan::WarpgroupLimits& limits = ring_.limits;
+  const std::string alignment = str(limits.swizzleAlignment);
+  out_.line("extern __shared__ __align__(" + alignment + ") unsigned char mg_smem_raw[];");
+  out_.line("// The " + str(limits.swizzleRowBytes) + "-byte swizzle repeats every " + alignment +
+            " bytes: stages start on that boundary.");
+  out_.line("unsigned char* const mg_smem = reinterpret_cast<unsigned char*>(");
+  out_.line("    (reinterpret_cast<unsigned long long>(mg_smem_raw) + " +
+            str(limits.swizzleAlignment - 1) + "ull) & ~" + str(limits.swizzleAlignment - 1) +
+            "ull);");
+  out_.line("const mg::Ring<" + str(ring_.stages) +
+            "> ring{reinterpret_cast<unsigned long long*>(mg_smem + " + str(ring_.barrierOffset) +
+            ")};");
+  for (size_t b = 0; b < extraBarriers.size(); ++b) {
+    out_.line("unsigned long long* const " + extraBarriers[b] + " = ring.full + " +
+              str(2 * ring_.stages + static_cast<int64_t>(b)) + ";");
+  }
+  out_.line("const int warpgroup = threadIdx.x / " + str(limits.threads) + ";");
+}
+
+void WarpgroupPrinter::initializeRing(const std::vector<std::string>& extraBarriers) const {
+  out_.open("if (threadIdx.x == 0)");
+  for (size_t m = 0; m < ring_.maps.size(); ++m) {
+    out_.line("mg::prefetch_tensor_map(&" + mapName(static_cast<int>(m)) + ");");
+  }
+  out_.line("ring.init(" + str(ring_.consumers * ring_.warpsPerWarpgroup()) + ");");
+  for (const std::string& barrier : extraBarriers) {
+    out_.line("mg::mbarrier_init(" + barrier + ", 1);");
+  }
+  out_.line("mg::fence_mbarrier_init();");
+  out_.close();
+  out_.line("__syncthreads();");
+}
+
+void WarpgroupPrinter::setmaxnreg(bool producer) const {
+  if (producer) {
+    out_.line("mg::setmaxnreg_dec<" + str(ring_.producerRegisters) + ">();");
+  } else {
+    out_.line("mg::setmaxnreg_inc<" + str(ring_.consumerRegisters) + ">();");
+  }
+}
+
+void WarpgroupPrinter::declareConsumerThread(const std::string& consumerIndex) const {
+  out_.line("const int consumer = " + consumerIndex + ";");
+  out_.line("const int lane = threadIdx.x & " + str(graph::kWarpSize - 1) + ";");
+  out_.line("const int warp = (threadIdx.x / " + str(graph::kWarpSize) + ") & " +
+            str(ring_.warpsPerWarpgroup() - 1) + ";  // within the warpgroup");
+}
+
+std::string WarpgroupPrinter::fullBarrier(const std::string& stage) const {
+  return "&ring.full[" + stage + "]";
+}
+
+std::string WarpgroupPrinter::stageBase(const std::string& stage) const {
+  const std::string offset = ring_.stagesOffset == 0 ? "" : str(ring_.stagesOffset) + " + ";
+  return "mg_smem + " + offset + stage + " * " + str(ring_.stageBytes);
+}
+
+void WarpgroupPrinter::acquireStage(const std::string& counter, const std::string& stage) const {
+  out_.line("const int " + stage + " = ring.acquire(" + counter + ");");
+}
+
+void WarpgroupPrinter::waitStage(const std::string& counter) const {
+  out_.line("const int s = ring.wait(" + counter + ");");
+}
+
+void WarpgroupPrinter::releaseStage(const std::string& counter, const std::string& condition) const {
+  out_.line((condition.empty() ? "" : "if (" + condition + ") ") + "ring.release(" + counter +
+            ", lane);");
+}
+
+void WarpgroupPrinter::expectBytes(const std::string& barrier, int64_t bytes) const {
+  out_.line("mg::mbarrier_arrive_expect_tx(" + barrier + ", " + str(bytes) + ");");
+}
+
+std::string WarpgroupPrinter::coordinate(const plan::BulkOperand& op, int i,
+                                         const std::string& iteration, int box) const {
+  std::string text;
+  for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+    if (op.blockStep[i][axis] == 0) continue;
+    text += (text.empty() ? "" : " + ") + std::string(kWarpgroupTile[axis]) + " * " +
+            str(op.blockStep[i][axis]);
+  }
+  if (op.iterationStep[i] != 0) {
+    text += (text.empty() ? "" : " + ") + iteration + " * " + str(op.iterationStep[i]);
+  }
+  const int64_t boxElements = ring_.maps[op.map].box[0];
+  if (i == 0 && box > 0) text += (text.empty() ? "" : " + ") + str(boxElements * box);
+  return text.empty() ? "0" : text;
+}
+
+void WarpgroupPrinter::loadBoxes(const plan::BulkOperand& op, const std::string& prefix,
+                                 int64_t firstOffset, const std::string& barrier,
+                                 const std::string& iteration) const {
+  const plan::TensorMapDesc& map = ring_.maps[op.map];
+  for (int j = 0; j < op.boxes; ++j) {
+    std::string call = "mg::bulk_tensor_load_" + std::to_string(map.rank) + "d(" + prefix +
+                       str(firstOffset + j * op.boxBytes) + ", &" + mapName(op.map) + ", " +
+                       barrier;
+    for (int i = 0; i < map.rank; ++i) call += ", " + coordinate(op, i, iteration, j);
+    out_.line(call + ");");
+  }
+}
+
+// K-major boxes hold a row's worth of K per row, so step kk is kk's bytes into the row of box
+// kk / (steps per box); MN-major boxes hold 16 rows of K per 16 swizzled rows and a row's
+// worth of M or N per box.
+std::string WarpgroupPrinter::descriptor(const plan::BulkOperand& op, const std::string& base,
+                                         int64_t rows0, int kk) const {
+  const plan::WarpgroupLimits& limits = ring_.limits;
+  const int64_t rowBytes = limits.swizzleRowBytes;
+  const int64_t boxElements = limits.boxElements(elementBytes());
+  int64_t offset;
+  int64_t leading;
+  if (op.kMajor) {
+    const int64_t stepsPerBox = boxElements / kWgmmaK;
+    offset = (kk / stepsPerBox) * op.boxBytes + (kk % stepsPerBox) * kWgmmaK * elementBytes() +
+             rows0 * rowBytes;
+    leading = 16;  // unused by swizzled K-major layouts ("assumed 1")
+  } else {
+    offset = (rows0 / boxElements) * op.boxBytes + kk * kWgmmaK * rowBytes;
+    leading = op.boxBytes;  // the next box of M or N
+  }
+  return "mg::wgmma_descriptor_128b(" + base + " + " + str(offset) + ", " + str(leading) + ", " +
+         str(limits.swizzleAlignment) + ")";
+}
+
+std::string WarpgroupPrinter::wgmmaShape(int64_t n) const {
+  return "m" + str(ring_.limits.wgmmaRows) + "n" + str(n) + "k" + str(kWgmmaK);
+}
+
+}  // namespace mugraph::codegen

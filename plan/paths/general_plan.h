@@ -1,0 +1,71 @@
+// The general lowering path (any block graph, any target): every op a loop over its output
+// elements or an mma.sync matmul, tiles in XOR-swizzled shared memory, inputs through a
+// cp.async pipeline, fused element-wise chains in register epilogues, accumulators folded
+// into their producers and, behind tensor-core matmuls, held in registers.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "plan/target.h"
+#include "plan/tiles.h"
+
+namespace mugraph::plan {
+
+struct KernelPlan;
+
+enum class TileHome {
+  None,       // never stored: consumed only in registers by its producer's epilogue
+  Shared,     // a shared-memory tile
+  Registers,  // an accumulator held in mma fragments across the for-loop
+};
+
+// A matmul on tensor cores: WarpsM x WarpsN warps, each owning a (MI*16) x (NI*8) block. A
+// matmul of fewer than 16 rows (decode's query rows, a few tokens) is padded to one m16
+// fragment row: `rows` says how many are real; the padding rows' products are discarded.
+struct MmaPlan {
+  int64_t rows = 0;  // real rows of the result (M); below 16 only when padded
+  int warpsM = 1;
+  int warpsN = 1;
+  int mi = 1;
+  int ni = 2;
+  int64_t k = 16;
+  bool aStoredKM = false;
+  bool bStoredKN = true;
+  graph::DType dtype = graph::DType::F16;
+  int fragments() const { return mi * ni * 4; }  // floats per thread
+  bool padded() const { return rows < 16; }
+};
+
+// How one op is emitted. Ops fused into a producer's epilogue and folded accumulators are
+// not emitted at their own position (`emitted` is false).
+struct OpPlan {
+  bool emitted = true;
+  std::vector<graph::TensorId> chain;  // tiles computed in this op's register epilogue
+  std::optional<MmaPlan> mma;
+  bool accumulateInPlace = false;  // mma result goes straight into a register accumulator
+  // Reductions: one warp per output element (lanes stride over the reduced dim and combine
+  // with shuffles) where the reduction is long enough to keep a warp busy.
+  bool warpPerRow = false;
+};
+
+struct GeneralPlan {
+  std::vector<int> emitter;                             // per tile: the op whose code computes it
+  std::vector<TileHome> home;                           // per tile
+  std::vector<SharedTile> shared;                       // per tile (where home == Shared)
+  std::vector<std::optional<SharedTile>> materialized;  // register accumulators read post-loop
+  // Per tile: for an accum_max read by accum_rescaled_sum, this iteration's rescale factor
+  // exp(m_{i-1} - m_i) (0 at iteration 0), f32 in the max's shape. The thread that updates an
+  // element of the max writes it, so the old max is never read after it is overwritten.
+  std::vector<std::optional<SharedTile>> rescaleFactors;
+  std::vector<OpPlan> ops;              // per block op
+  std::vector<int> rmsScratch;          // per block op: rms_norm root buffer offset, or -1
+  std::vector<int> foldedAccumulators;  // accumulator ops folded into an epilogue
+};
+
+// Plans `plan`'s block graph on the general path: sets plan.path to its GeneralPlan, the
+// input copies, pipeline stages, shared-memory bytes and blocks per multiprocessor. `plan`
+// needs its graph facts and output copies.
+void planGeneral(KernelPlan& plan, const Target& target);
+
+}  // namespace mugraph::plan

@@ -1,0 +1,168 @@
+// Planning attention on the sm_90 warpgroup path (see warpgroup_attention_plan.h).
+#include "plan/paths/warpgroup_attention_plan.h"
+
+#include "plan/kernel_plan.h"
+
+namespace mugraph::plan {
+namespace {
+
+using graph::OpKind;
+using graph::TensorId;
+
+// The roles of every tile of an attention-shaped block graph (WarpgroupAttentionPlan), or
+// nothing where an op does not fit them.
+std::optional<std::vector<FragmentRole>> attentionRoles(const KernelPlan& plan, int first,
+                                                        int second) {
+  const graph::BlockGraph& block = *plan.block;
+  std::vector<FragmentRole> roles(block.tensors.size(), FragmentRole::None);
+  const int last = static_cast<int>(block.tensors[block.ops[first].output].shape.size()) - 1;
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    const graph::BlockOp& op = block.ops[o];
+    const int index = static_cast<int>(o);
+    if (op.kind == OpKind::Input || op.kind == OpKind::Output) continue;
+    // After the loop only accumulators (and what is computed from them) exist.
+    if (!runsInLoop(plan, index)) {
+      for (TensorId t : op.inputs) {
+        const int producer = plan.producer[t];
+        if (runsInLoop(plan, producer) && !graph::isAccumulator(block.ops[producer].kind)) {
+          return std::nullopt;
+        }
+      }
+    }
+    FragmentRole role = FragmentRole::None;
+    if (index == first) {
+      role = FragmentRole::S;
+    } else if (index == second) {
+      if (roles[op.inputs[0]] != FragmentRole::S) return std::nullopt;
+      // Its only reader accumulates it (in place, in the O accumulators).
+      if (plan.consumers[op.output].size() != 1) return std::nullopt;
+      const graph::BlockOp& reader = block.ops[plan.consumers[op.output][0]];
+      if (reader.kind != OpKind::AccumSum && reader.kind != OpKind::AccumRescaledSum) {
+        return std::nullopt;
+      }
+      role = FragmentRole::O;
+    } else if (graph::isElementwise(op.kind)) {
+      bool s = false, o = false, row = false;
+      for (TensorId t : op.inputs) {
+        s = s || roles[t] == FragmentRole::S;
+        o = o || roles[t] == FragmentRole::O;
+        row = row || roles[t] == FragmentRole::Row;
+        if (roles[t] == FragmentRole::None) return std::nullopt;
+      }
+      if (s && o) return std::nullopt;
+      role = s ? FragmentRole::S : o ? FragmentRole::O : FragmentRole::Row;
+      (void)row;
+    } else if (op.kind == OpKind::ReduceMax || op.kind == OpKind::ReduceSum) {
+      if (roles[op.inputs[0]] != FragmentRole::S || op.attrs.dim != last) return std::nullopt;
+      if (op.kind == OpKind::ReduceSum && op.attrs.to != 1) return std::nullopt;
+      role = FragmentRole::Row;
+    } else if (op.kind == OpKind::AccumMax) {
+      if (roles[op.inputs[0]] != FragmentRole::Row) return std::nullopt;
+      role = FragmentRole::Row;
+    } else if (op.kind == OpKind::AccumSum || op.kind == OpKind::AccumRescaledSum) {
+      if (op.kind == OpKind::AccumRescaledSum &&
+          block.ops[plan.producer[op.inputs[1]]].kind != OpKind::AccumMax) {
+        return std::nullopt;
+      }
+      const FragmentRole in = roles[op.inputs[0]];
+      if (in == FragmentRole::Row) {
+        role = FragmentRole::Row;
+      } else if (in == FragmentRole::O && plan.producer[op.inputs[0]] == second) {
+        role = FragmentRole::O;
+      } else {
+        return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+    roles[op.output] = role;
+  }
+  return roles;
+}
+
+}  // namespace
+
+std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& plan,
+                                                             const Target& target) {
+  if (!target.warpgroupMma) return std::nullopt;
+  const graph::BlockGraph& block = *plan.block;
+  WarpgroupAttentionPlan at;
+  at.limits = target.warpgroup;
+  const WarpgroupLimits& limits = at.limits;
+  if (block.threads % limits.threads != 0 || block.threads < 2 * limits.threads) {
+    return std::nullopt;
+  }
+  at.producer = true;
+  at.consumers = static_cast<int>(block.threads / limits.threads) - 1;
+  std::vector<int> matmuls;
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    const graph::BlockOp& op = block.ops[o];
+    if (op.kind == OpKind::Matmul) matmuls.push_back(static_cast<int>(o));
+    if (op.kind == OpKind::Output) {
+      if (at.outputOp >= 0) return std::nullopt;
+      at.outputOp = static_cast<int>(o);
+    }
+  }
+  if (matmuls.size() != 2 || at.outputOp < 0) return std::nullopt;
+  const auto inputOp = [&](TensorId tile) {
+    const int op = plan.producer[tile];
+    return block.ops[op].kind == OpKind::Input ? op : -1;
+  };
+  const auto perIteration = [&](int op) {
+    return block.forloop > 1 && block.ops[op].fmap != graph::kReplicated;
+  };
+  at.firstMatmulOp = matmuls[0];
+  at.secondMatmulOp = matmuls[1];
+  const graph::BlockOp& first = block.ops[at.firstMatmulOp];
+  const graph::BlockOp& second = block.ops[at.secondMatmulOp];
+  const int qOp = inputOp(first.inputs[0]);
+  const int kOp = inputOp(first.inputs[1]);
+  const int vOp = inputOp(second.inputs[1]);
+  if (qOp < 0 || kOp < 0 || vOp < 0 || perIteration(qOp) || !perIteration(kOp) ||
+      !perIteration(vOp)) {
+    return std::nullopt;
+  }
+  const std::optional<std::vector<FragmentRole>> roles =
+      attentionRoles(plan, at.firstMatmulOp, at.secondMatmulOp);
+  if (!roles) return std::nullopt;
+  at.roles = *roles;
+  if (at.roles[block.ops[at.outputOp].inputs[0]] != FragmentRole::O) return std::nullopt;
+
+  const graph::Dims& qTile = block.tensors[first.inputs[0]].shape;
+  const graph::Dims& sTile = block.tensors[first.output].shape;
+  const graph::Dims& oTile = block.tensors[second.output].shape;
+  const int rank = static_cast<int>(qTile.size());
+  at.dtype = block.tensors[first.inputs[0]].dtype;
+  for (TensorId t : {first.inputs[0], first.inputs[1], second.inputs[1]}) {
+    if (!isSixteenBit(block.tensors[t].dtype) || block.tensors[t].dtype != at.dtype) {
+      return std::nullopt;
+    }
+  }
+  at.rows = qTile[rank - 2];
+  at.d = qTile[rank - 1];
+  at.kv = sTile[rank - 1];
+  if (oTile[rank - 1] != at.d) return std::nullopt;  // V is [kv, d]: O has Q's width
+  if (at.rows != limits.wgmmaRows * at.consumers) return std::nullopt;
+  if ((at.kv != 64 && at.kv != 128) || (at.d != 64 && at.d != 128)) return std::nullopt;
+
+  std::optional<BulkOperand> q = planOperand(plan, limits, qOp, rank - 2, rank - 1, at.maps);
+  std::optional<BulkOperand> k = planOperand(plan, limits, kOp, rank - 1, rank - 2, at.maps);
+  std::optional<BulkOperand> v = planOperand(plan, limits, vOp, rank - 1, rank - 2, at.maps);
+  if (!q || !k || !v) return std::nullopt;
+  at.q = *q;
+  at.k = *k;
+  at.v = *v;
+
+  budgetRegisters(at, target);
+  // S, O and P (packed) plus the chain's temporaries.
+  if (at.kv / 2 + at.d / 2 + at.kv / 4 + 48 > at.consumerRegisters) return std::nullopt;
+
+  at.qBytes = layOutStage({&at.q}, limits.swizzleAlignment);
+  at.stageBytes = layOutStage({&at.k, &at.v}, limits.swizzleAlignment);
+  const int64_t stagingBytes = stagingBytesFor(plan, at, at.outputOp);
+  // One more barrier: Q's, which completes once.
+  if (!layOutRing(at, at.qBytes, 1, stagingBytes, block.forloop, target)) return std::nullopt;
+  return at;
+}
+
+}  // namespace mugraph::plan

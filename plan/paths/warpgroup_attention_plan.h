@@ -1,0 +1,46 @@
+// Attention on the sm_90 warpgroup path: a query tile Q loaded once, key and value tiles K
+// and V per iteration through the ring (warpgroup_ring.h), S = matmul(Q, K) in wgmma
+// accumulators, a chain of element-wise ops, last-dim reductions, running maxima and rescaled
+// sums on S and its row vectors (the online softmax) computed in registers, then
+// O += matmul(P, V) with P (an S-shaped tile of the chain) fed to wgmma from registers and O
+// kept in registers across the loop (rescaled in place by its running max's factor), and
+// element-wise ops on O and row vectors after the loop. Warpgroup 0 issues the bulk copies;
+// each of `consumers` warpgroups owns limits.wgmmaRows query rows. `roles` says, per tile,
+// where its value lives. Q's mbarrier follows the ring's.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "plan/paths/warpgroup_ring.h"
+
+namespace mugraph::plan {
+
+enum class FragmentRole {
+  None,
+  S,    // [rows, kv] in the first matmul's accumulator layout
+  Row,  // [rows, 1]: two values per thread (rows lane/4 and lane/4 + 8 of its warp)
+  O,    // [rows, d] in the second matmul's accumulator layout
+};
+
+struct WarpgroupAttentionPlan : WarpgroupRing {
+  int64_t rows = 0;  // query rows of the block: limits.wgmmaRows per consumer warpgroup
+  int64_t kv = 0;    // key positions per iteration (N of the first matmul)
+  int64_t d = 0;     // head dim: K of the first matmul, N of the second
+  graph::DType dtype = graph::DType::F16;
+  BulkOperand q, k, v;  // q.offset in shared memory, k's and v's within a stage
+  int firstMatmulOp = -1, secondMatmulOp = -1, outputOp = -1;
+  std::vector<FragmentRole> roles;  // per tile
+  int64_t qBytes = 0;               // Q's boxes, before the stages
+};
+
+// The plan of `plan`'s block graph as attention on the warpgroup path, or nothing where it
+// does not qualify: besides the target, the block graph must be exactly the shape described
+// above, with 16-bit Q, K and V whose contiguous extents are whole boxes, a key tile of 64 or
+// 128 positions, a head dim of 64 or 128, limits.wgmmaRows query rows per consumer warpgroup
+// and a copy warpgroup (threads = limits.threads x (consumers + 1)). `plan` needs its graph
+// facts (phases, producers, consumers) only.
+std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& plan,
+                                                             const Target& target);
+
+}  // namespace mugraph::plan

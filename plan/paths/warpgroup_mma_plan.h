@@ -1,0 +1,40 @@
+// The sm_90 warpgroup GEMM path: a block graph that is one matmul of two per-iteration 16-bit
+// input tiles, accumulated over the for-loop and stored, runs `wgmma.mma_async` from the
+// swizzled boxes of the ring (warpgroup_ring.h). Consumer warpgroup c owns rows
+// [c * m / consumers, (c + 1) * m / consumers) of the block's m x n result, `mTiles` wgmma
+// instructions of limits.wgmmaRows rows each per 16 of K, n columns each.
+#pragma once
+
+#include <optional>
+
+#include "plan/paths/warpgroup_ring.h"
+
+namespace mugraph::plan {
+
+struct WarpgroupMmaPlan : WarpgroupRing {
+  int64_t m = 0, n = 0, k = 0;  // block tile m x n, k per iteration
+  int mTiles = 1;
+  graph::DType dtype = graph::DType::F16;
+  BulkOperand a, b;
+  int matmulOp = -1, accumulatorOp = -1, outputOp = -1;
+  // Persistent: with a copy warpgroup and more tiles than multiprocessors, `launchGrid` is
+  // one block per multiprocessor, each walking tiles blockIdx.x, + gridDim.x, ... in groups
+  // of `rasterGroup` consecutive tiles along grid x (rows of A stay in L2 while the group
+  // sweeps y); the copies of a block's next tile overlap the epilogue of its last. Else the
+  // schedule's grid, one tile per block.
+  bool persistent = false;
+  std::array<int64_t, graph::kGridAxes> launchGrid{1, 1, 1};
+  int rasterGroup = 1;
+  int accumulatorsPerThread() const { return mTiles * static_cast<int>(n) / 2; }
+};
+
+// The plan of `plan`'s block graph on the warpgroup GEMM path, or nothing where it does not
+// qualify: a target without warpgroup MMA; a block graph that is not exactly two
+// per-iteration 16-bit input tiles, their matmul, its accum_sum and the output of that sum;
+// tiles whose contiguous extents are not whole boxes, box rows over the copy engine's limit,
+// a result wider than 256 columns or not whole wgmma rows per consumer warpgroup; a thread
+// count that is not whole warpgroups; more accumulators per thread than fit in registers, or
+// fewer than two stages in shared memory. `plan` needs its graph facts only.
+std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const Target& target);
+
+}  // namespace mugraph::plan

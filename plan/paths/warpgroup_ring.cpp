@@ -1,0 +1,125 @@
+// The shared part of the warpgroup paths (see warpgroup_ring.h).
+#include "plan/paths/warpgroup_ring.h"
+
+#include <algorithm>
+
+#include "graph/cuda_limits.h"
+#include "plan/kernel_plan.h"
+#include "plan/shared_memory_allocator.h"
+
+namespace mugraph::plan {
+
+namespace {
+
+constexpr int64_t kMbarrierBytes = 8;  // one mbarrier object (a 64-bit word)
+constexpr int kSetmaxnregGranule = 8;  // setmaxnreg counts are multiples of 8
+
+}  // namespace
+
+int WarpgroupRing::warpsPerWarpgroup() const {
+  return limits.threads / graph::kWarpSize;
+}
+
+std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLimits& limits,
+                                       int opIndex, int mn, int kDim,
+                                       std::vector<TensorMapDesc>& maps) {
+  const graph::BlockGraph& block = *plan.block;
+  const graph::BlockOp& op = block.ops[opIndex];
+  const graph::TensorId tensor = plan.kernel->inputs[op.kernelTensor];
+  const graph::TensorDesc& source = plan.graph->tensors[tensor];
+  const graph::Dims& tile = block.tensors[op.output].shape;
+  const int rank = static_cast<int>(tile.size());
+  if (rank != static_cast<int>(source.shape.size()) || rank < 2) return std::nullopt;
+  for (int d = 0; d < rank - 2; ++d) {
+    if (tile[d] != 1) return std::nullopt;  // one matrix per block
+  }
+  // Logical dims in storage order, innermost first.
+  std::vector<int> order;
+  for (int d = rank - 1; d >= 0; --d) order.push_back(d);
+  if (source.layout == graph::Layout::Transposed) std::swap(order[0], order[1]);
+  const int contiguous = order[0];
+  const int64_t elementBytes = graph::dtypeBytes(source.dtype);
+  const int64_t boxElements = limits.boxElements(elementBytes);
+  const std::vector<int64_t> strides = graph::storageStrides(source.shape, source.layout);
+
+  BulkOperand operand;
+  operand.op = opIndex;
+  operand.kMajor = contiguous == kDim;
+  const int other = contiguous == kDim ? mn : kDim;
+  if (tile[contiguous] % boxElements != 0 || tile[other] > limits.maxBoxRows ||
+      tile[other] % 8 != 0) {
+    return std::nullopt;
+  }
+  operand.rows = tile[other];
+  operand.boxes = static_cast<int>(tile[contiguous] / boxElements);
+  operand.boxBytes = operand.rows * boxElements * elementBytes;
+
+  TensorMapDesc map;
+  map.tensor = tensor;
+  map.dtype = source.dtype;
+  map.rank = rank;
+  map.swizzleBytes = static_cast<int>(limits.swizzleRowBytes);
+  for (int i = 0; i < rank; ++i) {
+    const int d = order[i];
+    map.dims[i] = source.shape[d];
+    map.strideBytes[i] = i == 0 ? elementBytes : strides[d] * elementBytes;
+    map.box[i] = i == 0 ? boxElements : (d == other ? operand.rows : 1);
+    if (i > 0 && map.strideBytes[i] % 16 != 0) return std::nullopt;  // the copy engine's rule
+    for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+      if (block.grid[axis] > 1 && op.imap[axis] == d) {
+        // A partial last part reads past the tensor's end: the copy engine fills zeros there.
+        operand.blockStep[i][axis] = plan.splits[op.output][d].blockTile;
+      }
+    }
+    if (block.forloop > 1 && op.fmap == d) operand.iterationStep[i] = tile[d];
+  }
+  operand.map = static_cast<int>(maps.size());
+  maps.push_back(map);
+  return operand;
+}
+
+int64_t layOutStage(std::initializer_list<BulkOperand*> operands, int64_t swizzleAlignment) {
+  SharedRegions stage;
+  for (BulkOperand* operand : operands) {
+    operand->offset = stage.place(operand->boxBytes * operand->boxes, swizzleAlignment);
+  }
+  return alignUp(stage.end(), swizzleAlignment);
+}
+
+int64_t stagingBytesFor(const KernelPlan& plan, const WarpgroupRing& ring, int outputOp) {
+  const graph::BlockOp& output = plan.block->ops[outputOp];
+  const graph::TensorDesc& result = plan.graph->tensors[plan.kernel->outputs[output.kernelTensor]];
+  const bool aligned = result.shape.back() * graph::dtypeBytes(result.dtype) % 16 == 0;
+  if (!isSixteenBit(result.dtype) || !aligned) return 0;
+  return ring.consumers * ring.warpsPerWarpgroup() * ring.limits.stagingBytesPerWarp;
+}
+
+void budgetRegisters(WarpgroupRing& ring, const Target& target) {
+  const WarpgroupLimits& limits = ring.limits;
+  ring.producerRegisters = limits.producerRegisters;
+  const int64_t left = target.registersPerSm - int64_t{limits.threads} * limits.producerRegisters;
+  const int64_t each =
+      left / (int64_t{limits.threads} * ring.consumers) / kSetmaxnregGranule * kSetmaxnregGranule;
+  ring.consumerRegisters = static_cast<int>(std::min<int64_t>(limits.maxConsumerRegisters, each));
+}
+
+bool layOutRing(WarpgroupRing& ring, int64_t leadBytes, int extraBarriers, int64_t stagingBytes,
+                int64_t wantedStages, const Target& target) {
+  const int64_t alignment = ring.limits.swizzleAlignment;
+  const int64_t most = std::min<int64_t>(target.maxPipelineStages, wantedStages);
+  for (int stages = static_cast<int>(most); stages >= 2; --stages) {
+    SharedRegions regions;
+    regions.place(leadBytes, alignment);
+    ring.stages = stages;
+    ring.stagesOffset = regions.place(ring.stageBytes * stages, alignment);
+    ring.barrierOffset =
+        regions.place(kMbarrierBytes * (2 * stages + extraBarriers), kMbarrierBytes);
+    ring.epilogueOffset = stagingBytes > 0 ? regions.place(stagingBytes, kSharedTileAlignment) : -1;
+    // The kernel aligns the dynamic shared memory's base at run time: room for the worst case.
+    ring.sharedBytes = regions.end() + alignment;
+    if (ring.sharedBytes <= target.sharedBytesPerBlock) return true;
+  }
+  return false;
+}
+
+}  // namespace mugraph::plan

@@ -1,0 +1,100 @@
+// What the two sm_90 warpgroup paths (warpgroup_mma_plan.h, warpgroup_attention_plan.h)
+// share: operands copied by bulk tensor copies as 128-byte swizzled boxes into a ring of
+// shared-memory stages, each with a `full` mbarrier (the copies' bytes landed) and an `empty`
+// one (every multiplying warp is done reading it), a copy warpgroup that trades registers
+// with the multiplying ones, and the staging buffers of a 16-bit epilogue. The shared-memory
+// layout goes through the allocator (shared_memory_allocator.h); every wgmma and copy-engine
+// shape comes from the target (Target::warpgroup) and is recorded here for the emitter.
+#pragma once
+
+#include <array>
+#include <initializer_list>
+#include <optional>
+#include <vector>
+
+#include "plan/target.h"
+#include "plan/tiles.h"
+
+namespace mugraph::plan {
+
+struct KernelPlan;
+
+// What cuTensorMapEncodeTiled needs to describe one device tensor to the bulk tensor copy
+// engine (sm_90): the kernel receives the encoded map by value, after its pointer parameters;
+// the manifest carries this description and the host encodes it (codegen/README.md).
+struct TensorMapDesc {
+  graph::TensorId tensor = -1;  // in the kernel graph
+  graph::DType dtype = graph::DType::F16;
+  int rank = 2;
+  // Innermost (contiguous) dim first: elements per dim, bytes between consecutive indices of
+  // dims 1..rank-1 ([0] is the element size), and the box each copy moves.
+  std::array<int64_t, graph::kMaxRank> dims{1, 1, 1, 1};
+  std::array<int64_t, graph::kMaxRank> strideBytes{0, 0, 0, 0};
+  std::array<int64_t, graph::kMaxRank> box{1, 1, 1, 1};
+  int swizzleBytes = 128;  // the box lands swizzled in rows of this many bytes
+};
+
+// One operand copied by bulk tensor copies: per stage, `boxes` boxes of [rows][box[0]]
+// elements side by side (`boxBytes` each), box[0] of the map along the tensor's contiguous
+// dim. Box coordinates (map dims, innermost first) of the block's tile: blockIdx times
+// `blockStep` plus the iteration times `iterationStep`; box j adds box[0] * j to coordinate 0.
+struct BulkOperand {
+  int op = -1;         // the Input block op
+  int map = -1;        // index into the plan's maps
+  bool kMajor = true;  // the contiguous dim is K (else M or N)
+  int64_t rows = 0;    // rows of a box (the other matrix dim of the tile)
+  int boxes = 1;
+  int64_t boxBytes = 0;
+  int64_t offset = 0;  // the first box, within its stage (swizzle-aligned)
+  std::array<std::array<int64_t, graph::kGridAxes>, graph::kMaxRank> blockStep{};
+  std::array<int64_t, graph::kMaxRank> iterationStep{};
+};
+
+// The ring and the warpgroups around it. Consumer warpgroup c is warpgroup c + 1 with a copy
+// warpgroup (`producer`), else the block's one warpgroup both copies and multiplies.
+struct WarpgroupRing {
+  WarpgroupLimits limits;  // the target's, which everything below was planned with
+  int consumers = 1;
+  bool producer = false;
+  int stages = 2;
+  int64_t stagesOffset = 0;   // stage s starts at stagesOffset + s * stageBytes
+  int64_t stageBytes = 0;     // every operand's boxes of one stage
+  int64_t barrierOffset = 0;  // full[stages], empty[stages], then the path's own barriers
+  // A 16-bit result is stored through a staging buffer per multiplying warp
+  // (limits.stagingBytesPerWarp: 16 rows of one swizzled row, 16-byte chunks XOR-swizzled by
+  // row): each row leaves as 16-byte stores. -1: stored from registers in pairs (f32).
+  int64_t epilogueOffset = -1;
+  // Dynamic shared memory: all of the above plus room to align the base to the swizzle period.
+  int64_t sharedBytes = 0;
+  int producerRegisters = 0;  // setmaxnreg budgets with a producer warpgroup (0: none)
+  int consumerRegisters = 0;
+  std::vector<TensorMapDesc> maps;  // kernel parameters after the pointers, in order
+
+  int warpsPerWarpgroup() const;
+};
+
+// The tensor map of input op `opIndex`'s device tensor and its box, and the operand's
+// layout; nothing when its tile does not fit the boxes. `mn` is the logical dim of the tile
+// that is M (operand A) or N (operand B), `kDim` the one that is K. Appends the map to `maps`.
+std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLimits& limits,
+                                       int opIndex, int mn, int kDim,
+                                       std::vector<TensorMapDesc>& maps);
+
+// Places `operands` side by side in one stage (each swizzle-aligned); returns the stage's bytes.
+int64_t layOutStage(std::initializer_list<BulkOperand*> operands, int64_t swizzleAlignment);
+
+// Bytes of the staging buffers of output op `outputOp`'s epilogue: 16-bit results whose rows
+// start 16-byte aligned leave through them; others are stored from registers (0).
+int64_t stagingBytesFor(const KernelPlan& plan, const WarpgroupRing& ring, int outputOp);
+
+// The setmaxnreg budgets of a ring with a copy warpgroup: what is left of the register file
+// after the copy warpgroup's share, split between the consumers.
+void budgetRegisters(WarpgroupRing& ring, const Target& target);
+
+// Lays out shared memory after `leadBytes` loaded once (attention's Q): the stages, the
+// barriers (2 per stage plus `extraBarriers`) and `stagingBytes`, with the most stages (at
+// most the target's and `wantedStages`) that fit in one block; false when two do not.
+bool layOutRing(WarpgroupRing& ring, int64_t leadBytes, int extraBarriers, int64_t stagingBytes,
+                int64_t wantedStages, const Target& target);
+
+}  // namespace mugraph::plan
