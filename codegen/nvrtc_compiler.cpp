@@ -63,11 +63,15 @@ std::vector<std::string> baseNvrtcOptions() {
 
 NvrtcOutput compileWithNvrtc(const std::string& source, const std::string& scheduleName, int arch,
                              bool cubin, bool archSpecific) {
-  const std::string header(deviceHeaderSource());
-  const char* headers[] = {header.c_str()};
-  const char* headerNames[] = {kDeviceHeaderName};
+  std::vector<const char*> headers;
+  std::vector<const char*> headerNames;
+  for (const DeviceHeader& header : deviceHeaders()) {
+    headers.push_back(header.source.data());
+    headerNames.push_back(header.name.data());
+  }
   std::unique_ptr<nvrtcProgram, ProgramDeleter> program(new nvrtcProgram{});
-  check(nvrtcCreateProgram(program.get(), source.c_str(), kSourceName, 1, headers, headerNames),
+  check(nvrtcCreateProgram(program.get(), source.c_str(), kSourceName,
+                           static_cast<int>(headers.size()), headers.data(), headerNames.data()),
         "nvrtcCreateProgram");
   NvrtcOutput output;
   output.options = baseNvrtcOptions();

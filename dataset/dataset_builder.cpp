@@ -9,9 +9,6 @@
 
 #include "codegen/generate.h"
 #include "codegen/manifest.h"
-#include "codegen/runtime/cuda_driver.h"
-#include "codegen/runtime/gpu_check.h"
-#include "codegen/runtime/gpu_check_json.h"
 #include "dataset/dataset_layout.h"
 #include "dataset/dataset_rows.h"
 #include "dataset/sha256.h"
@@ -19,6 +16,9 @@
 #include "graph/files.h"
 #include "graph/hash.h"
 #include "plan/lower_predefined_ops.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_check.h"
+#include "runtime/gpu_check_json.h"
 #include "verify/equivalence.h"
 #include "verify/equivalence_json.h"
 
@@ -50,7 +50,7 @@ class Builder {
     rows_ = readManifestRows(options_.outDir + "/" + kManifestFile, /*strict=*/false);
     if (options_.runOnGpu) {
       std::string whyNot;
-      driver_ = codegen::CudaDriver::open(whyNot);
+      driver_ = runtime::CudaDriver::open(whyNot);
       if (!driver_) throw UserError("--run", "cannot run on a GPU: " + whyNot);
     }
   }
@@ -116,7 +116,7 @@ class Builder {
     row["nvrtc"] = manifest.at("nvrtc");
     if (driver_) {
       say("run " + key + " on " + driver_->deviceName());
-      row["gpu"] = codegen::gpuCheckReportJson(codegen::checkOnGpu(
+      row["gpu"] = runtime::gpuCheckReportJson(runtime::checkOnGpu(
           *driver_, code.schedule, staging, verificationSeed(schedule), options_.gpuRepetitions));
     }
     fs::remove_all(dir);
@@ -158,7 +158,7 @@ class Builder {
 
   const DatasetOptions& options_;
   std::map<std::string, json> rows_;  // "<class>/<variant>" -> row, sorted
-  std::unique_ptr<codegen::CudaDriver> driver_;
+  std::unique_ptr<runtime::CudaDriver> driver_;
 };
 
 }  // namespace

@@ -4,15 +4,15 @@
 #include <set>
 #include <sstream>
 
-#include "codegen/runtime/cuda_driver.h"
-#include "codegen/runtime/gpu_check.h"
-#include "codegen/runtime/manifest_reader.h"
 #include "dataset/dataset_layout.h"
 #include "dataset/dataset_rows.h"
 #include "dataset/sha256.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_check.h"
+#include "runtime/manifest_reader.h"
 
 namespace mugraph::dataset {
 namespace {
@@ -68,7 +68,7 @@ class Checker {
       problem(where, "program_hash does not match the schedule's program");
     }
     try {
-      const codegen::Manifest manifest = codegen::readManifest(dir_ + "/" + key + "/manifest.json");
+      const runtime::Manifest manifest = runtime::readManifest(dir_ + "/" + key + "/manifest.json");
       if (row.contains("kernels") && row.at("kernels").size() != manifest.kernels.size()) {
         problem(where, "the row and manifest.json list different kernels");
       }
@@ -137,17 +137,17 @@ DatasetCheckReport checkDataset(const std::string& dir, bool runOnGpu) {
     rows = readManifestRows(dir + "/" + kManifestFile, /*strict=*/false);
   }
   report.rows = static_cast<int>(rows.size());
-  std::unique_ptr<codegen::CudaDriver> driver;
+  std::unique_ptr<runtime::CudaDriver> driver;
   if (runOnGpu) {
     std::string whyNot;
-    driver = codegen::CudaDriver::open(whyNot);
+    driver = runtime::CudaDriver::open(whyNot);
     if (!driver) throw UserError("--run", "cannot run on a GPU: " + whyNot);
   }
   for (const auto& [key, row] : rows) {
     const std::optional<graph::Schedule> schedule = checker.checkRow(key, row);
     if (!driver || !schedule) continue;
-    const codegen::GpuCheckReport gpu =
-        codegen::checkOnGpu(*driver, *schedule, dir + "/" + key, graph::scheduleHash(*schedule),
+    const runtime::GpuCheckReport gpu =
+        runtime::checkOnGpu(*driver, *schedule, dir + "/" + key, graph::scheduleHash(*schedule),
                             /*repetitions=*/20);
     ++report.gpuRuns;
     std::ostringstream line;

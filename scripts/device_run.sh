@@ -22,7 +22,8 @@ fi
 
 if [[ $step == all || $step == sanitize ]]; then
   echo "== compute-sanitizer"
-  for s in gqa.split_kv gqa_mirage.split_kv gemm_1024.tiled gqa_decode_4k.split_kv; do
+  # The schedules schedules/shipped.txt marks `sanitize`.
+  for s in $(awk '!/^#/ && $3 ~ /sanitize/ {sub(/\.json$/, "", $1); print $1}' schedules/shipped.txt); do
     "$mg" replay "schedules/$s.json" --out "/tmp/san_$s" >/dev/null || echo "replay $s failed"
     for tool in memcheck racecheck; do
       compute-sanitizer --tool $tool --error-exitcode 9 "$mg" replay "schedules/$s.json" \
@@ -52,29 +53,10 @@ if [[ $step == all || $step == bench ]]; then
   echo "== benchmark"
   rm -rf /tmp/replays "$out/bench_gpu.json"  # nothing left from an earlier run
   mkdir -p /tmp/replays
-  # case:schedule pairs; a case's folder CASE.LABEL is another of our variants of it. The
-  # decode sweep (1K..64K) has one schedule per context; the matmul_m* and mlp_batch16
-  # schedules (.best.json) may not be there yet: a missing one is skipped below.
-  pairs="gqa_mirage:gqa_mirage.split_kv gqa_safe_mirage_shape:gqa.split_kv
-         gemm_1024:gemm_1024.tiled gemm_4096:gemm_4096.tiled
-         gemm_1024.warpgroups:gemm_1024.warpgroups gemm_4096.warpgroups:gemm_4096.warpgroups
-         gemm_8192:gemm_8192.warpgroups gemm_8192_bf16:gemm_8192_bf16.warpgroups
-         mha_prefill_2048:mha_prefill_2048.warpgroups
-         mlp_batch16:mlp_batch16.best
-         gemm_1030:gemm_1030.tiled
-         vocab_16x32001:vocab_16x32001.partial
-         gqa_decode_1000:gqa_decode_1000.split_kv gqa_decode_5000:gqa_decode_5000.split_kv
-         gqa_decode_12345:gqa_decode_12345.split_kv
-         mha_prefill_1000.flash64:mha_prefill_1000.flash64
-         mha_prefill_1024.flash64:mha_prefill_1024.flash64
-         mha_prefill_1000:mha_prefill_1000.warpgroups mha_prefill_1024:mha_prefill_1024.warpgroups
-         gemm_1000:gemm_1000.warpgroups"
-  for ctx in 1k 2k 4k 8k 16k 32k 64k; do
-    pairs="$pairs gqa_decode_$ctx:gqa_decode_$ctx.split_kv"
-  done
-  for m in 1 4 8 16; do
-    pairs="$pairs matmul_m$m:matmul_m$m.best"
-  done
+  # case:schedule pairs, from schedules/shipped.txt (its bench_case column); a case's folder
+  # CASE.LABEL is another of our variants of it.
+  pairs=$(awk '!/^#/ && NF == 3 && $2 != "-" {sub(/\.json$/, "", $1); print $2 ":" $1}' \
+    schedules/shipped.txt)
   # What the search found for each program (schedules/found/PROGRAM.vHASH.json), as
   # program:case pairs.
   found_programs="gqa:gqa_safe_mirage_shape gqa_decode:gqa_decode_4k gemm:gemm_1024

@@ -1,5 +1,6 @@
 // The `mugraph` subcommands. Each registers itself on the CLI11 app and returns the
-// process exit code: 0 ok, 1 a check failed (not equivalent), 2 bad input or usage.
+// process exit code: 0 ok, 1 a check failed (not equivalent, a GPU mismatch, or no verified
+// variant), 2 bad input or usage, 3 internal error.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -8,11 +8,11 @@
 #include "codegen/generate.h"
 #include "dataset/dataset_builder.h"
 #include "dataset/dataset_check.h"
+#include "driver/superoptimize.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
 #include "search/builtin_programs.h"
-#include "search/superoptimize.h"
 #include "tools/commands.h"
 
 namespace mugraph::tools {
@@ -77,16 +77,14 @@ int buildCommand(const DatasetFlags& flags) {
     if (flags.programs.empty()) throw UserError("PROGRAM", "name at least one program");
     for (const std::string& p : flags.programs) {
       const graph::Program program = search::loadProgramOrBuiltin(p);
-      search::SearchOptions options;
-      options.config = search::defaultConfig(search::classifyProgram(program));
-      options.config.target =
-          &plan::targetByName(codegen::archName(codegen::parseArchList(flags.archs).front()));
+      driver::RunOptions options;
+      options.arch = codegen::archName(codegen::parseArchList(flags.archs).front());
       options.threads = flags.threads;
-      options.timeLimitSeconds = flags.timeLimit;
+      options.timeLimit = flags.timeLimit;
       std::cerr << "dataset: superoptimizing " << program.name << "\n";
-      const search::SearchResult result = search::superoptimize(program, options);
+      const driver::ProgramRun run = driver::superoptimizeProgram(program, options, nullptr);
       dataset::DatasetClassInput cls{program, {}};
-      for (const search::VerifiedVariant& v : result.variants) {
+      for (const search::VerifiedVariant& v : run.result.variants) {
         if (flags.maxVariants > 0 && static_cast<int>(cls.schedules.size()) >= flags.maxVariants) {
           break;
         }

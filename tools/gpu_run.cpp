@@ -3,9 +3,9 @@
 #include <limits>
 #include <sstream>
 
-#include "codegen/runtime/cuda_driver.h"
-#include "codegen/runtime/gpu_check.h"
-#include "codegen/runtime/gpu_check_json.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_check.h"
+#include "runtime/gpu_check_json.h"
 
 namespace mugraph::tools {
 namespace {
@@ -20,10 +20,10 @@ double errorOf(const nlohmann::json& value) {
 nlohmann::json runScheduleOnGpu(const graph::Schedule& schedule, const std::string& dir,
                                 uint64_t seed, int repetitions, std::optional<double> logitStd) {
   std::string whyNot;
-  const auto driver = codegen::CudaDriver::open(whyNot);
+  const auto driver = runtime::CudaDriver::open(whyNot);
   if (!driver) throw GpuUnavailable("cannot run on a GPU: " + whyNot);
-  return codegen::gpuCheckReportJson(codegen::checkOnGpu(*driver, schedule, dir, seed, repetitions,
-                                                         codegen::GpuInputs{0.5, logitStd}));
+  return runtime::gpuCheckReportJson(runtime::checkOnGpu(*driver, schedule, dir, seed, repetitions,
+                                                         runtime::GpuInputs{0.5, logitStd}));
 }
 
 std::string describeGpuRun(const nlohmann::json& report) {

@@ -19,8 +19,8 @@ class GpuUnavailable : public std::runtime_error {
 };
 
 // `dir` holds what `mugraph replay` wrote for `schedule`. Returns the report as JSON
-// (codegen::gpuCheckReportJson, the report's one schema).
-// `logitStd`: normal inputs whose attention logits have that deviation (codegen::GpuInputs).
+// (runtime::gpuCheckReportJson, the report's one schema).
+// `logitStd`: normal inputs whose attention logits have that deviation (runtime::GpuInputs).
 nlohmann::json runScheduleOnGpu(const graph::Schedule& schedule, const std::string& dir,
                                 uint64_t seed, int repetitions = 100,
                                 std::optional<double> logitStd = std::nullopt);

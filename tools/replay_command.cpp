@@ -2,7 +2,7 @@
 // default schedules of its ops) into standalone CUDA C++ printed from the plan for the
 // requested targets, PTX per target, the first target's ptxas resource report and a launch
 // manifest, without a GPU. `--run` runs and times it on
-// the GPU through the runtime (codegen/runtime), or exits 2 saying there is no GPU.
+// the GPU through the runtime (runtime/), or exits 2 saying there is no GPU.
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>

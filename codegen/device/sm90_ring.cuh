@@ -3,8 +3,10 @@
 // `empty` one (every consumer warp is done reading it). Ring iteration g uses stage
 // g % Stages in round g / Stages; a barrier's phase parity in a round is the round's low bit.
 // Keeping that arithmetic here leaves a generated kernel to print only its loads, its
-// multiplies and its epilogue around these calls. Appended to mugraph_device.cuh when it is
-// embedded (codegen/CMakeLists.txt), after the mbarrier primitives it uses.
+// multiplies and its epilogue around these calls. Included by mugraph_device.cuh after the
+// mbarrier primitives it uses (sm90_tma.cuh).
+#pragma once
+
 #if !defined(MUGRAPH_HOST_EMULATION) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
 namespace mg {

@@ -15,6 +15,7 @@
 #include "graph/validate.h"
 #include "plan/lower_predefined_ops.h"
 #include "plan/schedule_plan.h"
+#include "shipped_schedules.h"
 
 namespace mugraph::codegen::testing {
 
@@ -46,13 +47,12 @@ inline EmittedSource emitForEmulation(const graph::Schedule& schedule) {
   return codegen::emitSchedule(plan::planSchedule(schedule, emulationTarget()));
 }
 
+// Full paths of the schedules schedules/shipped.txt lists.
 inline std::vector<std::string> shippedSchedulePaths() {
   std::vector<std::string> paths;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(MUGRAPH_SOURCE_DIR) + "/schedules")) {
-    if (entry.path().extension() == ".json") paths.push_back(entry.path().string());
+  for (const mugraph::testing::ShippedSchedule& s : mugraph::testing::shippedSchedules()) {
+    paths.push_back(mugraph::testing::shippedSchedulesFolder() + "/" + s.file);
   }
-  std::sort(paths.begin(), paths.end());
   return paths;
 }
 

@@ -20,10 +20,10 @@
 
 #include "codegen/device_header.h"
 #include "codegen/emit/kernel.h"
-#include "codegen/runtime/half_precision.h"
 #include "codegen_test_support.h"
 #include "graph/error.h"
 #include "graph/hash.h"
+#include "runtime/half_precision.h"
 #include "verify/host_tensor.h"
 #include "verify/interpreter.h"
 #include "verify/random_inputs.h"
@@ -40,12 +40,12 @@ inline double loadElement(const unsigned char* base, graph::DType dtype, int64_t
     case graph::DType::F16: {
       uint16_t bits;
       std::memcpy(&bits, base + index * 2, 2);
-      return halfBitsToFloat(bits);
+      return runtime::halfBitsToFloat(bits);
     }
     case graph::DType::BF16: {
       uint16_t bits;
       std::memcpy(&bits, base + index * 2, 2);
-      return bfloat16BitsToFloat(bits);
+      return runtime::bfloat16BitsToFloat(bits);
     }
   }
   return 0.0;
@@ -59,12 +59,12 @@ inline double storeElement(unsigned char* base, graph::DType dtype, int64_t inde
       std::memcpy(base + index * 4, &f, 4);
       break;
     case graph::DType::F16: {
-      const uint16_t bits = floatToHalfBits(f);
+      const uint16_t bits = runtime::floatToHalfBits(f);
       std::memcpy(base + index * 2, &bits, 2);
       break;
     }
     case graph::DType::BF16: {
-      const uint16_t bits = floatToBfloat16Bits(f);
+      const uint16_t bits = runtime::floatToBfloat16Bits(f);
       std::memcpy(base + index * 2, &bits, 2);
       break;
     }
@@ -111,7 +111,9 @@ class EmulatedKernels {
   // Builds `source` into a shared library in `folder`; throws UserError with the log.
   EmulatedKernels(const std::string& source, const std::filesystem::path& folder) {
     std::ofstream(folder / "kernel.cu") << source;
-    std::ofstream(folder / kDeviceHeaderName) << deviceHeaderSource();
+    for (const DeviceHeader& header : deviceHeaders()) {
+      std::ofstream(folder / header.name) << header.source;
+    }
     const std::string library = (folder / "kernel.so").string();
     const std::string command = std::string(MUGRAPH_HOST_CXX) +
                                 " -std=c++17 -O2 -fPIC -shared -DMUGRAPH_HOST_EMULATION -I" +

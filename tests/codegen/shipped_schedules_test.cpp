@@ -1,8 +1,10 @@
-// Every shipped schedule (schedules/*.json) emits CUDA C++ that NVRTC compiles to PTX for
+// Every shipped schedule (schedules/shipped.txt) emits CUDA C++ that NVRTC compiles to PTX for
 // compute_80 and compute_90 and assembles to an sm_90 cubin without spills or local memory;
 // the emitted source is deterministic and the written files are complete.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "codegen/emit/kernel.h"
@@ -16,12 +18,28 @@ TEST(ShippedSchedules, ThereAreSome) {
   EXPECT_GE(shippedSchedulePaths().size(), 2u);
 }
 
+// schedules/shipped.txt, the one list the tests and benchmarks read, names exactly the
+// schedule files of schedules/.
+TEST(ShippedSchedules, TheListNamesEveryScheduleOfTheFolder) {
+  std::vector<std::string> inFolder;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(MUGRAPH_SOURCE_DIR) + "/schedules")) {
+    if (entry.path().extension() == ".json") inFolder.push_back(entry.path().string());
+  }
+  std::sort(inFolder.begin(), inFolder.end());
+  std::vector<std::string> listed = shippedSchedulePaths();
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(listed, inFolder);
+}
+
 // Schedules tuned for the sm_90 warpgroup path (large tiles, a copy warpgroup): on targets
 // without it the mma.sync path holds their tiles only by spilling a little, or their plan
 // needs more shared memory than such a target's block has (a clear error, checked below).
 bool tunedForWarpgroups(const std::string& path) {
-  return path.find(".warpgroups.json") != std::string::npos &&
-         path.find("gemm_1024") == std::string::npos;
+  for (const mugraph::testing::ShippedSchedule& s : mugraph::testing::shippedSchedules()) {
+    if (path == mugraph::testing::shippedSchedulesFolder() + "/" + s.file) return s.sm90Tuned;
+  }
+  return false;
 }
 
 // Why the schedule at `path` cannot launch on `target`, or "".
@@ -115,9 +133,9 @@ TEST(ShippedSchedules, TiledGemmOnSm80RunsMmaSyncWithATwoStageCpAsyncPipeline) {
 // copies fill, completing on mbarriers; the PTX targets sm_90a and the kernel takes one
 // tensor map per operand after its pointers.
 TEST(ShippedSchedules, TiledGemmsOnSm90RunWgmmaFedByBulkTensorCopies) {
-  for (const char* name : {"gemm_1024.tiled", "gemm_4096.tiled", "gemm_4096.warpgroups",
-                           "gemm_1024_bt.warpgroups", "gemm_1024_at_bf16.warpgroups",
-                           "gemm_1000.warpgroups"}) {
+  for (const char* name :
+       {"gemm_1024.tiled", "gemm_4096.tiled", "gemm_4096.warpgroups", "gemm_1024_bt.warpgroups",
+        "gemm_1024_at_bf16.warpgroups", "gemm_1000.warpgroups"}) {
     SCOPED_TRACE(name);
     const std::string path =
         std::string(MUGRAPH_SOURCE_DIR) + "/schedules/" + std::string(name) + ".json";
@@ -142,8 +160,8 @@ TEST(ShippedSchedules, TiledGemmsOnSm90RunWgmmaFedByBulkTensorCopies) {
 // are no copy-engine stride, so that GEMM stays on the general path with zero-filling
 // cp.async copies.
 TEST(ShippedSchedules, PartialTilesTakeTheWarpgroupPathWhereTheCopyEngineCanReadThem) {
-  const GeneratedCode& gemm = compiledShipped(
-      std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1000.warpgroups.json", 90);
+  const GeneratedCode& gemm =
+      compiledShipped(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1000.warpgroups.json", 90);
   EXPECT_NE(gemm.emitted.source.find("realRows"), std::string::npos);
   EXPECT_NE(gemm.emitted.source.find("realCols"), std::string::npos);
   const GeneratedCode& attention = compiledShipped(
@@ -152,8 +170,8 @@ TEST(ShippedSchedules, PartialTilesTakeTheWarpgroupPathWhereTheCopyEngineCanRead
   EXPECT_NE(attention.emitted.source.find("mg::negative_infinity()"), std::string::npos);
   EXPECT_NE(attention.emitted.source.find("mg::tile_extent(1000, 1000, 128, 0, it)"),
             std::string::npos);
-  const GeneratedCode& odd = compiledShipped(
-      std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1030.tiled.json", 90);
+  const GeneratedCode& odd =
+      compiledShipped(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gemm_1030.tiled.json", 90);
   EXPECT_FALSE(odd.emitted.archSpecific);
   EXPECT_NE(odd.ptx.at("sm_90").find("mma.sync"), std::string::npos);
   EXPECT_NE(odd.emitted.source.find("mg::cp_async_zfill<4>"), std::string::npos);

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "codegen/runtime/cuda_driver.h"
+#include "runtime/cuda_driver.h"
+#include "shipped_schedules.h"
 #include "tools/run_cli.h"
 
 namespace mugraph::testing {
@@ -23,7 +24,7 @@ class ReplayOnGpu : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     std::string whyNot;
-    if (!codegen::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
+    if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
     scratch_ = std::filesystem::temp_directory_path() /
                ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_" + GetParam());
     std::filesystem::create_directories(scratch_);
@@ -54,7 +55,7 @@ TEST_P(ReplayOnGpu, MatchesTheInterpreterAndOverwritesEveryOutput) {
 // sm_80 PTX runs on any newer GPU too.
 TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
   std::string whyNot;
-  if (!codegen::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
+  if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
   const std::filesystem::path scratch_ =
       std::filesystem::temp_directory_path() /
       ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_sm80");
@@ -72,25 +73,20 @@ TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
   std::filesystem::remove_all(scratch_);
 }
 
-// Partial tiles (graph/tile_splits.h): GEMMs of 1030³ (general path: rows of 2060 bytes are
-// no copy-engine stride), 1000³ (warpgroup path, the copy engine zero-filling past the end)
-// and a [16, 4096]·[4096, 32001] vocabulary projection, every dim ending in a partial tile,
-// poisoned outputs and guard bytes past every tensor checked.
-// The GEMM schedules run on the sm_90 warpgroup path there (wgmma, bulk tensor copies,
-// mbarriers): one warpgroup doing both (.tiled, 128 threads) and a copy warpgroup with two
-// multiplying ones (.warpgroups, 384 threads; persistent at 4096), with each operand K-major
-// or M/N-major (B stored transposed: _bt; A stored transposed, bf16: _at_bf16).
-INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu,
-                         ::testing::Values("gqa.split_kv.json", "gqa_mirage.split_kv.json",
-                                           "gemm_1024.tiled.json", "gqa_decode_4k.split_kv.json",
-                                           "gqa_decode_32k.split_kv.json", "gemm_4096.tiled.json",
-                                           "gemm_1024.warpgroups.json", "gemm_4096.warpgroups.json",
-                                           "gemm_1024_bt.warpgroups.json",
-                                           "gemm_1024_at_bf16.warpgroups.json",
-                                           "mha_prefill_256.warpgroups.json",
-                                           "gemm_1030.tiled.json",
-                                           "vocab_16x32001.partial.json",
-                                           "gemm_1000.warpgroups.json"),
+// Every schedule schedules/shipped.txt lists. Among them: partial tiles
+// (graph/tile_splits.h: GEMMs of 1030³ on the general path, 1000³ on the warpgroup path with
+// the copy engine zero-filling past the end, a [16, 4096]·[4096, 32001] vocabulary
+// projection); GEMMs on the sm_90 warpgroup path with one warpgroup doing both (.tiled) or a
+// copy warpgroup beside multiplying ones (.warpgroups; persistent at 4096 and 8192), each
+// operand K-major or M/N-major (_bt, _at_bf16); split-KV decode from 1K to 64K context; flash
+// and warpgroup prefill.
+std::vector<std::string> shippedScheduleFiles() {
+  std::vector<std::string> files;
+  for (const ShippedSchedule& s : shippedSchedules()) files.push_back(s.file);
+  return files;
+}
+
+INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu, ::testing::ValuesIn(shippedScheduleFiles()),
                          [](const auto& info) {
                            std::string name = info.param.substr(0, info.param.rfind('.'));
                            for (char& c : name) c = c == '.' ? '_' : c;
@@ -140,7 +136,7 @@ TEST_P(SafeAttentionOnGpu, IsFiniteAndAccurateAtEveryLogitSpread) {
     EXPECT_TRUE(gpu.at("matches").get<bool>());
     EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0);  // NaN counts as unwritten
     EXPECT_TRUE(gpu.at("written_past_end").empty()) << gpu.at("written_past_end").dump();
-    EXPECT_FALSE(gpu.at("max_rel_error").is_null());            // an infinity is null
+    EXPECT_FALSE(gpu.at("max_rel_error").is_null());  // an infinity is null
   }
 }
 

@@ -66,6 +66,28 @@ TEST_F(SuperoptimizeCli, WritesVerifiedVariantsWithCodeAndASummary) {
   EXPECT_EQ(names(nlohmann::json::parse(one.out)), names(summary));
 }
 
+// A program the search's limits leave without a candidate (two ops, one kernel of one op)
+// does not end with exit 0: exit 1, and the summary and stderr say why.
+TEST_F(SuperoptimizeCli, NoVerifiedVariantExitsOneAndSaysWhy) {
+  std::ofstream(scratch_ / "two.mg") << "program two_ops\n"
+                                        "input A f16 [64, 128]\n"
+                                        "input B f16 [128, 64]\n"
+                                        "C = matmul(A, B)\n"
+                                        "D = exp(C)\n"
+                                        "output D\n";
+  const std::string out = (scratch_ / "none").string();
+  const CliResult r = run("superoptimize " + (scratch_ / "two.mg").string() +
+                          " --threads 1 --max-kernels 1 --max-block-ops 1 --json --out " + out);
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  const auto summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary.at("verified"), 0);
+  EXPECT_THAT(summary.at("no_variants").get<std::string>(),
+              ::testing::HasSubstr("no candidate within its limits"));
+  EXPECT_THAT(summary.at("no_variants").get<std::string>(), ::testing::HasSubstr("kernel_limit"));
+  EXPECT_THAT(r.err, ::testing::HasSubstr("no verified variant"));
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(out + "/summary.json")), summary);
+}
+
 TEST_F(SuperoptimizeCli, UnknownProgramIsBadInput) {
   const CliResult r = run("superoptimize no_such_program");
   EXPECT_EQ(r.exitCode, 2);

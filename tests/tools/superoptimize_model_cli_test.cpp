@@ -58,6 +58,22 @@ TEST_F(SuperoptimizeModelCli, RmsNormModelWritesSubgraphFolderAndSummary) {
   EXPECT_NE(shown.out.find("add_scalar"), std::string::npos) << shown.out;
 }
 
+// A subgraph the search's limits leave without a variant (the MLP's six ops, one kernel of
+// one op) says why in its summary entry, and the command exits 1.
+TEST_F(SuperoptimizeModelCli, ASubgraphWithoutVariantsSaysWhyAndExitsOne) {
+  const CliResult r = run("superoptimize '" + model("llama_mlp") +
+                          "' --threads 1 --max-kernels 1 --max-block-ops 1 --json");
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  ASSERT_EQ(summary["subgraphs"].size(), 1u);
+  const nlohmann::json& s = summary["subgraphs"][0];
+  EXPECT_EQ(s["verified"], 0);
+  EXPECT_TRUE(s["best"].is_null());
+  EXPECT_NE(s["no_variants"].get<std::string>().find("no candidate within its limits"),
+            std::string::npos)
+      << s.dump();
+}
+
 TEST_F(SuperoptimizeModelCli, BadModelsExitTwoWithOneLine) {
   const std::string truncated = (scratch_ / "truncated.onnx").string();
   const std::string bytes = readWholeFile(model("llama_mlp"));

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <vector>
 
-#include "codegen/runtime/half_bits.h"
+#include "runtime/half_bits.h"
 
 #define __global__
 #define __device__
@@ -128,7 +128,8 @@ inline void wait(Barrier& barrier) {
 
 // Copies the first `sourceBytes` of `bytes` and zero-fills the rest (cp.async's src-size).
 inline void asyncCopy(void* to, const void* from, int bytes, int sourceBytes = -1) {
-  current().uncommitted.push_back(AsyncCopy{to, from, bytes, sourceBytes < 0 ? bytes : sourceBytes});
+  current().uncommitted.push_back(
+      AsyncCopy{to, from, bytes, sourceBytes < 0 ? bytes : sourceBytes});
 }
 inline void commitGroup() {
   Fiber& fiber = current();
@@ -180,10 +181,10 @@ inline void ldmatrix(unsigned (&r)[4], const void* row, bool transposed) {
 }
 
 // The host runtime's conversions (one definition, header-only).
-using ::mugraph::codegen::bfloat16BitsToFloat;
-using ::mugraph::codegen::floatToBfloat16Bits;
-using ::mugraph::codegen::floatToHalfBits;
-using ::mugraph::codegen::halfBitsToFloat;
+using ::mugraph::runtime::bfloat16BitsToFloat;
+using ::mugraph::runtime::floatToBfloat16Bits;
+using ::mugraph::runtime::floatToHalfBits;
+using ::mugraph::runtime::halfBitsToFloat;
 
 // mma.m16n8k16.row.col: lane l = 4g + t holds A rows g and g + 8, columns 2t, 2t+1 (+8);
 // B columns (n) g, rows (k) 2t, 2t+1 (+8); C rows g, g + 8, columns 2t, 2t + 1.

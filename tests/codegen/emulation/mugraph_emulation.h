@@ -1,6 +1,11 @@
-// The PTX primitives of codegen/device/mugraph_device.cuh for MUGRAPH_HOST_EMULATION builds,
-// on top of cuda_emulation.h. Included inside namespace mg.
+// The PTX primitives of codegen/device/ (types.cuh, sm80_copy.cuh, sm80_mma.cuh) for
+// MUGRAPH_HOST_EMULATION builds, on top of cuda_emulation.h.
 #pragma once
+
+namespace mg {
+
+struct f16;
+struct bf16;
 
 inline float half_to_f32(unsigned short bits) {
   return ::mg_emu::halfBitsToFloat(bits);
@@ -16,7 +21,9 @@ template <int Bytes>
 inline void cp_async(void* shared, const void* global) {
   ::mg_emu::asyncCopy(shared, global, Bytes);
 }
-inline float negative_infinity() { return -__builtin_huge_valf(); }
+inline float negative_infinity() {
+  return -__builtin_huge_valf();
+}
 template <int Bytes>
 inline void cp_async_zfill(void* shared, const void* global, int srcBytes) {
   ::mg_emu::asyncCopy(shared, global, Bytes, srcBytes);
@@ -36,11 +43,11 @@ inline void ldmatrix_x4_trans(unsigned (&r)[4], const void* row) {
   ::mg_emu::ldmatrix(r, row, true);
 }
 
-struct f16;
-struct bf16;
 inline void mma_m16n8k16(float* c, const unsigned (&a)[4], const unsigned (&b)[2], const f16*) {
   ::mg_emu::mma(c, a, b, false);
 }
 inline void mma_m16n8k16(float* c, const unsigned (&a)[4], const unsigned (&b)[2], const bf16*) {
   ::mg_emu::mma(c, a, b, true);
 }
+
+}  // namespace mg

@@ -1,8 +1,8 @@
-#include "codegen/runtime/half_precision.h"
+#include "runtime/half_precision.h"
 
 #include <cstring>
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 
 std::vector<uint8_t> encode(const std::vector<double>& values, graph::DType dtype,
                             std::vector<double>* rounded) {
@@ -42,4 +42,4 @@ std::vector<double> decode(const std::vector<uint8_t>& bytes, graph::DType dtype
   return values;
 }
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

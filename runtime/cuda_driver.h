@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 
 // X(member, type-giving function, symbol names to try in order)
 #define MUGRAPH_CUDA_DRIVER_FUNCTIONS(X)                                                 \
@@ -45,7 +45,7 @@ namespace mugraph::codegen {
   X(eventSynchronize, cuEventSynchronize, "cuEventSynchronize")                          \
   X(eventElapsedTime, cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime") \
   X(eventDestroy, cuEventDestroy, "cuEventDestroy_v2")                                   \
-  X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")            \
+  X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled")              \
   X(getErrorString, cuGetErrorString, "cuGetErrorString")
 
 class CudaDriver {
@@ -81,4 +81,4 @@ class CudaDriver {
   int driverVersion_ = 0;
 };
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

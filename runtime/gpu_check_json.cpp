@@ -1,6 +1,6 @@
-#include "codegen/runtime/gpu_check_json.h"
+#include "runtime/gpu_check_json.h"
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 
 nlohmann::json gpuCheckReportJson(const GpuCheckReport& report) {
   nlohmann::json outputs = nlohmann::json::object();
@@ -24,4 +24,4 @@ nlohmann::json gpuCheckReportJson(const GpuCheckReport& report) {
             {"repetitions", t.repetitions}}}};
 }
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

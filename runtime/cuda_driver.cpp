@@ -1,11 +1,11 @@
-#include "codegen/runtime/cuda_driver.h"
+#include "runtime/cuda_driver.h"
 
 #include <dlfcn.h>
 
 #include <initializer_list>
 #include <stdexcept>
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 namespace {
 
 void* findSymbol(void* library, std::initializer_list<const char*> names) {
@@ -83,4 +83,4 @@ void CudaDriver::check(CUresult result, const std::string& what) const {
                            " failed: " + (message ? message : "error " + std::to_string(result)));
 }
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

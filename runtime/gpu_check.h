@@ -8,11 +8,11 @@
 #include <optional>
 #include <string>
 
-#include "codegen/runtime/cuda_driver.h"
-#include "codegen/runtime/gpu_schedule.h"
 #include "graph/ir.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/gpu_schedule.h"
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 
 // Accepted relative error (verify::normwiseRelativeError) of an output stored as `dtype`,
 // against double: f16 keeps 11 significant bits and bf16 8, and the kernels round
@@ -26,9 +26,9 @@ struct GpuCheckReport {
   uint64_t seed = 0;
   std::string inputs;  // how they were drawn: "uniform ±0.5", "normal σ=1.41 (logit std 16)"
   bool matches = false;
-  double maxRelError = 0;         // max over outputs
-  double tolerance = 0;           // of the output with the largest error ratio
-  int64_t unwrittenElements = 0;  // NaN after the run (poison left, or NaN computed)
+  double maxRelError = 0;                   // max over outputs
+  double tolerance = 0;                     // of the output with the largest error ratio
+  int64_t unwrittenElements = 0;            // NaN after the run (poison left, or NaN computed)
   std::vector<std::string> writtenPastEnd;  // tensors whose guard bytes a kernel wrote
   std::map<std::string, double> outputErrors;
   TimingStats timing;
@@ -48,4 +48,4 @@ GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& sched
                           const std::string& dir, uint64_t seed, int repetitions,
                           const GpuInputs& draw = {});
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

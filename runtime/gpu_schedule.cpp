@@ -1,4 +1,4 @@
-#include "codegen/runtime/gpu_schedule.h"
+#include "runtime/gpu_schedule.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 #include "graph/files.h"
 #include "plan/target.h"
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 namespace {
 
 int archNumber(const std::string& arch) {  // "sm_90" -> 90
@@ -96,14 +96,13 @@ GpuSchedule::GpuSchedule(const CudaDriver& driver, Manifest manifest, const std:
     for (const ManifestTensorMap& m : k.tensorMaps) {
       CUtensorMap map;
       std::array<cuuint32_t, 5> elementStrides{1, 1, 1, 1, 1};
-      driver_.check(
-          driver_.tensorMapEncodeTiled(
-              &map, tensorMapType(m.dtype), static_cast<cuuint32_t>(m.rank),
-              reinterpret_cast<void*>(pointerOf(m.tensor)), m.dims.data(), m.strideBytes.data(),
-              m.box.data(), elementStrides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
-              tensorMapSwizzle(m.swizzleBytes), CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-          "encoding the tensor map of " + m.tensor + " for " + k.entry);
+      driver_.check(driver_.tensorMapEncodeTiled(
+                        &map, tensorMapType(m.dtype), static_cast<cuuint32_t>(m.rank),
+                        reinterpret_cast<void*>(pointerOf(m.tensor)), m.dims.data(),
+                        m.strideBytes.data(), m.box.data(), elementStrides.data(),
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, tensorMapSwizzle(m.swizzleBytes),
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                    "encoding the tensor map of " + m.tensor + " for " + k.entry);
       maps.push_back(map);
     }
     tensorMaps_.push_back(std::move(maps));
@@ -145,10 +144,10 @@ std::vector<std::string> GpuSchedule::writtenPastTheirEnd() const {
   for (const ManifestTensor& t : manifest_.tensors) {
     if (t.role == "workspace") continue;
     std::vector<uint8_t> guard(kGuardBytes);
-    driver_.check(driver_.memcpyDtoH(guard.data(),
-                                     pointerOf(t.name) + static_cast<CUdeviceptr>(t.bytes),
-                                     guard.size()),
-                  "reading the guard bytes of " + t.name);
+    driver_.check(
+        driver_.memcpyDtoH(guard.data(), pointerOf(t.name) + static_cast<CUdeviceptr>(t.bytes),
+                           guard.size()),
+        "reading the guard bytes of " + t.name);
     for (uint8_t b : guard) {
       if (b != 0xFF) {
         overrun.push_back(t.name);
@@ -219,4 +218,4 @@ TimingStats GpuSchedule::time(int warmup, int repetitions) {
   return TimingStats{repetitions, at(0.5), at(0.1), at(0.9), micros.front()};
 }
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

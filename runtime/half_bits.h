@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 
 namespace half_bits_detail {
 inline uint32_t floatBits(float f) {
@@ -64,4 +64,4 @@ inline float bfloat16BitsToFloat(uint16_t bits) {
   return half_bits_detail::bitsFloat(uint32_t{bits} << 16);
 }
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

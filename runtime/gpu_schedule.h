@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "codegen/runtime/cuda_driver.h"
-#include "codegen/runtime/manifest_reader.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/manifest_reader.h"
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 
 struct TimingStats {
   int repetitions = 0;
@@ -52,10 +52,10 @@ class GpuSchedule {
   std::string ptxArch_;
   CUmodule module_ = nullptr;
   std::vector<CUfunction> functions_;
-  std::map<std::string, CUdeviceptr> buffers_;  // inputs and outputs
+  std::map<std::string, CUdeviceptr> buffers_;        // inputs and outputs
   std::vector<std::vector<CUtensorMap>> tensorMaps_;  // per kernel, encoded once
   CUdeviceptr workspace_ = 0;
   CUstream stream_ = nullptr;
 };
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

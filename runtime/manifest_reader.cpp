@@ -1,11 +1,11 @@
-#include "codegen/runtime/manifest_reader.h"
+#include "runtime/manifest_reader.h"
 
 #include <nlohmann/json.hpp>
 
 #include "graph/error.h"
 #include "graph/files.h"
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 namespace {
 
 using nlohmann::json;
@@ -68,7 +68,8 @@ ManifestTensorMap readTensorMap(const Reader& r, const std::string& tensor) {
   const Reader strides = r.at("strides_bytes");
   const Reader box = r.at("box");
   if (dims.size() != static_cast<size_t>(map.rank)) dims.fail("expected rank entries");
-  if (strides.size() != static_cast<size_t>(map.rank - 1)) strides.fail("expected rank - 1 entries");
+  if (strides.size() != static_cast<size_t>(map.rank - 1))
+    strides.fail("expected rank - 1 entries");
   if (box.size() != static_cast<size_t>(map.rank)) box.fail("expected rank entries");
   for (int i = 0; i < map.rank; ++i) {
     map.dims[i] = static_cast<uint64_t>(dims.at(i).integer(1));
@@ -164,7 +165,8 @@ Manifest readManifest(const std::string& path) {
       bool known = false;
       for (const ManifestTensor& t : m.tensors) known = known || t.name == name;
       if (!known) param.fail("names no tensor of the manifest");
-      const std::string kind = params.at(p).has("kind") ? params.at(p).at("kind").string() : "pointer";
+      const std::string kind =
+          params.at(p).has("kind") ? params.at(p).at("kind").string() : "pointer";
       if (kind == "pointer") {
         if (!kernel.tensorMaps.empty()) {
           params.at(p).fail("a pointer parameter after a tensor map");
@@ -181,4 +183,4 @@ Manifest readManifest(const std::string& path) {
   return m;
 }
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

@@ -4,13 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "codegen/runtime/gpu_check.h"
+#include "runtime/gpu_check.h"
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 
-// {"device", "ptx_arch", "seed", "inputs" (how they were drawn), "matches", "max_rel_error", "tolerance",
+// {"device", "ptx_arch", "seed", "inputs" (how they were drawn), "matches", "max_rel_error",
+// "tolerance",
 //  "unwritten_elements", "outputs": {name: error}, "timing": {"median_us", "p10_us", "p90_us",
 //  "min_us", "repetitions"}}. An infinite error is written as null: JSON has no infinity.
 nlohmann::json gpuCheckReportJson(const GpuCheckReport& report);
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

@@ -1,15 +1,15 @@
-#include "codegen/runtime/gpu_check.h"
+#include "runtime/gpu_check.h"
 
 #include <cmath>
 #include <sstream>
 
-#include "codegen/runtime/half_precision.h"
 #include "graph/error.h"
+#include "runtime/half_precision.h"
 #include "verify/interpreter.h"
 #include "verify/random_inputs.h"
 #include "verify/relative_error.h"
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 namespace {
 
 // Logical row-major values of a tensor reordered into its storage order.
@@ -117,4 +117,4 @@ GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& sched
   return report;
 }
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

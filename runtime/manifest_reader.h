@@ -11,7 +11,7 @@
 
 #include "graph/types.h"
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 
 struct ManifestTensor {
   std::string name;
@@ -39,7 +39,7 @@ struct ManifestKernel {
   std::array<unsigned, 3> grid{1, 1, 1};
   std::array<unsigned, 3> block{1, 1, 1};
   unsigned dynamicSharedBytes = 0;
-  std::vector<std::string> params;  // pointer parameters: tensor names, in order
+  std::vector<std::string> params;            // pointer parameters: tensor names, in order
   std::vector<ManifestTensorMap> tensorMaps;  // passed by value after the pointers
 };
 
@@ -57,4 +57,4 @@ struct Manifest {
 // UserError naming the file and JSON path of the first problem.
 Manifest readManifest(const std::string& path);
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

@@ -6,14 +6,14 @@
 #include <cstring>
 #include <vector>
 
-#include "codegen/runtime/half_bits.h"  // the scalar conversions
 #include "graph/types.h"
+#include "runtime/half_bits.h"  // the scalar conversions
 
-namespace mugraph::codegen {
+namespace mugraph::runtime {
 
 // Packs `values` into the bytes of `dtype`; returns the values as the device will read them.
 std::vector<uint8_t> encode(const std::vector<double>& values, graph::DType dtype,
                             std::vector<double>* rounded = nullptr);
 std::vector<double> decode(const std::vector<uint8_t>& bytes, graph::DType dtype);
 
-}  // namespace mugraph::codegen
+}  // namespace mugraph::runtime

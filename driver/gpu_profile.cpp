@@ -1,0 +1,94 @@
+#include "driver/gpu_profile.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+
+#include "driver/variant_files.h"
+#include "graph/error.h"
+#include "runtime/gpu_check.h"
+
+namespace mugraph::driver {
+
+std::unique_ptr<runtime::CudaDriver> openGpuForProfile(bool profile) {
+  if (!profile) return nullptr;
+  std::string whyNot;
+  std::unique_ptr<runtime::CudaDriver> gpu = runtime::CudaDriver::open(whyNot);
+  if (!gpu) {
+    throw UserError("--profile",
+                    "needs a GPU: " + whyNot + " (drop --profile to rank by the cost model)");
+  }
+  return gpu;
+}
+
+std::vector<GpuOutcome> measureOnGpu(const runtime::CudaDriver& gpu,
+                                     const search::SearchResult& result, const plan::Target& target,
+                                     const std::string& out) {
+  const std::string scratch = out.empty() ? (std::filesystem::temp_directory_path() /
+                                             ("mugraph_profile_" + std::to_string(::getpid())))
+                                                .string()
+                                          : out;
+  std::vector<GpuOutcome> outcomes;
+  for (const search::VerifiedVariant& v : result.variants) {
+    GpuOutcome outcome{v.name, std::nullopt, false, 0, ""};
+    try {
+      const codegen::GeneratedCode code = variantCode(v.schedule, target);
+      const std::string dir = scratch + "/" + v.name;
+      codegen::writeGeneratedCode(code, dir);
+      const runtime::GpuCheckReport r =
+          runtime::checkOnGpu(gpu, code.schedule, dir, v.hash, /*repetitions=*/50);
+      if (r.matches) {
+        outcome.microseconds = r.timing.medianMicroseconds;
+      } else {
+        outcome.mismatch = true;
+        outcome.maxRelError = r.maxRelError;
+      }
+    } catch (const std::exception& e) {
+      outcome.notProfiled = e.what();
+      std::cerr << "mugraph: warning: " << v.name << ": not profiled: " << e.what() << "\n";
+    }
+    if (outcome.microseconds) {
+      std::cerr << "profile: " << v.name << " " << *outcome.microseconds << " us\n";
+    }
+    outcomes.push_back(outcome);
+  }
+  if (out.empty()) std::filesystem::remove_all(scratch);
+  return outcomes;
+}
+
+ProfileRanking rankByMeasuredTime(search::SearchResult& result,
+                                  const std::vector<GpuOutcome>& outcomes, const std::string& out) {
+  ProfileRanking ranking;
+  std::map<std::string, const GpuOutcome*> byName;
+  for (const GpuOutcome& o : outcomes) byName[o.variant] = &o;
+  std::vector<search::VerifiedVariant> kept;
+  for (search::VerifiedVariant& v : result.variants) {
+    const auto found = byName.find(v.name);
+    const GpuOutcome* outcome = found == byName.end() ? nullptr : found->second;
+    if (outcome && outcome->mismatch) {
+      std::cerr << "mugraph: " << v.name
+                << ": dropped, its GPU result does not match the interpreter (max relative "
+                   "error "
+                << outcome->maxRelError << ")\n";
+      ranking.dropped.push_back({v.name, v.hash, outcome->maxRelError});
+      if (!out.empty()) std::filesystem::remove_all(out + "/" + v.name);
+      continue;
+    }
+    ranking.measured[v.name] = outcome && outcome->microseconds
+                                   ? *outcome->microseconds
+                                   : std::numeric_limits<double>::infinity();
+    kept.push_back(std::move(v));
+  }
+  std::stable_sort(kept.begin(), kept.end(),
+                   [&](const search::VerifiedVariant& a, const search::VerifiedVariant& b) {
+                     return ranking.measured[a.name] < ranking.measured[b.name];
+                   });
+  result.variants = std::move(kept);
+  result.summary.verified = result.variants.size();
+  return ranking;
+}
+
+}  // namespace mugraph::driver

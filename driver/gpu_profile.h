@@ -1,0 +1,59 @@
+// --profile: every verified variant is generated, checked against the interpreter and timed
+// on the GPU, then the verified set is re-ranked by measured time. A variant whose GPU result
+// does not match the interpreter is dropped from the verified set: the finite-field proof
+// covers the real-number function, and a kernel that overflows or loses precision where that
+// function is finite is no variant a user can take.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/target.h"
+#include "runtime/cuda_driver.h"
+#include "search/superoptimize.h"
+
+namespace mugraph::driver {
+
+// Measured GPU time of each variant (by name) when --profile ranked them; infinite for a
+// variant that could not be profiled (no code, a failed launch).
+using Measurements = std::map<std::string, double>;
+
+// What the GPU said about one variant.
+struct GpuOutcome {
+  std::string variant;
+  std::optional<double> microseconds;  // set when it ran and matched
+  bool mismatch = false;               // ran, and does not match the interpreter
+  double maxRelError = 0;              // with mismatch
+  std::string notProfiled;             // why it did not run (generation or launch failed)
+};
+
+struct DroppedVariant {
+  std::string name;
+  uint64_t hash = 0;
+  double maxRelError = 0;  // infinite where an output held inf or NaN
+};
+
+struct ProfileRanking {
+  Measurements measured;
+  std::vector<DroppedVariant> dropped;
+};
+
+// Nullptr without `profile`; UserError when it is asked for and there is no GPU.
+std::unique_ptr<runtime::CudaDriver> openGpuForProfile(bool profile);
+
+// Generates each variant's code into out/<variant>/ (a scratch folder when `out` is empty),
+// checks and times it; one outcome per variant, in order. Progress and failures on stderr.
+std::vector<GpuOutcome> measureOnGpu(const runtime::CudaDriver& gpu,
+                                     const search::SearchResult& result, const plan::Target& target,
+                                     const std::string& out);
+
+// Drops the variants that do not match (and their folders under `out`, if any), ranks the
+// rest by measured time (those not profiled last, in their previous order) and sets the
+// summary's verified count to what is left. Needs no GPU: the outcomes are data.
+ProfileRanking rankByMeasuredTime(search::SearchResult& result,
+                                  const std::vector<GpuOutcome>& outcomes, const std::string& out);
+
+}  // namespace mugraph::driver

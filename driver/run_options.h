@@ -1,0 +1,39 @@
+// What one run of the pipeline (driver/superoptimize.h) is asked to do: the program or
+// model, the search's limits, the target, GPU profiling and where the variants go. The CLI
+// fills it from its flags; every field has the default the CLI documents.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+#include "plan/target.h"
+#include "search/superoptimize.h"
+
+namespace mugraph::driver {
+
+struct RunOptions {
+  std::string program;   // a built-in name, a program file or an .onnx model
+  int threads = 0;       // 0: every core
+  double timeLimit = 0;  // seconds, 0: none; for a model, per subgraph
+  std::string arch = plan::kDefaultTarget;
+  std::string out;  // empty: nothing written
+  std::string checkpoint;
+  bool resume = false;
+  bool profile = false;  // rank by measured GPU time (needs a GPU)
+  bool progress = true;  // the search's progress line on stderr (a terminal only)
+  std::optional<int> maxVariants, maxKernels, maxBlockGraphs, maxBlockOps;
+  std::optional<int64_t> maxBlocks;
+  std::vector<int64_t> forloops;
+  std::vector<int> blockThreads;
+  bool noGridSplit = false;
+  std::vector<std::string> dims;  // name=value pins of an ONNX model's dynamic dims
+};
+
+// The search space for one program: its kind's defaults, then the options. Throws UserError
+// on a limit the search cannot take.
+search::SearchOptions searchOptionsFor(const graph::Program& program, const RunOptions& o);
+
+}  // namespace mugraph::driver

@@ -1,0 +1,38 @@
+#include "driver/superoptimize.h"
+
+#include "driver/variant_files.h"
+#include "graph/error.h"
+#include "search/builtin_programs.h"
+
+namespace mugraph::driver {
+
+ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions& options,
+                                const runtime::CudaDriver* gpu) {
+  const search::SearchOptions searchOptions = searchOptionsFor(program, options);
+  const plan::Target& target = *searchOptions.config.target;
+  ProgramRun run;
+  // Search and verify: enumerate, prune, rank by the cost model, verify the best.
+  run.result = search::superoptimize(program, searchOptions);
+  // Profile: generate, check against the interpreter and time on the GPU; drop what does not
+  // match, rank the rest by measured time.
+  if (gpu) {
+    const std::vector<GpuOutcome> outcomes = measureOnGpu(*gpu, run.result, target, options.out);
+    run.ranking = rankByMeasuredTime(run.result, outcomes, options.out);
+  }
+  // Write: every variant's code and the summary.
+  if (!options.out.empty()) {
+    run.withoutCode = writeVariants(run.result, run.ranking, target, options.out);
+  }
+  run.noVariants = whyNoVariants(run.result, run.ranking);
+  run.summary = summaryJson(run.result, run.ranking);
+  return run;
+}
+
+ProgramRun runProgram(const RunOptions& options) {
+  const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(options.profile);
+  if (!options.dims.empty()) throw UserError("--dim", "applies to ONNX models only");
+  const graph::Program program = search::loadProgramOrBuiltin(options.program);
+  return superoptimizeProgram(program, options, gpu.get());
+}
+
+}  // namespace mugraph::driver

@@ -1,0 +1,44 @@
+// The pipeline as one library call: a program (or each subgraph of an ONNX model) goes from
+// search to written variants. The CLI (`mugraph superoptimize`, `mugraph dataset`) only parses
+// flags, calls this and prints; superoptimize.cpp lists the steps in order.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "driver/gpu_profile.h"
+#include "driver/run_options.h"
+#include "graph/ir.h"
+#include "runtime/cuda_driver.h"
+#include "search/superoptimize.h"
+
+namespace mugraph::driver {
+
+struct ProgramRun {
+  search::SearchResult result;  // the verified variants, best first
+  ProfileRanking ranking;       // --profile: measured times and the variants dropped
+  int withoutCode = 0;          // verified variants that got no code (an internal error)
+  std::string noVariants;       // why no variant is left; empty when there are variants
+  nlohmann::json summary;       // what out/summary.json holds
+};
+
+// Search, verify, (with `gpu`) generate, check and time on the GPU and re-rank, then write
+// the variants under options.out when it is set.
+ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions& options,
+                                const runtime::CudaDriver* gpu);
+
+// The same for options.program, a built-in name or a program file; opens the GPU for
+// --profile (UserError without one).
+ProgramRun runProgram(const RunOptions& options);
+
+struct ModelRun {
+  nlohmann::json summary;            // what out/summary.json holds (onnx_import/README.md)
+  int internalErrors = 0;            // subgraphs whose search failed, variants without code
+  int subgraphsWithoutVariants = 0;  // each says why in its summary entry
+};
+
+// options.program is an ONNX model: every subgraph is searched as a program of its own and
+// written under out/<subgraph>/, with out/summary.json for the model.
+ModelRun runModel(const RunOptions& options);
+
+}  // namespace mugraph::driver

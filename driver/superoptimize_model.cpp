@@ -1,0 +1,132 @@
+// runModel (driver/superoptimize.h): imports the model (onnx_import/), searches every subgraph
+// as a program of its own, and writes out/<subgraph>/ exactly as a program's run does, plus
+// out/summary.json: the subgraphs with their ONNX nodes, program, verified count and best
+// variant (or why there is none), and every node left to the framework with its reason.
+#include <filesystem>
+#include <iostream>
+
+#include "driver/superoptimize.h"
+#include "graph/error.h"
+#include "graph/files.h"
+#include "graph/hash.h"
+#include "graph/program_text.h"
+#include "onnx_import/import_model.h"
+
+namespace mugraph::driver {
+namespace {
+
+onnx_import::DimPins dimPins(const std::vector<std::string>& flags) {
+  onnx_import::DimPins pins;
+  for (const std::string& flag : flags) {
+    const auto [name, value] = onnx_import::parseDimPin(flag);
+    if (pins.count(name)) throw UserError("--dim", "'" + name + "' is pinned twice");
+    pins[name] = value;
+  }
+  return pins;
+}
+
+nlohmann::json boundJson(const onnx_import::Subgraph& s) {
+  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
+  for (const onnx_import::BoundInput& in : s.inputs) {
+    nlohmann::json entry = {{"name", in.irName}, {"onnx_value", in.value}};
+    if (in.buffer != in.value) entry["reads_buffer_of"] = in.buffer;
+    if (in.transposed) entry["layout"] = "transposed";
+    inputs.push_back(entry);
+  }
+  for (const onnx_import::BoundOutput& out : s.outputs) {
+    outputs.push_back({{"name", out.irName}, {"onnx_value", out.value}});
+  }
+  return {{"inputs", inputs}, {"outputs", outputs}};
+}
+
+nlohmann::json bestJson(const search::SearchResult& result, const Measurements& measured) {
+  if (result.variants.empty()) return nullptr;
+  const search::VerifiedVariant& v = result.variants.front();
+  nlohmann::json best = {{"name", v.name},
+                         {"hash", graph::hashHex(v.hash)},
+                         {"cost", v.cost.microseconds},
+                         {"level", v.verification.level},
+                         {"false_accept_bound", v.verification.falseAcceptBound},
+                         {"kernels", v.schedule.graph.ops.size()}};
+  if (measured.count(v.name)) best["measured_us"] = measured.at(v.name);
+  return best;
+}
+
+// One subgraph's entry of the model summary, its search and its files.
+nlohmann::json runSubgraph(const onnx_import::Subgraph& s, const std::string& label,
+                           const RunOptions& options, const runtime::CudaDriver* gpu,
+                           ModelRun& model) {
+  std::cerr << label << s.name << ": " << s.program.ops.size() << " ops, searching\n";
+  nlohmann::json entry = {{"name", s.name},
+                          {"nodes", s.nodes},
+                          {"ops", s.ops},
+                          {"program_text", graph::programToText(s.program)}};
+  entry.update(boundJson(s));
+  if (!s.headFold.empty()) entry["repeated_kv_heads"] = s.headFold;
+  RunOptions subgraph = options;
+  subgraph.out = options.out.empty() ? "" : options.out + "/" + s.name;
+  subgraph.progress = false;
+  if (!subgraph.out.empty()) {
+    std::filesystem::create_directories(subgraph.out);
+    graph::saveProgram(subgraph.out + "/program.mg", s.program);
+    entry["program"] = s.name + "/program.mg";
+  }
+  try {
+    const ProgramRun run = superoptimizeProgram(s.program, subgraph, gpu);
+    model.internalErrors += run.withoutCode;
+    const std::vector<search::VerifiedVariant>& variants = run.result.variants;
+    entry["verified"] = variants.size();
+    entry["best"] = bestJson(run.result, run.ranking.measured);
+    entry["seconds"] = run.result.summary.seconds;
+    entry["complete"] = run.result.summary.complete;
+    if (!run.noVariants.empty()) {
+      entry["no_variants"] = run.noVariants;
+      ++model.subgraphsWithoutVariants;
+    }
+    std::cerr << label << s.name << ": " << variants.size() << " verified"
+              << (variants.empty() ? " (" + run.noVariants + ")"
+                                   : ", best " + variants.front().name + " (" +
+                                         variants.front().verification.level + ")")
+              << ", " << static_cast<int>(run.result.summary.seconds + 0.5) << " s\n";
+  } catch (const std::exception& e) {
+    ++model.internalErrors;
+    entry["verified"] = 0;
+    entry["best"] = nullptr;
+    entry["error"] = e.what();
+    std::cerr << "mugraph: internal error: subgraph " << s.name << ": " << e.what() << "\n";
+  }
+  return entry;
+}
+
+}  // namespace
+
+ModelRun runModel(const RunOptions& options) {
+  if (!options.checkpoint.empty() || options.resume) {
+    throw UserError("--checkpoint", "applies to one program, not to a model's subgraphs");
+  }
+  const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(options.profile);
+  const onnx_import::ImportedModel model =
+      onnx_import::importModel(options.program, dimPins(options.dims));
+  ModelRun run;
+  nlohmann::json subgraphs = nlohmann::json::array();
+  const size_t total = model.subgraphs.size();
+  for (size_t i = 0; i < total; ++i) {
+    const std::string label = "[" + std::to_string(i + 1) + "/" + std::to_string(total) + "] ";
+    subgraphs.push_back(runSubgraph(model.subgraphs[i], label, options, gpu.get(), run));
+  }
+  nlohmann::json unsupported = nlohmann::json::array();
+  for (const onnx_import::LeftOut& left : model.unsupported) {
+    unsupported.push_back({{"node", left.node}, {"op", left.op}, {"reason", left.reason}});
+  }
+  run.summary = {{"model", model.path},
+                 {"opset", model.opset},
+                 {"subgraphs", subgraphs},
+                 {"unsupported", unsupported}};
+  if (!options.out.empty()) {
+    std::filesystem::create_directories(options.out);
+    graph::writeFileAtomic(options.out + "/summary.json", run.summary.dump(2) + "\n");
+  }
+  return run;
+}
+
+}  // namespace mugraph::driver

@@ -1,0 +1,128 @@
+#include "driver/variant_files.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "graph/files.h"
+#include "graph/hash.h"
+
+namespace mugraph::driver {
+
+codegen::GeneratedCode variantCode(const graph::Schedule& schedule, const plan::Target& target) {
+  codegen::GenerateOptions options;
+  options.archs = {target.computeCapability};
+  return codegen::generateCode(schedule, options);
+}
+
+std::string gridsOf(const graph::KernelGraph& graph) {
+  std::string grids;
+  for (const graph::KernelOp& op : graph.ops) {
+    if (!grids.empty()) grids += " ";
+    grids += op.block ? std::to_string(op.block->blocks()) : "-";
+  }
+  return grids;
+}
+
+std::string whyNoVariants(const search::SearchResult& result, const ProfileRanking& ranking) {
+  if (!result.variants.empty()) return "";
+  const search::SearchSummary& s = result.summary;
+  if (!ranking.dropped.empty()) {
+    return std::to_string(ranking.dropped.size()) +
+           " verified variant(s), each dropped: its GPU result does not match the interpreter";
+  }
+  const std::string stopped = s.stoppedByTimeLimit
+                                  ? " before the time limit stopped it (resume with --checkpoint F "
+                                    "--resume, or raise --time-limit)"
+                                  : "";
+  if (s.candidates == 0) {
+    std::string pruned;
+    for (const auto& [reason, count] : search::pruneCountsByName(s.stats.pruned)) {
+      if (count == 0) continue;
+      pruned += (pruned.empty() ? "" : ", ") + reason + " " + std::to_string(count);
+    }
+    return "the search found no candidate within its limits" + stopped +
+           " (pruned: " + (pruned.empty() ? "nothing" : pruned) +
+           "; the limits are --max-kernels, --max-block-graphs, --max-block-ops, --max-blocks)";
+  }
+  return std::to_string(s.candidates) +
+         " candidate(s), none verified: " + std::to_string(s.rejected) +
+         " refuted by the verifier, " + std::to_string(s.notEmittable) +
+         " whose plan does not fit the target" + stopped;
+}
+
+nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRanking& ranking) {
+  const search::SearchSummary& s = result.summary;
+  nlohmann::json pruned = nlohmann::json::object();
+  for (const auto& [name, count] : search::pruneCountsByName(s.stats.pruned)) pruned[name] = count;
+  nlohmann::json variants = nlohmann::json::array();
+  for (const search::VerifiedVariant& v : result.variants) {
+    variants.push_back({{"name", v.name},
+                        {"hash", graph::hashHex(v.hash)},
+                        {"cost", v.cost.microseconds},
+                        {"level", v.verification.level},
+                        {"false_accept_bound", v.verification.falseAcceptBound},
+                        {"kernels", v.schedule.graph.ops.size()},
+                        {"grids", gridsOf(v.schedule.graph)}});
+    const auto measured = ranking.measured.find(v.name);
+    if (measured != ranking.measured.end()) variants.back()["measured_us"] = measured->second;
+  }
+  nlohmann::json summary = {
+      {"states", s.stats.states},
+      {"pruned", pruned},
+      {"candidates", s.candidates},
+      {"verified", s.verified},
+      {"rejected", s.rejected},
+      {"not_emittable", s.notEmittable},
+      {"seconds", s.seconds},
+      {"complete", s.complete},
+      {"stopped_by_time_limit", s.stoppedByTimeLimit},
+      {"subtrees", s.subtrees},
+      {"subtrees_completed", s.subtreesCompleted},
+      {"forms", s.forms},
+      {"oracle",
+       {{"queries", s.oracle.queries},
+        {"cache_hits", s.oracle.cacheHits},
+        {"z3_queries", s.oracle.z3Queries},
+        {"timeouts", s.oracle.timeouts}}},
+      {"ranked_by",
+       ranking.measured.empty() && ranking.dropped.empty() ? "cost_model" : "measured_gpu_time"},
+      {"variants", variants}};
+  if (!ranking.dropped.empty()) {
+    nlohmann::json dropped = nlohmann::json::array();
+    for (const DroppedVariant& d : ranking.dropped) {
+      dropped.push_back(
+          {{"name", d.name}, {"hash", graph::hashHex(d.hash)}, {"max_rel_error", d.maxRelError}});
+    }
+    summary["dropped_on_gpu"] = dropped;
+  }
+  const std::string why = whyNoVariants(result, ranking);
+  if (!why.empty()) summary["no_variants"] = why;
+  return summary;
+}
+
+int writeVariants(const search::SearchResult& result, const ProfileRanking& ranking,
+                  const plan::Target& target, const std::string& out) {
+  int withoutCode = 0;
+  std::filesystem::create_directories(out);
+  for (const search::VerifiedVariant& v : result.variants) {
+    const std::string dir = out + "/" + v.name;
+    // --profile already generated (and timed) the code of every variant it measured, in
+    // this same folder.
+    const auto profiled = ranking.measured.find(v.name);
+    if (profiled != ranking.measured.end() && std::isfinite(profiled->second)) continue;
+    std::filesystem::create_directories(dir);
+    try {
+      codegen::writeGeneratedCode(variantCode(v.schedule, target), dir);  // + schedule.json
+    } catch (const std::exception& e) {
+      graph::saveSchedule(dir + "/schedule.json", v.schedule);
+      std::cerr << "mugraph: internal error: " << v.name
+                << ": verified, but no code was generated: " << e.what() << "\n";
+      ++withoutCode;
+    }
+  }
+  graph::writeFileAtomic(out + "/summary.json", summaryJson(result, ranking).dump(2) + "\n");
+  return withoutCode;
+}
+
+}  // namespace mugraph::driver

@@ -1,0 +1,92 @@
+// --profile's ranking without a GPU: the GPU's outcomes are data, so dropping a variant that
+// does not match the interpreter, ranking the rest by measured time and keeping the ones that
+// could not be profiled last is checked here on made-up outcomes.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "driver/gpu_profile.h"
+#include "driver/variant_files.h"
+
+namespace mugraph::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+search::SearchResult resultWith(const std::vector<std::string>& names) {
+  search::SearchResult result;
+  for (size_t i = 0; i < names.size(); ++i) {
+    search::VerifiedVariant v;
+    v.name = names[i];
+    v.hash = 100 + i;
+    result.variants.push_back(v);
+  }
+  result.summary.verified = names.size();
+  result.summary.candidates = names.size();
+  return result;
+}
+
+std::vector<std::string> namesOf(const search::SearchResult& result) {
+  std::vector<std::string> names;
+  for (const search::VerifiedVariant& v : result.variants) names.push_back(v.name);
+  return names;
+}
+
+TEST(RankByMeasuredTime, DropsMismatchesAndRanksTheRestByTime) {
+  search::SearchResult result = resultWith({"slow", "wrong", "fast", "unprofiled"});
+  const std::vector<driver::GpuOutcome> outcomes = {
+      {"slow", 5.0, false, 0, ""},
+      {"wrong", std::nullopt, true, INFINITY, ""},
+      {"fast", 2.0, false, 0, ""},
+      {"unprofiled", std::nullopt, false, 0, "launch failed"}};
+  const driver::ProfileRanking ranking = driver::rankByMeasuredTime(result, outcomes, "");
+  EXPECT_EQ(namesOf(result), (std::vector<std::string>{"fast", "slow", "unprofiled"}));
+  EXPECT_EQ(result.summary.verified, 3u);
+  ASSERT_EQ(ranking.dropped.size(), 1u);
+  EXPECT_EQ(ranking.dropped[0].name, "wrong");
+  EXPECT_EQ(ranking.dropped[0].hash, 101u);
+  EXPECT_EQ(ranking.measured.count("wrong"), 0u);
+  EXPECT_TRUE(std::isinf(ranking.measured.at("unprofiled")));
+  const nlohmann::json summary = driver::summaryJson(result, ranking);
+  EXPECT_EQ(summary.at("ranked_by"), "measured_gpu_time");
+  EXPECT_EQ(summary.at("dropped_on_gpu").at(0).at("name"), "wrong");
+  EXPECT_FALSE(summary.contains("no_variants"));
+}
+
+TEST(RankByMeasuredTime, RemovesTheFolderOfADroppedVariant) {
+  const fs::path out =
+      fs::temp_directory_path() / ("mugraph_rank_test_" + std::to_string(getpid()));
+  fs::create_directories(out / "wrong");
+  fs::create_directories(out / "right");
+  search::SearchResult result = resultWith({"wrong", "right"});
+  driver::rankByMeasuredTime(
+      result, {{"wrong", std::nullopt, true, 0.5, ""}, {"right", 1.0, false, 0, ""}}, out.string());
+  EXPECT_FALSE(fs::exists(out / "wrong"));
+  EXPECT_TRUE(fs::exists(out / "right"));
+  fs::remove_all(out);
+}
+
+TEST(RankByMeasuredTime, AllDroppedLeavesNoVariantsAndSaysWhy) {
+  search::SearchResult result = resultWith({"a", "b"});
+  const driver::ProfileRanking ranking = driver::rankByMeasuredTime(
+      result, {{"a", std::nullopt, true, 2.0, ""}, {"b", std::nullopt, true, 3.0, ""}}, "");
+  EXPECT_TRUE(result.variants.empty());
+  EXPECT_EQ(result.summary.verified, 0u);
+  const std::string why = driver::whyNoVariants(result, ranking);
+  EXPECT_NE(why.find("does not match the interpreter"), std::string::npos) << why;
+  const nlohmann::json summary = driver::summaryJson(result, ranking);
+  EXPECT_EQ(summary.at("no_variants"), why);
+  EXPECT_EQ(summary.at("ranked_by"), "measured_gpu_time");
+}
+
+TEST(WhyNoVariants, NamesTheSearchLimitsWhenThereIsNoCandidate) {
+  search::SearchResult result;
+  const std::string why = driver::whyNoVariants(result, {});
+  EXPECT_NE(why.find("no candidate"), std::string::npos) << why;
+  EXPECT_NE(why.find("--max-kernels"), std::string::npos) << why;
+}
+
+}  // namespace
+}  // namespace mugraph::testing
