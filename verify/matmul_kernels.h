@@ -1,0 +1,43 @@
+// Blocked matmul kernels for the interpreter's number domains: the fast evaluation of the
+// inner products that NumberDomain<T>::dot defines. out = a · b for one batch, a [rows × inner]
+// and b [inner × cols] row-major.
+//
+// Why they exist: a fingerprint check of a 4096³ GEMM evaluates twelve such products (float
+// tests, degree analysis, field trials), and one dot per output element streams all of b from
+// memory once per row. These kernels tile rows and columns into registers and pack b into
+// cache-sized panels.
+//
+// Why they are not a second semantics: each computes exactly dot's value, element for element.
+//   - double: each output adds its products a[i][k]·b[k][j] to +0.0 in ascending k, one
+//     rounding per multiply and per add, as dot does (no fused multiply-add: the build keeps
+//     floating-point contraction off), so the results are bit-identical.
+//   - finite field: residues are exact whatever the order of the additions.
+//   - degree domain: keys are sums of products in Z/2^64 (order-free), the degree is a max of
+//     sums and the traits an OR, both over k; an output whose row or column is not polynomial
+//     is computed by dot itself.
+// tests/verify/matmul_kernels_test.cpp checks every kernel against dot on random operands.
+#pragma once
+
+#include <cstdint>
+
+#include "verify/degree_domain.h"
+#include "verify/finite_field.h"
+
+namespace mugraph::verify::kernels {
+
+// The instruction set a kernel runs on. `best` is AVX2 where the CPU has it; `portable` is the
+// same blocking with scalar arithmetic (tests run both).
+enum class Isa { Portable, Avx2 };
+Isa bestIsa();
+
+void matmul(const double* a, const double* b, double* out, int64_t rows, int64_t inner,
+            int64_t cols, Isa isa = bestIsa());
+void matmul(const FieldElement* a, const FieldElement* b, FieldElement* out, int64_t rows,
+            int64_t inner, int64_t cols, Isa isa = bestIsa());
+void matmul(const DegreeValue* a, const DegreeValue* b, DegreeValue* out, int64_t rows,
+            int64_t inner, int64_t cols, Isa isa = bestIsa());
+
+// Rows of `out` a caller should hand one kernel call at least, so that packing b pays off.
+inline constexpr int64_t kRowsPerCall = 48;
+
+}  // namespace mugraph::verify::kernels
