@@ -218,15 +218,25 @@ TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& input
     checkTensorData(given.shape, given.data.size(), where);
     values[id] = given;
   }
-  for (const KernelStep& step : plan.steps) {
-    const graph::KernelOp& op = *step.op;
+  // A tensor is released after the step that reads it last (at real shapes the intermediates of
+  // a whole program would not fit in memory together); outputs are kept.
+  std::vector<size_t> lastUse(graph.tensors.size(), plan.steps.size());
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (graph::TensorId t : plan.steps[s].op->inputs) lastUse[t] = s;
+  }
+  for (graph::TensorId t : graph.outputs) lastUse[t] = plan.steps.size();
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const graph::KernelOp& op = *plan.steps[s].op;
     if (op.kind == graph::OpKind::BlockGraph) {
-      detail::runBlockGraph(step.block, graph, op, meaning, values);
-      continue;
+      detail::runBlockGraph(plan.steps[s].block, graph, op, meaning, values);
+    } else {
+      std::vector<const HostTensor<T>*> operands;
+      for (graph::TensorId t : op.inputs) operands.push_back(&values[t]);
+      values[op.outputs[0]] = applyOp<T>(op.kind, op.attrs, operands, meaning);
     }
-    std::vector<const HostTensor<T>*> operands;
-    for (graph::TensorId t : op.inputs) operands.push_back(&values[t]);
-    values[op.outputs[0]] = applyOp<T>(op.kind, op.attrs, operands, meaning);
+    for (graph::TensorId t : op.inputs) {
+      if (lastUse[t] == s) values[t] = HostTensor<T>{};
+    }
   }
   TensorMap<T> outputs;
   for (graph::TensorId t : graph.outputs) outputs[graph.tensors[t].name] = values[t];

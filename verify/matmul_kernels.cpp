@@ -91,6 +91,8 @@ void doubleMatmulPortable(const double* a, const double* b, double* out, int64_t
 struct FieldPolicy {
   using Element = FieldElement;
   static constexpr int kRows = 3;
+  static constexpr int kLanes = 4;
+  static constexpr bool kIfma = false;
   static constexpr int kParts = 4;  // a's p-part low and high 16 bits, then its q-part's
   static constexpr std::array<bool, kParts> kHighOf{false, false, true, true};
   static_assert(detail::kPanelDepth <= (int64_t{1} << 15));
@@ -117,11 +119,45 @@ struct FieldPolicy {
   }
 };
 
+// ---- finite field with AVX-512 IFMA: whole 32-bit residues, each product split at bit 52;
+// a panel's low sums stay below kPanelDepth · 2^52 <= 2^60, its high sums below 2^20 ----
+
+struct FieldIfmaPolicy {
+  using Element = FieldElement;
+  static constexpr int kRows = 6;
+  static constexpr int kLanes = 8;
+  static constexpr bool kIfma = true;
+  static constexpr int kParts = 4;  // the p-part's low and high products, then the q-part's
+  static constexpr std::array<bool, kParts> kHighOf{false, false, true, true};
+  static_assert(detail::kPanelDepth <= (int64_t{1} << 8));
+
+  static void aParts(const FieldElement& x, uint32_t* parts) {
+    parts[0] = parts[1] = x.a;
+    parts[2] = parts[3] = x.b;
+  }
+  static uint64_t bWord(const FieldElement& y) { return (uint64_t{y.b} << 32) | y.a; }
+  // (low + high · 2^52) mod m; (high · (2^52 mod m)) < 2^52 adds to low < 2^60 without overflow.
+  static uint32_t residue(uint64_t low, uint64_t high, uint64_t m) {
+    const uint64_t shift = (uint64_t{1} << 52) % m;
+    return static_cast<uint32_t>((low + high * shift) % m);
+  }
+  static void combine(const detail::PartSums<FieldIfmaPolicy>& sums, FieldElement& out,
+                      bool first) {
+    constexpr uint64_t p = FieldParameters::p, q = FieldParameters::q;
+    const uint32_t a = residue(sums[0], sums[1], p);
+    const uint32_t b = residue(sums[2], sums[3], q);
+    out.a = first ? a : field::addMod(out.a, a, p);
+    out.b = first ? b : field::addMod(out.b, b, q);
+  }
+};
+
 // ---- degree domain: keys multiply in Z/2^64 as lo·lo + ((hi·lo + lo·hi) << 32) ----
 
 struct DegreeKeyPolicy {
   using Element = DegreeValue;
   static constexpr int kRows = 4;
+  static constexpr int kLanes = 4;
+  static constexpr bool kIfma = false;
   static constexpr int kParts = 3;  // lo(x)·lo(y), hi(x)·lo(y), lo(x)·hi(y)
   static constexpr std::array<bool, kParts> kHighOf{false, false, true};
 
@@ -183,8 +219,23 @@ std::vector<DegreeLine> columnLines(const DegreeValue* b, int64_t inner, int64_t
 
 }  // namespace
 
+bool supported(Isa isa) {
+  switch (isa) {
+    case Isa::Portable:
+      return true;
+    case Isa::Avx2:
+      return __builtin_cpu_supports("avx2");
+    case Isa::Avx512Ifma:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512f") &&
+             __builtin_cpu_supports("avx512ifma");
+  }
+  return false;
+}
+
 Isa bestIsa() {
-  static const Isa isa = __builtin_cpu_supports("avx2") ? Isa::Avx2 : Isa::Portable;
+  static const Isa isa = supported(Isa::Avx512Ifma) ? Isa::Avx512Ifma
+                         : supported(Isa::Avx2)     ? Isa::Avx2
+                                                    : Isa::Portable;
   return isa;
 }
 
@@ -192,7 +243,7 @@ void matmul(const double* a, const double* b, double* out, int64_t rows, int64_t
             int64_t cols, Isa isa) {
   if (inner == 0) {
     std::fill(out, out + rows * cols, 0.0);
-  } else if (isa == Isa::Avx2) {
+  } else if (isa != Isa::Portable) {
     doubleMatmulAvx2(a, b, out, rows, inner, cols);
   } else {
     doubleMatmulPortable(a, b, out, rows, inner, cols);
@@ -201,7 +252,11 @@ void matmul(const double* a, const double* b, double* out, int64_t rows, int64_t
 
 void matmul(const FieldElement* a, const FieldElement* b, FieldElement* out, int64_t rows,
             int64_t inner, int64_t cols, Isa isa) {
-  detail::blockedProductSums<FieldPolicy>(a, b, out, rows, inner, cols, isa);
+  if (isa == Isa::Avx512Ifma) {
+    detail::blockedProductSums<FieldIfmaPolicy>(a, b, out, rows, inner, cols, isa);
+  } else {
+    detail::blockedProductSums<FieldPolicy>(a, b, out, rows, inner, cols, isa);
+  }
   // dot's q-part exists iff every operand it multiplies has one.
   std::vector<bool> colHasQ(static_cast<size_t>(cols), true);
   for (int64_t k = 0; k < inner; ++k) {
@@ -224,7 +279,8 @@ void matmul(const FieldElement* a, const FieldElement* b, FieldElement* out, int
 void matmul(const DegreeValue* a, const DegreeValue* b, DegreeValue* out, int64_t rows,
             int64_t inner, int64_t cols, Isa isa) {
   using Domain = NumberDomain<DegreeValue>;
-  detail::blockedProductSums<DegreeKeyPolicy>(a, b, out, rows, inner, cols, isa);
+  detail::blockedProductSums<DegreeKeyPolicy>(a, b, out, rows, inner, cols,
+                                              isa == Isa::Portable ? isa : Isa::Avx2);
   const std::vector<DegreeLine> columns = columnLines(b, inner, cols);
   for (int64_t i = 0; i < rows; ++i) {
     const DegreeValue* row = a + i * inner;

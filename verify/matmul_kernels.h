@@ -25,9 +25,12 @@
 
 namespace mugraph::verify::kernels {
 
-// The instruction set a kernel runs on. `best` is AVX2 where the CPU has it; `portable` is the
-// same blocking with scalar arithmetic (tests run both).
-enum class Isa { Portable, Avx2 };
+// The instruction set a kernel runs on: `portable` is the blocking with scalar arithmetic,
+// AVX2 vectorizes it, and AVX-512 IFMA (52-bit multiply-adds) runs the finite field's kernel
+// (the other domains use AVX2 there). bestIsa() is the widest the CPU supports; tests run
+// every supported one.
+enum class Isa { Portable, Avx2, Avx512Ifma };
+bool supported(Isa isa);
 Isa bestIsa();
 
 void matmul(const double* a, const double* b, double* out, int64_t rows, int64_t inner,

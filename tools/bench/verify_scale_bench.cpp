@@ -2,9 +2,12 @@
 // line (default: the large shipped ones): one double evaluation of the program and of the
 // schedule, the degree analysis (both graphs over the degree domain), one fingerprint trial
 // (both graphs over the field), and the whole check as `mugraph check` runs it (float tests,
-// degree, every trial). Prints a table and writes JSON with the machine's threads and load.
+// degree, every trial), in wall seconds and, for the check, CPU seconds of all threads (on a
+// shared machine the wall time depends on the load). Prints a table and writes JSON with the
+// machine's threads and load.
 //
 //   build/bin/verify_scale_bench [--out FILE.json] [--no-check] [SCHEDULE.json ...]
+#include <sys/resource.h>
 #include <tbb/info.h>
 
 #include <chrono>
@@ -25,6 +28,14 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// User and system CPU seconds of this process so far (all threads).
+double cpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto toSeconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return toSeconds(usage.ru_utime) + toSeconds(usage.ru_stime);
+}
 
 template <class F>
 double seconds(F&& body) {
@@ -78,8 +89,8 @@ int main(int argc, char** argv) {
   }
   const std::string loadBefore = loadAverage();
   nlohmann::json results = nlohmann::json::array();
-  std::printf("%-36s %9s %9s %9s %9s %9s %9s  %s\n", "schedule", "GMAC", "dbl prog", "dbl sched",
-              "degree", "trial", "check", "verdict");
+  std::printf("%-36s %9s %9s %9s %9s %9s %9s %9s  %s\n", "schedule", "GMAC", "dbl prog",
+              "dbl sched", "degree", "trial", "check", "check cpu", "verdict");
   for (const std::string& path : schedules) {
     const mugraph::graph::Schedule s = mugraph::graph::loadSchedule(path);
     const double doubleProgram =
@@ -89,22 +100,24 @@ int main(int argc, char** argv) {
     const double degree = seconds([&] { verify::differenceDegree(s.program, s.graph, 3); });
     const double trial = seconds([&] { verify::runFingerprintTrial(s.program, s.graph, 4); });
     verify::EquivalenceReport report;
-    double checkSeconds = -1;
+    double checkSeconds = -1, checkCpuSeconds = -1;
     if (check) {
+      const double cpuBefore = cpuSeconds();
       checkSeconds = seconds([&] {
         verify::EquivalenceOptions options;
         options.seed = 5;
         report = verify::checkEquivalence(s.program, s.graph, options);
       });
+      checkCpuSeconds = cpuSeconds() - cpuBefore;
     }
     const std::string verdict =
         !check ? "-"
                : std::string(report.equivalent ? "equivalent" : "DIFFERENT") + ", " +
                      verify::levelName(report.level) + ", " + std::to_string(report.trials) +
                      " trials, bound " + std::to_string(report.falseAcceptBound);
-    std::printf("%-36s %9.1f %9.2f %9.2f %9.2f %9.2f %9.2f  %s\n", s.name.c_str(),
+    std::printf("%-36s %9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f  %s\n", s.name.c_str(),
                 matmulWork(s.program) / 1e9, doubleProgram, doubleSchedule, degree, trial,
-                checkSeconds, verdict.c_str());
+                checkSeconds, checkCpuSeconds, verdict.c_str());
     std::fflush(stdout);
     results.push_back({{"schedule", s.name},
                        {"program_gmac", matmulWork(s.program) / 1e9},
@@ -113,6 +126,7 @@ int main(int argc, char** argv) {
                        {"degree_analysis_seconds", degree},
                        {"field_trial_seconds", trial},
                        {"check_seconds", checkSeconds},
+                       {"check_cpu_seconds", checkCpuSeconds},
                        {"equivalent", report.equivalent},
                        {"level", verify::levelName(report.level)},
                        {"trials", report.trials},
