@@ -39,7 +39,7 @@ HostTensor<T> filled(const graph::Dims& shape, const T& value) {
 
 // Batched matmul: each output element is NumberDomain<T>::dot of a row of a and a column of b.
 // Domains with a blocked kernel (matmul_kernels.h, proven identical to dot by the tests) get it
-// over chunks of rows, in parallel; any other domain gets dot itself.
+// per batch (it splits rows over threads itself); any other domain gets dot itself.
 template <class T>
 void matmul(const HostTensor<T>& a, const HostTensor<T>& b, HostTensor<T>& out) {
   using Domain = NumberDomain<T>;
@@ -48,27 +48,26 @@ void matmul(const HostTensor<T>& a, const HostTensor<T>& b, HostTensor<T>& out) 
   const int64_t inner = a.shape[rank - 1];
   const int64_t cols = b.shape[rank - 1];
   const int64_t batches = graph::elementCount(a.shape) / (rows * inner);
-  const int64_t step = kernels::kRowsPerCall;
-  const int64_t chunksPerBatch = (rows + step - 1) / step;
-  forChunks(batches * chunksPerBatch, step * cols * inner, [&](int64_t begin, int64_t end) {
-    for (int64_t chunk = begin; chunk < end; ++chunk) {
-      const int64_t batch = chunk / chunksPerBatch;
-      const int64_t row = (chunk % chunksPerBatch) * step;
-      const int64_t count = std::min(step, rows - row);
-      const T* aRows = a.data.data() + (batch * rows + row) * inner;
-      const T* bBatch = b.data.data() + batch * inner * cols;
-      T* outRows = out.data.data() + (batch * rows + row) * cols;
-      if constexpr (requires { kernels::matmul(aRows, bBatch, outRows, count, inner, cols); }) {
-        kernels::matmul(aRows, bBatch, outRows, count, inner, cols);
-      } else {
-        for (int64_t i = 0; i < count; ++i) {
-          for (int64_t n = 0; n < cols; ++n) {
-            outRows[i * cols + n] = Domain::dot(aRows + i * inner, 1, bBatch + n, cols, inner);
-          }
+  const T* aData = a.data.data();
+  const T* bData = b.data.data();
+  T* outData = out.data.data();
+  if constexpr (requires { kernels::matmul(aData, bData, outData, rows, inner, cols); }) {
+    forChunks(batches, rows * inner * cols, [&](int64_t begin, int64_t end) {
+      for (int64_t batch = begin; batch < end; ++batch) {
+        kernels::matmul(aData + batch * rows * inner, bData + batch * inner * cols,
+                        outData + batch * rows * cols, rows, inner, cols);
+      }
+    });
+  } else {
+    forChunks(batches * rows, inner * cols, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const T* bBatch = bData + (row / rows) * inner * cols;
+        for (int64_t n = 0; n < cols; ++n) {
+          outData[row * cols + n] = Domain::dot(aData + row * inner, 1, bBatch + n, cols, inner);
         }
       }
-    }
-  });
+    });
+  }
 }
 
 template <class T>

@@ -1,5 +1,7 @@
 #include "verify/matmul_kernels.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -13,6 +15,11 @@ namespace {
 typedef double Doubles4 __attribute__((vector_size(32)));
 typedef double UnalignedDoubles4 __attribute__((vector_size(32), aligned(8)));
 constexpr int64_t kDoubleCols = 8;
+
+// Rows of out per task: enough that packing b's panels pays off.
+constexpr int64_t kRowsPerChunk = 48;
+// Below this many multiply-adds a matmul stays on the calling thread.
+constexpr int64_t kParallelWork = int64_t{1} << 18;
 
 // Rows [i0, i0 + R) by the kDoubleCols columns of `panel` ([depth][8], zero past `width`),
 // continuing from the sums already in out (or from +0.0 when `first`).
@@ -217,6 +224,22 @@ std::vector<DegreeLine> columnLines(const DegreeValue* b, int64_t inner, int64_t
   return lines;
 }
 
+// Runs body(row, count) over chunks of kRowsPerChunk rows of out, in parallel when the work
+// (multiply-adds) is large; chunks write disjoint rows.
+template <class Body>
+void forRowChunks(int64_t rows, int64_t workPerRow, const Body& body) {
+  const int64_t chunks = (rows + kRowsPerChunk - 1) / kRowsPerChunk;
+  const auto run = [&](int64_t chunk) {
+    const int64_t row = chunk * kRowsPerChunk;
+    body(row, std::min(kRowsPerChunk, rows - row));
+  };
+  if (chunks < 2 || rows * workPerRow < kParallelWork) {
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) run(chunk);
+    return;
+  }
+  tbb::parallel_for(int64_t{0}, chunks, run);
+}
+
 }  // namespace
 
 bool supported(Isa isa) {
@@ -243,70 +266,80 @@ void matmul(const double* a, const double* b, double* out, int64_t rows, int64_t
             int64_t cols, Isa isa) {
   if (inner == 0) {
     std::fill(out, out + rows * cols, 0.0);
-  } else if (isa != Isa::Portable) {
-    doubleMatmulAvx2(a, b, out, rows, inner, cols);
-  } else {
-    doubleMatmulPortable(a, b, out, rows, inner, cols);
+    return;
   }
+  forRowChunks(rows, inner * cols, [&](int64_t row, int64_t count) {
+    if (isa != Isa::Portable) {
+      doubleMatmulAvx2(a + row * inner, b, out + row * cols, count, inner, cols);
+    } else {
+      doubleMatmulPortable(a + row * inner, b, out + row * cols, count, inner, cols);
+    }
+  });
 }
 
 void matmul(const FieldElement* a, const FieldElement* b, FieldElement* out, int64_t rows,
             int64_t inner, int64_t cols, Isa isa) {
-  if (isa == Isa::Avx512Ifma) {
-    detail::blockedProductSums<FieldIfmaPolicy>(a, b, out, rows, inner, cols, isa);
-  } else {
-    detail::blockedProductSums<FieldPolicy>(a, b, out, rows, inner, cols, isa);
-  }
   // dot's q-part exists iff every operand it multiplies has one.
-  std::vector<bool> colHasQ(static_cast<size_t>(cols), true);
+  std::vector<uint8_t> colHasQ(static_cast<size_t>(cols), 1);
   for (int64_t k = 0; k < inner; ++k) {
-    for (int64_t j = 0; j < cols; ++j) {
-      if (!b[k * cols + j].hasQPart()) colHasQ[j] = false;
-    }
+    for (int64_t j = 0; j < cols; ++j) colHasQ[j] &= b[k * cols + j].hasQPart();
   }
-  for (int64_t i = 0; i < rows; ++i) {
-    const FieldElement* row = a + i * inner;
-    const bool rowHasQ =
-        std::all_of(row, row + inner, [](const FieldElement& x) { return x.hasQPart(); });
-    for (int64_t j = 0; j < cols; ++j) {
-      FieldElement& o = out[i * cols + j];
-      if (inner == 0) o = FieldElement{0, 0};
-      if (!(rowHasQ && colHasQ[j])) o.b = FieldElement::kNoQPart;
+  forRowChunks(rows, inner * cols, [&](int64_t row, int64_t count) {
+    const FieldElement* aRows = a + row * inner;
+    FieldElement* outRows = out + row * cols;
+    if (isa == Isa::Avx512Ifma) {
+      detail::blockedProductSums<FieldIfmaPolicy>(aRows, b, outRows, count, inner, cols, isa);
+    } else {
+      detail::blockedProductSums<FieldPolicy>(aRows, b, outRows, count, inner, cols, isa);
     }
-  }
+    for (int64_t i = 0; i < count; ++i) {
+      const FieldElement* aRow = aRows + i * inner;
+      const bool rowHasQ =
+          std::all_of(aRow, aRow + inner, [](const FieldElement& x) { return x.hasQPart(); });
+      for (int64_t j = 0; j < cols; ++j) {
+        FieldElement& o = outRows[i * cols + j];
+        if (inner == 0) o = FieldElement{0, 0};
+        if (!(rowHasQ && colHasQ[j])) o.b = FieldElement::kNoQPart;
+      }
+    }
+  });
 }
 
 void matmul(const DegreeValue* a, const DegreeValue* b, DegreeValue* out, int64_t rows,
             int64_t inner, int64_t cols, Isa isa) {
   using Domain = NumberDomain<DegreeValue>;
-  detail::blockedProductSums<DegreeKeyPolicy>(a, b, out, rows, inner, cols,
-                                              isa == Isa::Portable ? isa : Isa::Avx2);
   const std::vector<DegreeLine> columns = columnLines(b, inner, cols);
-  for (int64_t i = 0; i < rows; ++i) {
-    const DegreeValue* row = a + i * inner;
-    const DegreeLine line = rowLine(row, inner);
-    for (int64_t j = 0; j < cols; ++j) {
-      const DegreeLine& column = columns[j];
-      DegreeValue& o = out[i * cols + j];
-      if (inner == 0 ||
-          !((line.polynomial && column.polynomial) || (line.shared && column.shared))) {
-        o = Domain::dot(row, 1, b + j, cols, inner);
-        continue;
+  forRowChunks(rows, inner * cols, [&](int64_t row, int64_t count) {
+    detail::blockedProductSums<DegreeKeyPolicy>(a + row * inner, b, out + row * cols, count, inner,
+                                                cols, isa == Isa::Portable ? isa : Isa::Avx2);
+    for (int64_t i = row; i < row + count; ++i) {
+      const DegreeValue* aRow = a + i * inner;
+      const DegreeLine line = rowLine(aRow, inner);
+      for (int64_t j = 0; j < cols; ++j) {
+        const DegreeLine& column = columns[j];
+        DegreeValue& o = out[i * cols + j];
+        if (inner == 0 ||
+            !((line.polynomial && column.polynomial) || (line.shared && column.shared))) {
+          o = Domain::dot(aRow, 1, b + j, cols, inner);
+          continue;
+        }
+        // max over k of the two degrees' sum; a constant line makes it a sum of maxima.
+        int32_t num = -1;
+        if (line.constant) {
+          num = aRow[0].num + column.maxNum;
+        } else if (column.constant) {
+          num = line.maxNum + b[j].num;
+        } else {
+          for (int64_t k = 0; k < inner; ++k) {
+            num = std::max(num, aRow[k].num + b[k * cols + j].num);
+          }
+        }
+        const bool polynomial = line.polynomial && column.polynomial;
+        o = DegreeValue{num, polynomial ? 0 : line.den + column.den, o.key,
+                        polynomial ? 1 : line.denKey * column.denKey, line.traits | column.traits};
       }
-      // max over k of the two degrees' sum; a constant line makes it a sum of maxima.
-      int32_t num = -1;
-      if (line.constant) {
-        num = row[0].num + column.maxNum;
-      } else if (column.constant) {
-        num = line.maxNum + b[j].num;
-      } else {
-        for (int64_t k = 0; k < inner; ++k) num = std::max(num, row[k].num + b[k * cols + j].num);
-      }
-      const bool polynomial = line.polynomial && column.polynomial;
-      o = DegreeValue{num, polynomial ? 0 : line.den + column.den, o.key,
-                      polynomial ? 1 : line.denKey * column.denKey, line.traits | column.traits};
     }
-  }
+  });
 }
 
 }  // namespace mugraph::verify::kernels

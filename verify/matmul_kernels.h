@@ -1,6 +1,6 @@
 // Blocked matmul kernels for the interpreter's number domains: the fast evaluation of the
 // inner products that NumberDomain<T>::dot defines. out = a · b for one batch, a [rows × inner]
-// and b [inner × cols] row-major.
+// and b [inner × cols] row-major, computed in parallel over chunks of rows (oneTBB).
 //
 // Why they exist: a fingerprint check of a 4096³ GEMM evaluates twelve such products (float
 // tests, degree analysis, field trials), and one dot per output element streams all of b from
@@ -39,8 +39,5 @@ void matmul(const FieldElement* a, const FieldElement* b, FieldElement* out, int
             int64_t inner, int64_t cols, Isa isa = bestIsa());
 void matmul(const DegreeValue* a, const DegreeValue* b, DegreeValue* out, int64_t rows,
             int64_t inner, int64_t cols, Isa isa = bestIsa());
-
-// Rows of `out` a caller should hand one kernel call at least, so that packing b pays off.
-inline constexpr int64_t kRowsPerCall = 48;
 
 }  // namespace mugraph::verify::kernels
