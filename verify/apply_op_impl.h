@@ -11,6 +11,7 @@
 #include "graph/error.h"
 #include "verify/evaluation_plan.h"
 #include "verify/interpreter.h"
+#include "verify/matmul_kernels.h"
 
 namespace mugraph::verify::detail {
 
@@ -36,8 +37,9 @@ HostTensor<T> filled(const graph::Dims& shape, const T& value) {
                        std::vector<T>(static_cast<size_t>(graph::elementCount(shape)), value)};
 }
 
-// Batched matmul. B is transposed per batch first so every inner product reads both operands
-// contiguously through NumberDomain::dot, the hook a fast domain overrides.
+// Batched matmul: each output element is NumberDomain<T>::dot of a row of a and a column of b.
+// Domains with a blocked kernel (matmul_kernels.h, proven identical to dot by the tests) get it
+// per batch (it splits rows over threads itself); any other domain gets dot itself.
 template <class T>
 void matmul(const HostTensor<T>& a, const HostTensor<T>& b, HostTensor<T>& out) {
   using Domain = NumberDomain<T>;
@@ -46,27 +48,26 @@ void matmul(const HostTensor<T>& a, const HostTensor<T>& b, HostTensor<T>& out) 
   const int64_t inner = a.shape[rank - 1];
   const int64_t cols = b.shape[rank - 1];
   const int64_t batches = graph::elementCount(a.shape) / (rows * inner);
-  std::vector<T> bTransposed(b.data.size());
-  forChunks(batches * inner, cols, [&](int64_t begin, int64_t end) {
-    for (int64_t bk = begin; bk < end; ++bk) {
-      const int64_t batch = bk / inner;
-      const int64_t k = bk % inner;
-      const T* from = b.data.data() + bk * cols;
-      T* to = bTransposed.data() + batch * cols * inner + k;
-      for (int64_t n = 0; n < cols; ++n) to[n * inner] = from[n];
-    }
-  });
-  forChunks(batches * rows, cols * inner, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t batch = row / rows;
-      const T* aRow = a.data.data() + row * inner;
-      const T* bBatch = bTransposed.data() + batch * cols * inner;
-      T* outRow = out.data.data() + row * cols;
-      for (int64_t n = 0; n < cols; ++n) {
-        outRow[n] = Domain::dot(aRow, 1, bBatch + n * inner, 1, inner);
+  const T* aData = a.data.data();
+  const T* bData = b.data.data();
+  T* outData = out.data.data();
+  if constexpr (requires { kernels::matmul(aData, bData, outData, rows, inner, cols); }) {
+    forChunks(batches, rows * inner * cols, [&](int64_t begin, int64_t end) {
+      for (int64_t batch = begin; batch < end; ++batch) {
+        kernels::matmul(aData + batch * rows * inner, bData + batch * inner * cols,
+                        outData + batch * rows * cols, rows, inner, cols);
       }
-    }
-  });
+    });
+  } else {
+    forChunks(batches * rows, inner * cols, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const T* bBatch = bData + (row / rows) * inner * cols;
+        for (int64_t n = 0; n < cols; ++n) {
+          outData[row * cols + n] = Domain::dot(aData + row * inner, 1, bBatch + n, cols, inner);
+        }
+      }
+    });
+  }
 }
 
 template <class T>

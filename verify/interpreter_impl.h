@@ -135,11 +135,12 @@ HostTensor<T> computeStep(const BlockStep& step, const std::vector<HostTensor<T>
 }
 
 // Everything one thread block does: the for-loop over tiles, the epilogue after the
-// accumulators, then the output tiles written into the kernel's device tensors.
+// accumulators, then the output tiles written into the kernel's device tensors (`device`; the
+// tensors it reads are `read`, by kernel-graph tensor id).
 template <class T>
 void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning& meaning,
               std::vector<HostTensor<T>>& tiles, std::vector<HostTensor<T>>& previousMax,
-              std::vector<HostTensor<T>>& device) {
+              const std::vector<const HostTensor<T>*>& read, std::vector<HostTensor<T>>& device) {
   // Iterations past a partial part's end are empty: the block skips them (graph/tile_splits.h).
   const int64_t iterations = plan.iterationsOf(index);
   for (int64_t iteration = 0; iteration < iterations; ++iteration) {
@@ -148,7 +149,7 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning
         const TilePlacement& placement = plan.placements[step.placement];
         // A tile without fmap is the same every iteration and only its input op writes it.
         if (iteration > 0 && placement.loopDim == graph::kReplicated) continue;
-        readTile(device[placement.deviceTensor], placement.realShape(index, iteration),
+        readTile(*read[placement.deviceTensor], placement.realShape(index, iteration),
                  placement.offset(index, iteration), tiles[step.output]);
       } else if (graph::isAccumulator(step.kind)) {
         accumulate(step, iteration, meaning, tiles, previousMax);
@@ -175,6 +176,7 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning
 template <class T>
 void runBlockGraph(const BlockPlan& plan, const graph::KernelGraph& graph,
                    const graph::KernelOp& kernel, const TrialMeaning& meaning,
+                   const std::vector<const HostTensor<T>*>& read,
                    std::vector<HostTensor<T>>& device) {
   for (graph::TensorId t : kernel.outputs) {
     device[t] = filled(graph.tensors[t].shape, NumberDomain<T>::zero());
@@ -188,7 +190,7 @@ void runBlockGraph(const BlockPlan& plan, const graph::KernelGraph& graph,
                       std::vector<HostTensor<T>> previousMax(tiles.size());
                       for (int64_t b = range.begin(); b < range.end(); ++b) {
                         const BlockIndex index{b % gridX, (b / gridX) % gridY, b / (gridX * gridY)};
-                        runBlock(plan, index, meaning, tiles, previousMax, device);
+                        runBlock(plan, index, meaning, tiles, previousMax, read, device);
                       }
                     });
 }
@@ -201,7 +203,10 @@ template <class T>
 TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& inputs,
                       const TrialMeaning& meaning) {
   const KernelPlan plan = planKernelGraph(graph);
+  // Computed tensors live in `values`; `read` points at each tensor's value, the caller's for
+  // inputs (which are not copied).
   std::vector<HostTensor<T>> values(graph.tensors.size());
+  std::vector<const HostTensor<T>*> read(graph.tensors.size(), nullptr);
   for (graph::TensorId id : graph.inputs) {
     const graph::TensorDesc& desc = graph.tensors[id];
     const std::string where = "input '" + desc.name + "'";
@@ -216,20 +221,31 @@ TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& input
                                  " but the graph declares " + graph::formatDims(desc.shape));
     }
     checkTensorData(given.shape, given.data.size(), where);
-    values[id] = given;
+    read[id] = &given;
   }
-  for (const KernelStep& step : plan.steps) {
-    const graph::KernelOp& op = *step.op;
+  // A tensor is released after the step that reads it last (at real shapes the intermediates of
+  // a whole program would not fit in memory together); outputs are kept.
+  std::vector<size_t> lastUse(graph.tensors.size(), plan.steps.size());
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (graph::TensorId t : plan.steps[s].op->inputs) lastUse[t] = s;
+  }
+  for (graph::TensorId t : graph.outputs) lastUse[t] = plan.steps.size();
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const graph::KernelOp& op = *plan.steps[s].op;
     if (op.kind == graph::OpKind::BlockGraph) {
-      detail::runBlockGraph(step.block, graph, op, meaning, values);
-      continue;
+      detail::runBlockGraph(plan.steps[s].block, graph, op, meaning, read, values);
+    } else {
+      std::vector<const HostTensor<T>*> operands;
+      for (graph::TensorId t : op.inputs) operands.push_back(read[t]);
+      values[op.outputs[0]] = applyOp<T>(op.kind, op.attrs, operands, meaning);
     }
-    std::vector<const HostTensor<T>*> operands;
-    for (graph::TensorId t : op.inputs) operands.push_back(&values[t]);
-    values[op.outputs[0]] = applyOp<T>(op.kind, op.attrs, operands, meaning);
+    for (graph::TensorId t : op.outputs) read[t] = &values[t];
+    for (graph::TensorId t : op.inputs) {
+      if (lastUse[t] == s) values[t] = HostTensor<T>{};
+    }
   }
   TensorMap<T> outputs;
-  for (graph::TensorId t : graph.outputs) outputs[graph.tensors[t].name] = values[t];
+  for (graph::TensorId t : graph.outputs) outputs[graph.tensors[t].name] = *read[t];
   return outputs;
 }
 
