@@ -170,8 +170,8 @@ std::string configKey(const SearchConfig& c) {
   for (int t : c.warpgroupOnlyThreads) key << " " << t;
   key << " forloop";
   for (int64_t f : c.forloopCandidates) key << " " << f;
-  key << " split " << c.allowGridSplitReduction << " forms " << c.maxRewriteForms << " pool "
-      << c.candidatePool;
+  key << " split " << c.allowGridSplitReduction << " sketches " << c.sketches << " forms "
+      << c.maxRewriteForms << " pool " << c.candidatePool;
   return key.str();
 }
 
