@@ -226,7 +226,7 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
     // A sketch builds its block graph from the program's own structure; the oracle's count of
     // a ragged partial split (⌊n / (parts · iterations)⌋ per tile) refuses some of those, so
     // they are left to verification, which decides every candidate anyway.
-    if (choice.generic && prunedByAbstractExpressions(state, segment, result.built->block)) {
+    if (choice.sketch.empty() && prunedByAbstractExpressions(state, segment, result.built->block)) {
       return prune(PruneReason::AbstractExpression);
     }
     std::vector<graph::TensorId> inputs;

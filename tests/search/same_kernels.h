@@ -1,12 +1,15 @@
 // Whether two schedules run the same kernels, whatever their records say beside the work: the
 // thread-graph record (fusion: which element-wise ops a plan may run in a producer's epilogue;
 // the plan decides what it honors), accumulators of a loop that runs once (accum_* over one
-// iteration is its input), and the order of a block graph's outputs. Schedules written by
+// iteration is its input), the order of a block graph's outputs, which grid axes carry the
+// splits (a grid (1, 251) is the grid (251, 1)), and a declared tile that is the one the
+// splits give anyway (⌈n / parts⌉). Schedules written by
 // hand or by a script differ from the search's in exactly these; the hash of the normalized
 // schedule is then equal.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -31,6 +34,52 @@ inline void dropOneIterationAccumulators(graph::BlockGraph& block) {
     kept.push_back(std::move(op));
   }
   block.ops = std::move(kept);
+}
+
+// Declared input tiles equal to the tiles the grid and loop give without them, dropped.
+inline void dropRedundantTiles(const graph::KernelGraph& g, const graph::KernelOp& kernel,
+                               graph::BlockGraph& block) {
+  for (graph::BlockOp& op : block.ops) {
+    if (op.kind != graph::OpKind::Input || op.tile.empty()) continue;
+    const graph::Dims& shape = g.tensors[kernel.inputs[op.kernelTensor]].shape;
+    bool redundant = true;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      int64_t part = shape[d];
+      for (int a = 0; a < graph::kGridAxes; ++a) {
+        if (block.grid[a] > 1 && op.imap[a] == static_cast<int>(d)) {
+          part = (part + block.grid[a] - 1) / block.grid[a];
+        }
+      }
+      if (block.forloop > 1 && op.fmap == static_cast<int>(d)) {
+        part = (part + block.forloop - 1) / block.forloop;
+      }
+      redundant = redundant && part == op.tile[d];
+    }
+    if (redundant) op.tile.clear();
+  }
+}
+
+// The split axes moved to the front, in order.
+inline void compactGrid(graph::BlockGraph& block) {
+  std::array<int64_t, graph::kGridAxes> grid{1, 1, 1};
+  std::array<int, graph::kGridAxes> from{-1, -1, -1};
+  int next = 0;
+  for (int a = 0; a < graph::kGridAxes; ++a) {
+    if (block.grid[a] > 1) {
+      grid[next] = block.grid[a];
+      from[next++] = a;
+    }
+  }
+  for (graph::BlockOp& op : block.ops) {
+    graph::AxisMap imap = op.imap, omap = op.omap;
+    for (int a = 0; a < graph::kGridAxes; ++a) {
+      imap[a] = from[a] < 0 ? graph::kReplicated : op.imap[from[a]];
+      omap[a] = from[a] < 0 ? graph::kReplicated : op.omap[from[a]];
+    }
+    op.imap = imap;
+    op.omap = omap;
+  }
+  block.grid = grid;
 }
 
 // Outputs in the order of (dtype, shape, kind of the op making the written tile).
@@ -72,6 +121,8 @@ inline uint64_t sameKernelsHash(graph::Schedule schedule) {
     if (!kernel.block) continue;
     kernel.block->fusion.clear();
     dropOneIterationAccumulators(*kernel.block);
+    dropRedundantTiles(schedule.graph, kernel, *kernel.block);
+    compactGrid(*kernel.block);
     sortOutputs(schedule.graph, kernel);
   }
   return graph::scheduleHash(schedule);
