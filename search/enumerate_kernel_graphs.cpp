@@ -160,6 +160,9 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state) con
       steps.push_back(Step{last, static_cast<int>(c), std::move(choices[c])});
     }
   }
+  // The known-fast families first, so a search stopped by its time limit has met them.
+  std::stable_partition(steps.begin(), steps.end(),
+                        [](const Step& step) { return !step.block.sketch.empty(); });
   return steps;
 }
 
