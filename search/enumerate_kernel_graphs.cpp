@@ -9,6 +9,7 @@
 #include "graph/validate.h"
 #include "plan/kernel_plan.h"
 #include "search/cost_model.h"
+#include "search/sketches.h"
 #include "verify/abstract_expr.h"
 
 namespace mugraph::search {
@@ -152,10 +153,16 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state) con
   for (int last = state.position; last <= lastAllowed; ++last) {
     const Segment segment = analyzeSegment(state.flow, state.position, last);
     std::vector<BlockChoice> choices = enumerateBlockChoices(state.flow, segment, config_);
+    if (config_.sketches) {
+      mergeSketchChoices(choices, sketchChoices(state.flow, segment, config_));
+    }
     for (size_t c = 0; c < choices.size(); ++c) {
       steps.push_back(Step{last, static_cast<int>(c), std::move(choices[c])});
     }
   }
+  // The known-fast families first, so a search stopped by its time limit has met them.
+  std::stable_partition(steps.begin(), steps.end(),
+                        [](const Step& step) { return !step.block.sketch.empty(); });
   return steps;
 }
 
@@ -219,7 +226,10 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
     const BlockChoice& choice = step.block;
     BlockBuildResult result = buildBlockGraph(state.flow, segment, choice);
     if (!result.built) return prune(result.reason);
-    if (prunedByAbstractExpressions(state, segment, result.built->block)) {
+    // A sketch builds its block graph from the program's own structure; the oracle's count of
+    // a ragged partial split (⌊n / (parts · iterations)⌋ per tile) refuses some of those, so
+    // they are left to verification, which decides every candidate anyway.
+    if (choice.sketch.empty() && prunedByAbstractExpressions(state, segment, result.built->block)) {
       return prune(PruneReason::AbstractExpression);
     }
     std::vector<graph::TensorId> inputs;
@@ -233,9 +243,11 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
         outputs.push_back({uniqueName(child.builder, desc.name), desc.dtype});
       }
     }
-    const std::string kernelName = "k" + std::to_string(state.kernels);
-    const std::vector<graph::TensorId> kernelOutputs =
-        child.builder.blockGraph(kernelName, result.built->block, inputs, outputs);
+    // A sketch's block graph carries its family and decisions as the kernel's name.
+    const std::string plainName = "k" + std::to_string(state.kernels);
+    const std::string name = choice.sketch.empty() ? plainName : plainName + "_" + choice.sketch;
+    std::vector<graph::TensorId> kernelOutputs =
+        child.builder.blockGraph(name, result.built->block, inputs, outputs);
     // The plan the code generator will print decides what fits: its bytes, not an estimate.
     const graph::KernelGraph& kernelGraph = child.builder.graph();
     const plan::KernelPlan planned = plan::planKernel(
@@ -245,9 +257,16 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
     }
     const std::vector<int>& warpgroupOnly = config_.warpgroupOnlyThreads;
     const bool onWarpgroupPath = planned.ring() != nullptr;
-    if (!onWarpgroupPath && std::find(warpgroupOnly.begin(), warpgroupOnly.end(),
-                                      planned.block->threads) != warpgroupOnly.end()) {
+    const bool warpgroupOnlyThreads = std::find(warpgroupOnly.begin(), warpgroupOnly.end(),
+                                                planned.block->threads) != warpgroupOnly.end();
+    if (!onWarpgroupPath &&
+        (warpgroupOnlyThreads || (!choice.generic && choice.sketchOnWarpgroupPath))) {
       return prune(PruneReason::SharedMemory);
+    }
+    if (!onWarpgroupPath && choice.sketchOnWarpgroupPath) {
+      // A generic choice a warpgroup sketch named, planned off that path: not the sketch's.
+      child.builder = state.builder;
+      kernelOutputs = child.builder.blockGraph(plainName, result.built->block, inputs, outputs);
     }
     ++child.blockGraphKernels;
     const GridSplit* split = nullptr;

@@ -1,9 +1,10 @@
 // Kernel graphs, depth-first. The program's ops (in one form of program_rewrites.h) are cut
 // into consecutive segments in their canonical topological order, so every partition is met
 // once; a segment becomes a predefined op (a single op) or a block-graph kernel (one choice of
-// enumerate_block_graphs.h). A block graph that splits a reduction across the grid leaves
-// combine ops (reduce_sum(to=k) of its partial outputs) at the front of what remains, where
-// they are scheduled like any other op: as predefined ops or fused into the next block graph.
+// block_choices.h or of a sketch, sketches.h, built by build_block_graph.h). A block graph that
+// splits a reduction across the grid leaves combine ops (reduce_sum(to=k) of its partial
+// outputs) at the front of what remains, where they are scheduled like any other op: as
+// predefined ops or fused into the next block graph.
 #pragma once
 
 #include <atomic>
@@ -13,8 +14,9 @@
 #include <vector>
 
 #include "graph/builder.h"
+#include "search/block_choices.h"
+#include "search/build_block_graph.h"
 #include "search/dataflow.h"
-#include "search/enumerate_block_graphs.h"
 #include "search/prune_reasons.h"
 #include "search/search_config.h"
 #include "verify/abstract_expr_oracle.h"
@@ -44,7 +46,7 @@ struct Step {
 struct Candidate {
   uint64_t hash = 0;
   double cost = 0;
-  int origin = 0;  // ordinal of the top-level subtree that found it
+  int origin = 0;      // ordinal of the top-level subtree that found it
   int gridSplits = 0;  // see PartialSchedule
   graph::Schedule schedule;
 };

@@ -1,5 +1,6 @@
 #include "search/program_rewrites.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <set>
@@ -123,6 +124,73 @@ std::optional<Program> rmsNormPastMatmul(const Program& program, size_t at) {
   });
 }
 
+// Ops reading `tensor`.
+std::vector<const KernelOp*> readersOf(const Program& program, TensorId tensor) {
+  std::vector<const KernelOp*> readers;
+  for (const KernelOp& op : program.ops) {
+    if (std::find(op.inputs.begin(), op.inputs.end(), tensor) != op.inputs.end()) {
+      readers.push_back(&op);
+    }
+  }
+  return readers;
+}
+
+// Whether `a` is already x − reduce_max(x) over `dim`.
+bool shiftedByItsMax(const Program& program, TensorId a, int dim) {
+  const KernelOp* sub = producerOf(program, a);
+  if (!sub || sub->kind != OpKind::Sub) return false;
+  const KernelOp* max = producerOf(program, sub->inputs[1]);
+  return max && max->kind == OpKind::ReduceMax && max->inputs[0] == sub->inputs[0] &&
+         max->attrs.dim == dim;
+}
+
+// E = exp(A) read only as a softmax, E / reduce_sum(E, dim) (the sum read only as that
+// denominator) -> E = exp(A − reduce_max(A, dim)): the factor exp(−max) cancels in the
+// quotient, and no exp overflows where the softmax is finite.
+std::optional<Program> safeSoftmax(const Program& program, size_t at) {
+  const KernelOp& exp = program.ops[at];
+  if (exp.kind != OpKind::Exp) return std::nullopt;
+  const TensorId e = exp.outputs[0];
+  if (std::find(program.outputs.begin(), program.outputs.end(), e) != program.outputs.end()) {
+    return std::nullopt;
+  }
+  int dim = -1;
+  bool divided = false;
+  for (const KernelOp* reader : readersOf(program, e)) {
+    if (reader->kind == OpKind::ReduceSum && reader->inputs[0] == e && reader->attrs.to == 1 &&
+        (dim < 0 || dim == reader->attrs.dim)) {
+      dim = reader->attrs.dim;
+      const TensorId sum = reader->outputs[0];
+      if (std::find(program.outputs.begin(), program.outputs.end(), sum) != program.outputs.end()) {
+        return std::nullopt;
+      }
+      for (const KernelOp* user : readersOf(program, sum)) {
+        if (user->kind != OpKind::Div || user->inputs[1] != sum || user->inputs[0] != e) {
+          return std::nullopt;
+        }
+      }
+    } else if (reader->kind == OpKind::Div && reader->inputs[0] == e && reader->inputs[1] != e) {
+      const KernelOp* sum = producerOf(program, reader->inputs[1]);
+      if (!sum || sum->kind != OpKind::ReduceSum || sum->inputs[0] != e) return std::nullopt;
+      divided = true;
+    } else {
+      return std::nullopt;
+    }
+  }
+  const TensorId a = exp.inputs[0];
+  if (dim < 0 || !divided || shiftedByItsMax(program, a, dim)) return std::nullopt;
+  const std::string name = program.tensors[e].name;
+  return rebuild(program, at, [&](GraphBuilder& b, const std::vector<TensorId>& remap) {
+    graph::OpAttrs maxAttrs;
+    maxAttrs.dim = dim;
+    const TensorId max =
+        b.op(OpKind::ReduceMax, {remap[a]}, maxAttrs, freshName(program, b, name + "_max"));
+    const TensorId shifted =
+        b.op(OpKind::Sub, {remap[a], max}, {}, freshName(program, b, name + "_shifted"));
+    return b.op(OpKind::Exp, {shifted}, {}, name);
+  });
+}
+
 using RuleFunction = std::optional<Program> (*)(const Program&, size_t);
 
 struct RuleEntry {
@@ -136,6 +204,8 @@ const std::vector<RuleEntry> kRules = {
    divPastMatmul},
   {{"rms_norm_past_matmul", "matmul(rms_norm(X), W) = div(matmul(X, W), sqrt(mean(square(X))))  over X's last dim"},
    rmsNormPastMatmul},
+  {{"safe_softmax", "div(exp(A), reduce_sum(exp(A), d)) = div(exp(A - m), reduce_sum(exp(A - m), d))  with m = reduce_max(A, d)"},
+   safeSoftmax},
 };
 // clang-format on
 

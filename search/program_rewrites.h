@@ -1,7 +1,9 @@
 // Algebraic rewrites of a program, kept as one table of rules. The search enumerates schedules
 // of every form reachable from the program by these rules: a softmax's division moved past
 // the matmul that follows it (so the whole attention becomes a sum the for-loop or the grid
-// can split), and rms_norm before a matmul expanded into a sum of squares applied after it.
+// can split), rms_norm before a matmul expanded into a sum of squares applied after it, and a
+// softmax written without max subtraction given it (exp(A − max A): no exp overflows where the
+// softmax is finite).
 // Every rule is an identity of real arithmetic; the verifier still checks each schedule.
 #pragma once
 

@@ -12,7 +12,7 @@ namespace mugraph::search {
 enum class PruneReason {
   Shape,               // a split leaves a part empty, or shape inference / validation failed
   SharedMemory,        // the block graph's plan does not fit the target (shared memory, grid, or a
-                       // warpgroup-only thread count off the warpgroup path)
+                       // warpgroup-only thread count or a warpgroup sketch off that path)
   AbstractExpression,  // a tile's term is not a subexpression of the program (Z3 oracle)
   LoopPhase,           // per-iteration and accumulated tiles meet, or an output is per-iteration
   Replication,         // an output does not carry a grid axis (two blocks would write it)

@@ -40,9 +40,11 @@ struct SearchConfig {
   std::vector<int> warpgroupOnlyThreads;
   std::vector<int64_t> forloopCandidates = {1, 2, 4, 8, 16, 32, 64};
   bool allowGridSplitReduction = true;  // split a reduction dim across the grid + combine
-  int maxRewriteForms = 8;              // program forms reached by the rewrite table
-  int maxVariants = 32;                 // best candidates verified at real shapes and reported
-  int candidatePool = 128;              // best candidates kept (by cost, then hash)
+  // Add the known-fast families' block choices (sketches.h) to the generic ones.
+  bool sketches = true;
+  int maxRewriteForms = 8;  // program forms reached by the rewrite table
+  int maxVariants = 32;     // best candidates verified at real shapes and reported
+  int candidatePool = 128;  // best candidates kept (by cost, then hash)
 };
 
 SearchConfig defaultConfig(ProgramKind kind);

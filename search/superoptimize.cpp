@@ -6,6 +6,7 @@
 #include <tbb/info.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -170,8 +171,8 @@ std::string configKey(const SearchConfig& c) {
   for (int t : c.warpgroupOnlyThreads) key << " " << t;
   key << " forloop";
   for (int64_t f : c.forloopCandidates) key << " " << f;
-  key << " split " << c.allowGridSplitReduction << " forms " << c.maxRewriteForms << " pool "
-      << c.candidatePool;
+  key << " split " << c.allowGridSplitReduction << " sketches " << c.sketches << " forms "
+      << c.maxRewriteForms << " pool " << c.candidatePool;
   return key.str();
 }
 
@@ -201,6 +202,9 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
       subtrees.push_back(Subtree{static_cast<int>(f), std::move(step)});
     }
   }
+  // Every form's sketched subtrees first (a time limit stops the later ones).
+  std::stable_partition(subtrees.begin(), subtrees.end(),
+                        [](const Subtree& s) { return !s.step.block.sketch.empty(); });
 
   CheckpointState initial;
   if (options.resume) {

@@ -49,9 +49,10 @@ verify::EquivalenceReport checkAgainst(const graph::Program& original, const Pro
 
 TEST(RewriteRules, TableNamesEveryRuleWithItsIdentity) {
   const std::vector<RewriteRule>& rules = rewriteRules();
-  ASSERT_EQ(rules.size(), 2u);
+  ASSERT_EQ(rules.size(), 3u);
   EXPECT_STREQ(rules[0].name, "div_past_matmul");
   EXPECT_STREQ(rules[1].name, "rms_norm_past_matmul");
+  EXPECT_STREQ(rules[2].name, "safe_softmax");
   for (const RewriteRule& rule : rules) {
     EXPECT_NE(std::string(rule.identity).find('='), std::string::npos) << rule.name;
   }
@@ -68,7 +69,7 @@ TEST(ProgramForms, OriginalComesFirstUnchanged) {
 TEST(ProgramForms, DivPastMatmulMovesTheSoftmaxDivisionAfterTheSecondMatmul) {
   const graph::Program program = parse(kAttention);
   const std::vector<ProgramForm> forms = programForms(program, 8);
-  ASSERT_EQ(forms.size(), 2u);
+  ASSERT_EQ(forms.size(), 4u);  // and the safe softmax, alone and with the division moved
   EXPECT_EQ(forms[1].rulesApplied, Rules{"div_past_matmul"});
   // The division's old result (t0) is read by nothing any more and is dropped.
   EXPECT_EQ(graph::programToText(forms[1].program),
@@ -87,7 +88,7 @@ TEST(ProgramForms, DivPastMatmulMovesTheSoftmaxDivisionAfterTheSecondMatmul) {
 TEST(ProgramForms, DivPastMatmulFormIsEquivalentOverTheFiniteField) {
   const graph::Program program = parse(kAttention);
   const std::vector<ProgramForm> forms = programForms(program, 8);
-  ASSERT_EQ(forms.size(), 2u);
+  ASSERT_EQ(forms.size(), 4u);
   const verify::EquivalenceReport report = checkAgainst(program, forms[1]);
   EXPECT_TRUE(report.equivalent) << report.mismatch;
   EXPECT_EQ(report.level, verify::VerificationLevel::FiniteField) << report.levelReason;
@@ -169,6 +170,70 @@ TEST(ProgramForms, AnIntermediateThatIsAlsoAnOutputSurvivesTheRewrite) {
   EXPECT_TRUE(report.equivalent) << report.mismatch;
 }
 
+TEST(ProgramForms, SafeSoftmaxSubtractsTheRowMaxBeforeExp) {
+  const graph::Program program = parse(kAttention);
+  const std::vector<ProgramForm> forms = programForms(program, 8);
+  ASSERT_EQ(forms.size(), 4u);
+  EXPECT_EQ(forms[2].rulesApplied, Rules{"safe_softmax"});
+  EXPECT_EQ(graph::programToText(forms[2].program),
+            "program attention\n"
+            "input Q f16 [2, 8, 4]\n"
+            "input K f16 [2, 4, 16]\n"
+            "input V f16 [2, 16, 4]\n"
+            "A = matmul(Q, K)\n"
+            "E_max = reduce_max(A, dim=2)\n"
+            "E_shifted = sub(A, E_max)\n"
+            "E = exp(E_shifted)\n"
+            "S = reduce_sum(E, dim=2)\n"
+            "t0 = div(E, S)\n"
+            "O = matmul(t0, V)\n"
+            "output O\n");
+  EXPECT_EQ(forms[3].rulesApplied, (Rules{"safe_softmax", "div_past_matmul"}));
+  for (size_t i = 2; i < forms.size(); ++i) {
+    const verify::EquivalenceReport report = checkAgainst(program, forms[i]);
+    EXPECT_TRUE(report.equivalent) << "form " << i << ": " << report.mismatch;
+    EXPECT_EQ(report.level, verify::VerificationLevel::FiniteField) << report.levelReason;
+  }
+}
+
+// QK-norm attention written without max subtraction, exp(rms_norm(Q)·rms_norm(K)) over its
+// row sum: the rule gives it the safe form, which the verifier proves equal.
+TEST(ProgramForms, SafeSoftmaxCoversQkNormAttention) {
+  const graph::Program program = parse(
+      "input Q f16 [2, 8, 4]\n"
+      "input K f16 [2, 4, 16]\n"
+      "input V f16 [2, 16, 4]\n"
+      "E = exp(matmul(rms_norm(Q, dim=2), rms_norm(K, dim=1)))\n"
+      "O = matmul(div(E, reduce_sum(E, dim=2)), V)\n"
+      "output O\n");
+  bool safe = false;
+  for (const ProgramForm& form : programForms(program, 8)) {
+    if (form.rulesApplied.empty() || form.rulesApplied[0] != "safe_softmax") continue;
+    safe = true;
+    const verify::EquivalenceReport report = checkAgainst(program, form);
+    EXPECT_TRUE(report.equivalent) << report.mismatch;
+    EXPECT_EQ(report.level, verify::VerificationLevel::FiniteField) << report.levelReason;
+  }
+  EXPECT_TRUE(safe);
+}
+
+TEST(ProgramForms, SafeSoftmaxLeavesExpsThatAreNotOnlyASoftmaxAlone) {
+  // exp also read by a matmul without the division, exp normalized over two different dims,
+  // and exp an output: no one max cancels everywhere.
+  for (const char* text : {
+           "input A f16 [8, 16]\ninput V f16 [16, 4]\nE = exp(A)\n"
+           "O = add(matmul(div(E, reduce_sum(E, dim=1)), V), matmul(E, V))\noutput O\n",
+           "input A f16 [8, 16]\nE = exp(A)\n"
+           "O = add(div(E, reduce_sum(E, dim=0)), div(E, reduce_sum(E, dim=1)))\noutput O\n",
+           "input A f16 [8, 16]\nE = exp(A)\nP = div(E, reduce_sum(E, dim=1))\n"
+           "output P\noutput E\n",
+       }) {
+    for (const ProgramForm& form : programForms(parse(text), 8)) {
+      for (const std::string& rule : form.rulesApplied) EXPECT_NE(rule, "safe_softmax") << text;
+    }
+  }
+}
+
 TEST(ProgramForms, DivisorThatVariesAlongTheContractedDimIsNotMoved) {
   // matmul(E / D, V) != matmul(E, V) / D when D changes along the contracted dim; the
   // verifier confirms the tempting rewrite is wrong, and the rule must not make it.
@@ -204,15 +269,16 @@ TEST(ProgramForms, RulesLeaveProgramsWithoutTheirPatternAlone) {
   }
 }
 
-// Two independent sites: breadth-first gives each rule alone, then both; applying them in
-// the other order reaches the same program, which is kept once.
+// Two independent sites (the softmax already safe): breadth-first gives each rule alone, then
+// both; applying them in the other order reaches the same program, which is kept once.
 const char* const kTwoSites =
     "input Q f16 [8, 4]\n"
     "input K f16 [4, 16]\n"
     "input V f16 [16, 4]\n"
     "input X f16 [8, 16]\n"
     "input W f16 [16, 4]\n"
-    "E = exp(matmul(Q, K))\n"
+    "A = matmul(Q, K)\n"
+    "E = exp(sub(A, reduce_max(A, dim=1)))\n"
     "O = matmul(div(E, reduce_sum(E, dim=1)), V)\n"
     "Y = matmul(rms_norm(X, dim=1), W)\n"
     "output O\n"

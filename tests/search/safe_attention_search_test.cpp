@@ -82,32 +82,12 @@ SearchConfig twoKernelConfig(const graph::Program& program) {
   return config;
 }
 
-// Every candidate of the space (before ranking), for each form of the program.
-std::vector<Candidate> wholeSpace(const graph::Program& program, const SearchConfig& config) {
-  std::vector<verify::AbstractExprRef> targets;
-  const std::vector<ProgramForm> forms = programForms(program, config.maxRewriteForms);
-  for (const ProgramForm& form : forms) {
-    const auto terms = verify::abstractExpressions(form.program);
-    for (graph::TensorId t : form.program.outputs) targets.push_back(terms.at(t));
-  }
-  verify::SubexpressionOracle oracle(targets);
-  const KernelGraphEnumerator enumerator(program, config, oracle);
-  std::atomic<bool> stop{false};
-  std::vector<Candidate> all;
-  for (const ProgramForm& form : forms) {
-    SubtreeOutcome outcome;
-    enumerator.explore(enumerator.start(form.program), outcome, stop);
-    all.insert(all.end(), outcome.best.begin(), outcome.best.end());
-  }
-  return all;
-}
-
 TEST(SafeAttentionSearch, TheSpaceHoldsOnePassOnlineAndRescaledSplitKvForPrefillAndDecode) {
   for (const graph::Program& program : {prefill(), decode()}) {
     SCOPED_TRACE(program.tensors[program.inputs[1]].name + " " +
                  graph::formatDims(program.tensors[program.inputs[1]].shape));
     int online = 0, split = 0;
-    for (const Candidate& c : wholeSpace(program, twoKernelConfig(program))) {
+    for (const Candidate& c : testing::wholeSpace(program, twoKernelConfig(program)).best) {
       online += isOnePassOnline(c.schedule);
       split += isRescaledSplitKv(c.schedule);
     }

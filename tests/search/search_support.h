@@ -2,12 +2,18 @@
 // questions about a found schedule (does it split a reduction across the grid? loop?).
 #pragma once
 
+#include <atomic>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "graph/program_text.h"
 #include "search/builtin_programs.h"
+#include "search/enumerate_kernel_graphs.h"
+#include "search/program_rewrites.h"
 #include "search/superoptimize.h"
+#include "verify/abstract_expr.h"
+#include "verify/abstract_expr_oracle.h"
 
 namespace mugraph::search::testing {
 
@@ -78,6 +84,33 @@ inline bool isSplitKv(const graph::Schedule& schedule) {
       combineDivides = combineDivides || op.kind == graph::OpKind::Div;
   }
   return partialKernel && combineDivides;
+}
+
+// Every candidate of the space (before ranking, with each form's best `config.candidatePool`
+// kept), and the hashes of all of them: what the search's pool is drawn from.
+struct Space {
+  std::vector<Candidate> best;
+  std::set<uint64_t> hashes;
+};
+
+inline Space wholeSpace(const graph::Program& program, const SearchConfig& config) {
+  std::vector<verify::AbstractExprRef> targets;
+  const std::vector<ProgramForm> forms = programForms(program, config.maxRewriteForms);
+  for (const ProgramForm& form : forms) {
+    const auto terms = verify::abstractExpressions(form.program);
+    for (graph::TensorId t : form.program.outputs) targets.push_back(terms.at(t));
+  }
+  verify::SubexpressionOracle oracle(targets);
+  const KernelGraphEnumerator enumerator(program, config, oracle);
+  std::atomic<bool> stop{false};
+  Space space;
+  for (const ProgramForm& form : forms) {
+    SubtreeOutcome outcome;
+    enumerator.explore(enumerator.start(form.program), outcome, stop);
+    space.best.insert(space.best.end(), outcome.best.begin(), outcome.best.end());
+    space.hashes.insert(outcome.hashes.begin(), outcome.hashes.end());
+  }
+  return space;
 }
 
 }  // namespace mugraph::search::testing

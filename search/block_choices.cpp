@@ -1,0 +1,153 @@
+#include "search/block_choices.h"
+
+#include <algorithm>
+
+#include "graph/ir.h"
+
+namespace mugraph::search {
+namespace {
+
+// Smallest tile the search gives a variable: tensor-core granularity for matmul dims.
+int64_t minimumTile(const IndexVar& var, const SearchConfig& config) {
+  return var.matmulDim ? config.minMatmulTile : config.minPartialTile;
+}
+
+// Power-of-two counts that divide the extent, then, where a power-of-two tile does not divide
+// it, ⌈extent / tile⌉ parts of that tile (the last one partial): tiles chosen for the
+// hardware, not for the extent.
+std::vector<GridSplit> gridCounts(int varId, const IndexVar& var, const SearchConfig& config) {
+  std::vector<GridSplit> counts;
+  for (int64_t c = 2; c <= var.extent && c <= config.maxGridPerDim; c *= 2) {
+    if (var.extent % c != 0) break;
+    if (var.matmulDim && var.extent / c < config.minMatmulTile) break;
+    counts.push_back(GridSplit{varId, c, 0});
+  }
+  for (int64_t tile = minimumTile(var, config); 2 * tile <= var.extent; tile *= 2) {
+    const int64_t count = (var.extent + tile - 1) / tile;
+    if (var.extent % tile == 0 || count > config.maxGridPerDim) continue;
+    counts.push_back(GridSplit{varId, count, tile});
+  }
+  return counts;
+}
+
+// Depth-first over variables in id order: skip the variable, or split it with each count.
+void chooseGrids(const Dataflow& flow, const std::vector<int>& candidates,
+                 const std::vector<int>& splitReductions, const SearchConfig& config, size_t next,
+                 BlockChoice& current, std::vector<BlockChoice>& out) {
+  if (next == candidates.size()) {
+    out.push_back(current);
+    return;
+  }
+  chooseGrids(flow, candidates, splitReductions, config, next + 1, current, out);
+  if (current.grid.size() == static_cast<size_t>(graph::kGridAxes)) return;
+  const int var = candidates[next];
+  const bool isReduction =
+      std::find(splitReductions.begin(), splitReductions.end(), var) != splitReductions.end();
+  if (isReduction && current.reductionSplitVar >= 0) return;
+  int64_t blocks = 1;
+  for (const GridSplit& g : current.grid) blocks *= g.count;
+  for (const GridSplit& split : gridCounts(var, flow.vars[var], config)) {
+    if (blocks * split.count > config.maxGridBlocks) continue;
+    current.grid.push_back(split);
+    if (isReduction) current.reductionSplitVar = var;
+    chooseGrids(flow, candidates, splitReductions, config, next + 1, current, out);
+    if (isReduction) current.reductionSplitVar = -1;
+    current.grid.pop_back();
+  }
+}
+
+struct LoopChoice {
+  int var = -1;
+  int64_t trip = 1;
+  int64_t tile = 0;  // > 0: declared (partial somewhere)
+};
+
+// For-loops over variable v: trips dividing the block's part, and, where the part is the
+// whole extent or exactly divided, power-of-two tiles that do not divide it (the last
+// iteration partial), as long as the parts stay the grid's.
+std::vector<LoopChoice> loopChoices(int v, const IndexVar& var, const GridSplit* grid,
+                                    const SearchConfig& config) {
+  std::vector<LoopChoice> loops;
+  const bool partialGrid = grid && grid->tile > 0;
+  const int64_t parts = grid ? grid->count : 1;
+  const int64_t perBlock = partialGrid ? grid->tile : var.extent / parts;
+  const int64_t minTile = minimumTile(var, config);
+  for (int64_t trip : config.forloopCandidates) {
+    if (trip <= 1 || perBlock % trip != 0) continue;
+    if (var.matmulDim && perBlock / trip < config.minMatmulTile) continue;
+    loops.push_back({v, trip, partialGrid ? perBlock / trip : 0});
+  }
+  if (partialGrid) return loops;
+  const int64_t maxTrip = config.forloopCandidates.empty() ? 1 : config.forloopCandidates.back();
+  for (int64_t tile = minTile; 2 * tile <= perBlock; tile *= 2) {
+    const int64_t trip = (perBlock + tile - 1) / tile;
+    if (perBlock % tile == 0 || trip > maxTrip) continue;
+    if ((var.extent + trip * tile - 1) / (trip * tile) != parts) continue;
+    loops.push_back({v, trip, tile});
+  }
+  return loops;
+}
+
+}  // namespace
+
+bool BlockChoice::sameSplits(const BlockChoice& other) const {
+  return grid == other.grid && reductionSplitVar == other.reductionSplitVar &&
+         loopVar == other.loopVar && forloop == other.forloop && loopTile == other.loopTile &&
+         threads == other.threads;
+}
+
+const GridSplit* gridSplitOf(const BlockChoice& choice, int var) {
+  for (const GridSplit& g : choice.grid) {
+    if (g.var == var) return &g;
+  }
+  return nullptr;
+}
+
+std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segment& segment,
+                                               const SearchConfig& config) {
+  std::vector<BlockChoice> choices;
+  if (!segment.fusable || !segment.worthABlockGraph || segment.outputs.empty()) return choices;
+  std::vector<int> candidates = parallelVars(flow, segment);
+  // A rescaling combine walks the partials in its for-loop, one partial per iteration.
+  const int combineVar = rescaledCombineVar(flow, segment);
+  const std::vector<int> reductions =
+      combineVar >= 0 ? std::vector<int>{combineVar} : reducedVars(flow, segment);
+  std::vector<int> splitReductions;
+  if (config.allowGridSplitReduction && combineVar < 0) {
+    for (int v : reductions) {
+      if (gridSplittableReduction(flow, segment, v)) splitReductions.push_back(v);
+    }
+  }
+  candidates.insert(candidates.end(), splitReductions.begin(), splitReductions.end());
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+
+  std::vector<BlockChoice> grids;
+  BlockChoice current;
+  chooseGrids(flow, candidates, splitReductions, config, 0, current, grids);
+  for (const BlockChoice& grid : grids) {
+    int64_t blocks = 1;
+    for (const GridSplit& g : grid.grid) blocks *= g.count;
+    if (blocks < config.minGridBlocks) continue;
+    std::vector<LoopChoice> loops = {{-1, 1, 0}};
+    if (combineVar >= 0) loops = {{combineVar, flow.vars[combineVar].extent, 0}};
+    for (int v : combineVar >= 0 ? std::vector<int>{} : reductions) {
+      for (const LoopChoice& loop : loopChoices(v, flow.vars[v], gridSplitOf(grid, v), config)) {
+        loops.push_back(loop);
+      }
+    }
+    for (const LoopChoice& loop : loops) {
+      for (int threads : config.threadCandidates) {
+        BlockChoice choice = grid;
+        choice.loopVar = loop.var;
+        choice.forloop = loop.trip;
+        choice.loopTile = loop.tile;
+        choice.threads = threads;
+        choices.push_back(std::move(choice));
+      }
+    }
+  }
+  return choices;
+}
+
+}  // namespace mugraph::search

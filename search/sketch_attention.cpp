@@ -1,0 +1,156 @@
+// The attention families (sketches.h): flash attention in one pass over the keys, split-KV
+// attention (FlashDecoding) and the rescaling combine that finishes it. A block owns one matrix
+// of every batch dim (a head) and a tile of query rows, and walks the keys and values in tiles
+// with a running max and rescaled sums (build_block_graph.h makes the online softmax of any
+// safe softmax the segment computes).
+#include <algorithm>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "search/sketch_patterns.h"
+
+namespace mugraph::search::sketch {
+namespace {
+
+// Query rows of one consumer warpgroup on the warpgroup attention path (one wgmma M).
+constexpr int64_t kRowsPerConsumer = 64;
+constexpr int kWarpgroupThreads = 128;
+constexpr int kConsumers[] = {1, 2, 3};
+// The general path: one warpgroup of mma.sync warps.
+constexpr int kGeneralThreads = 128;
+constexpr int64_t kGeneralQueryRows[] = {64, 128};
+// Key/value positions per iteration in one pass; the warpgroup path takes 64 or 128.
+constexpr int64_t kKeyTiles[] = {64, 128};
+// Split-KV: key tiles of whole tensor-core steps (16) between 64 and 128 positions, so a
+// context that is no multiple of 128 still gets tiles that nearly fill a split; at most this
+// many waves of blocks over the target's multiprocessors (more splits than run at once only
+// add partials for the combine to walk).
+constexpr int64_t kSplitKeyTileMin = 64;
+constexpr int64_t kSplitKeyTileMax = 128;
+constexpr int64_t kSplitKeyTileStep = 16;
+constexpr int64_t kSplitWaves = 2;
+// A query block of decode's few rows (grouped heads) is padded to one tensor-core tile.
+constexpr int64_t kSplitQueryRows = 64;
+
+std::string str(int64_t v) {
+  return std::to_string(v);
+}
+
+// One block per batch matrix, the query rows in tiles of `rows`.
+std::optional<std::vector<GridSplit>> queryBlocks(const Dataflow& flow, const Segment& segment,
+                                                  const AttentionVars& vars, int64_t rows) {
+  std::vector<GridSplit> grid = oneBlockPerBatch(flow, segment, vars.first.batch);
+  if (std::optional<GridSplit> split = tiled(flow, vars.query(), rows)) {
+    const std::vector<int> parallel = parallelVars(flow, segment);
+    if (std::find(parallel.begin(), parallel.end(), vars.query()) == parallel.end()) {
+      return std::nullopt;
+    }
+    grid.push_back(*split);
+  }
+  return grid;
+}
+
+void addFlash(const Dataflow& flow, const Segment& segment, const AttentionVars& vars, int64_t rows,
+              int threads, bool warpgroup, std::vector<BlockChoice>& out) {
+  const std::optional<std::vector<GridSplit>> grid = queryBlocks(flow, segment, vars, rows);
+  if (!grid) return;
+  for (int64_t keys : kKeyTiles) {
+    std::optional<BlockChoice> choice = withGrid(*grid);
+    if (!choice || !loopInTiles(flow, *choice, vars.keys(), keys)) continue;
+    choice->threads = threads;
+    choice->sketch = std::string(warpgroup ? "flash_wgmma" : "flash") + "_q" + str(rows) + "_kv" +
+                     str(keys) +
+                     (warpgroup ? "_c" + str(threads / kWarpgroupThreads - 1) : std::string());
+    choice->sketchOnWarpgroupPath = warpgroup;
+    out.push_back(std::move(*choice));
+  }
+}
+
+}  // namespace
+
+std::vector<BlockChoice> flashAttention(const Dataflow& flow, const Segment& segment,
+                                        const SearchConfig& config) {
+  std::vector<BlockChoice> choices;
+  const std::optional<AttentionVars> vars = attentionVars(flow, segment);
+  if (!vars) return choices;
+  if (config.target->warpgroupMma) {
+    for (int consumers : kConsumers) {
+      addFlash(flow, segment, *vars, kRowsPerConsumer * consumers,
+               kWarpgroupThreads * (consumers + 1), true, choices);
+    }
+  }
+  for (int64_t rows : kGeneralQueryRows) {
+    addFlash(flow, segment, *vars, rows, kGeneralThreads, false, choices);
+  }
+  return choices;
+}
+
+std::vector<BlockChoice> splitKvAttention(const Dataflow& flow, const Segment& segment,
+                                          const SearchConfig& config) {
+  std::vector<BlockChoice> choices;
+  const std::optional<AttentionVars> vars = attentionVars(flow, segment);
+  if (!vars || !config.allowGridSplitReduction ||
+      !gridSplittableReduction(flow, segment, vars->keys())) {
+    return choices;
+  }
+  const std::optional<std::vector<GridSplit>> grid =
+      queryBlocks(flow, segment, *vars, kSplitQueryRows);
+  if (!grid) return choices;
+  int64_t blocks = 1;
+  for (const GridSplit& g : *grid) blocks *= g.count;
+  const int64_t maxSplits = kSplitWaves * config.target->streamingMultiprocessors / blocks;
+  const int64_t context = flow.vars[vars->keys()].extent;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  for (int64_t tile = kSplitKeyTileMin; tile <= kSplitKeyTileMax; tile += kSplitKeyTileStep) {
+    for (int64_t wanted = 2; wanted <= maxSplits; ++wanted) {
+      // Iterations per split for about `wanted` splits, then the splits those need.
+      const int64_t iterations = (context + wanted * tile - 1) / (wanted * tile);
+      const int64_t part = iterations * tile;
+      const int64_t splits = (context + part - 1) / part;
+      if (splits < 2 || !seen.insert({splits, iterations, tile}).second) continue;
+      const bool exact = context % (splits * part) == 0;
+      std::vector<GridSplit> withSplit = *grid;
+      withSplit.push_back(GridSplit{vars->keys(), splits, exact ? 0 : part});
+      std::optional<BlockChoice> choice = withGrid(std::move(withSplit));
+      if (!choice) continue;
+      choice->reductionSplitVar = vars->keys();
+      if (iterations > 1) {
+        choice->loopVar = vars->keys();
+        choice->forloop = iterations;
+        choice->loopTile = exact ? 0 : tile;
+      }
+      choice->threads = kGeneralThreads;
+      choice->sketch = "split_kv_" + str(splits) + "x" + str(iterations) + "x" + str(tile);
+      choices.push_back(std::move(*choice));
+    }
+  }
+  return choices;
+}
+
+std::vector<BlockChoice> rescalingCombine(const Dataflow& flow, const Segment& segment,
+                                          const SearchConfig&) {
+  const int partials = rescaledCombineVar(flow, segment);
+  if (partials < 0 || !segment.fusable || segment.outputs.empty()) return {};
+  // Every row of the result in its own block: the block walks that row's partials.
+  std::set<int> rowVars;
+  for (int t : segment.outputs) {
+    const std::vector<DimLabel>& dims = flow.tensors[t].dims;
+    if (!dims.empty() && !dims.back().empty()) rowVars.insert(dims.back().front());
+  }
+  std::vector<GridSplit> grid;
+  for (int v : parallelVars(flow, segment)) {
+    if (!rowVars.count(v) && flow.vars[v].extent > 1) {
+      grid.push_back(GridSplit{v, flow.vars[v].extent, 0});
+    }
+  }
+  std::optional<BlockChoice> choice = withGrid(std::move(grid));
+  if (!choice) return {};
+  choice->loopVar = partials;
+  choice->forloop = flow.vars[partials].extent;
+  choice->threads = kGeneralThreads;
+  choice->sketch = "combine_rows";
+  return {std::move(*choice)};
+}
+
+}  // namespace mugraph::search::sketch

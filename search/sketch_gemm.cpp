@@ -1,0 +1,66 @@
+// The warpgroup GEMM family (sketches.h): one block per BM x BN tile of the result, a for-loop
+// of BK-deep steps over the contraction, a copy warpgroup and `consumers` multiplying ones.
+// The plan (plan/warpgroup_mma_plan.cpp) takes such a block graph onto wgmma with bulk tensor
+// copies, sizes its ring of stages to the target's shared memory, and makes the blocks
+// persistent (walking tiles in raster groups) when there are more tiles than the target has
+// multiprocessors; a choice the plan declines is pruned.
+#include <string>
+
+#include "graph/types.h"
+#include "search/sketch_patterns.h"
+
+namespace mugraph::search::sketch {
+namespace {
+
+// Rows of one wgmma instruction: each consumer warpgroup owns a multiple of them.
+constexpr int64_t kRowsPerConsumer = 64;
+constexpr int kWarpgroupThreads = 128;
+constexpr int64_t kTileRows[] = {64, 128, 256};
+// The wgmma widths the warpgroup path emits.
+constexpr int64_t kTileColumns[] = {64, 128, 256};
+// One 128-byte swizzled row of 16-bit elements: the box a bulk copy moves along K.
+constexpr int64_t kStepK = 64;
+constexpr int kConsumers[] = {1, 2};
+
+bool sixteenBit(graph::DType dtype) {
+  return dtype == graph::DType::F16 || dtype == graph::DType::BF16;
+}
+
+}  // namespace
+
+std::vector<BlockChoice> warpgroupGemm(const Dataflow& flow, const Segment& segment,
+                                       const SearchConfig& config) {
+  std::vector<BlockChoice> choices;
+  if (!config.target->warpgroupMma || segment.first != segment.last) return choices;
+  const std::optional<MatmulVars> vars = matmulVars(flow, segment.first);
+  if (!vars) return choices;
+  for (int t : flow.ops[segment.first].inputs) {
+    if (!sixteenBit(flow.tensors[t].desc.dtype)) return choices;
+  }
+  const std::vector<GridSplit> batch = oneBlockPerBatch(flow, segment, vars->batch);
+  for (int consumers : kConsumers) {
+    for (int64_t rows : kTileRows) {
+      // A tile past the extent is the extent's tile: named by a smaller one, if any fits.
+      if (rows % (kRowsPerConsumer * consumers) != 0 || rows > flow.vars[vars->m].extent) {
+        continue;
+      }
+      for (int64_t columns : kTileColumns) {
+        if (columns > flow.vars[vars->n].extent) continue;
+        std::vector<GridSplit> grid = batch;
+        for (const auto& [var, tile] : {std::pair{vars->m, rows}, std::pair{vars->n, columns}}) {
+          if (std::optional<GridSplit> split = tiled(flow, var, tile)) grid.push_back(*split);
+        }
+        std::optional<BlockChoice> choice = withGrid(std::move(grid));
+        if (!choice || !loopInTiles(flow, *choice, vars->k, kStepK)) continue;
+        choice->threads = kWarpgroupThreads * (consumers + 1);
+        choice->sketch = "wgmma_gemm_" + std::to_string(rows) + "x" + std::to_string(columns) +
+                         "x" + std::to_string(kStepK) + "_c" + std::to_string(consumers);
+        choice->sketchOnWarpgroupPath = true;
+        choices.push_back(std::move(*choice));
+      }
+    }
+  }
+  return choices;
+}
+
+}  // namespace mugraph::search::sketch

@@ -1,0 +1,42 @@
+// Sketches: the kernel families known to be fast, as rules inside the search space (the way
+// TVM MetaSchedule keeps its tensor-core tiling rule). A sketch recognizes a segment by its
+// structure and proposes a small parametric family of block choices for it:
+//
+//  - warpgroup GEMM (a segment that is one matmul of 16-bit operands, on a target with
+//    warpgroup MMA): output tile BM x BN, K step BK, consumer warpgroups (threads = a copy
+//    warpgroup and the multiplying ones); batch dims one per block;
+//  - flash attention (two matmuls, the second contracting the first's columns: softmax(Q·K)·V
+//    in any written form): query rows per block (64 per consumer warpgroup on the warpgroup
+//    path, or the general path's 128 threads), key/value positions per iteration;
+//  - split-KV attention (the same, where the grid may split the key positions): splits, key
+//    positions per iteration and iterations per split, the splits filling at most a few
+//    waves of the target's multiprocessors; and the rescaling combine that finishes it, one
+//    row of partials per block.
+//
+// Sizes no tile divides get partial tiles (graph/tile_splits.h), never a case per shape. The
+// proposals join the generic choices (block_choices.h): built, pruned, planned, costed,
+// verified and ranked like them. Every decision is in the block graph (grid, threads,
+// for-loop, declared tiles) and the family is the kernel's name in the schedule. What the
+// plan derives from the target (pipeline stages, persistent blocks and their raster order on
+// the warpgroup GEMM) follows from those decisions and `plan::Target`, so the schedule
+// determines it too.
+#pragma once
+
+#include <vector>
+
+#include "search/block_choices.h"
+#include "search/dataflow.h"
+#include "search/search_config.h"
+#include "search/segment.h"
+
+namespace mugraph::search {
+
+// Every sketch's proposals for `segment`, in a fixed order.
+std::vector<BlockChoice> sketchChoices(const Dataflow& flow, const Segment& segment,
+                                       const SearchConfig& config);
+
+// Adds `sketched` to `choices`: a proposal equal to a generic choice names it (the generic
+// choice keeps its own pruning), any other is appended.
+void mergeSketchChoices(std::vector<BlockChoice>& choices, std::vector<BlockChoice> sketched);
+
+}  // namespace mugraph::search

@@ -1,0 +1,88 @@
+// The sketches (search/sketches.h) put the known-fast kernels into the search space: the
+// schedules that the retired schedule scripts wrote for the warpgroup GEMM, flash prefill on
+// the warpgroup path and split-KV decode (schedules/*.warpgroups.json, *.split_kv.json) are
+// candidates of `superoptimize` on their programs, including sizes no power-of-two tile
+// divides: hash for hash for the GEMMs and prefill, the same kernels for decode. The generic space
+// is narrowed to keep the test short; the sketches do not depend on it.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <string>
+
+#include "graph/files.h"
+#include "graph/hash.h"
+#include "same_kernels.h"
+#include "search/search_config.h"
+#include "search_support.h"
+
+namespace mugraph::search {
+namespace {
+
+std::string shipped(const std::string& file) {
+  return std::string(MUGRAPH_SOURCE_DIR) + "/schedules/" + file;
+}
+
+// The default space of the program's kind, with the generic enumeration cut down.
+SearchConfig narrowConfig(const graph::Program& program) {
+  SearchConfig config = defaultConfig(classifyProgram(program));
+  config.maxKernels = 2;
+  config.forloopCandidates = {1};
+  config.maxGridBlocks = 16;
+  config.candidatePool = 4;
+  return config;
+}
+
+struct Refind {
+  const char* program;
+  const char* schedule;
+  // The script's record matches the search's hash for hash. Else the kernels are the same,
+  // the records differ: a one-iteration loop's accumulators, the fusion record and the order
+  // of the partials (same_kernels.h).
+  bool sameHash = true;
+};
+
+class SketchRefind : public ::testing::TestWithParam<Refind> {};
+
+TEST_P(SketchRefind, TheShippedScheduleIsACandidate) {
+  const graph::Program program = graph::loadProgram(shipped(GetParam().program));
+  const graph::Schedule schedule = graph::loadSchedule(shipped(GetParam().schedule));
+  const uint64_t hash = graph::scheduleHash(schedule);
+  const uint64_t kernels = testing::sameKernelsHash(schedule);
+  SearchConfig config = narrowConfig(program);
+  const auto found = [&](const testing::Space& space) {
+    if (space.hashes.count(hash)) return true;
+    for (const Candidate& c : space.best) {
+      if (testing::sameKernelsHash(c.schedule) == kernels) return true;
+    }
+    return false;
+  };
+  EXPECT_EQ(testing::wholeSpace(program, config).hashes.count(hash), GetParam().sameHash)
+      << GetParam().schedule << " (" << graph::hashHex(hash) << ")";
+  config.candidatePool = 100000;
+  EXPECT_TRUE(found(testing::wholeSpace(program, config)))
+      << GetParam().schedule << ": no candidate runs its kernels";
+  config.sketches = false;
+  EXPECT_FALSE(found(testing::wholeSpace(program, config)))
+      << "the narrowed generic space alone finds " << GetParam().schedule;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shipped, SketchRefind,
+    ::testing::Values(Refind{"gemm_1000.mg", "gemm_1000.warpgroups.json"},
+                      Refind{"gemm_1024_bt.mg", "gemm_1024_bt.warpgroups.json"},
+                      Refind{"gemm_8192.mg", "gemm_8192.warpgroups.json"},
+                      Refind{"mha_prefill_256.mg", "mha_prefill_256.warpgroups.json"},
+                      Refind{"mha_prefill_1000.mg", "mha_prefill_1000.warpgroups.json"},
+                      Refind{"gqa_decode_1000.mg", "gqa_decode_1000.split_kv.json", false},
+                      Refind{"gqa_decode_5000.mg", "gqa_decode_5000.split_kv.json", false},
+                      Refind{"gqa_decode_12345.mg", "gqa_decode_12345.split_kv.json", false}),
+    [](const ::testing::TestParamInfo<Refind>& info) {
+      std::string name = info.param.schedule;
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace mugraph::search
