@@ -49,6 +49,27 @@ if [[ $step == all || $step == onnx ]]; then
   tar czf "$out/onnx_runs.tgz" -C /tmp/onnx_runs logs
 fi
 
+if [[ $step == search ]]; then
+  # Programs the repository ships no schedule for (tools/bench/programs/), as a new user would
+  # bring them: `superoptimize --profile` on this GPU, then the fastest measured variant and
+  # the cost model's first choice timed against PyTorch in one bench run.
+  # SEARCH_PROGRAMS narrows the list; SEARCH_TIME_LIMIT is per program.
+  echo "== search"
+  rm -rf /tmp/search_runs /tmp/search_replays && mkdir -p /tmp/search_runs /tmp/search_replays
+  programs=${SEARCH_PROGRAMS:-$(ls tools/bench/programs | sed 's/\.mg$//')}
+  for p in $programs; do
+    start=$(date +%s)
+    "$mg" superoptimize "tools/bench/programs/$p.mg" --arch sm_90 --profile \
+      --time-limit "${SEARCH_TIME_LIMIT:-60}" --max-variants "${SEARCH_MAX_VARIANTS:-8}" \
+      --out "/tmp/search_runs/$p" >"$out/search_$p.txt" 2>"$out/search_$p.err"
+    echo "$p: exit $?, $(( $(date +%s) - start )) s; $(grep -c 'dropped' "$out/search_$p.err") dropped"
+    python3 tools/python/pick_variants.py "/tmp/search_runs/$p" /tmp/search_replays "$p"
+  done
+  cases=$(ls /tmp/search_replays | sed 's/\..*//' | sort -u | paste -sd, -)
+  PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/search_replays \
+    --cases "$cases" --out "$out/bench_search.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_search.log"
+fi
+
 if [[ $step == all || $step == bench ]]; then
   echo "== benchmark"
   rm -rf /tmp/replays "$out/bench_gpu.json"  # nothing left from an earlier run

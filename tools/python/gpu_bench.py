@@ -236,15 +236,34 @@ def prefill_inputs(q, k, v):
     return {"Q": q[0].contiguous(), "K": k[0].contiguous(), "V": v[0].contiguous()}
 
 
-def prefill_case(tokens, name, variants, options):
-    # MHA prefill, safe program: 16 heads, `tokens` queries and keys, no mask, d 128
-    # (schedules/mha_prefill_<tokens>.mg); N(0, 1) inputs, checked up to logit std 16.
-    q, k, v = (torch.randn(1, 16, tokens, 128, dtype=torch.float16, device="cuda")
+def prefill_case(tokens, name, variants, options, heads=16, d=128):
+    # MHA prefill, safe program: `heads` heads, `tokens` queries and keys, no mask, head dim d
+    # (schedules/mha_prefill_<tokens>.mg, tools/bench/programs/mha_prefill_*.mg); N(0, 1)
+    # inputs, checked up to logit std 16.
+    q, k, v = (torch.randn(1, heads, tokens, d, dtype=torch.float16, device="cuda")
                for _ in range(3))
-    result = attention_case(name, variants, q, k, v, prefill_inputs, 1 / math.sqrt(128),
-                            lambda o: o.reshape(1, 16, tokens, 128), LOGIT_SPREADS)
-    # Two matmuls of 2 · tokens² · 128 each per head.
-    result["flops"] = 16 * 4 * tokens * tokens * 128
+    result = attention_case(name, variants, q, k, v, prefill_inputs, 1 / math.sqrt(d),
+                            lambda o: o.reshape(1, heads, tokens, d), LOGIT_SPREADS)
+    # Two matmuls of 2 · tokens² · d each per head.
+    result["flops"] = heads * 4 * tokens * tokens * d
+    return result
+
+
+def gqa_prefill_case(q_heads, kv_heads, tokens, d, name, variants, options):
+    # GQA prefill, safe program, no mask: each KV head's q_heads / kv_heads query heads folded
+    # into query rows (tools/bench/programs/gqa_prefill_*.mg); SDPA runs with enable_gqa.
+    group = q_heads // kv_heads
+    q = torch.randn(1, q_heads, tokens, d, dtype=torch.float16, device="cuda")
+    k, v = (torch.randn(1, kv_heads, tokens, d, dtype=torch.float16, device="cuda")
+            for _ in range(2))
+
+    def to_ours(q, k, v):
+        return {"Q": q[0].reshape(kv_heads, group * tokens, d).contiguous(),
+                "K": k[0].contiguous(), "V": v[0].contiguous()}
+
+    result = attention_case(name, variants, q, k, v, to_ours, 1 / math.sqrt(d),
+                            lambda o: o.reshape(1, q_heads, tokens, d), LOGIT_SPREADS)
+    result["flops"] = q_heads * 4 * tokens * tokens * d
     return result
 
 
@@ -291,14 +310,18 @@ def mlp_case(m, name, variants, options):
             "flops": 4 * m * HIDDEN * FFN, "rows": rows}
 
 
-def gemm_case(n, dtype, name, variants, options):
-    """C = A·B at n³, A and B ~ N(0, 1): compute-bound."""
-    a = torch.randn(n, n, dtype=dtype, device="cuda")
-    b = torch.randn(n, n, dtype=dtype, device="cuda")
+def gemm_case(n, dtype, name, variants, options, k=None, n_cols=None):
+    """C = A·B, A [n, k] and B [k, n_cols] (both n by default) ~ N(0, 1): compute-bound."""
+    k = k or n
+    n_cols = n_cols or n
+    a = torch.randn(n, k, dtype=dtype, device="cuda")
+    b = torch.randn(k, n_cols, dtype=dtype, device="cuda")
     ref = a.double() @ b.double()
     rows = [ours_row(label, v, {"A": a, "B": b}, "C", ref) for label, v in variants.items()]
     rows.append(timed_row("torch.matmul", lambda: torch.matmul(a, b), ref))
-    return {"case": name, "kind": "gemm", "flops": 2 * n ** 3, "rows": rows}
+    if options.compile:
+        rows.append(compiled_row("torch.compile", matmul, (a, b), ref))
+    return {"case": name, "kind": "gemm", "flops": 2 * n * k * n_cols, "rows": rows}
 
 
 def vocab_case(m, k, n, name, variants, options):
@@ -336,6 +359,18 @@ def all_cases():
         cases[f"gqa_decode_{context}"] = functools.partial(decode_case, context)
     for tokens in (1000, 1024):
         cases[f"mha_prefill_{tokens}"] = functools.partial(prefill_case, tokens)
+    # Programs the repository ships no schedule for (tools/bench/programs/): what
+    # `mugraph superoptimize PROGRAM --profile` finds for a new user's shapes.
+    cases["gemm_512x1024x4096"] = functools.partial(gemm_case, 512, torch.float16, k=4096,
+                                                    n_cols=1024)
+    cases["gemm_768x3072x768"] = functools.partial(gemm_case, 768, torch.float16, k=768,
+                                                   n_cols=3072)
+    cases["gemm_2000"] = functools.partial(gemm_case, 2000, torch.float16)
+    cases["mha_prefill_8x1024_d64"] = functools.partial(prefill_case, 1024, heads=8, d=64)
+    cases["mha_prefill_16x4096_d128"] = functools.partial(prefill_case, 4096)
+    cases["gqa_prefill_32q8kv_1024_d128"] = functools.partial(gqa_prefill_case, 32, 8, 1024, 128)
+    for context in (6000, 20000):
+        cases[f"gqa_decode_{context}"] = functools.partial(decode_case, context)
     return cases
 
 

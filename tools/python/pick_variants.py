@@ -1,0 +1,40 @@
+#!/usr/bin/env python3
+"""Links a superoptimize run's variants into a `gpu_bench.py --replays` folder: the one
+`--profile` measured fastest as CASE (impl "mugraph") and, where it differs, the cost model's
+first choice as CASE.cost_first, so one bench run compares both with PyTorch.
+
+    python3 tools/python/pick_variants.py RUN_DIR REPLAYS_DIR CASE
+"""
+import json
+import os
+import sys
+
+
+def main():
+    run, replays, case = sys.argv[1:4]
+    with open(os.path.join(run, "summary.json")) as f:
+        summary = json.load(f)
+    variants = [v for v in summary.get("variants", [])
+                if os.path.exists(os.path.join(run, v["name"], "manifest.json"))]
+    if not variants:
+        print(f"{case}: no variant with code in {run}: {summary.get('no_variants', '')}")
+        return 1
+    measured = [v for v in variants if v.get("measured_us") is not None]
+    fastest = min(measured, key=lambda v: v["measured_us"]) if measured else variants[0]
+    cost_first = min(variants, key=lambda v: v["cost"])
+    picks = {case: fastest}
+    if cost_first["name"] != fastest["name"]:
+        picks[case + ".cost_first"] = cost_first
+    for folder, v in picks.items():
+        os.makedirs(replays, exist_ok=True)
+        target = os.path.join(replays, folder)
+        if os.path.lexists(target):
+            os.remove(target)
+        os.symlink(os.path.abspath(os.path.join(run, v["name"])), target)
+        print(f"{folder}: {v['name']} (cost {v['cost']:.1f} us, measured "
+              f"{v.get('measured_us', float('nan')):.1f} us)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
