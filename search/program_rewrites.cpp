@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -236,6 +237,29 @@ std::vector<ProgramForm> programForms(const graph::Program& program, int maxForm
     }
   }
   return forms;
+}
+
+int unshiftedExps(const graph::Program& program) {
+  int count = 0;
+  for (const KernelOp& op : program.ops) {
+    if (op.kind != OpKind::Exp) continue;
+    const KernelOp* sub = producerOf(program, op.inputs[0]);
+    const KernelOp* max =
+        sub && sub->kind == OpKind::Sub ? producerOf(program, sub->inputs[1]) : nullptr;
+    const bool shifted = max && max->kind == OpKind::ReduceMax && max->inputs[0] == sub->inputs[0];
+    count += shifted ? 0 : 1;
+  }
+  return count;
+}
+
+std::vector<ProgramForm> numericallySafeForms(std::vector<ProgramForm> forms) {
+  int fewest = std::numeric_limits<int>::max();
+  for (const ProgramForm& form : forms) fewest = std::min(fewest, unshiftedExps(form.program));
+  std::vector<ProgramForm> safe;
+  for (ProgramForm& form : forms) {
+    if (unshiftedExps(form.program) == fewest) safe.push_back(std::move(form));
+  }
+  return safe;
 }
 
 }  // namespace mugraph::search

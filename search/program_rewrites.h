@@ -30,4 +30,14 @@ const std::vector<RewriteRule>& rewriteRules();
 // maxForms < 1). Deterministic.
 std::vector<ProgramForm> programForms(const graph::Program& program, int maxForms);
 
+// How many of the program's exps read something other than x − reduce_max(x) (an exp that can
+// overflow where a softmax over it is finite).
+int unshiftedExps(const graph::Program& program);
+
+// The forms a search may emit schedules of: those with the fewest unshifted exps. The
+// safe_softmax rule is an exact identity, so a softmax written without max subtraction is
+// searched in its safe form only, and its unsafe forms (the original and those the other rules
+// reach from it) are never emitted.
+std::vector<ProgramForm> numericallySafeForms(std::vector<ProgramForm> forms);
+
 }  // namespace mugraph::search

@@ -182,7 +182,10 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
   const int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
 
-  const std::vector<ProgramForm> forms = programForms(program, config.maxRewriteForms);
+  // A softmax written without max subtraction is searched only in its safe form: no emitted
+  // variant may overflow where the real-number function is finite.
+  const std::vector<ProgramForm> forms =
+      numericallySafeForms(programForms(program, config.maxRewriteForms));
   // The oracle's targets: the output terms of the program and of each rewritten form. The
   // forms compute the same function by identities the axioms may not know (rms_norm is
   // uninterpreted there), so a schedule of a form is judged against that form's own terms.

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -215,6 +216,33 @@ TEST(ProgramForms, SafeSoftmaxCoversQkNormAttention) {
     EXPECT_EQ(report.level, verify::VerificationLevel::FiniteField) << report.levelReason;
   }
   EXPECT_TRUE(safe);
+}
+
+// The search emits schedules of safe forms only: every form of an unsafe attention whose exp
+// is not shifted by its row max (the original, and its division moved past the matmul) is
+// dropped, and what is left is not empty. A program with nothing to make safe keeps every form.
+TEST(ProgramForms, OnlyNumericallySafeFormsAreSearched) {
+  const graph::Program unsafe = parse(
+      "input Q f16 [2, 8, 4]\n"
+      "input K f16 [2, 4, 16]\n"
+      "input V f16 [2, 16, 4]\n"
+      "E = exp(matmul(rms_norm(Q, dim=2), rms_norm(K, dim=1)))\n"
+      "O = matmul(div(E, reduce_sum(E, dim=2)), V)\n"
+      "output O\n");
+  ASSERT_EQ(unshiftedExps(unsafe), 1);
+  const std::vector<ProgramForm> all = programForms(unsafe, 8);
+  const std::vector<ProgramForm> safe = numericallySafeForms(all);
+  ASSERT_FALSE(safe.empty());
+  EXPECT_LT(safe.size(), all.size());
+  for (const ProgramForm& form : safe) {
+    EXPECT_EQ(unshiftedExps(form.program), 0) << graph::programToText(form.program);
+    EXPECT_NE(std::find(form.rulesApplied.begin(), form.rulesApplied.end(), "safe_softmax"),
+              form.rulesApplied.end());
+  }
+  const graph::Program plain = parse(
+      "input X f16 [8, 16]\ninput W f16 [16, 4]\nY = matmul(rms_norm(X, dim=1), W)\noutput Y\n");
+  EXPECT_EQ(unshiftedExps(plain), 0);
+  EXPECT_EQ(numericallySafeForms(programForms(plain, 8)).size(), programForms(plain, 8).size());
 }
 
 TEST(ProgramForms, SafeSoftmaxLeavesExpsThatAreNotOnlyASoftmaxAlone) {
