@@ -33,7 +33,7 @@ std::vector<GpuOutcome> measureOnGpu(const runtime::CudaDriver& gpu,
                                           : out;
   std::vector<GpuOutcome> outcomes;
   for (const search::VerifiedVariant& v : result.variants) {
-    GpuOutcome outcome{v.name, std::nullopt, false, 0, ""};
+    GpuOutcome outcome{v.name, std::nullopt, false, 0, 0, ""};
     try {
       const codegen::GeneratedCode code = variantCode(v.schedule, target);
       const std::string dir = scratch + "/" + v.name;
@@ -45,6 +45,7 @@ std::vector<GpuOutcome> measureOnGpu(const runtime::CudaDriver& gpu,
       } else {
         outcome.mismatch = true;
         outcome.maxRelError = r.maxRelError;
+        outcome.nanElements = r.unwrittenElements;
       }
     } catch (const std::exception& e) {
       outcome.notProfiled = e.what();
@@ -72,7 +73,9 @@ ProfileRanking rankByMeasuredTime(search::SearchResult& result,
       std::cerr << "mugraph: " << v.name
                 << ": dropped, its GPU result does not match the interpreter (max relative "
                    "error "
-                << outcome->maxRelError << ")\n";
+                << outcome->maxRelError;
+      if (outcome->nanElements > 0) std::cerr << "; " << outcome->nanElements << " elements NaN";
+      std::cerr << ")\n";
       ranking.dropped.push_back({v.name, v.hash, outcome->maxRelError});
       if (!out.empty()) std::filesystem::remove_all(out + "/" + v.name);
       continue;

@@ -5,6 +5,7 @@
 // function is finite is no variant a user can take.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -26,7 +27,8 @@ struct GpuOutcome {
   std::string variant;
   std::optional<double> microseconds;  // set when it ran and matched
   bool mismatch = false;               // ran, and does not match the interpreter
-  double maxRelError = 0;              // with mismatch
+  double maxRelError = 0;              // with mismatch, over the finite elements
+  int64_t nanElements = 0;             // with mismatch: NaN (computed, or never written)
   std::string notProfiled;             // why it did not run (generation or launch failed)
 };
 

@@ -37,10 +37,10 @@ std::vector<std::string> namesOf(const search::SearchResult& result) {
 TEST(RankByMeasuredTime, DropsMismatchesAndRanksTheRestByTime) {
   search::SearchResult result = resultWith({"slow", "wrong", "fast", "unprofiled"});
   const std::vector<driver::GpuOutcome> outcomes = {
-      {"slow", 5.0, false, 0, ""},
-      {"wrong", std::nullopt, true, INFINITY, ""},
-      {"fast", 2.0, false, 0, ""},
-      {"unprofiled", std::nullopt, false, 0, "launch failed"}};
+      {"slow", 5.0, false, 0, 0, ""},
+      {"wrong", std::nullopt, true, INFINITY, 12, ""},
+      {"fast", 2.0, false, 0, 0, ""},
+      {"unprofiled", std::nullopt, false, 0, 0, "launch failed"}};
   const driver::ProfileRanking ranking = driver::rankByMeasuredTime(result, outcomes, "");
   EXPECT_EQ(namesOf(result), (std::vector<std::string>{"fast", "slow", "unprofiled"}));
   EXPECT_EQ(result.summary.verified, 3u);
@@ -62,7 +62,8 @@ TEST(RankByMeasuredTime, RemovesTheFolderOfADroppedVariant) {
   fs::create_directories(out / "right");
   search::SearchResult result = resultWith({"wrong", "right"});
   driver::rankByMeasuredTime(
-      result, {{"wrong", std::nullopt, true, 0.5, ""}, {"right", 1.0, false, 0, ""}}, out.string());
+      result, {{"wrong", std::nullopt, true, 0.5, 0, ""}, {"right", 1.0, false, 0, 0, ""}},
+      out.string());
   EXPECT_FALSE(fs::exists(out / "wrong"));
   EXPECT_TRUE(fs::exists(out / "right"));
   fs::remove_all(out);
@@ -71,7 +72,7 @@ TEST(RankByMeasuredTime, RemovesTheFolderOfADroppedVariant) {
 TEST(RankByMeasuredTime, AllDroppedLeavesNoVariantsAndSaysWhy) {
   search::SearchResult result = resultWith({"a", "b"});
   const driver::ProfileRanking ranking = driver::rankByMeasuredTime(
-      result, {{"a", std::nullopt, true, 2.0, ""}, {"b", std::nullopt, true, 3.0, ""}}, "");
+      result, {{"a", std::nullopt, true, 2.0, 0, ""}, {"b", std::nullopt, true, 3.0, 0, ""}}, "");
   EXPECT_TRUE(result.variants.empty());
   EXPECT_EQ(result.summary.verified, 0u);
   const std::string why = driver::whyNoVariants(result, ranking);
