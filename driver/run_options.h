@@ -29,6 +29,7 @@ struct RunOptions {
   std::vector<int64_t> forloops;
   std::vector<int> blockThreads;
   bool noGridSplit = false;
+  bool noSplit = false;
   std::vector<std::string> dims;  // name=value pins of an ONNX model's dynamic dims
 };
 

@@ -66,6 +66,7 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
                         {"grids", gridsOf(v.schedule.graph)}});
     const auto measured = ranking.measured.find(v.name);
     if (measured != ranking.measured.end()) variants.back()["measured_us"] = measured->second;
+    if (v.joinedFromPieces > 0) variants.back()["joined_from_pieces"] = v.joinedFromPieces;
   }
   nlohmann::json summary = {
       {"states", s.stats.states},
@@ -96,6 +97,8 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
     }
     summary["dropped_on_gpu"] = dropped;
   }
+  // A program searched in pieces: the counts above are summed over the pieces' searches.
+  if (s.pieces > 0) summary["pieces"] = s.pieces;
   const std::string why = whyNoVariants(result, ranking);
   if (!why.empty()) summary["no_variants"] = why;
   return summary;

@@ -40,6 +40,9 @@ struct SearchConfig {
   std::vector<int> warpgroupOnlyThreads;
   std::vector<int64_t> forloopCandidates = {1, 2, 4, 8, 16, 32, 64};
   bool allowGridSplitReduction = true;  // split a reduction dim across the grid + combine
+  // Search a program beyond one candidate's reach in pieces and join them (split_program.h);
+  // false: whole-program candidates only.
+  bool splitLargePrograms = true;
   // Add the known-fast families' block choices (sketches.h) to the generic ones.
   bool sketches = true;
   int maxRewriteForms = 8;  // program forms reached by the rewrite table

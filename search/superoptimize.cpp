@@ -20,6 +20,8 @@
 #include "search/enumerate_kernel_graphs.h"
 #include "search/program_rewrites.h"
 #include "search/progress.h"
+#include "search/split_program.h"
+#include "search/superoptimize_pieces.h"
 #include "verify/abstract_expr.h"
 #include "verify/equivalence.h"
 #include "verify/reference_cache.h"
@@ -131,17 +133,18 @@ class Reporter {
   std::thread thread_;
 };
 
-VerificationRecord verifyCandidate(const graph::Program& program, const Candidate& candidate,
-                                   uint64_t seed,
-                                   const std::shared_ptr<verify::ReferenceEvaluations>& cache) {
+}  // namespace
+
+VerificationRecord verifySchedule(const graph::Program& program, const graph::KernelGraph& graph,
+                                  uint64_t seed,
+                                  const std::shared_ptr<verify::ReferenceEvaluations>& cache) {
   verify::EquivalenceOptions options;
   options.seed = seed;
   options.referenceCache = cache;
   options.targetBound = 1e-12;
   VerificationRecord record;
   try {
-    const verify::EquivalenceReport report =
-        verify::checkEquivalence(program, candidate.schedule.graph, options);
+    const verify::EquivalenceReport report = verify::checkEquivalence(program, graph, options);
     record.equivalent = report.equivalent;
     record.level = verify::levelName(report.level);
     record.falseAcceptBound = report.falseAcceptBound;
@@ -159,8 +162,6 @@ bool acceptable(const VerificationRecord& record) {
   return record.equivalent && (record.level != "finite-field" || record.falseAcceptBound <= 1e-12);
 }
 
-}  // namespace
-
 std::string configKey(const SearchConfig& c) {
   std::ostringstream key;
   key << c.target->name << " kernels " << c.maxKernels << " block_graphs " << c.maxBlockGraphKernels
@@ -176,7 +177,9 @@ std::string configKey(const SearchConfig& c) {
   return key.str();
 }
 
-SearchResult superoptimize(const graph::Program& program, const SearchOptions& options) {
+namespace {
+
+SearchResult searchWhole(const graph::Program& program, const SearchOptions& options) {
   const Clock::time_point start = Clock::now();
   const SearchConfig& config = options.config;
   const int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
@@ -286,7 +289,8 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
       if (known != found.verified.end()) {
         record = known->second;
       } else {
-        record = verifyCandidate(program, candidate, options.verifySeed, referenceCache);
+        record =
+            verifySchedule(program, candidate.schedule.graph, options.verifySeed, referenceCache);
         state.recordVerification(candidate.hash, record);
         reporter.checkpointNow();
       }
@@ -326,6 +330,24 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
   summary.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   summary.oracle = oracle.stats();
   return result;
+}
+
+}  // namespace
+
+SearchResult superoptimize(const graph::Program& program, const SearchOptions& options) {
+  // Up front when no candidate can cover the whole program; after the whole search when every
+  // candidate it began ran into the kernel limit. Pieces have fewer ops than their program
+  // (maxOpsPerPiece), so splitting again ends at single ops.
+  const int ops = static_cast<int>(program.ops.size());
+  if (!options.config.splitLargePrograms) return searchWhole(program, options);
+  if (ops > maxOpsOneSearch(options.config)) return superoptimizeInPieces(program, options);
+  SearchResult whole = searchWhole(program, options);
+  const uint64_t kernelLimited =
+      whole.summary.stats.pruned[static_cast<int>(PruneReason::KernelLimit)];
+  if (whole.summary.candidates == 0 && kernelLimited > 0 && ops > 1) {
+    return superoptimizeInPieces(program, options);
+  }
+  return whole;
 }
 
 }  // namespace mugraph::search

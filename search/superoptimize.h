@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "search/prune_reasons.h"
 #include "search/search_config.h"
 #include "verify/abstract_expr_oracle.h"
+#include "verify/reference_cache.h"
 
 namespace mugraph::search {
 
@@ -41,6 +43,7 @@ struct VerifiedVariant {
   CostEstimate cost;
   graph::Schedule schedule;  // as generated: predefined ops lowered for the search's target
   VerificationRecord verification;
+  int joinedFromPieces = 0;  // > 0: joined from this many pieces' searches (split_program.h)
 };
 
 struct SearchSummary {
@@ -56,6 +59,7 @@ struct SearchSummary {
   uint64_t notEmittable = 0;  // candidates whose plan does not fit the target
   double seconds = 0;
   verify::OracleStats oracle;
+  int pieces = 0;  // > 0: the program was searched in this many pieces (counts summed over them)
 };
 
 struct SearchResult {
@@ -63,7 +67,19 @@ struct SearchResult {
   std::vector<VerifiedVariant> variants;  // best (estimated fastest) first
 };
 
+// A program with more ops than one candidate can cover (split_program.h), or whose search
+// found no candidate because every one hit the kernel limit, is searched in pieces and the
+// pieces' best variants joined (superoptimize_pieces.h).
 SearchResult superoptimize(const graph::Program& program, const SearchOptions& options);
+
+// Verifies `graph` against `program` at their real shapes, as every reported variant is:
+// float tests, then finite-field fingerprints aiming at a false-accept bound of 1e-12.
+// `cache` may be null.
+VerificationRecord verifySchedule(const graph::Program& program, const graph::KernelGraph& graph,
+                                  uint64_t seed,
+                                  const std::shared_ptr<verify::ReferenceEvaluations>& cache);
+// Whether a verification is good enough to report the variant.
+bool acceptable(const VerificationRecord& record);
 
 // A string identifying the search space (config and arch), stored in checkpoints.
 std::string configKey(const SearchConfig& config);

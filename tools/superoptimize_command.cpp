@@ -91,6 +91,8 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--forloops", o->forloops, "for-loop trip counts to try")->delimiter(',');
   sub->add_option("--block-threads", o->blockThreads, "threads per block to try")->delimiter(',');
   sub->add_flag("--no-grid-split", o->noGridSplit, "never split a reduction across the grid");
+  sub->add_flag("--no-split", o->noSplit,
+                "search the whole program only, never in pieces joined afterwards");
   sub->add_option("--dim", o->dims,
                   "for an ONNX model: pin a dynamic dim, name=value (repeatable)");
   return {sub, [o, json]() {

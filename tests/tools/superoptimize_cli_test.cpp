@@ -76,8 +76,9 @@ TEST_F(SuperoptimizeCli, NoVerifiedVariantExitsOneAndSaysWhy) {
                                         "D = exp(C)\n"
                                         "output D\n";
   const std::string out = (scratch_ / "none").string();
-  const CliResult r = run("superoptimize " + (scratch_ / "two.mg").string() +
-                          " --threads 1 --max-kernels 1 --max-block-ops 1 --json --out " + out);
+  const CliResult r =
+      run("superoptimize " + (scratch_ / "two.mg").string() +
+          " --threads 1 --max-kernels 1 --max-block-ops 1 --no-split --json --out " + out);
   EXPECT_EQ(r.exitCode, 1) << r.err;
   const auto summary = nlohmann::json::parse(r.out);
   EXPECT_EQ(summary.at("verified"), 0);
@@ -86,6 +87,28 @@ TEST_F(SuperoptimizeCli, NoVerifiedVariantExitsOneAndSaysWhy) {
   EXPECT_THAT(summary.at("no_variants").get<std::string>(), ::testing::HasSubstr("kernel_limit"));
   EXPECT_THAT(r.err, ::testing::HasSubstr("no verified variant"));
   EXPECT_EQ(nlohmann::json::parse(std::ifstream(out + "/summary.json")), summary);
+}
+
+// The same program beyond one candidate's limits is searched in pieces, one op each, and the
+// pieces' best variants joined into one verified variant of the whole program.
+TEST_F(SuperoptimizeCli, AProgramBeyondTheLimitsIsJoinedFromPieces) {
+  std::ofstream(scratch_ / "two.mg") << "program two_ops\n"
+                                        "input A f16 [64, 128]\n"
+                                        "input B f16 [128, 64]\n"
+                                        "C = matmul(A, B)\n"
+                                        "D = exp(C)\n"
+                                        "output D\n";
+  const CliResult r = run("superoptimize " + (scratch_ / "two.mg").string() +
+                          " --threads 1 --max-kernels 1 --max-block-ops 1 --json --out " +
+                          (scratch_ / "joined").string());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  const auto summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary.at("verified"), 1);
+  EXPECT_EQ(summary.at("pieces"), 2);
+  const nlohmann::json& variant = summary.at("variants").at(0);
+  EXPECT_EQ(variant.at("joined_from_pieces"), 2);
+  EXPECT_EQ(variant.at("level"), "finite-field");
+  EXPECT_EQ(variant.at("kernels"), 2);
 }
 
 TEST_F(SuperoptimizeCli, UnknownProgramIsBadInput) {

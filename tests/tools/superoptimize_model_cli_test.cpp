@@ -62,7 +62,7 @@ TEST_F(SuperoptimizeModelCli, RmsNormModelWritesSubgraphFolderAndSummary) {
 // one op) says why in its summary entry, and the command exits 1.
 TEST_F(SuperoptimizeModelCli, ASubgraphWithoutVariantsSaysWhyAndExitsOne) {
   const CliResult r = run("superoptimize '" + model("llama_mlp") +
-                          "' --threads 1 --max-kernels 1 --max-block-ops 1 --json");
+                          "' --threads 1 --max-kernels 1 --max-block-ops 1 --no-split --json");
   EXPECT_EQ(r.exitCode, 1) << r.err;
   const nlohmann::json summary = nlohmann::json::parse(r.out);
   ASSERT_EQ(summary["subgraphs"].size(), 1u);

@@ -1,0 +1,148 @@
+#include "search/split_program.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+
+#include "graph/error.h"
+
+namespace mugraph::search {
+namespace {
+
+// producer[t]: the op computing tensor t, or -1 for program inputs.
+std::vector<int> producers(const graph::Program& program) {
+  std::vector<int> producer(program.tensors.size(), -1);
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    for (graph::TensorId t : program.ops[i].outputs) producer[t] = static_cast<int>(i);
+  }
+  return producer;
+}
+
+// Tensors the program's ops make nonnegative whatever their inputs (squares, exponentials,
+// sums and positive multiples of those). Such a tensor crossing a cut becomes an input of the
+// next piece, drawn with either sign by the verifier's tests, so the sqrt or division it fed
+// would be tested where the program never goes (NaN in both): every candidate is refuted.
+std::vector<bool> nonnegative(const graph::Program& program) {
+  std::vector<bool> result(program.tensors.size(), false);
+  for (const graph::KernelOp& op : program.ops) {
+    bool all = !op.inputs.empty();
+    for (graph::TensorId t : op.inputs) all = all && result[t];
+    bool value = false;
+    switch (op.kind) {
+      case graph::OpKind::Square:
+      case graph::OpKind::Exp:
+      case graph::OpKind::Sqrt:
+      case graph::OpKind::Sigmoid:
+        value = true;
+        break;
+      case graph::OpKind::Scale:
+      case graph::OpKind::AddScalar:
+        value = all && op.attrs.scale >= 0;
+        break;
+      case graph::OpKind::ReduceSum:
+      case graph::OpKind::ReduceMax:
+      case graph::OpKind::Add:
+      case graph::OpKind::Mul:
+      case graph::OpKind::Div:
+      case graph::OpKind::Matmul:
+        value = all;
+        break;
+      default:
+        break;
+    }
+    for (graph::TensorId t : op.outputs) result[t] = value;
+  }
+  return result;
+}
+
+// How bad a cut before op `cut` is: the tensors computed before it and read at or after it,
+// and far worse, any of them whose sign the cut would lose.
+int cutCost(const graph::Program& program, const std::vector<int>& producer,
+            const std::vector<bool>& signKnown, int cut) {
+  constexpr int kLostSign = 1000;
+  std::set<graph::TensorId> crossed;
+  for (size_t i = static_cast<size_t>(cut); i < program.ops.size(); ++i) {
+    for (graph::TensorId t : program.ops[i].inputs) {
+      if (producer[t] >= 0 && producer[t] < cut) crossed.insert(t);
+    }
+  }
+  int cost = 0;
+  for (graph::TensorId t : crossed) cost += signKnown[t] ? kLostSign : 1;
+  return cost;
+}
+
+graph::Program pieceProgram(const graph::Program& program, const std::vector<int>& producer,
+                            int first, int end, int index) {
+  graph::Program piece;
+  piece.name = program.name + ".piece" + std::to_string(index);
+  std::map<graph::TensorId, graph::TensorId> local;
+  const auto add = [&](graph::TensorId t) {
+    const auto [it, added] = local.emplace(t, static_cast<graph::TensorId>(piece.tensors.size()));
+    if (added) piece.tensors.push_back(program.tensors[t]);
+    return it->second;
+  };
+  for (int i = first; i < end; ++i) {
+    for (graph::TensorId t : program.ops[i].inputs) {
+      if ((producer[t] < first) && !local.count(t)) piece.inputs.push_back(add(t));
+    }
+    graph::KernelOp op = program.ops[i];
+    for (graph::TensorId& t : op.inputs) t = local.at(t);
+    for (graph::TensorId& t : op.outputs) t = add(t);
+    piece.ops.push_back(std::move(op));
+  }
+  // Outputs: what the whole program returns or a later op reads, in the order computed.
+  std::set<graph::TensorId> readLater(program.outputs.begin(), program.outputs.end());
+  for (size_t i = static_cast<size_t>(end); i < program.ops.size(); ++i) {
+    readLater.insert(program.ops[i].inputs.begin(), program.ops[i].inputs.end());
+  }
+  for (int i = first; i < end; ++i) {
+    for (graph::TensorId t : program.ops[i].outputs) {
+      if (readLater.count(t)) piece.outputs.push_back(local.at(t));
+    }
+  }
+  return piece;
+}
+
+}  // namespace
+
+int maxOpsOneSearch(const SearchConfig& config) {
+  const int blockGraphs = std::min(config.maxBlockGraphKernels, config.maxKernels);
+  return blockGraphs * config.maxBlockOps + (config.maxKernels - blockGraphs);
+}
+
+int maxOpsPerPiece(const SearchConfig& config, int programOps) {
+  const int limit = std::max(1, config.maxBlockOps);
+  return programOps > limit ? limit : std::max(1, programOps / 2);
+}
+
+std::vector<ProgramPiece> splitProgram(const graph::Program& program, int maxOps) {
+  if (maxOps < 1) throw UserError("split", "a piece needs room for at least one op");
+  const std::vector<int> producer = producers(program);
+  const std::vector<bool> signKnown = nonnegative(program);
+  const int n = static_cast<int>(program.ops.size());
+  std::vector<ProgramPiece> pieces;
+  for (int first = 0; first < n;) {
+    int end = n;
+    if (n - first > maxOps) {
+      // The cheapest cut; among equals the latest (fewer pieces).
+      int best = -1;
+      for (int cut = first + 1; cut <= first + maxOps; ++cut) {
+        const int c = cutCost(program, producer, signKnown, cut);
+        if (best < 0 || c <= best) {
+          best = c;
+          end = cut;
+        }
+      }
+    }
+    ProgramPiece piece;
+    piece.firstOp = first;
+    piece.endOp = end;
+    piece.program = pieceProgram(program, producer, first, end, static_cast<int>(pieces.size()));
+    pieces.push_back(std::move(piece));
+    first = end;
+  }
+  return pieces;
+}
+
+}  // namespace mugraph::search

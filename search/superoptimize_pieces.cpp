@@ -1,0 +1,132 @@
+#include "search/superoptimize_pieces.h"
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+
+#include "graph/hash.h"
+#include "search/split_program.h"
+
+namespace mugraph::search {
+namespace {
+
+void addUp(SearchSummary& total, const SearchSummary& piece) {
+  total.forms += piece.forms;
+  total.subtrees += piece.subtrees;
+  total.subtreesCompleted += piece.subtreesCompleted;
+  total.stoppedByTimeLimit = total.stoppedByTimeLimit || piece.stoppedByTimeLimit;
+  total.stats.states += piece.stats.states;
+  for (int r = 0; r < kPruneReasons; ++r) total.stats.pruned[r] += piece.stats.pruned[r];
+  total.candidates += piece.candidates;
+  total.rejected += piece.rejected;
+  total.notEmittable += piece.notEmittable;
+  total.oracle.queries += piece.oracle.queries;
+  total.oracle.cacheHits += piece.oracle.cacheHits;
+  total.oracle.z3Queries += piece.oracle.z3Queries;
+  total.oracle.timeouts += piece.oracle.timeouts;
+}
+
+// Appends `part`'s kernels to `joined`. Its inputs are tensors `joined` already has (by
+// name); its outputs keep their names, for later pieces to read; its own intermediates get
+// names no other tensor has.
+void appendPiece(graph::KernelGraph& joined, std::map<std::string, graph::TensorId>& byName,
+                 std::set<std::string>& taken, const graph::KernelGraph& part, int index) {
+  std::vector<graph::TensorId> to(part.tensors.size(), -1);
+  for (graph::TensorId t : part.inputs) to[t] = byName.at(part.tensors[t].name);
+  const std::set<graph::TensorId> outputs(part.outputs.begin(), part.outputs.end());
+  const auto unique = [&](const std::string& name) {
+    std::string candidate = name;
+    for (int k = 0; taken.count(candidate); ++k) {
+      candidate = name + "_p" + std::to_string(index) + (k ? "_" + std::to_string(k) : "");
+    }
+    taken.insert(candidate);
+    return candidate;
+  };
+  for (size_t t = 0; t < part.tensors.size(); ++t) {
+    if (to[t] >= 0) continue;
+    graph::TensorDesc desc = part.tensors[t];
+    if (!outputs.count(static_cast<graph::TensorId>(t))) desc.name = unique(desc.name);
+    to[t] = static_cast<graph::TensorId>(joined.tensors.size());
+    byName[desc.name] = to[t];
+    joined.tensors.push_back(std::move(desc));
+  }
+  std::set<std::string> kernelNames;
+  for (const graph::KernelOp& op : joined.ops) kernelNames.insert(op.name);
+  for (graph::KernelOp op : part.ops) {
+    for (graph::TensorId& t : op.inputs) t = to[t];
+    for (graph::TensorId& t : op.outputs) t = to[t];
+    if (!op.name.empty() && kernelNames.count(op.name)) {
+      op.name += "_p" + std::to_string(index);
+    }
+    kernelNames.insert(op.name);
+    joined.ops.push_back(std::move(op));
+  }
+}
+
+}  // namespace
+
+SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<ProgramPiece> pieces =
+      splitProgram(program, maxOpsPerPiece(options.config, static_cast<int>(program.ops.size())));
+  SearchOptions pieceOptions = options;
+  pieceOptions.checkpointPath.clear();
+  pieceOptions.resume = false;
+  pieceOptions.config.maxVariants = 1;  // each piece's best: the first verified is the cheapest
+
+  SearchResult result;
+  SearchSummary& summary = result.summary;
+  summary.pieces = static_cast<int>(pieces.size());
+  std::vector<VerifiedVariant> best;
+  for (const ProgramPiece& piece : pieces) {
+    SearchResult found = superoptimize(piece.program, pieceOptions);
+    addUp(summary, found.summary);
+    if (found.variants.empty()) break;  // no schedule of the whole program without this piece
+    best.push_back(std::move(found.variants.front()));
+  }
+  summary.complete = summary.subtreesCompleted == summary.subtrees;
+  if (best.size() == pieces.size()) {
+    graph::Schedule joined;
+    joined.program = program;
+    graph::KernelGraph& whole = joined.graph;
+    std::map<std::string, graph::TensorId> byName;
+    std::set<std::string> taken;
+    for (const graph::TensorDesc& t : program.tensors) taken.insert(t.name);
+    for (graph::TensorId t : program.inputs) {
+      byName[program.tensors[t].name] = static_cast<graph::TensorId>(whole.tensors.size());
+      whole.inputs.push_back(static_cast<graph::TensorId>(whole.tensors.size()));
+      whole.tensors.push_back(program.tensors[t]);
+    }
+    CostEstimate cost;
+    for (size_t i = 0; i < best.size(); ++i) {
+      appendPiece(whole, byName, taken, best[i].schedule.graph, static_cast<int>(i));
+      cost.microseconds += best[i].cost.microseconds;
+      cost.bytes += best[i].cost.bytes;
+      cost.flops += best[i].cost.flops;
+      cost.kernels += best[i].cost.kernels;
+    }
+    for (graph::TensorId t : program.outputs)
+      whole.outputs.push_back(byName.at(program.tensors[t].name));
+    joined.name = program.name + ".v" + graph::hashHex(graph::scheduleHash(joined));
+    whole.name = joined.name;
+
+    VerifiedVariant variant;
+    variant.verification = verifySchedule(program, whole, options.verifySeed, nullptr);
+    if (acceptable(variant.verification)) {
+      variant.schedule = std::move(joined);
+      variant.hash = graph::scheduleHash(variant.schedule);
+      variant.name = graph::variantName(variant.schedule);
+      variant.cost = cost;
+      variant.joinedFromPieces = static_cast<int>(pieces.size());
+      result.variants.push_back(std::move(variant));
+    } else {
+      ++summary.rejected;
+    }
+  }
+  summary.verified = result.variants.size();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace mugraph::search

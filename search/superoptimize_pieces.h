@@ -1,0 +1,17 @@
+// The search of a program too large for one search: cut it into pieces (split_program.h),
+// search each with the same options, and join each piece's best variant into one schedule of
+// the whole program, the pieces' kernels in order and the cut tensors device tensors between
+// them. The joined schedule is verified against the whole program like every other variant,
+// so its reported bound is that of the whole program, not of the pieces.
+#pragma once
+
+#include "graph/ir.h"
+#include "search/superoptimize.h"
+
+namespace mugraph::search {
+
+// No checkpoints: the pieces' searches are short and a checkpoint names one program. Each
+// piece's search gets the whole time limit (the pieces run one after another).
+SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options);
+
+}  // namespace mugraph::search
