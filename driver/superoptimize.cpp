@@ -1,5 +1,7 @@
 #include "driver/superoptimize.h"
 
+#include <iostream>
+
 #include "driver/variant_files.h"
 #include "graph/error.h"
 #include "search/builtin_programs.h"
@@ -13,6 +15,11 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
   ProgramRun run;
   // Search and verify: enumerate, prune, rank by the cost model, verify the best.
   run.result = search::superoptimize(program, searchOptions);
+  if (run.result.summary.pieces > 0 && !searchOptions.checkpointPath.empty()) {
+    std::cerr << "mugraph: warning: --checkpoint: " << program.name << " was searched in "
+              << run.result.summary.pieces
+              << " pieces, which are not checkpointed; a rerun searches them again\n";
+  }
   // Profile: generate, check against the interpreter and time on the GPU; drop what does not
   // match, rank the rest by measured time.
   if (gpu) {

@@ -66,15 +66,19 @@ TEST_F(SuperoptimizeCli, WritesVerifiedVariantsWithCodeAndASummary) {
   EXPECT_EQ(names(nlohmann::json::parse(one.out)), names(summary));
 }
 
+// Two ops: beyond the limits of one candidate of one kernel of one op.
+constexpr const char* kTwoOps =
+    "program two_ops\n"
+    "input A f16 [64, 128]\n"
+    "input B f16 [128, 64]\n"
+    "C = matmul(A, B)\n"
+    "D = exp(C)\n"
+    "output D\n";
+
 // A program the search's limits leave without a candidate (two ops, one kernel of one op)
 // does not end with exit 0: exit 1, and the summary and stderr say why.
 TEST_F(SuperoptimizeCli, NoVerifiedVariantExitsOneAndSaysWhy) {
-  std::ofstream(scratch_ / "two.mg") << "program two_ops\n"
-                                        "input A f16 [64, 128]\n"
-                                        "input B f16 [128, 64]\n"
-                                        "C = matmul(A, B)\n"
-                                        "D = exp(C)\n"
-                                        "output D\n";
+  std::ofstream(scratch_ / "two.mg") << kTwoOps;
   const std::string out = (scratch_ / "none").string();
   const CliResult r =
       run("superoptimize " + (scratch_ / "two.mg").string() +
@@ -92,12 +96,7 @@ TEST_F(SuperoptimizeCli, NoVerifiedVariantExitsOneAndSaysWhy) {
 // The same program beyond one candidate's limits is searched in pieces, one op each, and the
 // pieces' best variants joined into one verified variant of the whole program.
 TEST_F(SuperoptimizeCli, AProgramBeyondTheLimitsIsJoinedFromPieces) {
-  std::ofstream(scratch_ / "two.mg") << "program two_ops\n"
-                                        "input A f16 [64, 128]\n"
-                                        "input B f16 [128, 64]\n"
-                                        "C = matmul(A, B)\n"
-                                        "D = exp(C)\n"
-                                        "output D\n";
+  std::ofstream(scratch_ / "two.mg") << kTwoOps;
   const CliResult r = run("superoptimize " + (scratch_ / "two.mg").string() +
                           " --threads 1 --max-kernels 1 --max-block-ops 1 --json --out " +
                           (scratch_ / "joined").string());
@@ -109,6 +108,17 @@ TEST_F(SuperoptimizeCli, AProgramBeyondTheLimitsIsJoinedFromPieces) {
   EXPECT_EQ(variant.at("joined_from_pieces"), 2);
   EXPECT_EQ(variant.at("level"), "finite-field");
   EXPECT_EQ(variant.at("kernels"), 2);
+}
+
+// A checkpoint covers whole-program searches only: a split run says its pieces are not in it.
+TEST_F(SuperoptimizeCli, ASplitRunSaysItsPiecesAreNotCheckpointed) {
+  std::ofstream(scratch_ / "two.mg") << kTwoOps;
+  const CliResult r =
+      run("superoptimize " + (scratch_ / "two.mg").string() +
+          " --threads 1 --max-kernels 1 --max-block-ops 1 --checkpoint " +
+          (scratch_ / "ckpt.json").string() + " --out " + (scratch_ / "joined").string());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.err, ::testing::HasSubstr("2 pieces, which are not checkpointed"));
 }
 
 TEST_F(SuperoptimizeCli, UnknownProgramIsBadInput) {
