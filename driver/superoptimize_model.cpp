@@ -11,6 +11,7 @@
 #include "graph/hash.h"
 #include "graph/program_text.h"
 #include "onnx_import/import_model.h"
+#include "onnx_import/partition_json.h"
 
 namespace mugraph::driver {
 namespace {
@@ -23,20 +24,6 @@ onnx_import::DimPins dimPins(const std::vector<std::string>& flags) {
     pins[name] = value;
   }
   return pins;
-}
-
-nlohmann::json boundJson(const onnx_import::Subgraph& s) {
-  nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
-  for (const onnx_import::BoundInput& in : s.inputs) {
-    nlohmann::json entry = {{"name", in.irName}, {"onnx_value", in.value}};
-    if (in.buffer != in.value) entry["reads_buffer_of"] = in.buffer;
-    if (in.transposed) entry["layout"] = "transposed";
-    inputs.push_back(entry);
-  }
-  for (const onnx_import::BoundOutput& out : s.outputs) {
-    outputs.push_back({{"name", out.irName}, {"onnx_value", out.value}});
-  }
-  return {{"inputs", inputs}, {"outputs", outputs}};
 }
 
 nlohmann::json bestJson(const search::SearchResult& result, const Measurements& measured) {
@@ -57,12 +44,7 @@ nlohmann::json runSubgraph(const onnx_import::Subgraph& s, const std::string& la
                            const RunOptions& options, const runtime::CudaDriver* gpu,
                            ModelRun& model) {
   std::cerr << label << s.name << ": " << s.program.ops.size() << " ops, searching\n";
-  nlohmann::json entry = {{"name", s.name},
-                          {"nodes", s.nodes},
-                          {"ops", s.ops},
-                          {"program_text", graph::programToText(s.program)}};
-  entry.update(boundJson(s));
-  if (!s.headFold.empty()) entry["repeated_kv_heads"] = s.headFold;
+  nlohmann::json entry = onnx_import::subgraphJson(s);
   RunOptions subgraph = options;
   subgraph.out = options.out.empty() ? "" : options.out + "/" + s.name;
   subgraph.progress = false;
@@ -114,10 +96,7 @@ ModelRun runModel(const RunOptions& options) {
     const std::string label = "[" + std::to_string(i + 1) + "/" + std::to_string(total) + "] ";
     subgraphs.push_back(runSubgraph(model.subgraphs[i], label, options, gpu.get(), run));
   }
-  nlohmann::json unsupported = nlohmann::json::array();
-  for (const onnx_import::LeftOut& left : model.unsupported) {
-    unsupported.push_back({{"node", left.node}, {"op", left.op}, {"reason", left.reason}});
-  }
+  const nlohmann::json unsupported = onnx_import::leftOutJson(model);
   run.summary = {{"model", model.path},
                  {"opset", model.opset},
                  {"subgraphs", subgraphs},

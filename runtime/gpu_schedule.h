@@ -1,5 +1,5 @@
-// A schedule loaded on the GPU from its manifest and PTX: one module, one device buffer per
-// input and output, one workspace, and the kernels bound to their parameters. It launches
+// A schedule loaded on the GPU from its manifest and PTX (kernel_launcher.h), with one device
+// buffer per input and output and one workspace of its own. It launches
 // the whole schedule and times it with CUDA events over graph replays.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/cuda_driver.h"
+#include "runtime/kernel_launcher.h"
 #include "runtime/manifest_reader.h"
 
 namespace mugraph::runtime {
@@ -28,8 +29,8 @@ class GpuSchedule {
   GpuSchedule(const GpuSchedule&) = delete;
   GpuSchedule& operator=(const GpuSchedule&) = delete;
 
-  const Manifest& manifest() const { return manifest_; }
-  const std::string& ptxArch() const { return ptxArch_; }
+  const Manifest& manifest() const { return launcher_.manifest(); }
+  const std::string& ptxArch() const { return launcher_.ptxArch(); }
 
   void upload(const std::string& tensor, const std::vector<uint8_t>& bytes);
   std::vector<uint8_t> download(const std::string& tensor) const;
@@ -48,12 +49,8 @@ class GpuSchedule {
   void launchAll(CUstream stream);
 
   const CudaDriver& driver_;
-  Manifest manifest_;
-  std::string ptxArch_;
-  CUmodule module_ = nullptr;
-  std::vector<CUfunction> functions_;
-  std::map<std::string, CUdeviceptr> buffers_;        // inputs and outputs
-  std::vector<std::vector<CUtensorMap>> tensorMaps_;  // per kernel, encoded once
+  KernelLauncher launcher_;
+  std::map<std::string, CUdeviceptr> buffers_;  // inputs and outputs
   CUdeviceptr workspace_ = 0;
   CUstream stream_ = nullptr;
 };

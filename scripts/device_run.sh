@@ -20,6 +20,17 @@ if [[ $step == all || $step == tests ]]; then
   devbuild/bin/gpu_tests 2>&1 | tee "$out/gpu_tests.log" | grep -E "^\[gpu\]|OK|FAILED|PASSED|SKIPPED"
 fi
 
+if [[ $step == all || $step == python ]]; then
+  # The torch.compile backend (python/mugraph) on this GPU: its end-to-end test, then whole
+  # models against eager and torch.compile (MODEL_BENCH_ARGS: extra model_bench.py arguments).
+  echo "== python backend"
+  export MUGRAPH_BUILD_DIR="$PWD/devbuild" PYTHONPATH="$PWD/python:${PYTHONPATH:-}"
+  export MUGRAPH_CACHE_DIR="${MUGRAPH_CACHE_DIR:-$PWD/device_cache}"
+  (cd tests/python && python3 -m unittest -v test_gpu_backend) 2>&1 | tee "$out/python_gpu_tests.log" | tail -25
+  python3 tools/python/model_bench.py --out "$out/model_bench.json" ${MODEL_BENCH_ARGS:-} \
+    2>&1 | tee "$out/model_bench.log" | grep -v "^  " | grep -E "^(llama|qwen3|mistral)|mugraph:|Error|error" | head -80
+fi
+
 if [[ $step == all || $step == sanitize ]]; then
   echo "== compute-sanitizer"
   # The schedules schedules/shipped.txt marks `sanitize`.

@@ -76,6 +76,21 @@ else
   exit 1
 fi
 
+# The Python package (python/mugraph: the torch.compile backend, editable, so it runs from the
+# checkout) with torch, and transformers for the model architectures its tests trace.
+install_python_package() {
+  python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip
+  if python3 -c "import torch, transformers, mugraph.backend" 2>/dev/null &&
+    [ "$(python3 -c 'import mugraph, os; print(os.path.realpath(mugraph.__path__[0]))')" = \
+      "$(realpath python/mugraph)" ]; then
+    return 0
+  fi
+  echo "setup: installing the Python package (python/) with torch and transformers" >&2
+  PIP_ROOT_USER_ACTION=ignore PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet \
+    --disable-pip-version-check torch transformers -e python
+}
+install_python_package
+
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUGRAPH_CUDA_ROOT="$cuda_root" \
   >/dev/null

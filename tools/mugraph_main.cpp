@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "graph/error.h"
+#include "graph/json_format.h"
+#include "graph/version.h"
 #include "tools/commands.h"
 
 namespace {
@@ -16,7 +18,9 @@ int run(int argc, char** argv) {
       "Exit codes: 0 ok, 1 check failed (not equivalent), 2 bad input or usage, 3 internal "
       "error.",
       "mugraph"};
-  app.set_version_flag("--version", "mugraph 0.1 (schedule format version 1)");
+  app.set_version_flag("--version", std::string("mugraph ") + mugraph::graph::kVersion +
+                                        " (schedule format version " +
+                                        std::to_string(mugraph::graph::kFormatVersion) + ")");
   app.require_subcommand(1);
   const std::vector<Command> commands = {addShowCommand(app),     addCheckCommand(app),
                                          addVerifyCommand(app),   addSuperoptimizeCommand(app),

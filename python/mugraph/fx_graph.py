@@ -1,0 +1,416 @@
+"""An aten-level FX graph written as a mugraph model graph (format "mugraph.graph").
+
+The C++ partitioner (onnx_import/, reached through the C API) reads nodes in ONNX's operator
+vocabulary. This module only translates: each aten node becomes the ONNX node (or the few
+nodes) that compute the same function, named after the FX node, and every value carries the
+dtype and static shape FX's fake tensors give it. Which nodes are fused, and how, is decided
+in C++ alone. An aten op with no translation here becomes a node the partitioner leaves to
+PyTorch ("no mapping"); it is never an error.
+"""
+import math
+import operator
+
+import torch
+
+GRAPH_FORMAT = "mugraph.graph"
+OPSET = 21
+
+_ELEM_TYPES = {
+    torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float",
+    torch.float64: "double", torch.int64: "int64", torch.int32: "int32", torch.int16: "int16",
+    torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",
+}
+# ONNX TensorProto element type numbers, for Cast's `to`.
+_ONNX_TYPE_NUMBERS = {torch.float32: 1, torch.float16: 10, torch.bfloat16: 16,
+                      torch.float64: 11, torch.int64: 7, torch.int32: 6, torch.bool: 9}
+
+
+def _packet(target):
+    """'mm' for aten.mm.default; None for anything that is not an aten overload."""
+    if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten":
+        return target.overloadpacket.__name__
+    return None
+
+
+def _tensor_meta(node):
+    val = node.meta.get("val")
+    return val if isinstance(val, torch.Tensor) else None
+
+
+def _static_shape(val):
+    try:
+        return [int(d) for d in val.shape]
+    except (TypeError, ValueError):  # a symbolic dim
+        return None
+
+
+class _Writer:
+    def __init__(self, name):
+        self.graph = {"format": GRAPH_FORMAT, "version": 1, "name": name, "opset": OPSET,
+                      "values": [], "inputs": [], "outputs": [], "constants": [], "nodes": []}
+        self.described = set()
+        self.origin = {}  # graph JSON node name -> FX node name
+        self.untranslated = {}  # FX node name -> why it was not translated
+        self.causal_masks = {}  # value name -> (FX SDPA node, rows, cols, dtype)
+        self.attentions = {}  # FX SDPA node name -> the prefix of its values
+
+    def attention_prefix(self, node):
+        return self.attentions.setdefault(node.name, f"attention{len(self.attentions)}")
+
+    def value(self, name, elem_type, shape, why=None):
+        if name in self.described:
+            return name
+        entry = {"name": name, "type": elem_type, "shape": shape}
+        if shape is None:
+            entry["why_no_shape"] = why or "its shape is symbolic (a dynamic dim)"
+        self.graph["values"].append(entry)
+        self.described.add(name)
+        return name
+
+    def value_of(self, node):
+        val = _tensor_meta(node)
+        if val is None:
+            return self.value(node.name, "not a tensor", None, "not a tensor")
+        return self.value(node.name, _ELEM_TYPES.get(val.dtype, "not a tensor"), _static_shape(val))
+
+    def constant(self, name, values, elem_type, shape):
+        self.value(name, elem_type, shape)
+        self.graph["constants"].append({"name": name, "values": list(values)})
+        return name
+
+    def node(self, fx_name, name, op, inputs, outputs, attributes=None):
+        entry = {"name": name, "op": op, "inputs": inputs, "outputs": outputs}
+        if attributes:
+            entry["attributes"] = attributes
+        self.graph["nodes"].append(entry)
+        self.origin[name] = fx_name
+
+
+def _operand(w, node, arg, index, like):
+    """An argument as a value name: an FX node's value, or a scalar constant."""
+    if isinstance(arg, torch.fx.Node):
+        return w.value_of(arg)
+    if isinstance(arg, (int, float)) and not isinstance(arg, bool):
+        val = _tensor_meta(like)
+        elem_type = _ELEM_TYPES.get(val.dtype, "float") if val is not None else "float"
+        return w.constant(f"{node.name}.c{index}", [float(arg)], elem_type, [])
+    raise _Untranslatable(f"argument {index} is {type(arg).__name__}")
+
+
+class _Untranslatable(Exception):
+    pass
+
+
+def _axes(w, node, dims, rank, suffix="axes"):
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    dims = [d + rank if d < 0 else d for d in dims]
+    return w.constant(f"{node.name}.{suffix}", dims, "int64", [len(dims)])
+
+
+def _shape_constant(w, node, suffix="shape"):
+    shape = _static_shape(_tensor_meta(node))
+    if shape is None:
+        raise _Untranslatable("its shape is symbolic")
+    return w.constant(f"{node.name}.{suffix}", shape, "int64", [len(shape)])
+
+
+def _unary(op):
+    return lambda w, n: w.node(n.name, n.name, op, [w.value_of(n.args[0])], [w.value_of(n)])
+
+
+def _binary(op):
+    def translate(w, n):
+        a, b = n.args[0], n.args[1]
+        if n.kwargs.get("alpha", 1) != 1 or (len(n.args) > 2 and n.args[2] != 1):
+            raise _Untranslatable("alpha other than 1")
+        like = a if isinstance(a, torch.fx.Node) else b
+        w.node(n.name, n.name, op, [_operand(w, n, a, 0, like), _operand(w, n, b, 1, like)],
+               [w.value_of(n)])
+    return translate
+
+
+def _rsub(w, n):  # rsub(x, c) = c - x
+    x, c = n.args[0], n.args[1]
+    w.node(n.name, n.name, "Sub", [_operand(w, n, c, 1, x), w.value_of(x)], [w.value_of(n)])
+
+
+def _rsqrt(w, n):
+    x = n.args[0]
+    root = w.value(f"{n.name}.sqrt", *_described(n))
+    w.node(n.name, f"{n.name}.sqrt", "Sqrt", [w.value_of(x)], [root])
+    w.node(n.name, n.name, "Reciprocal", [root], [w.value_of(n)])
+
+
+def _silu(w, n):
+    x = n.args[0]
+    gate = w.value(f"{n.name}.sigmoid", *_described(n))
+    w.node(n.name, f"{n.name}.sigmoid", "Sigmoid", [w.value_of(x)], [gate])
+    w.node(n.name, n.name, "Mul", [w.value_of(x), gate], [w.value_of(n)])
+
+
+def _described(node):
+    val = _tensor_meta(node)
+    return _ELEM_TYPES.get(val.dtype, "not a tensor"), _static_shape(val)
+
+
+def _matmul(w, n):
+    w.node(n.name, n.name, "MatMul", [w.value_of(n.args[0]), w.value_of(n.args[1])],
+           [w.value_of(n)])
+
+
+def _addmm(w, n):
+    bias, a, b = n.args[:3]
+    if n.kwargs.get("beta", 1) != 1 or n.kwargs.get("alpha", 1) != 1:
+        raise _Untranslatable("beta or alpha other than 1")
+    product = w.value(f"{n.name}.mm", *_described(n))
+    w.node(n.name, f"{n.name}.mm", "MatMul", [w.value_of(a), w.value_of(b)], [product])
+    w.node(n.name, n.name, "Add", [product, w.value_of(bias)], [w.value_of(n)])
+
+
+def _permutation(rank, perm):
+    return [p + rank if p < 0 else p for p in perm]
+
+
+def _transpose(w, n):
+    x = n.args[0]
+    rank = len(_tensor_meta(x).shape)
+    if _packet(n.target) == "t":
+        perm = list(range(rank))[::-1]
+    elif _packet(n.target) == "permute":
+        perm = _permutation(rank, n.args[1])
+    else:
+        d0, d1 = _permutation(rank, n.args[1:3])
+        perm = list(range(rank))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+    w.node(n.name, n.name, "Transpose", [w.value_of(x)], [w.value_of(n)], {"perm": perm})
+
+
+def _reshape(w, n):
+    w.node(n.name, n.name, "Reshape", [w.value_of(n.args[0]), _shape_constant(w, n)],
+           [w.value_of(n)])
+
+
+def _expand(w, n):
+    w.node(n.name, n.name, "Expand", [w.value_of(n.args[0]), _shape_constant(w, n)],
+           [w.value_of(n)])
+
+
+def _identity(w, n):
+    w.node(n.name, n.name, "Identity", [w.value_of(n.args[0])], [w.value_of(n)])
+
+
+def _to_copy(w, n):
+    x = n.args[0]
+    source, result = _tensor_meta(x), _tensor_meta(n)
+    if source.device != result.device:
+        raise _Untranslatable("moves between devices")
+    if source.dtype == result.dtype:
+        return _identity(w, n)
+    if result.dtype not in _ONNX_TYPE_NUMBERS:
+        raise _Untranslatable(f"casts to {result.dtype}")
+    w.node(n.name, n.name, "Cast", [w.value_of(x)], [w.value_of(n)],
+           {"to": _ONNX_TYPE_NUMBERS[result.dtype]})
+
+
+def _pow(w, n):
+    x, e = n.args[:2]
+    w.node(n.name, n.name, "Pow", [w.value_of(x), _operand(w, n, e, 1, x)], [w.value_of(n)])
+
+
+def _reduce(op):
+    def translate(w, n):
+        x = n.args[0]
+        rank = len(_tensor_meta(x).shape)
+        dims = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", list(range(rank)))
+        keepdim = n.args[2] if len(n.args) > 2 else n.kwargs.get("keepdim", False)
+        if n.kwargs.get("dtype") is not None:
+            raise _Untranslatable("reduces into another dtype")
+        w.node(n.name, n.name, op, [w.value_of(x), _axes(w, n, dims, rank)], [w.value_of(n)],
+               {"keepdims": int(bool(keepdim))})
+    return translate
+
+
+def _softmax(w, n):
+    x, dim = n.args[:2]
+    if _packet(n.target) == "_softmax" and n.args[2]:
+        raise _Untranslatable("computes a half input in float (half_to_float)")
+    w.node(n.name, n.name, "Softmax", [w.value_of(x)], [w.value_of(n)], {"axis": dim})
+
+
+def _slice(w, n):
+    x = n.args[0]
+    shape = _static_shape(_tensor_meta(x))
+    dim = n.args[1] if len(n.args) > 1 else 0
+    start = n.args[2] if len(n.args) > 2 else None
+    end = n.args[3] if len(n.args) > 3 else None
+    step = n.args[4] if len(n.args) > 4 else 1
+    if shape is None or not all(isinstance(v, int) or v is None for v in (start, end, step)):
+        raise _Untranslatable("its bounds are symbolic")
+    size = shape[dim]
+    start = 0 if start is None else max(0, min(start + size if start < 0 else start, size))
+    end = size if end is None else max(0, min(end + size if end < 0 else end, size))
+    rank = len(shape)
+    inputs = [w.value_of(x), w.constant(f"{n.name}.starts", [start], "int64", [1]),
+              w.constant(f"{n.name}.ends", [end], "int64", [1]),
+              _axes(w, n, [dim], rank), w.constant(f"{n.name}.steps", [step], "int64", [1])]
+    w.node(n.name, n.name, "Slice", inputs, [w.value_of(n)])
+
+
+def _cat(w, n):
+    tensors = n.args[0]
+    dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
+    rank = len(_tensor_meta(n).shape)
+    w.node(n.name, n.name, "Concat", [w.value_of(t) for t in tensors], [w.value_of(n)],
+           {"axis": dim + rank if dim < 0 else dim})
+
+
+def _sdpa_arguments(n):
+    """(q, k, v, mask, causal, scale, gqa) of any scaled_dot_product_*attention overload."""
+    schema_args = n.target._schema.arguments
+    bound = {a.name: a.default_value for a in schema_args if a.has_default_value()}
+    for a, value in zip(schema_args, n.args):
+        bound[a.name] = value
+    bound.update(n.kwargs)
+    mask = bound.get("attn_mask", bound.get("attn_bias"))
+    if bound.get("dropout_p", 0.0) not in (0, 0.0):
+        raise _Untranslatable("dropout")
+    if bound.get("return_debug_mask") or bound.get("compute_log_sumexp"):
+        pass  # extra results stay unread (getitem 0 is the only one translated)
+    return (bound["query"], bound["key"], bound["value"], mask, bool(bound.get("is_causal")),
+            bound.get("scale"), bool(bound.get("enable_gqa")))
+
+
+def _sdpa(w, n):
+    """Q·Kᵀ, the scale, the mask, the softmax and P·V as ONNX nodes. Their values are named
+    attention<i> (the i-th attention of the graph), not after the aten overload, which differs
+    between devices: the same model gives the same programs, and the same cache entries."""
+    q, k, v, mask, causal, scale, gqa = _sdpa_arguments(n)
+    prefix = w.attention_prefix(n)
+    qv, kv = _tensor_meta(q), _tensor_meta(k)
+    if gqa and qv.shape[-3] != kv.shape[-3]:
+        raise _Untranslatable("enable_gqa with fewer KV heads (repeat_kv's expand maps)")
+    if isinstance(mask, torch.fx.Node) and _tensor_meta(mask).dtype == torch.bool:
+        raise _Untranslatable("a boolean mask")
+    rows, cols, depth = qv.shape[-2], kv.shape[-2], qv.shape[-1]
+    scale = 1.0 / math.sqrt(depth) if scale is None else float(scale)
+    elem = _ELEM_TYPES[qv.dtype]
+    batch = list(qv.shape[:-2])
+    lead = lambda last: [int(d) for d in batch] + last  # noqa: E731
+    kt = w.value(f"{prefix}.kt", elem, [int(d) for d in kv.shape[:-2]] + [depth, cols])
+    w.node(n.name, f"{prefix}.kt", "Transpose", [w.value_of(k)], [kt],
+           {"perm": list(range(len(kv.shape) - 2)) + [len(kv.shape) - 1, len(kv.shape) - 2]})
+    logits = w.value(f"{prefix}.qk", elem, lead([rows, cols]))
+    w.node(n.name, f"{prefix}.qk", "MatMul", [w.value_of(q), kt], [logits])
+    scaled = w.value(f"{prefix}.scaled", elem, lead([rows, cols]))
+    w.node(n.name, f"{prefix}.scaled", "Mul",
+           [logits, w.constant(f"{prefix}.scale", [scale], elem, [])], [scaled])
+    if causal:
+        if mask is not None:
+            raise _Untranslatable("both a mask and is_causal")
+        mask_value = w.value(f"{prefix}.causal_mask", elem, [rows, cols])
+        w.node(n.name, f"{prefix}.causal_mask", "CausalMask", [], [mask_value])
+        w.causal_masks[mask_value] = (n, rows, cols, qv.dtype)
+        mask = mask_value
+    if mask is not None:
+        masked = w.value(f"{prefix}.masked", elem, lead([rows, cols]))
+        mask_name = mask if isinstance(mask, str) else w.value_of(mask)
+        w.node(n.name, f"{prefix}.masked", "Add", [scaled, mask_name], [masked])
+        scaled = masked
+    probs = w.value(f"{prefix}.probs", elem, lead([rows, cols]))
+    w.node(n.name, f"{prefix}.probs", "Softmax", [scaled], [probs], {"axis": -1})
+    out = w.value(f"{prefix}.out", elem, lead([rows, int(_tensor_meta(v).shape[-1])]))
+    w.node(n.name, f"{prefix}.out", "MatMul", [probs, w.value_of(v)], [out])
+
+
+def _getitem(w, n):
+    source, index = n.args
+    if (isinstance(source, torch.fx.Node) and "scaled_dot_product" in str(source.target)
+            and index == 0 and source.name in w.attentions
+            and f"{w.attentions[source.name]}.out" in w.described):
+        w.node(n.name, n.name, "Identity", [f"{w.attentions[source.name]}.out"],
+               [w.value_of(n)])
+        return
+    raise _Untranslatable("reads an element of a tuple")
+
+
+_TRANSLATIONS = {
+    "mm": _matmul, "bmm": _matmul, "matmul": _matmul, "addmm": _addmm,
+    "t": _transpose, "transpose": _transpose, "permute": _transpose,
+    "view": _reshape, "_unsafe_view": _reshape, "reshape": _reshape, "unsqueeze": _reshape,
+    "squeeze": _reshape, "flatten": _reshape, "expand": _expand,
+    "clone": _identity, "alias": _identity, "contiguous": _identity, "detach": _identity,
+    "_to_copy": _to_copy,
+    "add": _binary("Add"), "sub": _binary("Sub"), "mul": _binary("Mul"), "div": _binary("Div"),
+    "rsub": _rsub, "neg": _unary("Neg"), "exp": _unary("Exp"), "sqrt": _unary("Sqrt"),
+    "sigmoid": _unary("Sigmoid"), "reciprocal": _unary("Reciprocal"), "rsqrt": _rsqrt,
+    "silu": _silu, "pow": _pow,
+    "mean": _reduce("ReduceMean"), "sum": _reduce("ReduceSum"), "amax": _reduce("ReduceMax"),
+    "_softmax": _softmax, "softmax": _softmax, "slice": _slice, "cat": _cat,
+    "_scaled_dot_product_flash_attention": _sdpa,
+    "_scaled_dot_product_efficient_attention": _sdpa,
+    "_scaled_dot_product_cudnn_attention": _sdpa,
+    "_scaled_dot_product_flash_attention_for_cpu": _sdpa,
+    "scaled_dot_product_attention": _sdpa,
+}
+
+
+def _target_name(node):
+    target = node.target
+    return str(target) if not callable(target) or isinstance(target, torch._ops.OpOverload) \
+        else getattr(target, "__name__", str(target))
+
+
+def to_graph_json(gm, name="fx"):
+    """(graph JSON dict, FxGraphInfo) for an aten-level GraphModule with fake-tensor metadata."""
+    w = _Writer(name)
+    outputs = []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            val = _tensor_meta(node)
+            if val is not None and _static_shape(val) is not None:
+                w.value_of(node)
+                w.graph["inputs"].append(node.name)
+            else:
+                why = "not a tensor" if val is None else "its shape is symbolic (a dynamic dim)"
+                w.untranslated[node.name] = f"an input that is {why}"
+                w.value_of(node)
+                w.node(node.name, node.name, "Input", [], [node.name])
+            continue
+        if node.op == "output":
+            for arg in torch.fx.node.map_arg(node.args[0], lambda a: a).__iter__() \
+                    if isinstance(node.args[0], (list, tuple)) else [node.args[0]]:
+                if isinstance(arg, torch.fx.Node) and arg.name in w.described:
+                    outputs.append(arg.name)
+            continue
+        if node.op != "call_function":
+            w.untranslated[node.name] = f"an FX {node.op} node"
+            _opaque(w, node)
+            continue
+        packet = _packet(node.target)
+        translate = _TRANSLATIONS.get(packet)
+        if node.target is operator.getitem:
+            translate = _getitem
+        if translate is None:
+            w.untranslated[node.name] = f"no mapping for {_target_name(node)}"
+            _opaque(w, node)
+            continue
+        nodes_before = len(w.graph["nodes"])
+        try:
+            translate(w, node)
+        except _Untranslatable as e:
+            del w.graph["nodes"][nodes_before:]
+            w.untranslated[node.name] = f"{_target_name(node)}: {e}"
+            _opaque(w, node)
+    w.graph["outputs"] = list(dict.fromkeys(outputs))
+    return w.graph, w
+
+
+def _opaque(w, node):
+    """A node left to PyTorch: it reads its tensor arguments and defines its value."""
+    inputs = []
+    for arg in node.all_input_nodes:
+        if arg.name in w.described:
+            inputs.append(arg.name)
+    w.value_of(node)
+    w.node(node.name, node.name, "aten." + _target_name(node).replace("aten.", ""), inputs,
+           [node.name])

@@ -1,0 +1,87 @@
+"""Our kernels as one PyTorch custom op, `mugraph::launch(key, inputs) -> outputs`.
+
+Each optimized subgraph registers its variant under a key; the op launches the variant's
+kernels on the current stream, on the inputs' memory, into outputs (and a workspace) taken
+from PyTorch's caching allocator. Nothing synchronizes or allocates outside PyTorch, so a
+module calling it captures into CUDA graphs. `register_fake` gives the outputs' shapes from the
+registry, so the op traces under FakeTensor (torch.compile, torch.export).
+"""
+import torch
+
+from . import _capi
+
+_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+_REGISTRY = {}
+
+
+class LoadedVariant:
+    """A variant loaded on the GPU, bound to the shapes of the FX values it replaces."""
+
+    def __init__(self, directory, output_shapes):
+        self.variant = _capi.Variant(directory)
+        tensors = self.variant.tensors
+        self.inputs = [t for t in tensors if t["role"] == "input"]
+        self.outputs = [t for t in tensors if t["role"] == "output"]
+        if len(output_shapes) != len(self.outputs):
+            raise _capi.MugraphError(f"{directory}: {len(self.outputs)} outputs, the subgraph "
+                                     f"has {len(output_shapes)}")
+        self.output_shapes = [list(s) for s in output_shapes]
+        for shape, t in zip(self.output_shapes, self.outputs):
+            if _numel(shape) * _DTYPES[t["dtype"]].itemsize != t["bytes"]:
+                raise _capi.MugraphError(f"{directory}: output {t['name']} holds {t['bytes']} "
+                                         f"bytes, the FX value {shape} does not")
+
+    def fake_outputs(self, device):
+        return [torch.empty(shape, dtype=_DTYPES[t["dtype"]], device=device)
+                for shape, t in zip(self.output_shapes, self.outputs)]
+
+    def run(self, inputs):
+        if len(inputs) != len(self.inputs):
+            raise _capi.MugraphError(f"{len(inputs)} inputs for {len(self.inputs)}")
+        device = inputs[0].device
+        dense = []
+        for tensor, t in zip(inputs, self.inputs):
+            if tensor.dtype != _DTYPES[t["dtype"]] or tensor.device != device:
+                raise _capi.MugraphError(f"input {t['name']}: {tensor.dtype} on {tensor.device}, "
+                                         f"the variant reads {t['dtype']}")
+            tensor = tensor.contiguous()
+            if tensor.numel() * tensor.element_size() != t["bytes"]:
+                raise _capi.MugraphError(f"input {t['name']}: {tuple(tensor.shape)} is not the "
+                                         f"{t['bytes']} bytes the variant reads")
+            dense.append(tensor)
+        outputs = []
+        for shape, t in zip(self.output_shapes, self.outputs):
+            if t["layout"] == "transposed":
+                storage = shape[:-2] + [shape[-1], shape[-2]]
+                outputs.append(torch.empty(storage, dtype=_DTYPES[t["dtype"]],
+                                           device=device).transpose(-1, -2))
+            else:
+                outputs.append(torch.empty(shape, dtype=_DTYPES[t["dtype"]], device=device))
+        workspace = None
+        if self.variant.workspace_bytes:
+            workspace = torch.empty(self.variant.workspace_bytes, dtype=torch.uint8, device=device)
+        addresses = [x.data_ptr() for x in dense] + [x.data_ptr() for x in outputs]
+        self.variant.launch(addresses, workspace.data_ptr() if workspace is not None else 0,
+                            torch.cuda.current_stream(device).cuda_stream)
+        return outputs
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def register(key, loaded):
+    _REGISTRY[key] = loaded
+
+
+@torch.library.custom_op("mugraph::launch", mutates_args=())
+def launch(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    return _REGISTRY[key].run(inputs)
+
+
+@launch.register_fake
+def _launch_fake(key, inputs):
+    return _REGISTRY[key].fake_outputs(inputs[0].device)

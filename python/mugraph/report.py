@@ -1,0 +1,72 @@
+"""What a compile did, per graph: each subgraph (used, with its measured speedup, or fallen
+back, with why) and every aten node left to PyTorch with its reason."""
+import sys
+
+
+def search_line(result, cached):
+    source = "cached" if cached else f"searched in {result.get('seconds') or 0:.0f} s"
+    variants = result.get("variants", [])
+    if not variants:
+        return f"no variant ({result.get('no_variants', '?')}), {source}"
+    best = variants[0]
+    timing = f", {best['measured_us']:.1f} us" if best.get("measured_us") else ""
+    return f"{len(variants)} variants, best {best['name']} ({best['level']}{timing}), {source}"
+
+
+class GraphReport:
+    def __init__(self, gm, writer, partition):
+        self.writer = writer
+        self.partition = partition
+        self.entries = {}  # subgraph name -> (cache entry, search result)
+        self.subgraphs = {}  # subgraph name -> report row
+        fx_names = [n.name for n in gm.graph.nodes if n.op == "call_function"]
+        in_subgraph = {writer.origin.get(name) for s in partition["subgraphs"]
+                       for name in s["nodes"]}
+        reasons = {}
+        for left in partition["unsupported"]:
+            fx = writer.origin.get(left["node"], left["node"])
+            reasons.setdefault(fx, writer.untranslated.get(fx, left["reason"]))
+        self.left_to_pytorch = [(name, reasons.get(name, "read only by nodes left to PyTorch"))
+                                for name in fx_names if name not in in_subgraph]
+
+    def searched(self, s, entry, result, cached):
+        self.entries[s["name"]] = (entry, result)
+        self.subgraphs[s["name"]] = {"name": s["name"], "nodes": len(s["nodes"]),
+                                     "program_hash": s["program_hash"], "cached": cached,
+                                     "verified": len(result.get("variants", [])),
+                                     "status": "searched"}
+
+    def used(self, s, variant, error):
+        self.subgraphs[s["name"]].update(status="used", variant=variant["name"],
+                                         max_relative_error=error)
+
+    def fallback(self, s, why):
+        self.subgraphs[s["name"]].update(status="pytorch", reason=why)
+
+    def timed(self, name, pytorch_us, ours_us):
+        self.subgraphs[name].update(pytorch_us=pytorch_us, ours_us=ours_us,
+                                    speedup=pytorch_us / ours_us if ours_us else None)
+
+    def as_dict(self):
+        return {"subgraphs": list(self.subgraphs.values()),
+                "left_to_pytorch": [{"node": n, "reason": r} for n, r in self.left_to_pytorch]}
+
+
+def print_report(graph_report, verbose=True, stream=sys.stderr):
+    if not verbose:
+        return
+    rows = list(graph_report.subgraphs.values())
+    used = [r for r in rows if r["status"] == "used"]
+    print(f"mugraph: {len(used)} of {len(rows)} subgraphs run our kernels", file=stream)
+    for r in rows:
+        if r["status"] == "used":
+            timing = ""
+            if r.get("speedup"):
+                timing = (f", {r['pytorch_us']:.1f} us in PyTorch -> {r['ours_us']:.1f} us "
+                          f"({r['speedup']:.2f}x)")
+            print(f"  {r['name']}: {r['variant']}{timing}", file=stream)
+        else:
+            print(f"  {r['name']}: stays in PyTorch: {r.get('reason', '?')}", file=stream)
+    print(f"mugraph: {len(graph_report.left_to_pytorch)} aten nodes left to PyTorch", file=stream)
+    for name, reason in graph_report.left_to_pytorch:
+        print(f"  {name}: {reason}", file=stream)

@@ -1,0 +1,209 @@
+"""Checks each subgraph's variants against PyTorch on real values and puts the ones that match
+into the graph as `mugraph::launch` calls.
+
+The first call's inputs are real (weights and activations at the spreads the model produces);
+every FX value is recorded while the graph runs eagerly, and a variant is used only when each
+of its outputs matches the recorded one: finite where PyTorch's is, and within the dtype's
+tolerance relative to the output's largest magnitude (TOLERANCE). Otherwise the next-ranked
+variant is tried, and a subgraph none matches stays in PyTorch with the reason.
+"""
+import operator
+
+import torch
+
+from . import kernels, optimize
+
+# Largest |ours - PyTorch| over the output's largest |PyTorch| a variant may reach: a few units
+# of the dtype's rounding after reassociated sums of hundreds of terms.
+TOLERANCE = {torch.float16: 2e-2, torch.bfloat16: 6e-2, torch.float32: 2e-3}
+
+
+class _Recorder(torch.fx.Interpreter):
+    def __init__(self, gm):
+        super().__init__(gm)
+        self.values = {}
+
+    def run_node(self, n):
+        result = super().run_node(n)
+        self.values[n.name] = result
+        return result
+
+
+def max_relative_error(ours, theirs):
+    """max|ours - theirs| / max|theirs|, inf where ours is not finite where theirs is."""
+    ours, theirs = ours.float(), theirs.float()
+    if not torch.equal(torch.isfinite(ours), torch.isfinite(theirs)):
+        return float("inf")
+    finite = torch.isfinite(theirs)
+    scale = theirs[finite].abs().max().item() if finite.any() else 0.0
+    diff = (ours[finite] - theirs[finite]).abs().max().item() if finite.any() else 0.0
+    return diff / max(scale, 1e-30)
+
+
+def _causal_mask(rows, cols, dtype, device):
+    full = torch.full((rows, cols), float("-inf"), dtype=dtype, device=device)
+    return torch.triu(full, 1)
+
+
+class _Binding:
+    """Where a subgraph's inputs come from and where its outputs go, in FX terms."""
+
+    def __init__(self, subgraph, writer, fx_nodes):
+        self.inputs = []  # FX node name, or ("causal", rows, cols, dtype)
+        for i in subgraph["inputs"]:
+            buffer = i.get("reads_buffer_of", i["onnx_value"])
+            if buffer in writer.causal_masks:
+                _, rows, cols, dtype = writer.causal_masks[buffer]
+                self.inputs.append(("causal", rows, cols, dtype))
+            elif buffer in fx_nodes:
+                self.inputs.append(buffer)
+            else:
+                raise ValueError(f"reads '{buffer}', a value inside one translated aten node")
+        self.outputs = []
+        for o in subgraph["outputs"]:
+            if o["onnx_value"] not in fx_nodes:
+                raise ValueError(f"writes '{o['onnx_value']}', a value inside one aten node")
+            self.outputs.append(o["onnx_value"])
+
+    def input_values(self, values, device):
+        return [values[i] if isinstance(i, str) else _causal_mask(i[1], i[2], i[3], device)
+                for i in self.inputs]
+
+
+def _choose_variant(s, binding, values, graph_report):
+    entry, result = graph_report.entries[s["name"]]
+    expected = [values[o] for o in binding.outputs]
+    if not all(isinstance(e, torch.Tensor) and e.is_cuda for e in expected):
+        return None, "its values are not CUDA tensors"
+    inputs = binding.input_values(values, expected[0].device)
+    reasons = []
+    for v in result.get("variants", []):
+        key = f"{s['program_hash']}:{v['name']}"
+        try:
+            loaded = kernels.LoadedVariant(optimize.variant_directory(entry, v["name"]),
+                                           [list(e.shape) for e in expected])
+            ours = loaded.run(inputs)
+            torch.cuda.synchronize()
+        except Exception as e:  # a variant that cannot run here is skipped, with the reason
+            reasons.append(f"{v['name']}: {e}")
+            continue
+        errors = [max_relative_error(a, b) for a, b in zip(ours, expected)]
+        worst = max(errors)
+        if worst <= TOLERANCE.get(expected[0].dtype, 2e-2):
+            kernels.register(key, loaded)
+            return (key, v, worst), None
+        reasons.append(f"{v['name']}: max relative error {worst:.3g}")
+    if not result.get("variants"):
+        return None, f"no verified variant ({result.get('no_variants', 'none found')})"
+    return None, "no variant matches PyTorch: " + "; ".join(reasons)
+
+
+def _substitute(gm, s, binding, key, graph_report, replaced):
+    """Replaces the subgraph by a launch; `replaced` maps the FX names of values earlier
+    substitutions replaced to the nodes that now give them."""
+    graph = gm.graph
+    nodes = {n.name: n for n in graph.nodes}
+    nodes.update(replaced)
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    covered = [nodes[graph_report.writer.origin[name]] for name in s["nodes"]
+               if graph_report.writer.origin.get(name) in nodes]
+    last = max(covered, key=lambda n: order[n])
+    with graph.inserting_after(last):
+        args = []
+        for i in binding.inputs:
+            if isinstance(i, str):
+                args.append(nodes[i])
+            else:
+                full = graph.call_function(torch.ops.aten.full.default,
+                                           ([i[1], i[2]], float("-inf")),
+                                           {"dtype": i[3], "device": _device_of(nodes, binding)})
+                args.append(graph.call_function(torch.ops.aten.triu.default, (full, 1)))
+        call = graph.call_function(torch.ops.mugraph.launch.default, (key, args))
+        outputs = []
+        with graph.inserting_after(call):
+            for j in range(len(binding.outputs)):
+                outputs.append(graph.call_function(operator.getitem, (call, j)))
+    for name, new in zip(binding.outputs, outputs):
+        old = nodes[name]
+        new.meta["val"] = old.meta.get("val")
+        old.replace_all_uses_with(new)
+        replaced[name] = new
+    _topological_order(graph)
+
+
+def _device_of(nodes, binding):
+    for i in binding.inputs:
+        if isinstance(i, str) and isinstance(nodes[i].meta.get("val"), torch.Tensor):
+            return nodes[i].meta["val"].device
+    return torch.device("cuda")
+
+
+def _topological_order(graph):
+    """Reorders the nodes stably so every node follows what it reads (a substitution placed
+    at a subgraph's last node may have users that came earlier)."""
+    import heapq
+
+    nodes = list(graph.nodes)
+    order = {n: i for i, n in enumerate(nodes)}
+    waiting = {n: len(set(n.all_input_nodes)) for n in nodes}
+    ready = [order[n] for n in nodes if waiting[n] == 0]
+    heapq.heapify(ready)
+    result = []
+    while ready:
+        n = nodes[heapq.heappop(ready)]
+        result.append(n)
+        for user in n.users:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, order[user])
+    if len(result) != len(nodes):
+        raise ValueError("the substitution would make a cycle")
+    previous = None
+    for n in result:
+        if previous is not None and n.prev is not previous:
+            previous.append(n)
+        previous = n
+
+
+def check_and_substitute(gm, args, graph_report, config):
+    """(the GraphModule with matching subgraphs replaced, this call's outputs)."""
+    recorder = _Recorder(gm)
+    outputs = recorder.run(*args)
+    values = recorder.values
+    fx_nodes = {n.name for n in gm.graph.nodes}
+    chosen = []
+    for s in graph_report.partition["subgraphs"]:
+        try:
+            binding = _Binding(s, graph_report.writer, fx_nodes)
+        except ValueError as e:
+            graph_report.fallback(s, str(e))
+            continue
+        pick, why = _choose_variant(s, binding, values, graph_report)
+        if pick is None:
+            graph_report.fallback(s, why)
+            continue
+        chosen.append((s, binding, pick))
+    optimized = torch.fx.GraphModule(gm, _copy_graph(gm))
+    replaced = {}
+    for s, binding, (key, variant, error) in chosen:
+        try:
+            _substitute(optimized, s, binding, key, graph_report, replaced)
+        except ValueError as e:
+            graph_report.fallback(s, str(e))
+            continue
+        graph_report.used(s, variant, error)
+    optimized.graph.eliminate_dead_code()
+    optimized.recompile()
+    if config.time_subgraphs:
+        from . import timing
+
+        timing.time_subgraphs(gm, values, chosen, graph_report)
+    return optimized, outputs
+
+
+def _copy_graph(gm):
+    graph = torch.fx.Graph()
+    mapping = {}
+    output = graph.graph_copy(gm.graph, mapping)
+    graph.output(output)
+    return graph

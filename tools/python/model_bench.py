@@ -1,0 +1,167 @@
+"""Whole models through the mugraph torch.compile backend against eager PyTorch and
+torch.compile(max-autotune), on the same GPU in one run.
+
+    python3 tools/python/model_bench.py --out docs/measurements/model_bench_h100.json \
+        [--models llama,qwen3,mistral] [--hidden 2048] [--prefill 512,2048] [--decode 4096]
+
+`transformers` architectures with random weights (their own initialisation), f16, batch 1,
+2 layers. Cases: prefill of N tokens (the logits), and one decode step over a StaticCache of
+the --decode length filled by an eager prefill. Every candidate is captured into a CUDA graph
+and replayed under triton.testing.do_bench (median, L2 cleared between runs; gpu_bench.py's
+timer); logits are compared with eager's. The mugraph rows carry the backend's report: each
+subgraph with PyTorch's and our time, and every aten node left to PyTorch with its reason.
+JSON: {"device", "torch", "transformers", "copy_bandwidth_bytes_per_s", "results": [...]}.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+import gpu_bench  # noqa: E402
+import model_graphs  # noqa: E402
+
+
+def relative_error(a, b):
+    a, b = a.float(), b.float()
+    return ((a - b).abs().max() / b.abs().max()).item()
+
+
+def prefill_case(model, tokens, vocab):
+    ids = torch.randint(0, vocab, (1, tokens), device="cuda")
+    return (lambda m: m(input_ids=ids, use_cache=False).logits), None
+
+
+def decode_case(model, context, vocab):
+    from transformers import StaticCache
+
+    try:  # transformers 5
+        cache = StaticCache(config=model.config, max_cache_len=context)
+    except TypeError:  # transformers 4
+        cache = StaticCache(config=model.config, max_batch_size=1, max_cache_len=context,
+                            device="cuda", dtype=model.dtype)
+    prompt = torch.randint(0, vocab, (1, context - 1), device="cuda")
+    with torch.no_grad():
+        model(input_ids=prompt, past_key_values=cache, use_cache=True,
+              cache_position=torch.arange(context - 1, device="cuda"))
+    token = torch.randint(0, vocab, (1, 1), device="cuda")
+    position = torch.tensor([context - 1], device="cuda")
+    if hasattr(cache, "layers"):
+        tensors = [t for layer in cache.layers for t in (layer.keys, layer.values)]
+    else:
+        tensors = list(cache.key_cache) + list(cache.value_cache)
+    snapshot = [t.clone() for t in tensors]
+
+    def restore():
+        for t, saved in zip(tensors, snapshot):
+            t.copy_(saved)
+
+    def step(m):
+        return m(input_ids=token, past_key_values=cache, use_cache=True,
+                 cache_position=position).logits
+
+    return step, restore
+
+
+def run_case(name, model, label, make, args, reports):
+    step, restore = make(model, args.value, args.vocab)
+    rows = []
+    with torch.no_grad():
+        if restore:
+            restore()
+        expected = step(model).clone()
+        candidates = [("eager", model)]
+        if not args.no_compile:
+            candidates.append(("torch.compile max-autotune",
+                               torch.compile(model, mode=gpu_bench.COMPILE_MODE, dynamic=False)))
+        candidates.append(("mugraph", "mugraph"))
+        for impl, m in candidates:
+            try:
+                start = time.monotonic()
+                if m == "mugraph":
+                    import mugraph.backend
+
+                    torch._dynamo.reset()
+                    first_report = len(mugraph.backend.REPORTS)
+                    m = torch.compile(model, backend=lambda gm, ex: mugraph.backend.mugraph_backend(
+                        gm, ex, time_limit=args.time_limit), dynamic=False)
+                if restore:
+                    restore()
+                out = step(m)  # compiles (and, for mugraph, checks and substitutes)
+                compile_s = time.monotonic() - start
+                if restore:
+                    restore()
+                out = step(m).clone()
+                row = {"impl": impl, "rel_error": relative_error(out, expected),
+                       "compile_s": compile_s}
+                row["us"] = gpu_bench.median_us(lambda: step(m))
+                if impl == "mugraph":
+                    row["report"] = [r.as_dict() for r in mugraph.backend.REPORTS[first_report:]]
+                rows.append(row)
+            except Exception as e:  # every candidate is reported, then the next runs
+                traceback.print_exc()
+                rows.append({"impl": impl, "us": None, "error": gpu_bench.short_error(e)})
+    eager = next((r["us"] for r in rows if r["impl"] == "eager" and r.get("us")), None)
+    best_compile = next((r["us"] for r in rows if r["impl"].startswith("torch.compile")
+                         and r.get("us")), None)
+    for r in rows:
+        if r.get("us"):
+            r["speedup_vs_eager"] = eager / r["us"] if eager else None
+            r["speedup_vs_compile"] = best_compile / r["us"] if best_compile else None
+    return {"model": name, "case": label, "rows": rows}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--models", default="llama,qwen3,mistral")
+    parser.add_argument("--hidden", type=int, default=2048)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--prefill", default="512,2048")
+    parser.add_argument("--decode", default="4096")
+    parser.add_argument("--time-limit", type=int, default=60, help="search seconds per subgraph")
+    parser.add_argument("--no-compile", action="store_true")
+    args = parser.parse_args()
+    import transformers
+
+    results = []
+    bandwidth = gpu_bench.copy_bandwidth()
+    for name in args.models.split(","):
+        model = model_graphs.causal_lm(name, device="cuda", hidden=args.hidden,
+                                       layers=args.layers, vocab=args.vocab)
+        cases = [(f"prefill {t}", prefill_case, int(t)) for t in args.prefill.split(",") if t]
+        cases += [(f"decode {c}", decode_case, int(c)) for c in args.decode.split(",") if c]
+        for label, make, value in cases:
+            args.value = value
+            result = run_case(name, model, label, make, args, None)
+            results.append(result)
+            for r in result["rows"]:
+                us = f"{r['us']:9.1f} us" if r.get("us") else f"  error: {r.get('error')}"
+                extra = (f"  x{r['speedup_vs_compile']:.2f} vs compile" if r.get("speedup_vs_compile")
+                         else "")
+                print(f"{name:8} {label:12} {r['impl']:28} {us}{extra}"
+                      f"  err {r.get('rel_error', float('nan')):.2e}", flush=True)
+            write(args.out, results, bandwidth, transformers.__version__)
+        del model
+        torch.cuda.empty_cache()
+
+
+def write(path, results, bandwidth, transformers_version):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    data = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "transformers": transformers_version, "copy_bandwidth_bytes_per_s": bandwidth,
+            "results": results}
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1)
+    os.rename(path + ".tmp", path)
+
+
+if __name__ == "__main__":
+    main()
