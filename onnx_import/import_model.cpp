@@ -30,32 +30,87 @@ Graph edges(const Model& model) {
   return g;
 }
 
-// Connected sets of mapped nodes, joined where one reads the other's result directly.
-std::vector<std::vector<int>> components(const Model& model,
-                                         const std::vector<NodeSupport>& support) {
-  std::vector<int> parent(model.nodes.size());
-  std::iota(parent.begin(), parent.end(), 0);
+// Connected sets among `nodes` (mapped nodes), joined where one reads the other's result
+// directly; each sorted, the sets in the order of their first node.
+std::vector<std::vector<int>> connectedSets(const Model& model, const std::vector<int>& nodes) {
+  const std::set<int> among(nodes.begin(), nodes.end());
+  std::map<int, int> parent;
+  for (int n : nodes) parent[n] = n;
   auto find = [&](int x) {
     while (parent[x] != x) x = parent[x] = parent[parent[x]];
     return x;
   };
-  for (size_t n = 0; n < model.nodes.size(); ++n) {
-    if (!mapped(support[n])) continue;
+  for (int n : nodes) {
     for (const std::string& in : model.nodes[n].inputs) {
       const int p = model.producerOf(in);
-      if (p >= 0 && mapped(support[p])) {
-        parent[find(static_cast<int>(n))] = find(p);
-      }
+      if (p >= 0 && among.count(p)) parent[find(n)] = find(p);
     }
   }
   std::map<int, std::vector<int>> byRoot;
-  for (size_t n = 0; n < model.nodes.size(); ++n) {
-    if (mapped(support[n])) byRoot[find(static_cast<int>(n))].push_back(static_cast<int>(n));
-  }
+  for (int n : nodes) byRoot[find(n)].push_back(n);
   std::vector<std::vector<int>> sets;
-  for (auto& [root, nodes] : byRoot) sets.push_back(nodes);
+  for (auto& [root, members] : byRoot) {
+    std::sort(members.begin(), members.end());
+    sets.push_back(members);
+  }
   std::sort(sets.begin(), sets.end());
   return sets;
+}
+
+// The nodes reading any result of `from` (forward edges), and theirs, transitively.
+std::set<int> descendants(const Model& model, const Graph& g, const std::set<int>& from) {
+  std::set<int> seen;
+  std::vector<int> frontier(from.begin(), from.end());
+  while (!frontier.empty()) {
+    const int n = frontier.back();
+    frontier.pop_back();
+    for (const std::string& out : model.nodes[n].outputs) {
+      const auto c = g.consumers.find(out);
+      if (c == g.consumers.end()) continue;
+      for (int reader : c->second) {
+        if (seen.insert(reader).second) frontier.push_back(reader);
+      }
+    }
+  }
+  return seen;
+}
+
+// A connected set split until no path leaves a part and comes back into it: a subgraph runs as
+// one launch, so everything it reads must be ready before it starts. The nodes downstream of
+// a node outside the set that reads the set's results move to later parts (split again the
+// same way); the rest is one convex part per connected piece.
+std::vector<std::vector<int>> convexParts(const Model& model, const Graph& g,
+                                          const std::vector<int>& set) {
+  const std::set<int> inside(set.begin(), set.end());
+  std::set<int> leaving;  // outside nodes reading a result of the set
+  for (int n : descendants(model, g, inside)) {
+    if (!inside.count(n)) leaving.insert(n);
+  }
+  const std::set<int> downstream = descendants(model, g, leaving);
+  std::vector<int> early, late;
+  for (int n : set) (downstream.count(n) ? late : early).push_back(n);
+  if (late.empty()) return {set};
+  std::vector<std::vector<int>> parts = connectedSets(model, early);
+  for (const std::vector<int>& piece : connectedSets(model, late)) {
+    for (std::vector<int>& part : convexParts(model, g, piece)) parts.push_back(std::move(part));
+  }
+  std::sort(parts.begin(), parts.end());
+  return parts;
+}
+
+// Convex connected sets of mapped nodes (convexParts of each connected set).
+std::vector<std::vector<int>> components(const Model& model, const Graph& g,
+                                         const std::vector<NodeSupport>& support) {
+  std::vector<int> nodes;
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    if (mapped(support[n])) nodes.push_back(static_cast<int>(n));
+  }
+  std::vector<std::vector<int>> parts;
+  for (const std::vector<int>& set : connectedSets(model, nodes)) {
+    for (std::vector<int>& part : convexParts(model, g, set)) parts.push_back(std::move(part));
+  }
+  std::sort(parts.begin(), parts.end());
+  return parts;
 }
 
 // Values a set computes that something outside it reads, or that the graph returns.
@@ -154,7 +209,7 @@ ImportedModel partitionModel(const Model& loaded) {
     again = false;
     result.subgraphs.clear();
     std::set<std::string> names;
-    for (const std::vector<int>& nodes : components(model, support)) {
+    for (const std::vector<int>& nodes : components(model, g, support)) {
       const bool computes = std::any_of(
           nodes.begin(), nodes.end(), [&](int n) { return support[n].role == NodeRole::Compute; });
       if (!computes) {

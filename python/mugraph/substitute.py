@@ -107,6 +107,7 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
     order = {n: i for i, n in enumerate(graph.nodes)}
     covered = [nodes[graph_report.writer.origin[name]] for name in s["nodes"]
                if graph_report.writer.origin.get(name) in nodes]
+    _check_convex(covered)
     last = max(covered, key=lambda n: order[n])
     with graph.inserting_after(last):
         args = []
@@ -129,6 +130,23 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
         old.replace_all_uses_with(new)
         replaced[name] = new
     _topological_order(graph)
+
+
+def _check_convex(covered):
+    """A subgraph leaving to PyTorch and coming back (a path out of it and into it again)
+    cannot run as one launch: ValueError, before the graph is touched."""
+    members = set(covered)
+    frontier = [u for n in covered for u in n.users if u not in members]
+    seen = set(frontier)
+    while frontier:
+        n = frontier.pop()
+        for u in n.users:
+            if u in members:
+                raise ValueError(f"{n.name}, left to PyTorch, reads a result of the subgraph "
+                                 f"and feeds {u.name} in it")
+            if u not in seen:
+                seen.add(u)
+                frontier.append(u)
 
 
 def _device_of(nodes, binding):
