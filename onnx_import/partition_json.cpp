@@ -4,8 +4,34 @@
 #include "graph/program_text.h"
 
 namespace mugraph::onnx_import {
+namespace {
+
+// The program with its tensors renamed by role and position (x0.. inputs, y0.. outputs, t0..
+// the rest) and the graph named "subgraph": two subgraphs computing the same function on the
+// same shapes (a model's layers) get the same text, so they share one search and one cache
+// entry. Launches bind tensors by position, which the renaming keeps.
+graph::Program canonicalNames(const graph::Program& program) {
+  graph::Program canonical = program;
+  canonical.name = "subgraph";
+  std::vector<std::string> names(canonical.tensors.size());
+  for (size_t i = 0; i < canonical.inputs.size(); ++i) {
+    names[canonical.inputs[i]] = "x" + std::to_string(i);
+  }
+  for (size_t i = 0; i < canonical.outputs.size(); ++i) {
+    names[canonical.outputs[i]] = "y" + std::to_string(i);
+  }
+  int next = 0;
+  for (size_t t = 0; t < names.size(); ++t) {
+    if (names[t].empty()) names[t] = "t" + std::to_string(next++);
+    canonical.tensors[t].name = names[t];
+  }
+  return canonical;
+}
+
+}  // namespace
 
 nlohmann::json subgraphJson(const Subgraph& s) {
+  const graph::Program canonical = canonicalNames(s.program);
   nlohmann::json inputs = nlohmann::json::array(), outputs = nlohmann::json::array();
   for (const BoundInput& in : s.inputs) {
     nlohmann::json entry = {{"name", in.irName}, {"onnx_value", in.value}};
@@ -21,6 +47,8 @@ nlohmann::json subgraphJson(const Subgraph& s) {
                           {"ops", s.ops},
                           {"program_text", graph::programToText(s.program)},
                           {"program_hash", graph::hashHex(graph::programHash(s.program))},
+                          {"canonical_program_text", graph::programToText(canonical)},
+                          {"canonical_hash", graph::hashHex(graph::programHash(canonical))},
                           {"inputs", inputs},
                           {"outputs", outputs}};
   if (!s.headFold.empty()) entry["repeated_kv_heads"] = s.headFold;

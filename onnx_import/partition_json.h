@@ -9,8 +9,9 @@
 
 namespace mugraph::onnx_import {
 
-// name, nodes, ops, program_text, program_hash, inputs (name, onnx_value, reads_buffer_of,
-// layout), outputs (name, onnx_value), repeated_kv_heads where folded.
+// name, nodes, ops, program_text, program_hash, canonical_program_text and canonical_hash (the
+// program with tensors named by role and position: equal for equal functions), inputs (name,
+// onnx_value, reads_buffer_of, layout), outputs (name, onnx_value), repeated_kv_heads where folded.
 nlohmann::json subgraphJson(const Subgraph& subgraph);
 
 // [{node, op, reason}] for every node left to the framework.

@@ -7,7 +7,8 @@ Dynamo hands over a graph; AOTAutograd lowers it to aten ops; then, per graph:
   2. each subgraph's program is superoptimized, or read from the cache (cache.py);
   3. on the first call, the graph runs eagerly with every value recorded; each subgraph's
      variants are launched on those values and the first whose outputs match PyTorch's is
-     used (substitute.py); the rest fall back, with the reason in the report;
+     used (substitute.py) where it runs faster than PyTorch's own nodes (timing.py); the rest
+     fall back, with the reason in the report;
   4. the GraphModule with those subgraphs replaced by `mugraph::launch` runs from then on.
 An op we do not map stays in PyTorch; any failure falls back to the eager graph with a warning.
 """
@@ -26,12 +27,13 @@ REPORTS = []
 
 class Config:
     def __init__(self, time_limit=60, max_variants=4, profile=None, verbose=True,
-                 time_subgraphs=True, target="sm_90"):
+                 time_subgraphs=True, only_faster=True, target="sm_90"):
         self.search = optimize.Options(time_limit=time_limit, max_variants=max_variants,
                                        profile=torch.cuda.is_available() if profile is None
                                        else profile)
         self.verbose = verbose
-        self.time_subgraphs = time_subgraphs
+        self.time_subgraphs = time_subgraphs or only_faster
+        self.only_faster = only_faster  # a subgraph PyTorch runs faster stays in PyTorch
         self.target = target
 
 
@@ -80,9 +82,9 @@ def compile_graph(gm, example_inputs, config):
         subgraphs = partition["subgraphs"]
         for i, s in enumerate(subgraphs):
             label = f"[{i + 1}/{len(subgraphs)}] {s['name']}"
-            _log(config, f"{label}: {len(s['nodes'])} nodes, program {s['program_hash']}")
-            entry, result, cached = optimize.variants_for(s["program_text"], s["program_hash"],
-                                                          target, config.search)
+            _log(config, f"{label}: {len(s['nodes'])} nodes, program {s['canonical_hash']}")
+            entry, result, cached = optimize.variants_for(
+                s["canonical_program_text"], s["canonical_hash"], target, config.search)
             graph_report.searched(s, entry, result, cached)
             _log(config, f"{label}: " + report.search_line(result, cached))
         return CompiledGraph(gm, config, graph_report)

@@ -67,6 +67,11 @@ def print_report(graph_report, verbose=True, stream=sys.stderr):
             print(f"  {r['name']}: {r['variant']}{timing}", file=stream)
         else:
             print(f"  {r['name']}: stays in PyTorch: {r.get('reason', '?')}", file=stream)
+    if any(r["status"] == "used" and r.get("speedup") for r in rows):
+        theirs = sum(r["pytorch_us"] for r in used if r.get("speedup"))
+        ours = sum(r["ours_us"] for r in used if r.get("speedup"))
+        print(f"mugraph: substituted subgraphs {theirs:.1f} us in PyTorch -> {ours:.1f} us",
+              file=stream)
     print(f"mugraph: {len(graph_report.left_to_pytorch)} aten nodes left to PyTorch", file=stream)
     for name, reason in graph_report.left_to_pytorch:
         print(f"  {name}: {reason}", file=stream)

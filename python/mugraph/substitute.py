@@ -78,7 +78,7 @@ def _choose_variant(s, binding, values, graph_report):
     inputs = binding.input_values(values, expected[0].device)
     reasons = []
     for v in result.get("variants", []):
-        key = f"{s['program_hash']}:{v['name']}"
+        key = f"{s['name']}:{v['name']}"
         try:
             loaded = kernels.LoadedVariant(optimize.variant_directory(entry, v["name"]),
                                            [list(e.shape) for e in expected])
@@ -201,6 +201,12 @@ def check_and_substitute(gm, args, graph_report, config):
             graph_report.fallback(s, why)
             continue
         chosen.append((s, binding, pick))
+    if config.time_subgraphs:
+        from . import timing
+
+        timing.time_subgraphs(gm, values, chosen, graph_report)
+        if config.only_faster:
+            chosen = [c for c in chosen if _faster(c[0], graph_report)]
     optimized = torch.fx.GraphModule(gm, _copy_graph(gm))
     replaced = {}
     for s, binding, (key, variant, error) in chosen:
@@ -212,11 +218,16 @@ def check_and_substitute(gm, args, graph_report, config):
         graph_report.used(s, variant, error)
     optimized.graph.eliminate_dead_code()
     optimized.recompile()
-    if config.time_subgraphs:
-        from . import timing
-
-        timing.time_subgraphs(gm, values, chosen, graph_report)
     return optimized, outputs
+
+
+def _faster(s, graph_report):
+    row = graph_report.subgraphs[s["name"]]
+    if row.get("ours_us") and row.get("pytorch_us") and row["ours_us"] > row["pytorch_us"]:
+        graph_report.fallback(s, f"PyTorch runs it faster ({row['pytorch_us']:.1f} us, ours "
+                                 f"{row['ours_us']:.1f} us)")
+        return False
+    return True
 
 
 def _copy_graph(gm):

@@ -48,8 +48,6 @@ def _pytorch_subgraph(gm, s, binding, writer):
 
 def time_subgraphs(gm, values, chosen, graph_report):
     for s, binding, (key, variant, error) in chosen:
-        if graph_report.subgraphs[s["name"]]["status"] != "used":
-            continue
         try:
             module, names = _pytorch_subgraph(gm, s, binding, graph_report.writer)
             theirs = [values[name] for name in names]
