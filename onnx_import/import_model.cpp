@@ -139,12 +139,16 @@ std::optional<Subgraph> tryFolded(const FoldedHeads& folded, const std::vector<i
 }  // namespace
 
 ImportedModel importModel(const std::string& path, const DimPins& pins) {
-  Model model = loadModel(path, pins);
+  return partitionModel(loadModel(path, pins));
+}
+
+ImportedModel partitionModel(const Model& loaded) {
+  Model model = loaded;
   inferShapes(model);
   std::vector<NodeSupport> support = classifyNodes(model);
   const Graph g = edges(model);
   ImportedModel result;
-  result.path = path;
+  result.path = model.path;
   result.opset = model.opset;
   for (bool again = true; again;) {
     again = false;

@@ -39,7 +39,13 @@ struct ImportedModel {
   std::vector<LeftOut> unsupported;  // in node order
 };
 
-// Throws UserError for a file that cannot be read as a model (onnx_model.h).
+// Throws UserError for a file that cannot be read as a model (onnx_model.h). loadModel, then
+// partitionModel.
 ImportedModel importModel(const std::string& path, const DimPins& pins);
+
+// The partition of a model already read into records (by loadModel, or by another front end
+// writing the same ONNX op vocabulary): shapes inferred where missing, nodes classified and
+// mapped, the graph partitioned. ImportedModel::path is Model::path.
+ImportedModel partitionModel(const Model& model);
 
 }  // namespace mugraph::onnx_import
