@@ -30,7 +30,8 @@ nlohmann::json boundJson(const onnx_import::Subgraph& s) {
   for (const onnx_import::BoundInput& in : s.inputs) {
     nlohmann::json entry = {{"name", in.irName}, {"onnx_value", in.value}};
     if (in.buffer != in.value) entry["reads_buffer_of"] = in.buffer;
-    if (in.transposed) entry["layout"] = "transposed";
+    if (in.layout != graph::Layout::RowMajor)
+      entry["layout"] = std::string(graph::layoutName(in.layout));
     inputs.push_back(entry);
   }
   for (const onnx_import::BoundOutput& out : s.outputs) {

@@ -13,7 +13,8 @@ namespace mugraph::onnx_import {
 namespace {
 
 bool mapped(const NodeSupport& s) {
-  return s.role == NodeRole::Compute || s.role == NodeRole::Alias || s.role == NodeRole::Guard;
+  return s.role == NodeRole::Compute || s.role == NodeRole::Alias || s.role == NodeRole::Guard ||
+         s.role == NodeRole::Part;
 }
 
 struct Graph {

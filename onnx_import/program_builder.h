@@ -29,9 +29,10 @@ struct BuildFailure : std::runtime_error {
 // A program input and the ONNX value whose memory it is.
 struct BoundInput {
   std::string irName;
-  std::string value;   // the ONNX value the program reads
-  std::string buffer;  // the ONNX value whose memory holds it (differs through views)
-  bool transposed = false;
+  std::string value;        // the ONNX value the program reads
+  std::string buffer;       // the ONNX value whose memory holds it (differs through views)
+  bool transposed = false;  // layout == Transposed
+  graph::Layout layout = graph::Layout::RowMajor;
 };
 
 struct BoundOutput {
