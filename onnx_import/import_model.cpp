@@ -4,7 +4,9 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <variant>
 
+#include "onnx_import/heads_pushdown.h"
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/node_support.h"
 #include "onnx_import/repeated_heads.h"
@@ -31,9 +33,15 @@ Graph edges(const Model& model) {
   return g;
 }
 
-// Connected sets of mapped nodes, joined where one reads the other's result directly.
+// Connected sets of mapped nodes, joined where one reads the other's result directly, and
+// through the head transposes of computed values that are not `pinned` (heads_pushdown.h).
 std::vector<std::vector<int>> components(const Model& model,
-                                         const std::vector<NodeSupport>& support) {
+                                         const std::vector<NodeSupport>& support,
+                                         const std::set<int>& pinned) {
+  const auto mapped = [&](const NodeSupport& s) {
+    const int n = static_cast<int>(&s - support.data());
+    return onnx_import::mapped(s) || (!pinned.count(n) && joinsAsHeadTranspose(model, support, n));
+  };
   std::vector<int> parent(model.nodes.size());
   std::iota(parent.begin(), parent.end(), 0);
   auto find = [&](int x) {
@@ -125,11 +133,12 @@ Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support,
 // The subgraph over the KV buffers, or nullopt where the folded shapes do not fit the IR
 // (a mask or a table broadcast over the query rows, say): then it reads the repeats.
 std::optional<Subgraph> tryFolded(const FoldedHeads& folded, const std::vector<int>& nodes,
-                                  const std::vector<std::string>& outputs,
-                                  const std::string& name) {
+                                  const std::vector<std::string>& outputs, const std::string& name,
+                                  const std::set<std::string>& readSwapped) {
   try {
-    Subgraph s = subgraph(folded.model, folded.support, nodes,
-                          buildProgram(folded.model, folded.support, nodes, outputs, name), name);
+    Subgraph s = subgraph(
+        folded.model, folded.support, nodes,
+        buildProgram(folded.model, folded.support, nodes, outputs, name, readSwapped), name);
     s.headFold = folded.description;
     return s;
   } catch (const BuildFailure&) {
@@ -151,11 +160,12 @@ ImportedModel partitionModel(const Model& loaded) {
   ImportedModel result;
   result.path = model.path;
   result.opset = model.opset;
+  std::set<int> pinned;  // head transposes that stay views between subgraphs
   for (bool again = true; again;) {
     again = false;
     result.subgraphs.clear();
     std::set<std::string> names;
-    for (const std::vector<int>& nodes : components(model, support)) {
+    for (const std::vector<int>& nodes : components(model, support, pinned)) {
       const bool computes = std::any_of(
           nodes.begin(), nodes.end(), [&](int n) { return support[n].role == NodeRole::Compute; });
       if (!computes) {
@@ -169,13 +179,23 @@ ImportedModel partitionModel(const Model& loaded) {
       try {
         const std::string name = subgraphName(model, nodes, names);
         const std::vector<std::string> outputs = outputsOf(model, g, nodes);
+        std::variant<PushedHeads, int> pushed = pushHeadTransposes(model, support, nodes, outputs);
+        if (const int* view = std::get_if<int>(&pushed)) {
+          pinned.insert(*view);
+          again = true;
+          break;
+        }
+        const PushedHeads& heads = std::get<PushedHeads>(pushed);
         std::optional<Subgraph> s;
-        if (std::optional<FoldedHeads> folded = foldRepeatedHeads(model, support, nodes, outputs)) {
-          s = tryFolded(*folded, nodes, outputs, name);
+        if (std::optional<FoldedHeads> folded =
+                foldRepeatedHeads(heads.model, heads.support, nodes, outputs)) {
+          s = tryFolded(*folded, nodes, outputs, name, heads.readSwapped);
         }
         if (!s) {
-          s = subgraph(model, support, nodes, buildProgram(model, support, nodes, outputs, name),
-                       name);
+          s = subgraph(
+              heads.model, heads.support, nodes,
+              buildProgram(heads.model, heads.support, nodes, outputs, name, heads.readSwapped),
+              name);
         }
         result.subgraphs.push_back(std::move(*s));
       } catch (const BuildFailure& failure) {

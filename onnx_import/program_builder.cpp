@@ -35,8 +35,9 @@ IrValue tensorValue(TensorId id) {
 class ProgramBuilder {
  public:
   ProgramBuilder(const Model& model, const std::vector<NodeSupport>& support,
-                 const std::vector<int>& nodes, const std::string& name)
-      : model_(model), support_(support), builder_(name) {
+                 const std::vector<int>& nodes, const std::string& name,
+                 const std::set<std::string>& readSwapped)
+      : model_(model), support_(support), readSwapped_(readSwapped), builder_(name) {
     for (int n : nodes) {
       for (const std::string& out : model.nodes[n].outputs) inside_.insert(out);
     }
@@ -71,6 +72,7 @@ class ProgramBuilder {
 
   const Model& model_;
   const std::vector<NodeSupport>& support_;
+  const std::set<std::string>& readSwapped_;
   graph::GraphBuilder builder_;
   std::set<std::string> inside_;
   std::map<std::string, IrValue> values_;
@@ -149,6 +151,15 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
   }
   graph::Layout layout = graph::Layout::RowMajor;
   for (auto v = views.rbegin(); v != views.rend(); ++v) layout = viewLayout(layout, support_[*v]);
+  if (readSwapped_.count(value)) {
+    if (layout == graph::Layout::Transposed) {
+      fail("reads '" + value +
+           "' with its heads swapped, a transposed view: no layout describes it");
+    }
+    NodeSupport swap;
+    swap.swapsHeads = true;
+    layout = viewLayout(layout, swap);
+  }
   if (transposeHere) {
     if (layout == graph::Layout::HeadsTransposed) {
       fail("reads '" + value + "' transposed, a heads_transposed view: no layout describes it");
@@ -452,8 +463,8 @@ std::string sanitizeName(const std::string& onnxName) {
 
 BuiltProgram buildProgram(const Model& model, const std::vector<NodeSupport>& support,
                           const std::vector<int>& nodes, const std::vector<std::string>& outputs,
-                          const std::string& name) {
-  ProgramBuilder builder(model, support, nodes, name);
+                          const std::string& name, const std::set<std::string>& readSwapped) {
+  ProgramBuilder builder(model, support, nodes, name, readSwapped);
   for (int n : nodes) builder.map(n);
   for (const std::string& value : outputs) builder.output(value);
   try {

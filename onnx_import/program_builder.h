@@ -12,6 +12,7 @@
 // A node the IR cannot express here raises BuildFailure naming the node to leave out.
 #pragma once
 
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,10 +47,11 @@ struct BuiltProgram {
   std::vector<BoundOutput> outputs;
 };
 
-// `nodes`: indices into model.nodes, in file order; `outputs`: the values read outside them.
+// `nodes`: indices into model.nodes, in file order; `outputs`: the values read outside them;
+// `readSwapped`: values from outside read with their heads swapped (heads_pushdown.h).
 BuiltProgram buildProgram(const Model& model, const std::vector<NodeSupport>& support,
                           const std::vector<int>& nodes, const std::vector<std::string>& outputs,
-                          const std::string& name);
+                          const std::string& name, const std::set<std::string>& readSwapped = {});
 
 // [A-Za-z_][A-Za-z0-9_]* from an ONNX name ("/layers.0/Add_output_0" -> "layers_0_Add_output_0").
 std::string sanitizeName(const std::string& onnxName);
