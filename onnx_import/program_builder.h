@@ -5,10 +5,12 @@
 //    division;
 //  - Exp, Sqrt, Sigmoid, Neg (scale by -1), Pow 2/1/0.5, Reciprocal (as a divisor);
 //  - Softmax in the safe form: x − max(x) before exp, divided by the sum;
+//  - RoPE's Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h)) (node_support.h): rotate_half;
 //  - ReduceSum/ReduceMax per axis, ReduceMean as the sum scaled by 1/n;
 //  - Cast between float types, Identity, reshapes of leading size-1 dims: aliases.
 // Values the set reads from outside become program inputs (weights included), through the
-// views they come by; values read outside the set or graph outputs become program outputs.
+// views they come by (with the transposed or heads_transposed layout they compose to);
+// values read outside the set or graph outputs become program outputs.
 // A node the IR cannot express here raises BuildFailure naming the node to leave out.
 #pragma once
 
