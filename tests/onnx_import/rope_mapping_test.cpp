@@ -2,7 +2,8 @@
 // (the ONNX reader, the FX front end) fills in: the head transpose [b, s, h, d] -> [b, h, s, d]
 // read through the heads_transposed layout, Slice/Slice/Neg/Concat on the last axis mapped to
 // rotate_half, and the program checked against the formula written by hand (finite field).
-// Patterns that are not rotate_half stay with the framework, with the reason.
+// Patterns that are not rotate_half stay with the framework, with the reason. A head transpose
+// of a computed value joins its subgraph where the pushdown applies, else stays a view.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -115,6 +116,49 @@ TEST(RopeMapping, OtherConcatsOfSlicesStayWithTheFramework) {
       EXPECT_EQ(graph::programToText(s.program).find("rotate_half"), std::string::npos);
     }
   }
+}
+
+// Y = transpose(f(X)) · C, X [1, 16, 4, 32], the transpose [0, 2, 1, 3]: f an Exp, which acts
+// along the last axis (the transpose joins, X is read heads_transposed), or a MatMul by W per s,
+// which the pushdown does not take (the transpose stays a view between two subgraphs).
+Records transposeOf(const std::string& f) {
+  Records r;
+  r.tensor("X", {1, 16, 4, 32}, true);
+  r.tensor("W", {1, 16, 32, 32}, true);  // a batched matmul over s, mixing the heads' rows
+  r.tensor("C", {16, 32}, true);
+  r.node(f, f == "MatMul" ? std::vector<std::string>{"X", "W"} : std::vector<std::string>{"X"}, "f",
+         {1, 16, 4, 32});
+  r.node("Transpose", {"f"}, "t", {1, 4, 16, 32}).attributes["perm"].ints = {0, 2, 1, 3};
+  r.node("Mul", {"t", "C"}, "Y", {1, 4, 16, 32});
+  r.output("Y");
+  return r;
+}
+
+TEST(HeadsPushdown, ATransposeOfAValueComputedAlongTheLastAxisJoinsItsSubgraph) {
+  const ImportedModel m = partitionModel(transposeOf("Exp").model());
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  EXPECT_TRUE(m.unsupported.empty());
+  const Subgraph& s = m.subgraphs[0];
+  EXPECT_TRUE(std::count(s.ops.begin(), s.ops.end(), "Transpose"));
+  ASSERT_EQ(s.inputs[0].value, "X");
+  EXPECT_EQ(s.inputs[0].layout, graph::Layout::HeadsTransposed);
+  const graph::Program expected = graph::parseProgramText(
+      "program p\ninput X f16 [4, 16, 32] layout=heads_transposed\ninput C f16 [1, 16, 32]\n"
+      "Y = mul(exp(X), C)\noutput Y\n",
+      "expected.mg");
+  const verify::EquivalenceReport report = verify::checkEquivalence(s.program, expected, {});
+  EXPECT_TRUE(report.equivalent) << report.mismatch << "\n" << graph::programToText(s.program);
+}
+
+TEST(HeadsPushdown, ATransposeOfAMatmulStaysAViewBetweenTwoSubgraphs) {
+  const ImportedModel m = partitionModel(transposeOf("MatMul").model());
+  ASSERT_EQ(m.subgraphs.size(), 2u);
+  EXPECT_TRUE(m.unsupported.empty());
+  const Subgraph& reader = m.subgraphs[1];
+  EXPECT_TRUE(std::count(reader.ops.begin(), reader.ops.end(), "Transpose"));
+  ASSERT_EQ(reader.inputs[0].value, "t");
+  EXPECT_EQ(reader.inputs[0].buffer, "f");
+  EXPECT_EQ(reader.inputs[0].layout, graph::Layout::HeadsTransposed);
 }
 
 }  // namespace
