@@ -27,6 +27,7 @@ const std::vector<OpInfo> kOps = {
   {OpKind::AccumMax,   "accum_max",  OpClass::Accumulator, 1,  false, false, false, false, true,  false},
   {OpKind::AccumRescaledSum, "accum_rescaled_sum", OpClass::Accumulator, 2, false, false, false, false, true, false},
   {OpKind::BlockGraph, "block_graph",OpClass::BlockGraph,  -1, false, false, false, true,  false, false},
+  {OpKind::RotateHalf, "rotate_half",OpClass::Reduction,   1,  true,  false, false, true,  true,  false},
 };
 // clang-format on
 

@@ -32,6 +32,7 @@ enum class OpKind {
   AccumMax,
   AccumRescaledSum,
   BlockGraph,
+  RotateHalf,  // last, so the kinds before it keep their numbers
 };
 
 enum class OpClass { Io, Matmul, Unary, Binary, Reduction, Accumulator, BlockGraph };
@@ -66,13 +67,18 @@ inline bool isElementwise(OpKind kind) {
 inline bool isAccumulator(OpKind kind) {
   return opInfo(kind).opClass == OpClass::Accumulator;
 }
+// The ops of class Reduction that keep their operand's shape: each output element depends on
+// its whole row along `dim` (rms_norm normalizes it, rotate_half permutes it with signs).
+inline bool keepsShape(OpKind kind) {
+  return kind == OpKind::RmsNorm || kind == OpKind::RotateHalf;
+}
 inline bool isCommutative(OpKind kind) {
   return kind == OpKind::Add || kind == OpKind::Mul;
 }
 
 // Attributes of an op; which ones are meaningful is given by OpInfo.
 struct OpAttrs {
-  int dim = -1;        // reductions, rms_norm
+  int dim = -1;        // reductions, rms_norm, rotate_half
   int64_t to = 1;      // reduce_sum: size of the reduced dim after the op
   double scale = 1.0;  // scale, add_scalar: the constant c
 

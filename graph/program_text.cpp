@@ -244,12 +244,17 @@ void TextParser::parseInput(Statement& s, size_t line) {
     const std::string key = s.expectIdentifier("'layout='");
     if (key != "layout") s.fail("unknown keyword '" + key + "' (only layout= follows the dims)");
     s.expectPunct("=", "after 'layout'");
-    const std::string value = s.expectIdentifier("a layout (row_major or transposed)");
+    const std::string value =
+        s.expectIdentifier("a layout (row_major, transposed or heads_transposed)");
     const std::optional<Layout> parsed = parseLayout(value);
-    if (!parsed) s.fail("unknown layout '" + value + "' (row_major or transposed)");
+    if (!parsed) {
+      s.fail("unknown layout '" + value + "' (row_major, transposed or heads_transposed)");
+    }
     layout = *parsed;
-    if (layout == Layout::Transposed && shape.size() < 2) {
-      s.fail("input '" + name + "' is transposed but has rank 1");
+    const int needs = swappedDimsFromEnd(layout).first;
+    if (static_cast<int>(shape.size()) < needs) {
+      s.fail("input '" + name + "' is " + std::string(layoutName(layout)) + " but has rank " +
+             std::to_string(shape.size()) + " (needs " + std::to_string(needs) + ")");
     }
   }
   s.expectEnd();

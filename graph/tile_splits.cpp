@@ -214,7 +214,7 @@ TileSplit resultSplit(OpKind kind, const OpAttrs& attrs, const std::vector<const
     }
     case OpClass::Reduction: {
       TileSplit out = first;
-      if (kind == OpKind::RmsNorm) return out;
+      if (keepsShape(kind)) return out;
       const DimSplit& reduced = first.at(attrs.dim);
       if (reduced.partial() && kind == OpKind::ReduceSum && attrs.to > 1) {
         throw ShapeError("reduce_sum(to=" + std::to_string(attrs.to) + ") over partial dim " +

@@ -28,13 +28,34 @@ int64_t dtypeBytes(DType dtype) {
 }
 
 std::string_view layoutName(Layout layout) {
-  return layout == Layout::RowMajor ? "row_major" : "transposed";
+  switch (layout) {
+    case Layout::RowMajor:
+      return "row_major";
+    case Layout::Transposed:
+      return "transposed";
+    case Layout::HeadsTransposed:
+      return "heads_transposed";
+  }
+  return "?";
 }
 
 std::optional<Layout> parseLayout(std::string_view name) {
-  if (name == "row_major") return Layout::RowMajor;
-  if (name == "transposed") return Layout::Transposed;
+  for (Layout layout : {Layout::RowMajor, Layout::Transposed, Layout::HeadsTransposed}) {
+    if (name == layoutName(layout)) return layout;
+  }
   return std::nullopt;
+}
+
+std::pair<int, int> swappedDimsFromEnd(Layout layout) {
+  switch (layout) {
+    case Layout::RowMajor:
+      return {0, 0};
+    case Layout::Transposed:
+      return {2, 1};
+    case Layout::HeadsTransposed:
+      return {3, 2};
+  }
+  return {0, 0};
 }
 
 int64_t elementCount(const Dims& shape) {
@@ -53,14 +74,14 @@ std::string formatDims(const Dims& shape) {
 
 std::vector<int64_t> storageStrides(const Dims& logicalShape, Layout layout) {
   const int rank = static_cast<int>(logicalShape.size());
+  const auto [first, second] = swappedDimsFromEnd(layout);
+  const bool swaps = first > 0 && rank >= first;
   Dims stored = logicalShape;
-  if (layout == Layout::Transposed && rank >= 2) std::swap(stored[rank - 1], stored[rank - 2]);
+  if (swaps) std::swap(stored[rank - first], stored[rank - second]);
   std::vector<int64_t> storedStride(rank, 1);
   for (int d = rank - 2; d >= 0; --d) storedStride[d] = storedStride[d + 1] * stored[d + 1];
   std::vector<int64_t> logicalStride = storedStride;
-  if (layout == Layout::Transposed && rank >= 2) {
-    std::swap(logicalStride[rank - 1], logicalStride[rank - 2]);
-  }
+  if (swaps) std::swap(logicalStride[rank - first], logicalStride[rank - second]);
   return logicalStride;
 }
 

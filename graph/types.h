@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mugraph::graph {
@@ -14,8 +15,16 @@ enum class DType { F16, BF16, F32 };
 
 // How a device tensor is stored. The logical shape is what ops see; a Transposed tensor of
 // logical shape [..., r, c] is stored as [..., c, r] so a KV cache kept as [batch, seq, dim]
-// can feed matmul(Q, Kᵀ) as a logical [batch, dim, seq] operand without a copy.
-enum class Layout { RowMajor, Transposed };
+// can feed matmul(Q, Kᵀ) as a logical [batch, dim, seq] operand without a copy. A
+// HeadsTransposed tensor of logical shape [..., h, s, d] is stored as [..., s, h, d] (the dims
+// before the last two swapped, rank 3 and more): a projection's result [s, h·d] read per head
+// as [h, s, d] without a copy. storageStrides is the one definition of both.
+enum class Layout { RowMajor, Transposed, HeadsTransposed };
+
+// The two logical dims a layout swaps in storage, counted from the end (2 and 1 for
+// Transposed, 3 and 2 for HeadsTransposed); 0 and 0 for RowMajor. The rank it needs is the
+// first.
+std::pair<int, int> swappedDimsFromEnd(Layout layout);
 
 using Dims = std::vector<int64_t>;
 

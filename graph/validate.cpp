@@ -58,9 +58,10 @@ void checkTensorDescs(const KernelGraph& graph, const std::string& section) {
                  std::to_string(t.shape[d]) + " (must be positive)");
       }
     }
-    if (t.layout == Layout::Transposed && rank < 2) {
+    if (rank < swappedDimsFromEnd(t.layout).first) {
       fail(section, index, -1, "layout",
-           "tensor '" + t.name + "' is transposed but has rank " + std::to_string(rank));
+           "tensor '" + t.name + "' is " + std::string(layoutName(t.layout)) + " but has rank " +
+               std::to_string(rank));
     }
   }
 }

@@ -4,7 +4,9 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <variant>
 
+#include "onnx_import/heads_pushdown.h"
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/node_support.h"
 #include "onnx_import/repeated_heads.h"
@@ -13,7 +15,8 @@ namespace mugraph::onnx_import {
 namespace {
 
 bool mapped(const NodeSupport& s) {
-  return s.role == NodeRole::Compute || s.role == NodeRole::Alias || s.role == NodeRole::Guard;
+  return s.role == NodeRole::Compute || s.role == NodeRole::Alias || s.role == NodeRole::Guard ||
+         s.role == NodeRole::Part;
 }
 
 struct Graph {
@@ -98,12 +101,17 @@ std::vector<std::vector<int>> convexParts(const Model& model, const Graph& g,
   return parts;
 }
 
-// Convex connected sets of mapped nodes (convexParts of each connected set).
+// Convex connected sets of mapped nodes and of the head transposes of computed values that
+// are not `pinned` (heads_pushdown.h): convexParts of each connected set.
 std::vector<std::vector<int>> components(const Model& model, const Graph& g,
-                                         const std::vector<NodeSupport>& support) {
+                                         const std::vector<NodeSupport>& support,
+                                         const std::set<int>& pinned) {
   std::vector<int> nodes;
   for (size_t n = 0; n < model.nodes.size(); ++n) {
-    if (mapped(support[n])) nodes.push_back(static_cast<int>(n));
+    const int i = static_cast<int>(n);
+    if (mapped(support[n]) || (!pinned.count(i) && joinsAsHeadTranspose(model, support, i))) {
+      nodes.push_back(i);
+    }
   }
   std::vector<std::vector<int>> parts;
   for (const std::vector<int>& set : connectedSets(model, nodes)) {
@@ -179,11 +187,12 @@ Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support,
 // The subgraph over the KV buffers, or nullopt where the folded shapes do not fit the IR
 // (a mask or a table broadcast over the query rows, say): then it reads the repeats.
 std::optional<Subgraph> tryFolded(const FoldedHeads& folded, const std::vector<int>& nodes,
-                                  const std::vector<std::string>& outputs,
-                                  const std::string& name) {
+                                  const std::vector<std::string>& outputs, const std::string& name,
+                                  const std::set<std::string>& readSwapped) {
   try {
-    Subgraph s = subgraph(folded.model, folded.support, nodes,
-                          buildProgram(folded.model, folded.support, nodes, outputs, name), name);
+    Subgraph s = subgraph(
+        folded.model, folded.support, nodes,
+        buildProgram(folded.model, folded.support, nodes, outputs, name, readSwapped), name);
     s.headFold = folded.description;
     return s;
   } catch (const BuildFailure&) {
@@ -205,11 +214,12 @@ ImportedModel partitionModel(const Model& loaded) {
   ImportedModel result;
   result.path = model.path;
   result.opset = model.opset;
+  std::set<int> pinned;  // head transposes that stay views between subgraphs
   for (bool again = true; again;) {
     again = false;
     result.subgraphs.clear();
     std::set<std::string> names;
-    for (const std::vector<int>& nodes : components(model, g, support)) {
+    for (const std::vector<int>& nodes : components(model, g, support, pinned)) {
       const bool computes = std::any_of(
           nodes.begin(), nodes.end(), [&](int n) { return support[n].role == NodeRole::Compute; });
       if (!computes) {
@@ -223,13 +233,23 @@ ImportedModel partitionModel(const Model& loaded) {
       try {
         const std::string name = subgraphName(model, nodes, names);
         const std::vector<std::string> outputs = outputsOf(model, g, nodes);
+        std::variant<PushedHeads, int> pushed = pushHeadTransposes(model, support, nodes, outputs);
+        if (const int* view = std::get_if<int>(&pushed)) {
+          pinned.insert(*view);
+          again = true;
+          break;
+        }
+        const PushedHeads& heads = std::get<PushedHeads>(pushed);
         std::optional<Subgraph> s;
-        if (std::optional<FoldedHeads> folded = foldRepeatedHeads(model, support, nodes, outputs)) {
-          s = tryFolded(*folded, nodes, outputs, name);
+        if (std::optional<FoldedHeads> folded =
+                foldRepeatedHeads(heads.model, heads.support, nodes, outputs)) {
+          s = tryFolded(*folded, nodes, outputs, name, heads.readSwapped);
         }
         if (!s) {
-          s = subgraph(model, support, nodes, buildProgram(model, support, nodes, outputs, name),
-                       name);
+          s = subgraph(
+              heads.model, heads.support, nodes,
+              buildProgram(heads.model, heads.support, nodes, outputs, name, heads.readSwapped),
+              name);
         }
         result.subgraphs.push_back(std::move(*s));
       } catch (const BuildFailure& failure) {

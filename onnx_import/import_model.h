@@ -1,7 +1,9 @@
 // `mugraph superoptimize model.onnx`: an ONNX model read, its nodes mapped, and the graph
 // partitioned into maximal connected subgraphs of mapped nodes, each a µgraph program named
-// after its nodes. Views (contiguous reshapes, swaps of the last two dims) join no subgraph:
-// a subgraph reads the buffer behind them. Nodes left to the framework are listed with their
+// after its nodes. Views (contiguous reshapes, swaps of the last two dims or of the heads) join
+// no subgraph: a subgraph reads the buffer behind them; except a head transpose of a value
+// computed along the last axis alone, which the subgraph computes in the head order instead
+// (heads_pushdown.h). Nodes left to the framework are listed with their
 // reason. When a subgraph cannot be expressed (a node the mapping refuses there, a result
 // leaving in another dtype), the node is left out with the reason and the graph is
 // partitioned again, so every subgraph reported is a valid program.

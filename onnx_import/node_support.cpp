@@ -10,6 +10,7 @@ namespace mugraph::onnx_import {
 namespace {
 
 using graph::Dims;
+using graph::Layout;
 
 const std::set<std::string> kComputeOps = {
     "MatMul",  "Gemm",       "Add", "Sub", "Mul",     "Div",       "Exp",        "Sqrt",
@@ -30,6 +31,17 @@ bool keepsOrderOfRealDims(const Dims& in, const std::vector<int64_t>& perm) {
     last = p;
   }
   return true;
+}
+
+// [.., a, b, c] -> [.., b, a, c]: the head transpose of attention ([b, s, h, d] -> [b, h, s, d]).
+bool swapsHeads(const std::vector<int64_t>& perm) {
+  const size_t r = perm.size();
+  if (r < 3) return false;
+  for (size_t d = 0; d + 3 < r; ++d) {
+    if (perm[d] != static_cast<int64_t>(d)) return false;
+  }
+  return perm[r - 3] == static_cast<int64_t>(r - 2) && perm[r - 2] == static_cast<int64_t>(r - 3) &&
+         perm[r - 1] == static_cast<int64_t>(r - 1);
 }
 
 bool swapsLastTwo(const std::vector<int64_t>& perm) {
@@ -105,24 +117,32 @@ NodeSupport classifyCast(const Model& model, const Node& node) {
 
 // Reshape-like nodes and Transpose: an alias, a view, or data movement.
 NodeSupport classifyLayout(const Model& model, const Node& node,
-                           const std::map<std::string, bool>& transposedViews) {
+                           const std::map<std::string, Layout>& viewLayouts) {
   const Value& in = model.values.at(node.inputs.at(0));
   const Value& out = model.values.at(node.outputs.at(0));
   if (!in.shape) return unsupported("input '" + in.name + "': " + in.whyNoShape);
   if (!out.shape) return unsupported("output '" + out.name + "': " + out.whyNoShape);
-  const bool inputTransposed = transposedViews.count(in.name) && transposedViews.at(in.name);
-  bool swap = false;
+  const auto found = viewLayouts.find(in.name);
+  const Layout inputLayout = found == viewLayouts.end() ? Layout::RowMajor : found->second;
+  bool swap = false, heads = false;
   if (node.op == "Transpose") {
     std::vector<int64_t> perm = node.intsAttr("perm").value_or(std::vector<int64_t>{});
     if (perm.empty()) {
       for (size_t d = in.shape->size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
     }
     if (!keepsOrderOfRealDims(*in.shape, perm)) {
-      if (!swapsLastTwo(perm)) {
+      heads = swapsHeads(perm) && stripDims(*out.shape).size() >= 3;
+      if (!swapsLastTwo(perm) && !heads) {
         return unsupported("moves data (perm " + graph::formatDims(perm) +
-                           "); only a swap of the last two dims is a layout view");
+                           "); a swap of the last two dims or of the two before them (the heads) "
+                           "is a layout view");
       }
-      swap = true;
+      swap = !heads;
+      const Layout own = heads ? Layout::HeadsTransposed : Layout::Transposed;
+      if (inputLayout != Layout::RowMajor && inputLayout != own) {
+        return unsupported("transposes a " + std::string(graph::layoutName(inputLayout)) +
+                           " view of '" + in.name + "' again, which no layout describes");
+      }
     }
   } else if (node.op == "Expand" || node.op == "Tile") {
     if (stripDims(*in.shape) != stripDims(*out.shape)) {
@@ -130,12 +150,17 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
                          graph::formatDims(*out.shape) + "); the IR has no broadcasting copy");
     }
   }
-  if (!swap && stripDims(*in.shape) == stripDims(*out.shape)) return {NodeRole::Alias, "", false};
-  if (inputTransposed && !swap) {
-    return unsupported("reshapes a transposed view of '" + in.name + "', which moves data");
+  if (!swap && !heads && stripDims(*in.shape) == stripDims(*out.shape)) {
+    return {NodeRole::Alias, "", false};
+  }
+  if (inputLayout != Layout::RowMajor && !swap && !heads) {
+    return unsupported("reshapes a " + std::string(graph::layoutName(inputLayout)) + " view of '" +
+                       in.name + "', which moves data");
   }
   if (node.op == "Expand" || node.op == "Tile") return {NodeRole::Alias, "", false};
-  return {NodeRole::View, "", swap};
+  NodeSupport view{NodeRole::View, "", swap};
+  view.swapsHeads = heads;
+  return view;
 }
 
 // Where(IsNaN(p), 0, p) with p a Softmax's result and the IsNaN read by nothing else: the
@@ -169,7 +194,94 @@ std::map<int, int> softmaxNanGuards(const Model& model) {
   return guards;
 }
 
+// [start, end) of a Slice over the last axis of its input (steps 1), clamped as ONNX does;
+// nullopt for any other slice or one with computed bounds.
+std::optional<std::pair<int64_t, int64_t>> lastAxisRange(const Model& model, const Node& slice) {
+  if (slice.op != "Slice" || !slice.domain.empty() || slice.inputs.size() < 4) return std::nullopt;
+  const std::optional<Dims>& shape = model.values.at(slice.inputs[0]).shape;
+  if (!shape || shape->empty()) return std::nullopt;
+  auto constant = [&](size_t i) -> std::optional<double> {
+    if (i >= slice.inputs.size() || slice.inputs[i].empty()) return std::nullopt;
+    const auto c = model.constants.find(slice.inputs[i]);
+    if (c == model.constants.end() || c->second.values.size() != 1) return std::nullopt;
+    return c->second.values[0];
+  };
+  const std::optional<double> start = constant(1), end = constant(2), axis = constant(3);
+  const std::optional<double> step = slice.inputs.size() > 4 ? constant(4) : 1.0;
+  if (!start || !end || !axis || !step || *step != 1.0) return std::nullopt;
+  const std::optional<int> a = normalizeAxis(static_cast<int64_t>(*axis), shape->size());
+  if (!a || *a + 1 != static_cast<int>(shape->size())) return std::nullopt;
+  const double n = static_cast<double>(shape->back());
+  auto clamp = [n](double v) {
+    return static_cast<int64_t>(std::clamp(v < 0 ? v + n : v, 0.0, n));
+  };
+  return std::pair{clamp(*start), clamp(*end)};
+}
+
+int readers(const Model& model, const std::string& value) {
+  int count =
+      static_cast<int>(std::count(model.graphOutputs.begin(), model.graphOutputs.end(), value));
+  for (const Node& n : model.nodes) {
+    count += static_cast<int>(std::count(n.inputs.begin(), n.inputs.end(), value));
+  }
+  return count;
+}
+
+// The Slice, Slice and Neg of each rotate_half: node -> its Concat.
+std::map<int, int> rotateHalfParts(const Model& model, const std::map<int, std::string>& concats) {
+  std::map<int, int> parts;
+  for (const auto& [concat, x] : concats) {
+    const Node& c = model.nodes[concat];
+    const int neg = model.producerOf(c.inputs[0]);
+    parts[neg] = concat;
+    parts[model.producerOf(model.nodes[neg].inputs[0])] = concat;
+    parts[model.producerOf(c.inputs[1])] = concat;
+  }
+  return parts;
+}
+
 }  // namespace
+
+Layout viewLayout(Layout before, const NodeSupport& view) {
+  const Layout own = view.transposes   ? Layout::Transposed
+                     : view.swapsHeads ? Layout::HeadsTransposed
+                                       : Layout::RowMajor;
+  if (own == Layout::RowMajor) return before;
+  return before == own ? Layout::RowMajor : own;  // a swap undone, or the first one
+}
+
+std::map<int, std::string> rotateHalves(const Model& model) {
+  std::map<int, std::string> found;
+  for (size_t index = 0; index < model.nodes.size(); ++index) {
+    const Node& c = model.nodes[index];
+    if (c.op != "Concat" || !c.domain.empty() || c.inputs.size() != 2) continue;
+    const int neg = model.producerOf(c.inputs[0]);
+    const int low = model.producerOf(c.inputs[1]);
+    if (neg < 0 || low < 0 || model.nodes[neg].op != "Neg") continue;
+    const int high = model.producerOf(model.nodes[neg].inputs.at(0));
+    if (high < 0) continue;
+    const std::string& x = model.nodes[low].inputs.empty() ? "" : model.nodes[low].inputs[0];
+    if (x.empty() || model.nodes[high].inputs.empty() || model.nodes[high].inputs[0] != x) continue;
+    const std::optional<Dims>& shape = model.values.at(x).shape;
+    if (!shape || shape->empty() || !model.values.at(x).dtype) continue;
+    const std::optional<int> axis = normalizeAxis(c.intAttr("axis", 0), shape->size());
+    if (!axis || *axis + 1 != static_cast<int>(shape->size())) continue;
+    const int64_t n = shape->back(), h = n / 2;
+    const auto lowRange = lastAxisRange(model, model.nodes[low]);
+    const auto highRange = lastAxisRange(model, model.nodes[high]);
+    if (n % 2 != 0 || lowRange != std::pair<int64_t, int64_t>{0, h} ||
+        highRange != std::pair<int64_t, int64_t>{h, n}) {
+      continue;
+    }
+    // Each part read only by the pattern, so mapping it whole changes no other reader.
+    if (readers(model, c.inputs[0]) != 1 || readers(model, c.inputs[1]) != 1 ||
+        readers(model, model.nodes[neg].inputs[0]) != 1) {
+      continue;
+    }
+    found[static_cast<int>(index)] = x;
+  }
+  return found;
+}
 
 Dims stripDims(const Dims& shape) {
   size_t first = 0;
@@ -180,8 +292,10 @@ Dims stripDims(const Dims& shape) {
 
 std::vector<NodeSupport> classifyNodes(const Model& model) {
   std::vector<NodeSupport> support;
-  std::map<std::string, bool> transposedViews;  // value -> read through a swap of its last dims
+  std::map<std::string, Layout> viewLayouts;  // value -> how a view reads its buffer
   const std::map<int, int> guards = softmaxNanGuards(model);
+  const std::map<int, std::string> rotations = rotateHalves(model);
+  const std::map<int, int> rotationParts = rotateHalfParts(model, rotations);
   std::set<int> guardedWheres;
   for (const auto& [isNan, where] : guards) guardedWheres.insert(where);
   for (size_t index = 0; index < model.nodes.size(); ++index) {
@@ -191,6 +305,10 @@ std::vector<NodeSupport> classifyNodes(const Model& model) {
       s = {NodeRole::Guard, "", false};
     } else if (guardedWheres.count(static_cast<int>(index))) {
       s = {NodeRole::Alias, "", false, 2};
+    } else if (rotations.count(static_cast<int>(index))) {
+      s = {NodeRole::Compute, "", false};
+    } else if (rotationParts.count(static_cast<int>(index))) {
+      s = {NodeRole::Part, "", false};
     } else if (!node.domain.empty()) {
       s = unsupported("op of domain '" + node.domain + "'");
     } else if (node.op == "Constant" ||
@@ -204,14 +322,14 @@ std::vector<NodeSupport> classifyNodes(const Model& model) {
       s = {NodeRole::Alias, "", false};
     } else if (kReshapeOps.count(node.op) || node.op == "Transpose" || node.op == "Expand" ||
                node.op == "Tile") {
-      s = classifyLayout(model, node, transposedViews);
+      s = classifyLayout(model, node, viewLayouts);
     } else {
       s = unsupported("no mapping for ONNX op '" + node.op + "'");
     }
     if (s.role == NodeRole::View && !node.outputs.empty()) {
-      const std::string& in = node.inputs.at(0);
-      const bool before = transposedViews.count(in) && transposedViews.at(in);
-      transposedViews[node.outputs[0]] = before != s.transposes;
+      const auto before = viewLayouts.find(node.inputs.at(0));
+      viewLayouts[node.outputs[0]] =
+          viewLayout(before == viewLayouts.end() ? Layout::RowMajor : before->second, s);
     }
     support.push_back(std::move(s));
   }

@@ -2,9 +2,10 @@
 //  - Compute: maps to µgraph ops (program_builder.cpp has the mapping);
 //  - Alias: computes nothing the IR stores differently (a float Cast, Identity, a reshape that
 //    only adds or drops leading size-1 dims): inside a subgraph it is its input;
-//  - View: relabels memory (a contiguous reshape, a swap of the last two dims): never inside a
+//  - View: relabels memory (a contiguous reshape, a swap of the last two dims, a swap of the
+//    two dims before the last, the head transpose [b, s, h, d] -> [b, h, s, d]): never inside a
 //    subgraph, but a subgraph reading its result reads the source buffer through it, with the
-//    view's shape and, for the swap, the transposed layout;
+//    view's shape and, for a swap, the transposed or heads_transposed layout (graph/types.h);
 //  - Constant: a Constant node, read by the mapping or made a program input like an initializer;
 //  - Guard: the IsNaN of a softmax's NaN guard, `Where(IsNaN(p), 0, p)`, which exporters write
 //    after a decomposed scaled_dot_product_attention; the Where is then an Alias of p (its
@@ -12,28 +13,41 @@
 //    masked query), which a causal mask never produces (a padding mask only on a padded
 //    query's own row); the importer reads the guarded value as the softmax itself, so
 //    attention stays one subgraph;
+//  - Part: a Slice or Neg of RoPE's rotate_half, `Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h))`
+//    on the last axis, each read only by the pattern: the Concat is Compute and maps the
+//    pattern whole to the IR's rotate_half; its parts compute nothing of their own;
 //  - Unsupported: left to the framework, with the reason.
 // The IR keeps a value's shape with its leading size-1 dims dropped (stripDims), so batch-1
 // models and exporters' Unsqueeze/Squeeze of those dims need no reshape op.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "graph/types.h"
 #include "onnx_import/onnx_model.h"
 
 namespace mugraph::onnx_import {
 
-enum class NodeRole { Compute, Alias, View, Constant, Guard, Unsupported };
+enum class NodeRole { Compute, Alias, View, Constant, Guard, Part, Unsupported };
 
 struct NodeSupport {
   NodeRole role = NodeRole::Unsupported;
   std::string reason;       // for Unsupported
   bool transposes = false;  // a View that swaps the last two dims
   int aliasInput = 0;       // an Alias: the input it stands for
+  bool swapsHeads = false;  // a View that swaps the two dims before the last (the heads)
 };
 
+// How a value read through `view` lies in its buffer, given how the view's input lies there
+// (classification refuses any view whose result no layout describes).
+graph::Layout viewLayout(graph::Layout before, const NodeSupport& view);
+
 std::vector<NodeSupport> classifyNodes(const Model& model);
+
+// rotate_half patterns: the Concat node's index -> the value it rotates (the slices' input).
+std::map<int, std::string> rotateHalves(const Model& model);
 
 // The shape without its leading size-1 dims (at least one dim stays; a scalar becomes [1]).
 graph::Dims stripDims(const graph::Dims& shape);

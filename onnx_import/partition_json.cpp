@@ -36,7 +36,9 @@ nlohmann::json subgraphJson(const Subgraph& s) {
   for (const BoundInput& in : s.inputs) {
     nlohmann::json entry = {{"name", in.irName}, {"onnx_value", in.value}};
     if (in.buffer != in.value) entry["reads_buffer_of"] = in.buffer;
-    if (in.transposed) entry["layout"] = "transposed";
+    if (in.layout != graph::Layout::RowMajor) {
+      entry["layout"] = std::string(graph::layoutName(in.layout));
+    }
     inputs.push_back(entry);
   }
   for (const BoundOutput& out : s.outputs) {

@@ -35,8 +35,9 @@ IrValue tensorValue(TensorId id) {
 class ProgramBuilder {
  public:
   ProgramBuilder(const Model& model, const std::vector<NodeSupport>& support,
-                 const std::vector<int>& nodes, const std::string& name)
-      : model_(model), support_(support), builder_(name) {
+                 const std::vector<int>& nodes, const std::string& name,
+                 const std::set<std::string>& readSwapped)
+      : model_(model), support_(support), readSwapped_(readSwapped), builder_(name) {
     for (int n : nodes) {
       for (const std::string& out : model.nodes[n].outputs) inside_.insert(out);
     }
@@ -67,9 +68,11 @@ class ProgramBuilder {
   void mapBinary();
   void mapReduce();
   void mapSoftmax();
+  void mapRotateHalf();
 
   const Model& model_;
   const std::vector<NodeSupport>& support_;
+  const std::set<std::string>& readSwapped_;
   graph::GraphBuilder builder_;
   std::set<std::string> inside_;
   std::map<std::string, IrValue> values_;
@@ -139,21 +142,43 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
   const Value& v = model_.values.at(value);
   if (!v.dtype) fail("input '" + value + "' is " + v.elemType);
   std::string buffer = value;
-  bool transposed = transposeHere;
+  std::vector<int> views;  // from the value down to its buffer
   for (;;) {
     const int producer = model_.producerOf(buffer);
     if (producer < 0 || support_[producer].role != NodeRole::View) break;
-    transposed = transposed != support_[producer].transposes;
+    views.push_back(producer);
     buffer = model_.nodes[producer].inputs.at(0);
+  }
+  graph::Layout layout = graph::Layout::RowMajor;
+  for (auto v = views.rbegin(); v != views.rend(); ++v) layout = viewLayout(layout, support_[*v]);
+  if (readSwapped_.count(value)) {
+    if (layout == graph::Layout::Transposed) {
+      fail("reads '" + value +
+           "' with its heads swapped, a transposed view: no layout describes it");
+    }
+    NodeSupport swap;
+    swap.swapsHeads = true;
+    layout = viewLayout(layout, swap);
+  }
+  if (transposeHere) {
+    if (layout == graph::Layout::HeadsTransposed) {
+      fail("reads '" + value + "' transposed, a heads_transposed view: no layout describes it");
+    }
+    NodeSupport swap;
+    swap.transposes = true;
+    layout = viewLayout(layout, swap);
   }
   Dims shape = stripDims(onnxShape(value));
   if (transposeHere) std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
   while (static_cast<int>(shape.size()) < rank) shape.insert(shape.begin(), 1);
   const std::string irName = fresh(value + (transposeHere ? "_T" : ""));
-  const TensorId id = builder_.input(
-      irName, *v.dtype, shape, transposed ? graph::Layout::Transposed : graph::Layout::RowMajor);
+  if (static_cast<int>(shape.size()) < graph::swappedDimsFromEnd(layout).first) {
+    fail("reads '" + value + "' as " + std::string(graph::layoutName(layout)) + " at rank " +
+         std::to_string(shape.size()));
+  }
+  const TensorId id = builder_.input(irName, *v.dtype, shape, layout);
   externals_[key] = {id, rank};
-  inputs_.push_back({irName, value, buffer, transposed});
+  inputs_.push_back({irName, value, buffer, layout == graph::Layout::Transposed, layout});
   return id;
 }
 
@@ -314,10 +339,19 @@ void ProgramBuilder::mapSoftmax() {
   define(out, op(OpKind::Div, {e, sum}));
 }
 
+// Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h)) on the last axis (node_support.h).
+void ProgramBuilder::mapRotateHalf() {
+  const std::string& x = model_.nodes[model_.producerOf(node().inputs[1])].inputs.at(0);
+  graph::OpAttrs attrs;
+  attrs.dim = irDim(x, -1);
+  define(node().outputs[0], op(OpKind::RotateHalf, {tensor(x, rankOf(x))}, attrs));
+}
+
 void ProgramBuilder::map(int index) {
   node_ = index;
   const Node& n = node();
   if (support_[index].role == NodeRole::Guard) return;  // only its Where reads it, as an alias
+  if (support_[index].role == NodeRole::Part) return;   // its rotate_half's Concat maps it
   if (support_[index].role == NodeRole::Alias) {
     const std::string& in = n.inputs.at(support_[index].aliasInput);
     if (inside_.count(in)) {
@@ -336,6 +370,7 @@ void ProgramBuilder::map(int index) {
   if (op0 == "Add" || op0 == "Sub" || op0 == "Mul" || op0 == "Div") return mapBinary();
   if (op0.rfind("Reduce", 0) == 0) return mapReduce();
   if (op0 == "Softmax") return mapSoftmax();
+  if (op0 == "Concat") return mapRotateHalf();
   const std::string& x = n.inputs.at(0);
   if (scalarOf(x)) fail("computes on a constant");
   if (op0 == "Reciprocal") {
@@ -374,6 +409,10 @@ int ProgramBuilder::castProducing(const std::string& value, graph::DType dtype) 
 }
 
 void ProgramBuilder::output(const std::string& value) {
+  if (!values_.count(value)) {  // a part of a pattern whose head was left out
+    node_ = model_.producerOf(value);
+    fail("its result '" + value + "' is read outside the pattern it belongs to");
+  }
   const IrValue& v = values_.at(value);
   if (v.denominator >= 0) {
     throw BuildFailure(v.reciprocalNode, "its reciprocal leaves the subgraph; the IR divides only");
@@ -424,8 +463,8 @@ std::string sanitizeName(const std::string& onnxName) {
 
 BuiltProgram buildProgram(const Model& model, const std::vector<NodeSupport>& support,
                           const std::vector<int>& nodes, const std::vector<std::string>& outputs,
-                          const std::string& name) {
-  ProgramBuilder builder(model, support, nodes, name);
+                          const std::string& name, const std::set<std::string>& readSwapped) {
+  ProgramBuilder builder(model, support, nodes, name, readSwapped);
   for (int n : nodes) builder.map(n);
   for (const std::string& value : outputs) builder.output(value);
   try {

@@ -5,13 +5,16 @@
 //    division;
 //  - Exp, Sqrt, Sigmoid, Neg (scale by -1), Pow 2/1/0.5, Reciprocal (as a divisor);
 //  - Softmax in the safe form: x − max(x) before exp, divided by the sum;
+//  - RoPE's Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h)) (node_support.h): rotate_half;
 //  - ReduceSum/ReduceMax per axis, ReduceMean as the sum scaled by 1/n;
 //  - Cast between float types, Identity, reshapes of leading size-1 dims: aliases.
 // Values the set reads from outside become program inputs (weights included), through the
-// views they come by; values read outside the set or graph outputs become program outputs.
+// views they come by (with the transposed or heads_transposed layout they compose to);
+// values read outside the set or graph outputs become program outputs.
 // A node the IR cannot express here raises BuildFailure naming the node to leave out.
 #pragma once
 
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,9 +32,10 @@ struct BuildFailure : std::runtime_error {
 // A program input and the ONNX value whose memory it is.
 struct BoundInput {
   std::string irName;
-  std::string value;   // the ONNX value the program reads
-  std::string buffer;  // the ONNX value whose memory holds it (differs through views)
-  bool transposed = false;
+  std::string value;        // the ONNX value the program reads
+  std::string buffer;       // the ONNX value whose memory holds it (differs through views)
+  bool transposed = false;  // layout == Transposed
+  graph::Layout layout = graph::Layout::RowMajor;
 };
 
 struct BoundOutput {
@@ -45,10 +49,11 @@ struct BuiltProgram {
   std::vector<BoundOutput> outputs;
 };
 
-// `nodes`: indices into model.nodes, in file order; `outputs`: the values read outside them.
+// `nodes`: indices into model.nodes, in file order; `outputs`: the values read outside them;
+// `readSwapped`: values from outside read with their heads swapped (heads_pushdown.h).
 BuiltProgram buildProgram(const Model& model, const std::vector<NodeSupport>& support,
                           const std::vector<int>& nodes, const std::vector<std::string>& outputs,
-                          const std::string& name);
+                          const std::string& name, const std::set<std::string>& readSwapped = {});
 
 // [A-Za-z_][A-Za-z0-9_]* from an ONNX name ("/layers.0/Add_output_0" -> "layers_0_Add_output_0").
 std::string sanitizeName(const std::string& onnxName);

@@ -152,7 +152,7 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
       // An input folds only where it is stored as it is read (no transposing view on the way).
       for (int p = model.producerOf(value); p >= 0 && support[p].role == NodeRole::View;
            p = model.producerOf(model.nodes[p].inputs.at(0))) {
-        if (support[p].transposes) return std::nullopt;
+        if (support[p].transposes || support[p].swapsHeads) return std::nullopt;
       }
     }
     Value& v = folded.model.values.at(value);

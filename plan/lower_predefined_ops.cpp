@@ -154,7 +154,7 @@ graph::BlockGraph lowerReduction(const graph::KernelOp& op,
   const int64_t n = in[0].shape[dim];
   const Tiling tiling =
       tileOutput(out, splittable, kReductionTile / n > 0 ? kReductionTile / n : 1);
-  if (op.kind == OpKind::RmsNorm) {
+  if (graph::keepsShape(op.kind)) {
     graph::BlockGraphBuilder builder(tiling.grid, 128, 1, in);
     const TensorId x = builder.input(0, tiling.map, graph::kReplicated, "x");
     builder.output(builder.op(op.kind, {x}, op.attrs, "y"), tiling.map);

@@ -15,18 +15,16 @@ namespace {
 // Logical row-major values of a tensor reordered into its storage order.
 std::vector<double> toStorageOrder(const std::vector<double>& logical, const graph::Dims& shape,
                                    graph::Layout layout) {
-  if (layout == graph::Layout::RowMajor || shape.size() < 2) return logical;
-  const size_t rank = shape.size();
-  const int64_t rows = shape[rank - 2];
-  const int64_t cols = shape[rank - 1];
+  if (layout == graph::Layout::RowMajor) return logical;
+  const std::vector<int64_t> strides = graph::storageStrides(shape, layout);
   std::vector<double> stored(logical.size());
-  const int64_t matrices = static_cast<int64_t>(logical.size()) / (rows * cols);
-  for (int64_t m = 0; m < matrices; ++m) {
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) {
-        stored[m * rows * cols + c * rows + r] = logical[m * rows * cols + r * cols + c];
-      }
+  for (size_t flat = 0; flat < logical.size(); ++flat) {
+    int64_t rest = static_cast<int64_t>(flat), offset = 0;
+    for (size_t d = shape.size(); d-- > 0;) {
+      offset += (rest % shape[d]) * strides[d];
+      rest /= shape[d];
     }
+    stored[static_cast<size_t>(offset)] = logical[flat];
   }
   return stored;
 }

@@ -121,7 +121,7 @@ Dataflow buildDataflow(const graph::Program& program) {
       case graph::OpClass::Reduction: {
         out = a;
         const DimLabel& reduced = a.at(op.attrs.dim);
-        if (op.kind == OpKind::RmsNorm) {
+        if (graph::keepsShape(op.kind)) {
           for (int v : reduced) labeller.whole[v] = true;
           break;
         }

@@ -36,6 +36,8 @@ const char* kindName(ExprKind kind) {
       return "max";
     case ExprKind::RmsNorm:
       return "rms_norm";
+    case ExprKind::RotateHalf:
+      return "rotate_half";
   }
   return "?";
 }
@@ -153,6 +155,9 @@ AbstractExprRef AbstractExpr::max(int64_t n, AbstractExprRef a) {
 AbstractExprRef AbstractExpr::rmsNorm(int64_t n, AbstractExprRef a) {
   return make(ExprKind::RmsNorm, "", 0, n, {std::move(a)});
 }
+AbstractExprRef AbstractExpr::rotateHalf(AbstractExprRef a) {
+  return make(ExprKind::RotateHalf, "", 0, 0, {std::move(a)});
+}
 
 namespace {
 
@@ -207,6 +212,8 @@ AbstractExprRef applyOp(OpKind kind, const graph::OpAttrs& attrs,
       return E::max(reducedCount(*shapes[0], attrs.dim, split), in[0]);
     case OpKind::RmsNorm:
       return E::rmsNorm(reducedCount(*shapes[0], attrs.dim, split), in[0]);
+    case OpKind::RotateHalf:
+      return E::rotateHalf(in[0]);
     default:
       break;
   }
@@ -375,6 +382,9 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, bool keepShifts,
       break;
     case ExprKind::RmsNorm:
       result = E::rmsNorm(expr->extent(), in[0]);
+      break;
+    case ExprKind::RotateHalf:
+      result = E::rotateHalf(in[0]);
       break;
     default:
       result = expr;

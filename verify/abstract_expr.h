@@ -14,18 +14,19 @@
 namespace mugraph::verify {
 
 enum class ExprKind {
-  Input,    // a program input, by name
-  Const,    // a numeric constant (scale factors, the -1 of sub)
-  Add,      // add(a, b)
-  Mul,      // mul(a, b)
-  Div,      // div(a, b)
-  Exp,      // exp(a)
-  Sum,      // sum(n, a): the sum of n terms shaped like a
-  Sqrt,     // uninterpreted: no axioms mention it
-  Silu,     // uninterpreted
-  Sigmoid,  // uninterpreted
-  Max,      // max(n, a): reduce_max / accum_max over n things; uninterpreted
-  RmsNorm,  // rms_norm(n, a); uninterpreted
+  Input,       // a program input, by name
+  Const,       // a numeric constant (scale factors, the -1 of sub)
+  Add,         // add(a, b)
+  Mul,         // mul(a, b)
+  Div,         // div(a, b)
+  Exp,         // exp(a)
+  Sum,         // sum(n, a): the sum of n terms shaped like a
+  Sqrt,        // uninterpreted: no axioms mention it
+  Silu,        // uninterpreted
+  Sigmoid,     // uninterpreted
+  Max,         // max(n, a): reduce_max / accum_max over n things; uninterpreted
+  RmsNorm,     // rms_norm(n, a); uninterpreted
+  RotateHalf,  // rotate_half(a): RoPE's signed lane permutation; only x ⊑ rotate_half(x)
 };
 
 class AbstractExpr;
@@ -50,6 +51,7 @@ class AbstractExpr {
   static AbstractExprRef sigmoid(AbstractExprRef a);
   static AbstractExprRef max(int64_t n, AbstractExprRef a);  // max(1, a) returns a
   static AbstractExprRef rmsNorm(int64_t n, AbstractExprRef a);
+  static AbstractExprRef rotateHalf(AbstractExprRef a);
 
   ExprKind kind() const { return kind_; }
   const std::string& name() const { return name_; }  // Input only

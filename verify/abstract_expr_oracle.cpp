@@ -95,6 +95,8 @@ class Encoder {
         return v_.max(extent(), encode(in[0]));
       case ExprKind::RmsNorm:
         return v_.rmsNorm(extent(), encode(in[0]));
+      case ExprKind::RotateHalf:
+        return v_.rotateHalf(encode(in[0]));
     }
     throw std::logic_error("unknown abstract expression kind");
   }

@@ -226,6 +226,29 @@ void rmsNorm(const HostTensor<T>& x, int dim, const TrialMeaning& meaning, HostT
   });
 }
 
+// rotate_half(dim), RoPE's rotation of a row of n = 2h lanes:
+//   y[j] = -x[j + h] for j < h,  y[j] = x[j - h] for j >= h.
+// A permutation with signs: exact in every domain.
+template <class T>
+void rotateHalf(const HostTensor<T>& x, int dim, HostTensor<T>& out) {
+  using Domain = NumberDomain<T>;
+  const ReductionView v = reductionView(x.shape, dim);
+  const int64_t half = v.n / 2;
+  forChunks(v.outer, v.n * v.inner, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      const T* slab = x.data.data() + o * v.n * v.inner;
+      T* result = out.data.data() + o * v.n * v.inner;
+      for (int64_t j = 0; j < v.n; ++j) {
+        const bool first = j < half;
+        const T* from = slab + (first ? j + half : j - half) * v.inner;
+        for (int64_t i = 0; i < v.inner; ++i) {
+          result[j * v.inner + i] = first ? Domain::sub(Domain::zero(), from[i]) : from[i];
+        }
+      }
+    }
+  });
+}
+
 }  // namespace mugraph::verify::detail
 
 namespace mugraph::verify {
@@ -264,6 +287,8 @@ HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
         detail::reduceSum(*operands[0], attrs.dim, attrs.to, out);
       } else if (kind == graph::OpKind::ReduceMax) {
         detail::reduceMax(*operands[0], attrs.dim, meaning, out);
+      } else if (kind == graph::OpKind::RotateHalf) {
+        detail::rotateHalf(*operands[0], attrs.dim, out);
       } else {
         detail::rmsNorm(*operands[0], attrs.dim, meaning, out);
       }

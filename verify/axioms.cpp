@@ -20,6 +20,7 @@ AxiomVocabulary::AxiomVocabulary(z3::context& context)
       sigmoid(context.function("sigmoid", term, term)),
       max(context.function("max", context.int_sort(), term, term)),
       rmsNorm(context.function("rms_norm", context.int_sort(), term, term)),
+      rotateHalf(context.function("rotate_half", term, term)),
       constant(context.function("const", context.real_sort(), term)),
       contains(context.function("contains", term, context.bool_sort())) {}
 
@@ -196,6 +197,8 @@ const std::vector<Axiom>& axiomTable() {
        [](const D& d) { return d.within(d.x, d.max(d.n, d.x)); }},
       {"in-rms-norm", K::Subexpression, "x ⊑ rms_norm(n, x)",
        [](const D& d) { return d.within(d.x, d.rmsNorm(d.n, d.x)); }},
+      {"in-rotate-half", K::Subexpression, "x ⊑ rotate_half(x)",
+       [](const D& d) { return d.within(d.x, d.rotateHalf(d.x)); }},
       // A split reduction computes part of the sum (or max) first: a partial sum over m of the
       // k terms is a subexpression of the full one when m <= k (m need not divide k: with
       // partial tiles the parts are unequal, graph/tile_splits.h).

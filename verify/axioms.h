@@ -22,7 +22,7 @@ struct AxiomVocabulary {
 
   z3::context& ctx;
   z3::sort term;
-  z3::func_decl add, mul, div, exp, sum, sqrt, silu, sigmoid, max, rmsNorm, constant;
+  z3::func_decl add, mul, div, exp, sum, sqrt, silu, sigmoid, max, rmsNorm, rotateHalf, constant;
   z3::func_decl contains;
 };
 
@@ -46,6 +46,7 @@ class AxiomDsl {
   z3::expr silu(const z3::expr& p) const { return v_.silu(p); }
   z3::expr sigmoid(const z3::expr& p) const { return v_.sigmoid(p); }
   z3::expr max(const z3::expr& extent, const z3::expr& p) const { return v_.max(extent, p); }
+  z3::expr rotateHalf(const z3::expr& p) const { return v_.rotateHalf(p); }
   z3::expr rmsNorm(const z3::expr& extent, const z3::expr& p) const {
     return v_.rmsNorm(extent, p);
   }

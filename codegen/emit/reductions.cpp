@@ -1,4 +1,5 @@
-// Reductions over one dim of a shared tile: reduce_sum (with to=k), reduce_max and rms_norm.
+// Reductions over one dim of a shared tile: reduce_sum (with to=k), reduce_max and rms_norm;
+// and rotate_half, which like rms_norm reads whole rows of its dim.
 // Where the plan gives each output element to one warp (OpPlan::warpPerRow), lanes stride
 // over the reduced dim and combine with shuffles, so a row of 64 costs two loads per lane
 // instead of 64 serial loads by one thread; otherwise each output goes to one thread.
@@ -132,10 +133,31 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
   out.close();
 }
 
+// rotate_half: each element reads its partner half a row away, negated in the first half
+// (verify/apply_op_impl.h defines it). The dim is whole in the tile (the search keeps it so).
+void emitRotateHalf(const EmitContext& context, int opIndex) {
+  const graph::BlockOp& op = context.block().ops[opIndex];
+  const TensorId x = op.inputs[0];
+  const Extent4 extent = padTo4(context.block().tensors[x].shape);
+  const int dim = paddedDim(context.block().tensors[x], op.attrs.dim);
+  const std::string half = std::to_string(extent[dim] / 2);
+  CudaWriter& out = context.out;
+  const Index4 index = openElementLoop(context, extent);
+  const std::string j = "(" + index[dim] + ")";
+  const std::string partner =
+      "(" + j + " < " + half + " ? " + j + " + " + half + " : " + j + " - " + half + ")";
+  out.line("const float r = " + context.readShared(x, withDim(index, dim, partner)) + ";");
+  out.line("const float v = " + j + " < " + half + " ? -r : r;");
+  emitEpilogue(context, opIndex, "v", index, "");
+  out.close();
+}
+
 }  // namespace
 
 void emitReduction(const EmitContext& context, int opIndex) {
-  if (context.block().ops[opIndex].kind == OpKind::RmsNorm) {
+  if (context.block().ops[opIndex].kind == OpKind::RotateHalf) {
+    emitRotateHalf(context, opIndex);
+  } else if (context.block().ops[opIndex].kind == OpKind::RmsNorm) {
     emitRmsNorm(context, opIndex);
   } else {
     emitSumOrMax(context, opIndex);

@@ -30,6 +30,9 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
   const graph::Dims& tile = block.tensors[op.output].shape;
   const int rank = static_cast<int>(tile.size());
   if (rank != static_cast<int>(source.shape.size()) || rank < 2) return std::nullopt;
+  // A heads_transposed operand's dims are not in storage order; its tensor map is left for a
+  // GPU-tested change: the cp.async copies read it through its strides.
+  if (source.layout == graph::Layout::HeadsTransposed) return std::nullopt;
   for (int d = 0; d < rank - 2; ++d) {
     if (tile[d] != 1) return std::nullopt;  // one matrix per block
   }

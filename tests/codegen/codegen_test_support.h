@@ -160,6 +160,13 @@ inline std::vector<OneOpCase> oneOpCases() {
       {"div_transposed",
        oneOp("div_transposed", OpKind::Div,
              {t("a", DType::F16, {32, 48}, Layout::Transposed), t("b", DType::F16, {32, 48})})},
+      {"mul_heads_transposed", oneOp("mul_heads_transposed", OpKind::Mul,
+                                     {t("a", DType::F16, {4, 16, 32}, Layout::HeadsTransposed),
+                                      t("b", DType::F16, {1, 16, 32})})},
+      {"matmul_heads_transposed",
+       oneOp("matmul_heads_transposed", OpKind::Matmul,
+             {t("q", DType::F16, {4, 16, 32}, Layout::HeadsTransposed),
+              t("k", DType::F16, {4, 32, 16}, Layout::HeadsTransposed)})},
       {"reduce_sum_f16",
        oneOp("reduce_sum_f16", OpKind::ReduceSum, {t("x", DType::F16, {4, 64, 4096})}, dim2)},
       {"reduce_sum_to_f32",
@@ -174,6 +181,10 @@ inline std::vector<OneOpCase> oneOpCases() {
        oneOp("rms_norm_f16", OpKind::RmsNorm, {t("x", DType::F16, {64, 1024})}, dim1)},
       {"rms_norm_bf16_dim0",
        oneOp("rms_norm_bf16_dim0", OpKind::RmsNorm, {t("x", DType::BF16, {48, 20})}, dim0)},
+      {"rotate_half_f16",
+       oneOp("rotate_half_f16", OpKind::RotateHalf, {t("x", DType::F16, {4, 16, 64})}, dim2)},
+      {"rotate_half_bf16_middle", oneOp("rotate_half_bf16_middle", OpKind::RotateHalf,
+                                        {t("x", DType::BF16, {6, 32, 5})}, dim1)},
   };
   return cases;
 }

@@ -63,6 +63,7 @@ class RandomGraphs {
     PlanTensor t{"x" + std::to_string(inputs_++), dtype, std::move(shape)};
     t.isInput = true;
     if (t.shape.size() >= 2 && chance(0.3)) t.layout = graph::Layout::Transposed;
+    if (t.shape.size() >= 3 && chance(0.2)) t.layout = graph::Layout::HeadsTransposed;
     plan_.push_back(std::move(t));
     return static_cast<int>(plan_.size()) - 1;
   }
@@ -128,6 +129,14 @@ inline bool RandomGraphs::addOp(graph::OpKind kind) {
   }
   const graph::Dims& shape = plan_[op.operands[0]].shape;
   if (info.hasDim) op.attrs.dim = uniform(0, static_cast<int>(shape.size()) - 1);
+  if (kind == OpKind::RotateHalf) {  // rotates halves: an even dim
+    std::vector<int> even;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] % 2 == 0) even.push_back(static_cast<int>(d));
+    }
+    if (even.empty()) return false;
+    op.attrs.dim = pick(even);
+  }
   if (info.hasTo && chance(0.5)) {
     std::vector<int64_t> tos = divisorsAbove1(shape[op.attrs.dim]);
     if (!tos.empty()) op.attrs.to = pick(tos);
@@ -161,7 +170,7 @@ inline graph::Program RandomGraphs::program() {
         pick(std::vector<graph::DType>{graph::DType::F16, graph::DType::BF16, graph::DType::F32}));
   }
   const int nOps = uniform(1, 7);
-  for (int i = 0; i < nOps; ++i) addOp(pick(kinds));
+  for (int i = 0; i < nOps || ops_.empty(); ++i) addOp(pick(kinds));
 
   // Inputs first, then ops: the canonical tensor order every reader produces.
   graph::GraphBuilder builder(chance(0.7) ? "prog_" + std::to_string(uniform(0, 999)) : "");

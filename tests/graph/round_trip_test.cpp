@@ -90,6 +90,7 @@ TEST(RoundTrip, GeneratorCoversTheFormats) {
     for (TensorId t : schedule.program.inputs) {
       const TensorDesc& d = schedule.program.tensors[t];
       if (d.layout == Layout::Transposed) features.insert("transposed input");
+      if (d.layout == Layout::HeadsTransposed) features.insert("heads_transposed input");
       features.insert("rank " + std::to_string(d.shape.size()));
     }
     for (const KernelOp& kernel : schedule.graph.ops) {
@@ -120,8 +121,9 @@ TEST(RoundTrip, GeneratorCoversTheFormats) {
     EXPECT_TRUE(!info.blockLevel || blockOps.count(info.kind)) << info.name;
   }
   for (const char* feature :
-       {"transposed input", "rank 1", "rank 2", "rank 3", "rank 4", "predefined kernel", "forloop",
-        "fusion", "several outputs", "grid.x", "grid.y", "grid.z", "fmap", "replicated imap"}) {
+       {"transposed input", "heads_transposed input", "rank 1", "rank 2", "rank 3", "rank 4",
+        "predefined kernel", "forloop", "fusion", "several outputs", "grid.x", "grid.y", "grid.z",
+        "fmap", "replicated imap"}) {
     EXPECT_TRUE(features.count(feature)) << feature;
   }
 }

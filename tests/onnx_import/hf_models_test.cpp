@@ -1,16 +1,20 @@
 // Decoder LMs from `transformers` (Llama, Mistral, Qwen3 with QK-norm), exported with
 // PyTorch's default exporter (tools/python/export_hf_models.py): the exporter decomposes
 // scaled_dot_product_attention into MatMul, Softmax and a NaN guard `Where(IsNaN(p), 0, p)`.
-// The guard reads as the softmax, so each layer's Q·Kᵀ, softmax and P·V land in one subgraph.
+// The guard reads as the softmax, so each layer's Q·Kᵀ, softmax and P·V land in one subgraph;
+// RoPE's rotate_half (Slice, Slice, Neg, Concat) is the IR's rotate_half; the head transposes
+// are heads_transposed reads, or, after Qwen3's per-head norms, computed in the head order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 
 #include "graph/program_text.h"
 #include "onnx_import/import_model.h"
+#include "onnx_import/onnx_model.h"
 
 namespace mugraph::onnx_import {
 namespace {
@@ -36,10 +40,11 @@ TEST(HfModels, EachLayersAttentionIsOneSubgraphThroughTheNanGuard) {
       EXPECT_GE(countOf(s.ops, "MatMul"), 2) << name << ": " << s.name;
       EXPECT_EQ(countOf(s.ops, "IsNaN"), 1) << name << ": " << s.name;
       EXPECT_EQ(countOf(s.ops, "Where"), 1) << name << ": " << s.name;
-      // P·V reads the softmax's quotient: the guard added no op of its own.
+      // P·V reads the softmax's quotient (e / sum e): the guard added no op of its own.
       const std::string text = graph::programToText(s.program);
       std::smatch quotient;
-      ASSERT_TRUE(std::regex_search(text, quotient, std::regex(R"((\S+) = div\()"))) << text;
+      ASSERT_TRUE(std::regex_search(text, quotient, std::regex(R"((\S+) = div\(\S+_exp, )")))
+          << text;
       EXPECT_NE(text.find("= matmul(" + quotient[1].str() + ", "), std::string::npos)
           << name << "\n"
           << text;
@@ -48,6 +53,65 @@ TEST(HfModels, EachLayersAttentionIsOneSubgraphThroughTheNanGuard) {
     for (const LeftOut& u : m.unsupported) {
       EXPECT_NE(u.op, "IsNaN") << name << ": " << u.node << ": " << u.reason;
       EXPECT_NE(u.op, "Where") << name << ": " << u.node << ": " << u.reason;
+    }
+  }
+}
+
+int countIn(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(HfModels, AtMostThreeSubgraphsPerLayerWithRopeInsideAndEveryNodePlacedOrExplained) {
+  constexpr int kLayers = 2;
+  for (const std::string name : {"hf_llama", "hf_mistral", "hf_qwen3"}) {
+    const ImportedModel m = importModel(model(name), {});
+    EXPECT_LE(m.subgraphs.size(), static_cast<size_t>(3 * kLayers)) << name;
+    std::set<std::string> placed;
+    int rotations = 0, headsReads = 0;
+    for (const Subgraph& s : m.subgraphs) {
+      placed.insert(s.nodes.begin(), s.nodes.end());
+      const std::string text = graph::programToText(s.program);
+      rotations += countIn(text, "= rotate_half(");
+      for (const BoundInput& in : s.inputs) {
+        headsReads += in.layout == graph::Layout::HeadsTransposed;
+      }
+      // Attention reads its rotated queries in the same subgraph.
+      if (countOf(s.ops, "Softmax") == 1) {
+        EXPECT_EQ(countOf(s.ops, "Concat"), 1) << name << ": " << s.name;
+        EXPECT_EQ(countIn(text, "= rotate_half("), 1) << name << "\n" << text;
+      }
+      // Qwen3's per-head q/k norms before RoPE sit with it, computed in the head order.
+      if (name == "hf_qwen3" && countOf(s.ops, "Concat") > 0) {
+        EXPECT_GE(countOf(s.ops, "ReduceMean"), 1) << name << ": " << s.name;
+        EXPECT_GE(countOf(s.ops, "Transpose"), 1) << name << ": " << s.name;
+      }
+    }
+    // Queries and keys of each layer rotated in the IR, read per head without a copy.
+    EXPECT_EQ(rotations, 2 * kLayers) << name;
+    EXPECT_GE(headsReads, 2 * kLayers) << name;
+    const Model loaded = loadModel(model(name), {});
+    std::set<std::string> leftOps;
+    for (const LeftOut& u : m.unsupported) {
+      EXPECT_FALSE(u.reason.empty()) << name << ": " << u.node;
+      EXPECT_FALSE(placed.count(u.node)) << name << ": " << u.node << " placed and left out";
+      placed.insert(u.node);
+      leftOps.insert(u.op);
+    }
+    EXPECT_EQ(placed.size(), loaded.nodes.size()) << name << ": every node placed or explained";
+    for (const Node& node : loaded.nodes) {
+      if (node.op == "Slice" || node.op == "Neg" || node.op == "Concat") {
+        EXPECT_FALSE(leftOps.count(node.op)) << name << ": RoPE's " << node.op << " left out";
+      }
+    }
+    // What stays with the framework: the embedding, GQA's repeats of K and V (and the views
+    // around them), and the attention output's transpose back before o_proj.
+    EXPECT_TRUE(leftOps.count("Gather")) << name;
+    for (const std::string& op : leftOps) {
+      EXPECT_TRUE(op == "Gather" || op == "Expand" || op == "Unsqueeze" || op == "Reshape" ||
+                  op == "Transpose")
+          << name << ": " << op << " left out";
     }
   }
 }

@@ -130,10 +130,14 @@ TEST(ImportModel, DecoderBlockPartitionsAndNamesEveryNodeLeftOut) {
       placed.insert(left.node);
       leftOps.insert(left.op);
     }
-    // RoPE's Slice and Concat, the repeated KV heads' Expand and the head transposes.
-    for (const char* op : {"Slice", "Concat", "Expand", "Transpose"}) {
-      EXPECT_TRUE(leftOps.count(op)) << path << " leaves no " << op << " out";
+    // The repeated KV heads' Expand stays out; RoPE's Slice, Neg and Concat are rotate_half.
+    EXPECT_TRUE(leftOps.count("Expand")) << path << " leaves no Expand out";
+    for (const char* op : {"Slice", "Concat"}) {
+      EXPECT_FALSE(leftOps.count(op)) << path << " leaves " << op << " out";
     }
+    EXPECT_TRUE(std::any_of(m.subgraphs.begin(), m.subgraphs.end(), [](const Subgraph& s) {
+      return graph::programToText(s.program).find("rotate_half(") != std::string::npos;
+    })) << path;
     EXPECT_GE(m.subgraphs.size(), 3u);
     // Every node is in a subgraph or listed as left out.
     const size_t nodes = path.find("legacy") == std::string::npos ? 64 : 109;

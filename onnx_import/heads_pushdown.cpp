@@ -1,0 +1,120 @@
+#include "onnx_import/heads_pushdown.h"
+
+#include <algorithm>
+#include <map>
+
+#include "onnx_import/model_shapes.h"
+
+namespace mugraph::onnx_import {
+namespace {
+
+bool mapped(const NodeSupport& s) {
+  return s.role == NodeRole::Compute || s.role == NodeRole::Alias || s.role == NodeRole::Guard ||
+         s.role == NodeRole::Part;
+}
+
+const std::set<std::string> kElementwise = {
+    "Add", "Sub",        "Mul",  "Div",      "Pow",   "Sqrt",  "Exp",   "Sigmoid",
+    "Neg", "Reciprocal", "Cast", "Identity", "IsNaN", "Where", "Slice", "Concat"};
+
+// Whether the node computes each row along the last axis of rank-`rank` values on its own.
+// (Slice and Concat are here only as the parts and head of a rotate_half, node_support.h.)
+bool lastAxisOnly(const Model& model, const Node& node, size_t rank) {
+  if (kElementwise.count(node.op)) return true;
+  std::vector<int64_t> axes;
+  if (node.op == "Softmax") {
+    axes = {node.intAttr("axis", -1)};
+  } else if (node.op.rfind("Reduce", 0) == 0) {
+    if (node.intAttr("keepdims", 1) == 0) return false;
+    axes = axesOf(model, node).value_or(std::vector<int64_t>{});
+  } else {
+    return false;
+  }
+  if (axes.empty()) return false;
+  return std::all_of(axes.begin(), axes.end(), [&](int64_t a) {
+    const std::optional<int> axis = normalizeAxis(a, rank);
+    return axis && *axis + 1 == static_cast<int>(rank);
+  });
+}
+
+void swapHeads(graph::Dims& shape) {
+  const size_t r = shape.size();
+  std::swap(shape[r - 3], shape[r - 2]);
+}
+
+}  // namespace
+
+bool joinsAsHeadTranspose(const Model& model, const std::vector<NodeSupport>& support, int view) {
+  if (support[view].role != NodeRole::View || !support[view].swapsHeads) return false;
+  const int producer = model.producerOf(model.nodes[view].inputs.at(0));
+  return producer >= 0 && mapped(support[producer]);
+}
+
+std::variant<PushedHeads, int> pushHeadTransposes(const Model& model,
+                                                  const std::vector<NodeSupport>& support,
+                                                  const std::vector<int>& nodes,
+                                                  const std::vector<std::string>& outputs) {
+  const std::set<int> inside(nodes.begin(), nodes.end());
+  std::map<std::string, std::vector<int>> readers;
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    for (const std::string& in : model.nodes[n].inputs) readers[in].push_back(static_cast<int>(n));
+  }
+  auto returned = [&](const std::string& v) {
+    return std::count(outputs.begin(), outputs.end(), v) > 0 ||
+           std::count(model.graphOutputs.begin(), model.graphOutputs.end(), v) > 0;
+  };
+  PushedHeads pushed{model, support, {}};
+  std::set<std::string> swapped;  // values whose shapes are transposed
+  for (int view : nodes) {
+    if (!joinsAsHeadTranspose(model, support, view)) continue;
+    const std::string& input = model.nodes[view].inputs[0];
+    const size_t rank = model.values.at(input).shape->size();
+    // The nodes of the subgraph that compute the transposed value, up from it.
+    std::set<int> cone;
+    std::vector<std::string> pending{input};
+    while (!pending.empty()) {
+      const std::string v = pending.back();
+      pending.pop_back();
+      const int p = model.producerOf(v);
+      if (p < 0 || !inside.count(p) || support[p].role == NodeRole::Constant) continue;
+      if (!cone.insert(p).second) continue;
+      for (const std::string& in : model.nodes[p].inputs) {
+        if (!in.empty()) pending.push_back(in);
+      }
+    }
+    std::set<std::string> outside;  // tensors the cone reads from outside the subgraph
+    for (int c : cone) {
+      const Node& node = model.nodes[c];
+      if (!lastAxisOnly(model, node, rank)) return view;
+      for (const std::string& out : node.outputs) {
+        const std::optional<graph::Dims>& shape = model.values.at(out).shape;
+        if (!shape || shape->size() != rank || returned(out)) return view;
+        for (int reader : readers[out]) {
+          if (!cone.count(reader) && reader != view) return view;  // read in the other order
+        }
+      }
+      for (const std::string& in : node.inputs) {
+        const int p = model.producerOf(in);
+        if (in.empty() || (p >= 0 && inside.count(p)) || model.constants.count(in)) continue;
+        const std::optional<graph::Dims>& shape = model.values.at(in).shape;
+        if (!shape) return view;
+        if (shape->size() <= 1) continue;  // broadcast along the last axis only
+        if (shape->size() != rank) return view;
+        for (int reader : readers[in]) {
+          if (inside.count(reader) && !cone.count(reader)) return view;
+        }
+        outside.insert(in);
+      }
+    }
+    for (int c : cone) {
+      for (const std::string& out : model.nodes[c].outputs) swapped.insert(out);
+    }
+    swapped.insert(outside.begin(), outside.end());
+    pushed.readSwapped.insert(outside.begin(), outside.end());
+    pushed.support[view] = {NodeRole::Alias, "", false};
+  }
+  for (const std::string& v : swapped) swapHeads(*pushed.model.values.at(v).shape);
+  return pushed;
+}
+
+}  // namespace mugraph::onnx_import
