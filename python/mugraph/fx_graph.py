@@ -123,10 +123,20 @@ def _binary(op):
         a, b = n.args[0], n.args[1]
         if n.kwargs.get("alpha", 1) != 1 or (len(n.args) > 2 and n.args[2] != 1):
             raise _Untranslatable("alpha other than 1")
+        if op in ("Mul", "Div") and isinstance(a, torch.fx.Node) and b == 1 \
+                and not isinstance(b, bool) and _same_type(a, n):
+            # x·1 and x/1 are x exactly (IEEE, infinities and NaN included): RoPE's
+            # cos·attention_scaling with scaling 1 stays a value the subgraph reads
+            return _identity(w, n)
         like = a if isinstance(a, torch.fx.Node) else b
         w.node(n.name, n.name, op, [_operand(w, n, a, 0, like), _operand(w, n, b, 1, like)],
                [w.value_of(n)])
     return translate
+
+
+def _same_type(a, b):
+    va, vb = _tensor_meta(a), _tensor_meta(b)
+    return va is not None and vb is not None and va.dtype == vb.dtype and va.shape == vb.shape
 
 
 def _rsub(w, n):  # rsub(x, c) = c - x

@@ -67,7 +67,10 @@ TEST(HfModels, AtMostThreeSubgraphsPerLayerWithRopeInsideAndEveryNodePlacedOrExp
   constexpr int kLayers = 2;
   for (const std::string name : {"hf_llama", "hf_mistral", "hf_qwen3"}) {
     const ImportedModel m = importModel(model(name), {});
-    EXPECT_LE(m.subgraphs.size(), static_cast<size_t>(3 * kLayers)) << name;
+    // Three per layer, plus the last layer's o_proj and MLP with the final norm and lm_head:
+    // they run after that layer's attention, so a convex subgraph cannot hold them with its
+    // Q/K/V projections (each earlier layer's join the next layer's projections).
+    EXPECT_LE(m.subgraphs.size(), static_cast<size_t>(3 * kLayers + 1)) << name;
     std::set<std::string> placed;
     int rotations = 0, headsReads = 0;
     for (const Subgraph& s : m.subgraphs) {
