@@ -145,12 +145,12 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
       }
     }
   } else if (node.op == "Expand" || node.op == "Tile") {
-    if (stripDims(*in.shape) != stripDims(*out.shape)) {
+    if (!sameUpToLeadingOnes(*in.shape, *out.shape)) {
       return unsupported("repeats data (" + graph::formatDims(*in.shape) + " to " +
                          graph::formatDims(*out.shape) + "); the IR has no broadcasting copy");
     }
   }
-  if (!swap && !heads && stripDims(*in.shape) == stripDims(*out.shape)) {
+  if (!swap && !heads && sameUpToLeadingOnes(*in.shape, *out.shape)) {
     return {NodeRole::Alias, "", false};
   }
   if (inputLayout != Layout::RowMajor && !swap && !heads) {
@@ -284,10 +284,20 @@ std::map<int, std::string> rotateHalves(const Model& model) {
 }
 
 Dims stripDims(const Dims& shape) {
-  size_t first = 0;
-  while (first + 1 < shape.size() && shape[first] == 1) ++first;
   if (shape.empty()) return {1};
+  const size_t keep = std::min<size_t>(2, shape.size());
+  size_t first = 0;
+  while (first + keep < shape.size() && shape[first] == 1) ++first;
   return Dims(shape.begin() + first, shape.end());
+}
+
+bool sameUpToLeadingOnes(const Dims& a, const Dims& b) {
+  auto strip = [](const Dims& shape) {
+    size_t first = 0;
+    while (first + 1 < shape.size() && shape[first] == 1) ++first;
+    return Dims(shape.begin() + first, shape.end());
+  };
+  return strip(a.empty() ? Dims{1} : a) == strip(b.empty() ? Dims{1} : b);
 }
 
 std::vector<NodeSupport> classifyNodes(const Model& model) {

@@ -49,7 +49,12 @@ std::vector<NodeSupport> classifyNodes(const Model& model);
 // rotate_half patterns: the Concat node's index -> the value it rotates (the slices' input).
 std::map<int, std::string> rotateHalves(const Model& model);
 
-// The shape without its leading size-1 dims (at least one dim stays; a scalar becomes [1]).
+// The shape the IR gives a value: without its leading size-1 dims, but a value of rank 2 or
+// more keeps two (a decode step's [1, 1, d] is the row [1, d], which a matmul takes); a
+// scalar becomes [1].
 graph::Dims stripDims(const graph::Dims& shape);
+
+// Equal once every leading size-1 dim is dropped: a reshape between them relabels nothing.
+bool sameUpToLeadingOnes(const graph::Dims& a, const graph::Dims& b);
 
 }  // namespace mugraph::onnx_import

@@ -121,7 +121,7 @@ TensorId ProgramBuilder::op(OpKind kind, std::vector<TensorId> in, graph::OpAttr
 
 void ProgramBuilder::define(const std::string& value, TensorId id) {
   const Dims& ir = builder_.desc(id).shape;
-  if (stripDims(ir) != stripDims(onnxShape(value))) {
+  if (!sameUpToLeadingOnes(ir, onnxShape(value))) {
     fail("its result " + graph::formatDims(onnxShape(value)) + " is " + graph::formatDims(ir) +
          " in the IR (the IR keeps reduced dims and aligns ranks only by leading size-1 dims)");
   }
