@@ -68,7 +68,14 @@ class CompiledGraph:
             except Exception as e:  # never wrong, never stuck: eager with a warning
                 warnings.warn(f"mugraph: substitution failed, running eagerly: {e}")
                 self.optimized = self.gm
-        return self.optimized(*args)
+        if self.optimized is self.gm:
+            return self.gm(*args)
+        try:
+            return self.optimized(*args)
+        except Exception as e:  # a substituted graph that cannot run falls back for good
+            warnings.warn(f"mugraph: the optimized graph failed, running eagerly from now: {e}")
+            self.optimized = self.gm
+            return self.gm(*args)
 
 
 def compile_graph(gm, example_inputs, config):

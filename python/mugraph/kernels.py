@@ -49,21 +49,34 @@ class LoadedVariant:
                 raise _capi.MugraphError(f"input {t['name']}: {tuple(tensor.shape)} is not the "
                                          f"{t['bytes']} bytes the variant reads")
             dense.append(tensor)
-        outputs = []
-        for shape, t in zip(self.output_shapes, self.outputs):
-            if t["layout"] == "transposed":
-                storage = shape[:-2] + [shape[-1], shape[-2]]
-                outputs.append(torch.empty(storage, dtype=_DTYPES[t["dtype"]],
-                                           device=device).transpose(-1, -2))
-            else:
-                outputs.append(torch.empty(shape, dtype=_DTYPES[t["dtype"]], device=device))
+        outputs = [torch.empty(_storage_shape(shape, t["layout"]), dtype=_DTYPES[t["dtype"]],
+                               device=device) for shape, t in zip(self.output_shapes, self.outputs)]
         workspace = None
         if self.variant.workspace_bytes:
             workspace = torch.empty(self.variant.workspace_bytes, dtype=torch.uint8, device=device)
         addresses = [x.data_ptr() for x in dense] + [x.data_ptr() for x in outputs]
         self.variant.launch(addresses, workspace.data_ptr() if workspace is not None else 0,
                             torch.cuda.current_stream(device).cuda_stream)
-        return outputs
+        # The FX values are dense in their logical order, as the aten nodes downstream expect.
+        return [_logical(x, t["layout"]) for x, t in zip(outputs, self.outputs)]
+
+
+def _storage_shape(shape, layout):
+    """The dense shape an output of `layout` is stored in (graph/types.h, storageStrides)."""
+    shape = list(shape)
+    if layout == "transposed":
+        return shape[:-2] + [shape[-1], shape[-2]]
+    if layout == "heads_transposed":
+        return shape[:-3] + [shape[-2], shape[-3], shape[-1]]
+    return shape
+
+
+def _logical(x, layout):
+    if layout == "transposed":
+        return x.transpose(-1, -2).contiguous()
+    if layout == "heads_transposed":
+        return x.transpose(-3, -2).contiguous()
+    return x
 
 
 def _numel(shape):
