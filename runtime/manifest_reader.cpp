@@ -4,6 +4,7 @@
 
 #include "graph/error.h"
 #include "graph/files.h"
+#include "graph/json_reader.h"
 
 namespace mugraph::runtime {
 namespace {
@@ -103,12 +104,7 @@ const ManifestTensor& Manifest::tensor(const std::string& name) const {
 }
 
 Manifest readManifest(const std::string& path) {
-  json document;
-  try {
-    document = json::parse(graph::readFileText(path));
-  } catch (const json::parse_error& e) {
-    throw UserError(path, std::string("not valid JSON: ") + e.what());
-  }
+  const json document = graph::parseJsonText(graph::readFileText(path), path);
   const Reader top(document, path, "$");
   if (top.at("format").string() != "mugraph.manifest") top.at("format").fail("not a manifest");
   if (top.at("version").integer() != 1) top.at("version").fail("unsupported manifest version");
