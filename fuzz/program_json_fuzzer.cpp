@@ -1,5 +1,6 @@
 // Program and schedule JSON ("mugraph.program", "mugraph.schedule"), read as `mugraph` reads
-// a file. An accepted program or schedule must write JSON that reads back the same.
+// a file. An accepted program or schedule must write JSON (and a program .mg text) that reads
+// back the same.
 #include "fuzz/fuzz_input.h"
 #include "graph/files.h"
 #include "graph/hash.h"
@@ -20,6 +21,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::require(graph::scheduleHash(again) == graph::scheduleHash(*loaded.schedule),
                   "the schedule's JSON reads back different");
     return 0;
+  }
+  // Saved as .mg text (or refused with a UserError where a name cannot be spelled there), it
+  // reads back the same.
+  const std::string text = path + ".mg";
+  if (fuzz::acceptsOrRefuses([&] { graph::saveProgram(text, loaded.program); })) {
+    fuzz::require(
+        graph::programHash(graph::loadProgram(text)) == graph::programHash(loaded.program),
+        "the program's .mg text reads back different");
   }
   const nlohmann::json written = graph::programToJson(loaded.program);
   fuzz::require(!written.dump().empty(), "a program writes no JSON");

@@ -30,6 +30,8 @@ mkdir -p "$work" "$artifacts"
 # One process (-jobs 1 is libFuzzer's default): the machine is shared. A single input that
 # runs 10 s is a hang; leaks are on (ASan's default).
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+# Each input is written to a file (the readers take paths): in memory where there is /dev/shm.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
 options=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/")
 if [ "$seconds" -eq 0 ]; then
   exec "$fuzzer" "${options[@]}" -runs=0 "$corpus"
