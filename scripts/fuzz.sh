@@ -24,6 +24,11 @@ if [ ! -x "$fuzzer" ] || [ ! -d "$corpus" ]; then
   exit 2
 fi
 work=$build_dir/fuzz-work/$target
+# The test suite's runs start from the committed corpus alone, in a folder emptied each time.
+if [ -n "${MUGRAPH_FUZZ_FRESH_WORK_DIR:-}" ]; then
+  work=$MUGRAPH_FUZZ_FRESH_WORK_DIR
+  rm -rf "$work"
+fi
 artifacts=$build_dir/fuzz-artifacts/$target
 mkdir -p "$work" "$artifacts"
 

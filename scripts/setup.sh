@@ -4,8 +4,8 @@
 # (default /usr/local/cuda), or, where there is none, from NVIDIA's wheels on the Python
 # package index, unpacked into .whl/ (NVRTC needs no GPU and no driver). Builds into
 # $MUGRAPH_BUILD_DIR (default build), and the fuzz targets with clang into
-# $MUGRAPH_FUZZ_BUILD_DIR (default build-fuzz; fuzz/README.md). Idempotent: a second run with everything in place
-# installs nothing and rebuilds only what changed.
+# $MUGRAPH_FUZZ_BUILD_DIR (default build-fuzz; fuzz/README.md). Idempotent: a second run
+# with everything in place installs nothing and rebuilds only what changed.
 #
 # --release-check (the test command's): also build the product targets as Release into
 # build-release with warnings as errors, so a second build type is checked on every run.
