@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "driver/superoptimize.h"
+#include "graph/display_text.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
@@ -95,7 +96,8 @@ nlohmann::json runSubgraph(const onnx_import::Subgraph& s, const std::string& la
     entry["verified"] = 0;
     entry["best"] = nullptr;
     entry["error"] = e.what();
-    std::cerr << "mugraph: internal error: subgraph " << s.name << ": " << e.what() << "\n";
+    std::cerr << "mugraph: internal error: subgraph " << s.name << ": "
+              << graph::escapeForDisplay(e.what()) << "\n";
   }
   return entry;
 }
