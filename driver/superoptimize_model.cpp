@@ -95,7 +95,7 @@ nlohmann::json runSubgraph(const onnx_import::Subgraph& s, const std::string& la
     ++model.internalErrors;
     entry["verified"] = 0;
     entry["best"] = nullptr;
-    entry["error"] = e.what();
+    entry["error"] = graph::escapeForDisplay(e.what());  // valid UTF-8 in summary.json
     std::cerr << "mugraph: internal error: subgraph " << s.name << ": "
               << graph::escapeForDisplay(e.what()) << "\n";
   }
