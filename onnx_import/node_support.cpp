@@ -138,6 +138,14 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
     if (perm.empty()) {
       for (size_t d = in.shape->size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
     }
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t d = 0; d < sorted.size() || d < in.shape->size(); ++d) {
+      if (d >= sorted.size() || d >= in.shape->size() || sorted[d] != static_cast<int64_t>(d)) {
+        return unsupported("perm " + graph::formatDims(perm) + " is not a permutation of the " +
+                           std::to_string(in.shape->size()) + " dims of its input");
+      }
+    }
     if (!keepsOrderOfRealDims(*in.shape, perm)) {
       if (!swapsLastTwo(perm)) {
         return unsupported("moves data (perm " + graph::formatDims(perm) +
