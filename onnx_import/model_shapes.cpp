@@ -339,7 +339,10 @@ std::optional<Constant> foldNode(const Model& model, const Node& node) {
   }
   const bool elementwise =
       op == "Equal" || op == "Where" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
-  if (!elementwise) return std::nullopt;
+  if (!elementwise || in.size() != (op == "Where" ? 3u : 2u)) return std::nullopt;
+  for (const Constant* c : in) {
+    if (c->values.empty()) return std::nullopt;
+  }
   size_t n = 1;
   Dims shape;
   for (const Constant* c : in) {
