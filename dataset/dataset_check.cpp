@@ -37,6 +37,10 @@ class Checker {
     }
     if (!row.contains("files") || !row.at("files").is_object()) return std::nullopt;
     for (const auto& [name, file] : row.at("files").items()) {
+      if (!isPathInsideDataset(file.value("path", std::string()))) {
+        problem(where, "file " + name + " has a path outside the dataset");
+        continue;
+      }
       const std::string path = dir_ + "/" + file.value("path", std::string());
       if (!fs::is_regular_file(path)) {
         problem(where, "file " + file.value("path", name) + " is missing");
@@ -84,26 +88,20 @@ class Checker {
   }
 
   void checkClasses(const std::map<std::string, json>& rows) {
-    json classes;
+    ClassesFile classes;
     try {
-      classes = json::parse(graph::readFileText(dir_ + "/" + kClassesFile));
-    } catch (const std::exception& e) {
+      classes = readClassesFile(dir_ + "/" + kClassesFile);
+    } catch (const UserError& e) {
       problem(kClassesFile, std::string("cannot be read: ") + e.what());
       return;
     }
-    std::set<std::string> listed;
-    for (const json& cls : classes.value("classes", json::array())) {
-      for (const json& member : cls.value("members", json::array())) {
-        listed.insert(cls.value("class", std::string()) + "/" + member.get<std::string>());
-      }
-    }
     for (const auto& [key, row] : rows) {
-      if (!listed.count(key)) problem(kClassesFile, "does not list " + key);
+      if (!classes.members.count(key)) problem(kClassesFile, "does not list " + key);
     }
-    for (const std::string& key : listed) {
+    for (const std::string& key : classes.members) {
       if (!rows.count(key)) problem(kClassesFile, "lists " + key + ", which has no manifest row");
     }
-    if (!classes.contains("equivalence")) problem(kClassesFile, "has no equivalence statement");
+    if (!classes.statesEquivalence) problem(kClassesFile, "has no equivalence statement");
   }
 
   void checkOrphans(const std::map<std::string, json>& rows) {
@@ -144,7 +142,14 @@ DatasetCheckReport checkDataset(const std::string& dir, bool runOnGpu) {
     if (!driver) throw UserError("--run", "cannot run on a GPU: " + whyNot);
   }
   for (const auto& [key, row] : rows) {
-    const std::optional<graph::Schedule> schedule = checker.checkRow(key, row);
+    std::optional<graph::Schedule> schedule;
+    try {
+      schedule = checker.checkRow(key, row);
+    } catch (const nlohmann::json::exception& e) {
+      // A row's fields of the wrong type (a corrupted manifest) are a problem, not a crash.
+      checker.problem(std::string(kManifestFile) + " row " + key,
+                      std::string("malformed: ") + e.what());
+    }
     if (!driver || !schedule) continue;
     const runtime::GpuCheckReport gpu =
         runtime::checkOnGpu(*driver, *schedule, dir + "/" + key, graph::scheduleHash(*schedule),

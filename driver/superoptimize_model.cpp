@@ -1,11 +1,14 @@
 // runModel (driver/superoptimize.h): imports the model (onnx_import/), searches every subgraph
 // as a program of its own, and writes out/<subgraph>/ exactly as a program's run does, plus
 // out/summary.json: the subgraphs with their ONNX nodes, program, verified count and best
-// variant (or why there is none), and every node left to the framework with its reason.
+// variant (or why there is none), and every node left to the framework with its reason. The
+// summary is rewritten after each subgraph, so "subgraphs" holds those that finished of
+// "subgraphs_total".
 #include <filesystem>
 #include <iostream>
 
 #include "driver/superoptimize.h"
+#include "graph/display_text.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
@@ -74,8 +77,9 @@ nlohmann::json runSubgraph(const onnx_import::Subgraph& s, const std::string& la
     ++model.internalErrors;
     entry["verified"] = 0;
     entry["best"] = nullptr;
-    entry["error"] = e.what();
-    std::cerr << "mugraph: internal error: subgraph " << s.name << ": " << e.what() << "\n";
+    entry["error"] = graph::escapeForDisplay(e.what());  // valid UTF-8 in summary.json
+    std::cerr << "mugraph: internal error: subgraph " << s.name << ": "
+              << graph::escapeForDisplay(e.what()) << "\n";
   }
   return entry;
 }
@@ -90,20 +94,26 @@ ModelRun runModel(const RunOptions& options) {
   const onnx_import::ImportedModel model =
       onnx_import::importModel(options.program, dimPins(options.dims));
   ModelRun run;
-  nlohmann::json subgraphs = nlohmann::json::array();
-  const size_t total = model.subgraphs.size();
-  for (size_t i = 0; i < total; ++i) {
-    const std::string label = "[" + std::to_string(i + 1) + "/" + std::to_string(total) + "] ";
-    subgraphs.push_back(runSubgraph(model.subgraphs[i], label, options, gpu.get(), run));
-  }
   const nlohmann::json unsupported = onnx_import::leftOutJson(model);
+  const size_t total = model.subgraphs.size();
   run.summary = {{"model", model.path},
                  {"opset", model.opset},
-                 {"subgraphs", subgraphs},
+                 {"subgraphs_total", total},
+                 {"subgraphs", nlohmann::json::array()},
                  {"unsupported", unsupported}};
-  if (!options.out.empty()) {
+  // Written before the first search and again after each subgraph, so a run that stops
+  // part way leaves the summary of every subgraph it finished.
+  const auto writeSummary = [&] {
+    if (options.out.empty()) return;
     std::filesystem::create_directories(options.out);
     graph::writeFileAtomic(options.out + "/summary.json", run.summary.dump(2) + "\n");
+  };
+  writeSummary();
+  for (size_t i = 0; i < total; ++i) {
+    const std::string label = "[" + std::to_string(i + 1) + "/" + std::to_string(total) + "] ";
+    run.summary["subgraphs"].push_back(
+        runSubgraph(model.subgraphs[i], label, options, gpu.get(), run));
+    writeSummary();
   }
   return run;
 }

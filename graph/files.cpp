@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iterator>
+#include <stdexcept>
 #include <utility>
 
 #include "graph/error.h"
@@ -238,7 +239,14 @@ void saveProgram(const std::string& path, const Program& program) {
     throw UserError(path, std::string("refusing to save an invalid program: ") + e.what());
   }
   if (isProgramTextPath(path)) {
-    writeFileAtomic(path, programToText(program));
+    std::string text;
+    try {
+      text = programToText(program);
+    } catch (const std::invalid_argument& e) {
+      // A program read from JSON may name a tensor in a way .mg text cannot spell.
+      throw UserError(path, std::string("cannot be written as .mg text: ") + e.what());
+    }
+    writeFileAtomic(path, text);
     return;
   }
   writeFileAtomic(path, formatJson(programToJson(program)));

@@ -64,6 +64,14 @@ int64_t elementCount(const Dims& shape) {
   return n;
 }
 
+std::optional<int64_t> checkedElementCount(const Dims& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return std::nullopt;
+  }
+  return n;
+}
+
 std::string formatDims(const Dims& shape) {
   std::ostringstream out;
   out << '[';

@@ -47,6 +47,9 @@ std::string_view layoutName(Layout layout);
 std::optional<Layout> parseLayout(std::string_view name);
 
 int64_t elementCount(const Dims& shape);
+// The element count of a shape read from a file: nullopt if a dim is negative or the count
+// does not fit in 64 bits, so a reader refuses the shape instead of overflowing.
+std::optional<int64_t> checkedElementCount(const Dims& shape);
 std::string formatDims(const Dims& shape);  // "[2, 256, 64]"
 
 // Strides of the storage order (row-major over the stored shape) expressed per logical dim.

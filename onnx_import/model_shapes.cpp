@@ -14,6 +14,14 @@ constexpr int64_t kMaxFolded = 64;
 
 std::optional<Dims> inferNode(const Model& model, const Node& node);
 
+// A constant's value (a double read from the file) as a dim or an index: nullopt unless it is
+// a whole number of at most 2^40 in magnitude, so a NaN or a huge value never converts.
+std::optional<int64_t> wholeNumber(double value) {
+  constexpr double kLimit = double(int64_t{1} << 40);
+  if (!(value >= -kLimit && value <= kLimit) || value != std::floor(value)) return std::nullopt;
+  return static_cast<int64_t>(value);
+}
+
 const Constant* constantInput(const Model& model, const Node& node, size_t index) {
   if (index >= node.inputs.size()) return nullptr;
   const auto found = model.constants.find(node.inputs[index]);
@@ -45,7 +53,9 @@ std::optional<Dims> reshapeShape(const Dims& in, const Constant& target) {
   Dims out;
   int inferred = -1;
   for (size_t i = 0; i < target.values.size(); ++i) {
-    const auto v = static_cast<int64_t>(target.values[i]);
+    const std::optional<int64_t> whole = wholeNumber(target.values[i]);
+    if (!whole || *whole < -1) return std::nullopt;
+    const int64_t v = *whole;
     if (v == -1) {
       if (inferred >= 0) return std::nullopt;
       inferred = static_cast<int>(i);
@@ -57,12 +67,14 @@ std::optional<Dims> reshapeShape(const Dims& in, const Constant& target) {
       out.push_back(v);
     }
   }
-  const int64_t total = graph::elementCount(in), partial = graph::elementCount(out);
+  const std::optional<int64_t> total = graph::checkedElementCount(in);
+  const std::optional<int64_t> partial = graph::checkedElementCount(out);
+  if (!total || !partial) return std::nullopt;
   if (inferred >= 0) {
-    if (partial == 0 || total % partial != 0) return std::nullopt;
-    out[inferred] = total / partial;
+    if (*partial == 0 || *total % *partial != 0) return std::nullopt;
+    out[inferred] = *total / *partial;
   }
-  if (graph::elementCount(out) != total) return std::nullopt;
+  if (graph::checkedElementCount(out) != total) return std::nullopt;
   return out;
 }
 
@@ -143,10 +155,12 @@ std::optional<Dims> sliceShape(const Model& model, const Node& node, Dims in) {
     return std::nullopt;
   }
   for (size_t i = 0; i < starts->values.size(); ++i) {
-    const int64_t a = axes ? static_cast<int64_t>(axes->values.at(i)) : static_cast<int64_t>(i);
-    const std::optional<int> axis = normalizeAxis(a, in.size());
-    const int64_t step = steps ? static_cast<int64_t>(steps->values.at(i)) : 1;
-    if (!axis || step == 0) return std::nullopt;
+    const std::optional<int64_t> a =
+        axes ? wholeNumber(axes->values.at(i)) : static_cast<int64_t>(i);
+    const std::optional<int> axis = a ? normalizeAxis(*a, in.size()) : std::nullopt;
+    const std::optional<int64_t> step = steps ? wholeNumber(steps->values.at(i)) : 1;
+    if (!axis || !step || *step == 0) return std::nullopt;
+    if (std::isnan(starts->values[i]) || std::isnan(ends->values[i])) return std::nullopt;
     const int64_t n = in[*axis];
     auto clampIndex = [&](double v, int64_t lo, int64_t hi) {
       int64_t x = v >= 9.2e18 ? hi : v <= -9.2e18 ? lo : static_cast<int64_t>(v);
@@ -154,11 +168,11 @@ std::optional<Dims> sliceShape(const Model& model, const Node& node, Dims in) {
       return std::clamp(x, lo, hi);
     };
     const int64_t begin =
-        step > 0 ? clampIndex(starts->values[i], 0, n) : clampIndex(starts->values[i], -1, n - 1);
+        *step > 0 ? clampIndex(starts->values[i], 0, n) : clampIndex(starts->values[i], -1, n - 1);
     const int64_t end =
-        step > 0 ? clampIndex(ends->values[i], 0, n) : clampIndex(ends->values[i], -1, n - 1);
+        *step > 0 ? clampIndex(ends->values[i], 0, n) : clampIndex(ends->values[i], -1, n - 1);
     const int64_t count =
-        step > 0 ? (end - begin + step - 1) / step : (begin - end - step - 1) / -step;
+        *step > 0 ? (end - begin + *step - 1) / *step : (begin - end - *step - 1) / -*step;
     in[*axis] = std::max<int64_t>(0, count);
   }
   return in;
@@ -200,8 +214,12 @@ std::optional<Dims> inferNode(const Model& model, const Node& node) {
     const std::optional<int> axis = normalizeAxis(node.intAttr("axis", 1), in[0]->size() + 1);
     if (!axis) return std::nullopt;
     const Dims& s = *in[0];
-    return Dims{graph::elementCount(Dims(s.begin(), s.begin() + *axis)),
-                graph::elementCount(Dims(s.begin() + *axis, s.end()))};
+    const std::optional<int64_t> outer =
+        graph::checkedElementCount(Dims(s.begin(), s.begin() + *axis));
+    const std::optional<int64_t> inner =
+        graph::checkedElementCount(Dims(s.begin() + *axis, s.end()));
+    if (!outer || !inner) return std::nullopt;
+    return Dims{*outer, *inner};
   }
   if (op == "Transpose" && known(0)) {
     std::optional<std::vector<int64_t>> perm = node.intsAttr("perm");
@@ -220,14 +238,23 @@ std::optional<Dims> inferNode(const Model& model, const Node& node) {
     const Constant* target = constantInput(model, node, 1);
     if (!target) return std::nullopt;
     Dims shape;
-    for (double v : target->values) shape.push_back(static_cast<int64_t>(v));
+    for (double v : target->values) {
+      const std::optional<int64_t> dim = wholeNumber(v);
+      if (!dim || *dim < 0) return std::nullopt;
+      shape.push_back(*dim);
+    }
     return broadcastShapes(*in[0], shape);
   }
   if (op == "Tile" && known(0)) {
     const Constant* repeats = constantInput(model, node, 1);
     if (!repeats || repeats->values.size() != in[0]->size()) return std::nullopt;
     Dims out = *in[0];
-    for (size_t d = 0; d < out.size(); ++d) out[d] *= static_cast<int64_t>(repeats->values[d]);
+    for (size_t d = 0; d < out.size(); ++d) {
+      const std::optional<int64_t> times = wholeNumber(repeats->values[d]);
+      if (!times || *times < 0 || __builtin_mul_overflow(out[d], *times, &out[d])) {
+        return std::nullopt;
+      }
+    }
     return out;
   }
   if (op == "Concat" && known(0)) {
@@ -236,7 +263,7 @@ std::optional<Dims> inferNode(const Model& model, const Node& node) {
     Dims out = *in[0];
     for (size_t i = 1; i < in.size(); ++i) {
       if (!known(i) || in[i]->size() != out.size()) return std::nullopt;
-      out[*axis] += (*in[i])[*axis];
+      if (__builtin_add_overflow(out[*axis], (*in[i])[*axis], &out[*axis])) return std::nullopt;
     }
     return out;
   }
@@ -270,9 +297,14 @@ std::optional<Constant> foldNode(const Model& model, const Node& node) {
   if (in.empty()) return std::nullopt;
   if (op == "ConstantOfShape") {
     Constant c;
-    for (double v : in[0]->values) c.shape.push_back(static_cast<int64_t>(v));
-    const int64_t n = graph::elementCount(c.shape);
-    if (n > kMaxFolded) return std::nullopt;
+    for (double v : in[0]->values) {
+      const std::optional<int64_t> dim = wholeNumber(v);
+      if (!dim || *dim < 0) return std::nullopt;
+      c.shape.push_back(*dim);
+    }
+    const std::optional<int64_t> count = graph::checkedElementCount(c.shape);
+    if (!count || *count > kMaxFolded) return std::nullopt;
+    const int64_t n = *count;
     // The fill value is a one-element tensor attribute, 0 where absent.
     const auto found = node.attributes.find("value");
     const bool given = found != node.attributes.end() && found->second.tensor &&
@@ -296,7 +328,9 @@ std::optional<Constant> foldNode(const Model& model, const Node& node) {
   if (op == "Gather" && in[0]->shape.size() == 1) {
     Constant c{in[1]->shape, {}};
     for (double i : in[1]->values) {
-      auto k = static_cast<int64_t>(i);
+      const std::optional<int64_t> index = wholeNumber(i);
+      if (!index) return std::nullopt;
+      int64_t k = *index;
       if (k < 0) k += static_cast<int64_t>(in[0]->values.size());
       if (k < 0 || k >= static_cast<int64_t>(in[0]->values.size())) return std::nullopt;
       c.values.push_back(in[0]->values[k]);
@@ -305,7 +339,10 @@ std::optional<Constant> foldNode(const Model& model, const Node& node) {
   }
   const bool elementwise =
       op == "Equal" || op == "Where" || op == "Add" || op == "Sub" || op == "Mul" || op == "Div";
-  if (!elementwise) return std::nullopt;
+  if (!elementwise || in.size() != (op == "Where" ? 3u : 2u)) return std::nullopt;
+  for (const Constant* c : in) {
+    if (c->values.empty()) return std::nullopt;
+  }
   size_t n = 1;
   Dims shape;
   for (const Constant* c : in) {
@@ -368,7 +405,11 @@ std::optional<std::vector<int64_t>> axesOf(const Model& model, const Node& node)
   const Constant* axes = constantInput(model, node, 1);
   if (!axes) return std::nullopt;
   std::vector<int64_t> out;
-  for (double v : axes->values) out.push_back(static_cast<int64_t>(v));
+  for (double v : axes->values) {
+    const std::optional<int64_t> axis = wholeNumber(v);
+    if (!axis) return std::nullopt;
+    out.push_back(*axis);
+  }
   return out;
 }
 

@@ -21,6 +21,27 @@ NodeSupport unsupported(std::string reason) {
   return {NodeRole::Unsupported, std::move(reason), false};
 }
 
+bool isMappedOp(const std::string& op) {
+  return kComputeOps.count(op) || kReshapeOps.count(op) || op == "Cast" || op == "Identity" ||
+         op == "Transpose" || op == "Expand" || op == "Tile";
+}
+
+// A mapped op reads its first operands (two for the binary ones, the shape or repeats of the
+// layout ones) and writes one result; a node of a corrupted model may list fewer (ONNX writes
+// an absent optional input as an empty name).
+std::optional<std::string> arityProblem(const Node& node) {
+  static const std::set<std::string> kTwoOperands = {"MatMul", "Gemm", "Add",     "Sub",    "Mul",
+                                                     "Div",    "Pow",  "Reshape", "Expand", "Tile"};
+  const size_t needed = kTwoOperands.count(node.op) ? 2 : 1;
+  for (size_t i = 0; i < needed; ++i) {
+    if (i >= node.inputs.size() || node.inputs[i].empty()) {
+      return "operand " + std::to_string(i) + " is missing";
+    }
+  }
+  if (node.outputs.size() != 1 || node.outputs[0].empty()) return "it does not have one result";
+  return std::nullopt;
+}
+
 // The dims of size > 1 in the order a transpose reads them: when they keep their order, the
 // transpose moves no data.
 bool keepsOrderOfRealDims(const Dims& in, const std::vector<int64_t>& perm) {
@@ -130,6 +151,14 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
     if (perm.empty()) {
       for (size_t d = in.shape->size(); d-- > 0;) perm.push_back(static_cast<int64_t>(d));
     }
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t d = 0; d < sorted.size() || d < in.shape->size(); ++d) {
+      if (d >= sorted.size() || d >= in.shape->size() || sorted[d] != static_cast<int64_t>(d)) {
+        return unsupported("perm " + graph::formatDims(perm) + " is not a permutation of the " +
+                           std::to_string(in.shape->size()) + " dims of its input");
+      }
+    }
     if (!keepsOrderOfRealDims(*in.shape, perm)) {
       heads = swapsHeads(perm) && stripDims(*out.shape).size() >= 3;
       if (!swapsLastTwo(perm) && !heads) {
@@ -169,11 +198,14 @@ std::map<int, int> softmaxNanGuards(const Model& model) {
   std::map<int, int> guards;  // IsNaN node -> Where node
   for (size_t w = 0; w < model.nodes.size(); ++w) {
     const Node& where = model.nodes[w];
-    if (where.op != "Where" || where.inputs.size() != 3 || !where.domain.empty()) continue;
+    if (where.op != "Where" || where.inputs.size() != 3 || where.outputs.size() != 1 ||
+        !where.domain.empty()) {
+      continue;
+    }
     const int isNan = model.producerOf(where.inputs[0]);
     if (isNan < 0 || model.nodes[isNan].op != "IsNaN") continue;
     const std::string& p = where.inputs[2];
-    if (model.nodes[isNan].inputs.at(0) != p) continue;
+    if (model.nodes[isNan].inputs.empty() || model.nodes[isNan].inputs[0] != p) continue;
     const int softmax = model.producerOf(p);
     if (softmax < 0 || model.nodes[softmax].op != "Softmax") continue;
     const auto zero = model.constants.find(where.inputs[1]);
@@ -324,6 +356,9 @@ std::vector<NodeSupport> classifyNodes(const Model& model) {
     } else if (node.op == "Constant" ||
                (!node.outputs.empty() && model.folded.count(node.outputs[0]))) {
       s = {NodeRole::Constant, "", false};
+    } else if (const std::optional<std::string> problem =
+                   isMappedOp(node.op) ? arityProblem(node) : std::nullopt) {
+      s = unsupported(*problem);
     } else if (kComputeOps.count(node.op)) {
       s = classifyCompute(model, node);
     } else if (node.op == "Cast") {

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "graph/display_text.h"
 #include "graph/error.h"
 
 namespace mugraph::onnx_import {
@@ -76,7 +77,9 @@ std::vector<double> rawValues(const std::string& raw, int64_t count) {
 std::optional<Constant> readConstant(const onnx::TensorProto& t) {
   Constant c;
   for (int64_t d : t.dims()) c.shape.push_back(d);
-  const int64_t count = graph::elementCount(c.shape);
+  const std::optional<int64_t> checkedCount = graph::checkedElementCount(c.shape);
+  if (!checkedCount) return std::nullopt;
+  const int64_t count = *checkedCount;
   if (count > kMaxReadConstant || t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     return std::nullopt;
   }
@@ -157,6 +160,10 @@ Value describeValue(const std::string& name, const onnx::TypeProto& type, const 
       return v;
     }
   }
+  if (!graph::checkedElementCount(dims)) {
+    v.whyNoShape = "its " + graph::formatDims(dims) + " elements do not fit in 64 bits";
+    return v;
+  }
   v.shape = dims;
   return v;
 }
@@ -166,7 +173,13 @@ Value describeInitializer(const onnx::TensorProto& t) {
   v.name = t.name();
   v.elemType = elemTypeName(t.data_type());
   v.dtype = floatDtype(t.data_type());
-  v.shape = graph::Dims(t.dims().begin(), t.dims().end());
+  const graph::Dims dims(t.dims().begin(), t.dims().end());
+  if (graph::checkedElementCount(dims)) {
+    v.shape = dims;
+  } else {
+    v.whyNoShape = "its dims " + graph::formatDims(dims) +
+                   " are negative or hold more elements than fit in 64 bits";
+  }
   v.initializer = true;
   return v;
 }
@@ -244,6 +257,40 @@ onnx::ModelProto parseFile(const std::string& path) {
   return proto;
 }
 
+// A model's names are written into summary.json, program text and messages, so each must be
+// writable text (graph/display_text.h). Checked before any work: a bad name is reported up
+// front, never after a search whose results could then not be written.
+void checkNames(const onnx::GraphProto& g, const std::string& path) {
+  const auto check = [&](const std::string& name, const std::string& what) {
+    if (!graph::isWritableName(name)) {
+      throw UserError(path, what + " '" + graph::escapeForDisplay(name) +
+                                "' is not text (invalid UTF-8 or a control character)");
+    }
+  };
+  const auto checkValueInfo = [&](const onnx::ValueInfoProto& info) {
+    check(info.name(), "value name");
+    if (!info.type().has_tensor_type()) return;
+    for (const auto& dim : info.type().tensor_type().shape().dim()) {
+      if (dim.has_dim_param()) check(dim.dim_param(), "dim name of '" + info.name() + "'");
+    }
+  };
+  check(g.name(), "graph name");
+  for (const onnx::TensorProto& t : g.initializer()) check(t.name(), "initializer name");
+  for (const onnx::ValueInfoProto& info : g.value_info()) checkValueInfo(info);
+  for (const onnx::ValueInfoProto& info : g.input()) checkValueInfo(info);
+  for (const onnx::ValueInfoProto& info : g.output()) checkValueInfo(info);
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto& p = g.node(i);
+    const std::string node = "node " + std::to_string(i);
+    check(p.name(), node + " name");
+    check(p.op_type(), node + " op type");
+    check(p.domain(), node + " domain");
+    for (const std::string& value : p.input()) check(value, node + " input");
+    for (const std::string& value : p.output()) check(value, node + " output");
+    for (const onnx::AttributeProto& a : p.attribute()) check(a.name(), node + " attribute");
+  }
+}
+
 }  // namespace
 
 int64_t Node::intAttr(const std::string& key, int64_t fallback) const {
@@ -302,6 +349,7 @@ Model loadModel(const std::string& path, const DimPins& pins) {
                               " are supported)");
   }
   const onnx::GraphProto& g = proto.graph();
+  checkNames(g, path);
   model.graphName = g.name();
   std::set<std::string> usedPins;
   for (const onnx::TensorProto& t : g.initializer()) {

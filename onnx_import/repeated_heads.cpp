@@ -156,6 +156,8 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
       }
     }
     Value& v = folded.model.values.at(value);
+    // Only a value with the heads dim folds (a corrupted model can mark others).
+    if (!v.shape || !hasHeads(*v.shape, *fold)) return std::nullopt;
     v.shape = foldedShape(*v.shape, kind, *fold);
   }
   for (int e : expands) folded.support[e] = {NodeRole::View, "", false};

@@ -4,6 +4,7 @@
 
 #include "graph/error.h"
 #include "graph/files.h"
+#include "graph/json_reader.h"
 
 namespace mugraph::runtime {
 namespace {
@@ -103,12 +104,7 @@ const ManifestTensor& Manifest::tensor(const std::string& name) const {
 }
 
 Manifest readManifest(const std::string& path) {
-  json document;
-  try {
-    document = json::parse(graph::readFileText(path));
-  } catch (const json::parse_error& e) {
-    throw UserError(path, std::string("not valid JSON: ") + e.what());
-  }
+  const json document = graph::parseJsonText(graph::readFileText(path), path);
   const Reader top(document, path, "$");
   if (top.at("format").string() != "mugraph.manifest") top.at("format").fail("not a manifest");
   if (top.at("version").integer() != 1) top.at("version").fail("unsupported manifest version");
@@ -138,15 +134,20 @@ Manifest readManifest(const std::string& path) {
       tensor.layout = *layout;
     }
     tensor.bytes = t.at("bytes").integer(1);
-    if (tensor.bytes != graph::elementCount(tensor.shape) * graph::dtypeBytes(tensor.dtype)) {
-      t.at("bytes").fail("does not match the shape and dtype");
+    const std::optional<int64_t> count = graph::checkedElementCount(tensor.shape);
+    int64_t bytes = 0;
+    if (!count || __builtin_mul_overflow(*count, graph::dtypeBytes(tensor.dtype), &bytes)) {
+      shape.fail("holds more bytes than fit in 64 bits");
     }
+    if (tensor.bytes != bytes) t.at("bytes").fail("does not match the shape and dtype");
     if (tensor.role == "workspace") tensor.offset = t.at("offset").integer();
     m.tensors.push_back(std::move(tensor));
   }
   m.workspaceBytes = top.at("workspace_bytes").integer();
   for (const ManifestTensor& t : m.tensors) {
-    if (t.role == "workspace" && t.offset + t.bytes > m.workspaceBytes) {
+    int64_t end = 0;
+    if (t.role == "workspace" &&
+        (__builtin_add_overflow(t.offset, t.bytes, &end) || end > m.workspaceBytes)) {
       top.at("workspace_bytes").fail("workspace tensor '" + t.name + "' does not fit");
     }
   }

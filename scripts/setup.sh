@@ -3,8 +3,9 @@
 # NVRTC and the CUDA driver API header (cuda.h) from the CUDA toolkit at $MUGRAPH_CUDA_HOME
 # (default /usr/local/cuda), or, where there is none, from NVIDIA's wheels on the Python
 # package index, unpacked into .whl/ (NVRTC needs no GPU and no driver). Builds into
-# $MUGRAPH_BUILD_DIR (default build). Idempotent: a second run with everything in place
-# installs nothing and rebuilds only what changed.
+# $MUGRAPH_BUILD_DIR (default build), and the fuzz targets with clang into
+# $MUGRAPH_FUZZ_BUILD_DIR (default build-fuzz; fuzz/README.md). Idempotent: a second run
+# with everything in place installs nothing and rebuilds only what changed.
 #
 # --release-check (the test command's): also build the product targets as Release into
 # build-release with warnings as errors, so a second build type is checked on every run.
@@ -64,7 +65,7 @@ install_wheels() {
 }
 
 apt_install cmake g++ make libz3-dev libeigen3-dev libtbb-dev nlohmann-json3-dev libgtest-dev \
-  libcli11-dev libssl-dev libonnx-dev libprotobuf-dev
+  libcli11-dev libssl-dev libonnx-dev libprotobuf-dev clang libclang-rt-dev
 
 if has_nvrtc "$cuda_home"; then
   cuda_root=$cuda_home
@@ -92,8 +93,15 @@ install_python_package() {
 install_python_package
 
 jobs=$(nproc 2>/dev/null || echo 2)
+# The fuzz targets (fuzz/README.md): a clang build of the readers alone, whose targets the
+# test suite runs for a few seconds each on the committed corpus (ctest -L fuzz).
+fuzz_dir=${MUGRAPH_FUZZ_BUILD_DIR:-build-fuzz}
+[[ $fuzz_dir = /* ]] || fuzz_dir=$PWD/$fuzz_dir
+CC=clang CXX=clang++ cmake -S . -B "$fuzz_dir" -DMUGRAPH_FUZZ=ON -DCMAKE_BUILD_TYPE=None \
+  -DMUGRAPH_CUDA_ROOT="$cuda_root" >/dev/null
+cmake --build "$fuzz_dir" -j"$jobs" --target fuzzers
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMUGRAPH_CUDA_ROOT="$cuda_root" \
-  >/dev/null
+  -DMUGRAPH_FUZZ_BUILD_DIR="$fuzz_dir" >/dev/null
 cmake --build "$build_dir" -j"$jobs"
 if [ $release_check -eq 1 ]; then
   echo "setup: checking the Release build (build-release, warnings as errors)" >&2

@@ -7,6 +7,7 @@
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/json_format.h"
+#include "graph/json_reader.h"
 #include "search/builtin_programs.h"
 
 namespace mugraph::search {
@@ -41,11 +42,7 @@ double badness(const CalibrationReport& report) {
 }
 
 json parseJsonFile(const std::string& path) {
-  try {
-    return json::parse(graph::readFileText(path));
-  } catch (const json::parse_error& e) {
-    throw UserError(path, std::string("not JSON: ") + e.what());
-  }
+  return graph::parseJsonText(graph::readFileText(path), path);
 }
 
 }  // namespace

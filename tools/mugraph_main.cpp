@@ -1,9 +1,11 @@
 // mugraph: the command-line entry point. Parses flags with CLI11, runs one subcommand, and
-// turns every user error into one line on stderr with exit code 2 (never a crash).
+// turns every user error into one line on stderr with exit code 2 (never a crash). A message
+// is printed with its non-printable bytes escaped.
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "graph/display_text.h"
 #include "graph/error.h"
 #include "graph/json_format.h"
 #include "graph/version.h"
@@ -50,10 +52,11 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const mugraph::UserError& e) {
-    std::cerr << "mugraph: error: " << e.what() << "\n";
+    // A message may quote bytes of a corrupted input: they are printed escaped.
+    std::cerr << "mugraph: error: " << mugraph::graph::escapeForDisplay(e.what()) << "\n";
     return mugraph::tools::kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "mugraph: internal error: " << e.what() << "\n";
+    std::cerr << "mugraph: internal error: " << mugraph::graph::escapeForDisplay(e.what()) << "\n";
     return mugraph::tools::kExitInternalError;
   }
 }

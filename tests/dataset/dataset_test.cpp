@@ -153,6 +153,37 @@ TEST_F(DatasetTest, CheckReportsACorruptedFileADeletedPtxAndATruncatedRow) {
   }
 }
 
+// A dataset's files are data: a row whose fields have the wrong types, a file path that leaves
+// the dataset and a malformed classes.json are each a problem of the check (exit 1), never an
+// internal error and never a read outside the folder.
+TEST_F(DatasetTest, CheckReportsMistypedRowsOutsidePathsAndMalformedClassesAsProblems) {
+  ASSERT_EQ(build("ds").exitCode, 0);
+  const std::string manifest = read(scratch_ / "ds" / "manifest.jsonl");
+  const size_t firstEnd = manifest.find('\n');
+  nlohmann::json row = nlohmann::json::parse(manifest.substr(0, firstEnd));
+  for (const char* damage : {"mistyped", "outside", "classes"}) {
+    SCOPED_TRACE(damage);
+    const std::string copy = std::string("ds_") + damage;
+    fs::copy(scratch_ / "ds", scratch_ / copy, fs::copy_options::recursive);
+    nlohmann::json changed = row;
+    std::string expected;
+    if (std::string(damage) == "mistyped") {
+      changed["verification"] = "yes";
+      expected = "malformed: ";
+    } else if (std::string(damage) == "outside") {
+      changed["files"]["kernel.cu"]["path"] = "../../../../../../etc/hostname";
+      expected = "file kernel.cu has a path outside the dataset";
+    } else {
+      writeFile(copy + "/classes.json", R"({"equivalence": "x", "classes": [5]})");
+      expected = "classes.json: $.classes[0]: expected an object";
+    }
+    writeFile(copy + "/manifest.jsonl", changed.dump() + manifest.substr(firstEnd));
+    const CliResult r = check(copy);
+    EXPECT_EQ(r.exitCode, 1) << r.out << r.err;
+    EXPECT_THAT(r.out, HasSubstr(expected));
+  }
+}
+
 TEST_F(DatasetTest, AnInterruptedRunRerunEqualsAnUninterruptedRun) {
   ASSERT_EQ(build("whole").exitCode, 0);
   // Cancelled by its progress observer right after its first variant is on disk...

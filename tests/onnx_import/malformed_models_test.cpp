@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "graph/display_text.h"
 #include "graph/error.h"
 #include "onnx_import/import_model.h"
 #include "tools/run_cli.h"
@@ -133,6 +134,28 @@ TEST(MalformedModels, NodeReadingAnUndefinedValueIsOneClearError) {
   const std::string path = scratch("undefined.onnx");
   std::ofstream(path, std::ios::binary) << m.SerializeAsString();
   EXPECT_NE(errorOf(path).find("reads 'Z'"), std::string::npos) << errorOf(path);
+}
+
+// Names are data: a node name, a value name or an op type that is not UTF-8 text (the mutated
+// exports of issue 31, whose summary could not be written after the whole search) is refused
+// when the model is read, with the bytes escaped in the message.
+TEST(MalformedModels, NamesThatAreNotTextAreRefusedWithTheBadBytesEscaped) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"rmsnorm_bad_node_name", "node 1 name 'node_pow_\\xff'"},
+      {"rmsnorm_bad_value_name", "value name 'hidden_\\xc3('"},
+      {"rmsnorm_bad_op_type", "node 5 op type 'Recipr\\x1b\\xffal'"},
+  };
+  for (const auto& [name, expected] : cases) {
+    try {
+      importModel(model(name), {});
+      ADD_FAILURE() << name << " was imported";
+    } catch (const UserError& e) {
+      const std::string message = e.what();
+      EXPECT_TRUE(graph::isValidUtf8(message)) << graph::escapeForDisplay(message);
+      EXPECT_NE(message.find(expected), std::string::npos) << message;
+      EXPECT_NE(message.find("is not text"), std::string::npos) << message;
+    }
+  }
 }
 
 // What a user sees: exit 2 and one line naming the file for a model that cannot be read; a

@@ -84,7 +84,12 @@ TEST(CostCalibration, MalformedDataNamesTheFileAndTheJsonPath) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(reasonOf(writeTemp("not_json.json", "{")).find("not JSON"), std::string::npos);
+  const std::string notJson = reasonOf(writeTemp("not_json.json", "{"));
+  EXPECT_NE(notJson.find("not_json.json:1:"), std::string::npos) << notJson;
+  EXPECT_NE(notJson.find("invalid JSON"), std::string::npos) << notJson;
+  // A number no double holds is refused the same way (the fuzzer's first find, issue 31).
+  EXPECT_NE(reasonOf(writeTemp("huge.json", R"({"format": 1e999999})")).find("invalid JSON"),
+            std::string::npos);
   EXPECT_NE(reasonOf(writeTemp("format.json", R"({"format": "x"})")).find("$.format"),
             std::string::npos);
   const std::string negative = writeTemp(

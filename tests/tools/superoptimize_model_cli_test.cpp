@@ -38,6 +38,7 @@ TEST_F(SuperoptimizeModelCli, RmsNormModelWritesSubgraphFolderAndSummary) {
   const nlohmann::json written =
       nlohmann::json::parse(readWholeFile((out / "summary.json").string()));
   EXPECT_EQ(printed, written);
+  EXPECT_EQ(written["subgraphs_total"], 1);
   ASSERT_EQ(written["subgraphs"].size(), 1u);
   EXPECT_TRUE(written["unsupported"].empty());
   const nlohmann::json& s = written["subgraphs"][0];
@@ -90,6 +91,23 @@ TEST_F(SuperoptimizeModelCli, BadModelsExitTwoWithOneLine) {
     EXPECT_EQ(r.exitCode, 2) << args << ": " << r.err;
     EXPECT_NE(r.err.find(reason), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// Issue 31: mutated exports whose node or value name is not UTF-8 ran the whole search and
+// then died writing summary.json (exit 3). They exit 2 before any search, write nothing, and
+// print the name's bytes escaped, so the terminal sees valid UTF-8.
+TEST_F(SuperoptimizeModelCli, ANameThatIsNotTextExitsTwoBeforeTheSearch) {
+  for (const char* name : {"rmsnorm_bad_node_name", "rmsnorm_bad_value_name"}) {
+    const fs::path out = scratch_ / name;
+    const CliResult r =
+        run("superoptimize '" + model(name) + "' --time-limit 20 --out '" + out.string() + "'");
+    EXPECT_EQ(r.exitCode, 2) << name << ": " << r.err;
+    EXPECT_EQ(r.err.find("searching"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("is not text"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find_first_of("\xc3\xff"), std::string::npos) << "raw bytes: " << r.err;
+    EXPECT_NE(r.err.find("\\x"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out / "summary.json"));
   }
 }
 

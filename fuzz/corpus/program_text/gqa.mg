@@ -1,0 +1,14 @@
+# Grouped-query attention in Mirage's shape, written safely: 2 KV heads; each holds 256 query
+# rows (query heads x tokens of a group folded together), head dim 64, 4096 KV positions. K
+# is given pre-transposed ([batch, dim, seq]). The row max is subtracted before exp, as real
+# models need (gqa_mirage.mg keeps Mirage's unsafe program for comparison).
+program gqa
+input Q f16 [2, 256, 64]
+input K f16 [2, 64, 4096]
+input V f16 [2, 4096, 64]
+A = matmul(Q, K)
+M = reduce_max(A, dim=2)
+E = exp(sub(A, M))
+S = reduce_sum(E, dim=2)
+O = matmul(div(E, S), V)
+output O

@@ -1,0 +1,7 @@
+# A small-batch projection: [8, 4096] · [4096, 14336] in f16 (decode of 8 tokens through an
+# MLP's up projection). Bound by reading the 117 MB weight.
+program matmul_m8
+input X f16 [8, 4096]
+input W f16 [4096, 14336]
+Y = matmul(X, W)
+output Y
