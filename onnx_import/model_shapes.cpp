@@ -157,11 +157,13 @@ std::optional<Dims> sliceShape(const Model& model, const Node& node, Dims in) {
   for (size_t i = 0; i < starts->values.size(); ++i) {
     const std::optional<int64_t> a =
         axes ? wholeNumber(axes->values.at(i)) : static_cast<int64_t>(i);
-    const std::optional<int> axis = a ? normalizeAxis(*a, in.size()) : std::nullopt;
+    if (!a) return std::nullopt;
+    const std::optional<int> normalized = normalizeAxis(*a, in.size());
     const std::optional<int64_t> step = steps ? wholeNumber(steps->values.at(i)) : 1;
-    if (!axis || !step || *step == 0) return std::nullopt;
+    if (!normalized || !step || *step == 0) return std::nullopt;
     if (std::isnan(starts->values[i]) || std::isnan(ends->values[i])) return std::nullopt;
-    const int64_t n = in[*axis];
+    const int axis = normalized.value();
+    const int64_t n = in[axis];
     auto clampIndex = [&](double v, int64_t lo, int64_t hi) {
       int64_t x = v >= 9.2e18 ? hi : v <= -9.2e18 ? lo : static_cast<int64_t>(v);
       if (x < 0) x += n;
@@ -173,7 +175,7 @@ std::optional<Dims> sliceShape(const Model& model, const Node& node, Dims in) {
         *step > 0 ? clampIndex(ends->values[i], 0, n) : clampIndex(ends->values[i], -1, n - 1);
     const int64_t count =
         *step > 0 ? (end - begin + *step - 1) / *step : (begin - end - *step - 1) / -*step;
-    in[*axis] = std::max<int64_t>(0, count);
+    in[axis] = std::max<int64_t>(0, count);
   }
   return in;
 }
