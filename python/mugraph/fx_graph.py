@@ -71,7 +71,11 @@ class _Writer:
         val = _tensor_meta(node)
         if val is None:
             return self.value(node.name, "not a tensor", None, "not a tensor")
-        return self.value(node.name, _ELEM_TYPES.get(val.dtype, "not a tensor"), _static_shape(val))
+        shape = _static_shape(val)
+        if shape is not None and 0 in shape:  # the IR has no empty tensors: PyTorch keeps it
+            return self.value(node.name, _ELEM_TYPES.get(val.dtype, "not a tensor"), None,
+                              "an empty tensor (a zero-size dim)")
+        return self.value(node.name, _ELEM_TYPES.get(val.dtype, "not a tensor"), shape)
 
     def constant(self, name, values, elem_type, shape):
         self.value(name, elem_type, shape)
