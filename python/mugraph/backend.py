@@ -9,8 +9,11 @@ Dynamo hands over a graph; AOTAutograd lowers it to aten ops; then, per graph:
      variants are launched on those values and the first whose outputs match PyTorch's is
      used (substitute.py) where it runs faster than PyTorch's own nodes (timing.py); the rest
      fall back, with the reason in the report;
-  4. the GraphModule with those subgraphs replaced by `mugraph::launch` runs from then on.
-An op we do not map stays in PyTorch; any failure falls back to the eager graph with a warning.
+  4. what stays in PyTorch is compiled by TorchInductor with the torch.compile mode's settings
+     (rest.py; or runs eagerly, rest="eager"), and the graph is timed whole with and without
+     our kernels: the faster runs from then on, so a compile never makes the model slower
+     than `torch.compile` with that mode, as measured on the first call's values.
+An op we do not map stays in PyTorch; any failure falls back to PyTorch with a warning.
 """
 import functools
 import sys
@@ -19,6 +22,7 @@ import warnings
 import torch
 
 from . import _capi, fx_graph, optimize, report, substitute
+from .rest import Rest
 
 
 # Every graph's report, in compile order: what tools and tests read after a compile.
@@ -27,7 +31,8 @@ REPORTS = []
 
 class Config:
     def __init__(self, time_limit=60, max_variants=4, profile=None, verbose=True,
-                 time_subgraphs=True, only_faster=True, target="sm_90"):
+                 time_subgraphs=True, only_faster=True, target="sm_90", rest="inductor",
+                 end_to_end=True, mode=None, inductor_options=None):
         self.search = optimize.Options(time_limit=time_limit, max_variants=max_variants,
                                        profile=torch.cuda.is_available() if profile is None
                                        else profile)
@@ -35,6 +40,26 @@ class Config:
         self.time_subgraphs = time_subgraphs or only_faster
         self.only_faster = only_faster  # a subgraph PyTorch runs faster stays in PyTorch
         self.target = target
+        self.rest = Rest(rest, mode, inductor_options)
+        self.end_to_end = end_to_end  # keep our kernels only if the whole graph is faster
+
+    @classmethod
+    def from_torch_compile(cls, mode=None, options=None, **keywords):
+        """torch.compile(backend="mugraph", mode=M) or (options=O): O's keys that are Config's
+        parameters configure mugraph ("mode" among them, since torch.compile takes a mode or
+        options, not both), the others are Inductor settings for the rest."""
+        import inspect
+
+        ours = set(inspect.signature(cls.__init__).parameters) - {"self"}
+        options = dict(options or {})
+        keywords.update({k: options.pop(k) for k in list(options) if k in ours})
+        unknown = set(keywords) - ours
+        if unknown:
+            raise TypeError(f"mugraph: unknown option(s) {', '.join(sorted(unknown))}")
+        if options:
+            keywords["inductor_options"] = {**keywords.get("inductor_options", {}), **options}
+        keywords.setdefault("mode", mode)
+        return cls(**keywords)
 
 
 def _log(config, line):
@@ -56,26 +81,61 @@ class CompiledGraph:
         self.gm = gm
         self.config = config
         self.report = graph_report
-        self.optimized = None
+        self.runner = None  # what runs from the second call on
 
     def __call__(self, *args):
-        if self.optimized is None:
+        if self.runner is None:
             try:
-                self.optimized, outputs = substitute.check_and_substitute(
+                substituted, outputs = substitute.check_and_substitute(
                     self.gm, list(args), self.report, self.config)
-                report.print_report(self.report, self.config.verbose)
+            except Exception as e:  # never wrong, never stuck: PyTorch with a warning
+                warnings.warn(f"mugraph: substitution failed, running in PyTorch: {e}")
+                substituted, outputs = None, None
+            self.runner = self._finish(substituted, args)
+            report.print_report(self.report, self.config.verbose)
+            if outputs is not None:
                 return outputs
-            except Exception as e:  # never wrong, never stuck: eager with a warning
-                warnings.warn(f"mugraph: substitution failed, running eagerly: {e}")
-                self.optimized = self.gm
-        if self.optimized is self.gm:
-            return self.gm(*args)
         try:
-            return self.optimized(*args)
-        except Exception as e:  # a substituted graph that cannot run falls back for good
-            warnings.warn(f"mugraph: the optimized graph failed, running eagerly from now: {e}")
-            self.optimized = self.gm
+            return self.runner(*args)
+        except Exception as e:  # a compiled graph that cannot run falls back for good
+            if self.runner is self.gm:
+                raise
+            warnings.warn(f"mugraph: the compiled graph failed, running eagerly from now: {e}")
+            self.runner = self.gm
             return self.gm(*args)
+
+    def _finish(self, substituted, args):
+        """The callable that runs the graph from now on: the rest compiled (rest.py), with our
+        kernels where the whole graph measures faster with them."""
+        rest = self.config.rest
+        pytorch, why = self._compiled(self.gm, args, "the graph")
+        if substituted is None or not self.report.any_used():
+            self.report.finished("pytorch", rest.describe(), compiled=why is None, why=why)
+            return pytorch
+        ours, why_ours = self._compiled(substituted, args, "the graph with our kernels")
+        why = why or why_ours
+        if not (self.config.end_to_end and torch.cuda.is_available()):
+            self.report.finished("mugraph", rest.describe(), compiled=why is None, why=why)
+            return ours
+        from . import timing
+
+        pytorch_us = timing.replay_us(lambda: pytorch(*args))
+        ours_us = timing.replay_us(lambda: ours(*args))
+        chosen = "mugraph" if ours_us < pytorch_us else "pytorch"
+        self.report.finished(chosen, rest.describe(), compiled=why is None, why=why,
+                             pytorch_us=pytorch_us, ours_us=ours_us)
+        return ours if chosen == "mugraph" else pytorch
+
+    def _compiled(self, gm, args, what):
+        """(gm compiled by the rest's runner, None), or (gm, why) where that failed."""
+        rest = self.config.rest
+        if rest.runner == "eager":
+            return gm, None
+        try:
+            return rest.compile(gm, args), None
+        except Exception as e:
+            warnings.warn(f"mugraph: {rest.describe()} failed on {what}, running it eagerly: {e}")
+            return gm, f"{rest.runner} failed on {what}: {e}"
 
 
 def compile_graph(gm, example_inputs, config):
@@ -105,7 +165,7 @@ def mugraph_backend(gm, example_inputs, **options):
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
-    config = Config(**options)
+    config = Config.from_torch_compile(**options)
 
     def forward_compiler(aten_gm, aten_inputs):
         compiled = compile_graph(aten_gm, aten_inputs, config)

@@ -19,6 +19,7 @@ class GraphReport:
         self.partition = partition
         self.entries = {}  # subgraph name -> (cache entry, search result)
         self.subgraphs = {}  # subgraph name -> report row
+        self.graph = None  # what runs the whole graph (finished), after the first call
         fx_names = [n.name for n in gm.graph.nodes if n.op == "call_function"]
         in_subgraph = {writer.origin.get(name) for s in partition["subgraphs"]
                        for name in s["nodes"]}
@@ -47,8 +48,24 @@ class GraphReport:
         self.subgraphs[name].update(pytorch_us=pytorch_us, ours_us=ours_us,
                                     speedup=pytorch_us / ours_us if ours_us else None)
 
+    def any_used(self):
+        return any(r["status"] == "used" for r in self.subgraphs.values())
+
+    def finished(self, chosen, rest, compiled, why=None, pytorch_us=None, ours_us=None):
+        """What runs the graph from now on: "mugraph" (our kernels in it) or "pytorch"; the
+        rest's runner, whether it compiled (why not), and the whole graph's times both ways
+        where they were measured."""
+        self.graph = {"runs": chosen, "rest": rest, "compiled": compiled, "why": why,
+                      "pytorch_us": pytorch_us, "ours_us": ours_us}
+        if chosen == "pytorch" and ours_us is not None:
+            for row in self.subgraphs.values():
+                if row["status"] == "used":
+                    row.update(status="pytorch", reason=(
+                        f"the whole graph runs faster without our kernels ({pytorch_us:.1f} us, "
+                        f"with them {ours_us:.1f} us)"))
+
     def as_dict(self):
-        return {"subgraphs": list(self.subgraphs.values()),
+        return {"subgraphs": list(self.subgraphs.values()), "graph": self.graph,
                 "left_to_pytorch": [{"node": n, "reason": r} for n, r in self.left_to_pytorch]}
 
 
@@ -72,6 +89,16 @@ def print_report(graph_report, verbose=True, stream=sys.stderr):
         ours = sum(r["ours_us"] for r in used if r.get("speedup"))
         print(f"mugraph: substituted subgraphs {theirs:.1f} us in PyTorch -> {ours:.1f} us",
               file=stream)
+    whole = graph_report.graph
+    if whole:
+        line = f"mugraph: the rest runs in {whole['rest']}; the graph runs "
+        line += "with our kernels" if whole["runs"] == "mugraph" else "without our kernels"
+        if whole.get("ours_us"):
+            line += (f" (whole graph {whole['pytorch_us']:.1f} us without them, "
+                     f"{whole['ours_us']:.1f} us with them)")
+        if whole.get("why"):
+            line += f": {whole['why']}"
+        print(line, file=stream)
     print(f"mugraph: {len(graph_report.left_to_pytorch)} aten nodes left to PyTorch", file=stream)
     for name, reason in graph_report.left_to_pytorch:
         print(f"  {name}: {reason}", file=stream)

@@ -204,7 +204,7 @@ def check_and_substitute(gm, args, graph_report, config):
     if config.time_subgraphs:
         from . import timing
 
-        timing.time_subgraphs(gm, values, chosen, graph_report)
+        timing.time_subgraphs(gm, values, chosen, graph_report, config.rest)
         if config.only_faster:
             chosen = [c for c in chosen if _faster(c[0], graph_report)]
     optimized = torch.fx.GraphModule(gm, _copy_graph(gm))

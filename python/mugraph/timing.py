@@ -1,6 +1,8 @@
 """Each substituted subgraph timed both ways on the recorded values: PyTorch running the
-subgraph's own aten nodes, and our variant. Both are captured into a CUDA graph and timed over
-replays with CUDA events (median), so neither pays Python's launch overhead."""
+subgraph's own aten nodes the way the rest of the graph runs (rest.py: compiled by Inductor,
+or eagerly), and our variant. Both are captured into a CUDA graph and timed over replays with
+CUDA events (median), so neither pays Python's launch overhead. The whole graph is timed the
+same way, with and without our kernels (`replay_us`)."""
 import statistics
 
 import torch
@@ -8,7 +10,8 @@ import torch
 from . import kernels
 
 
-def _replay_us(fn, repetitions=20):
+def replay_us(fn, repetitions=20):
+    """Median µs of fn over CUDA-graph replays (fn runs once before the capture)."""
     fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -46,14 +49,15 @@ def _pytorch_subgraph(gm, s, binding, writer):
     return torch.fx.GraphModule(gm, graph), inputs
 
 
-def time_subgraphs(gm, values, chosen, graph_report):
+def time_subgraphs(gm, values, chosen, graph_report, rest):
     for s, binding, (key, variant, error) in chosen:
         try:
             module, names = _pytorch_subgraph(gm, s, binding, graph_report.writer)
             theirs = [values[name] for name in names]
             ours = binding.input_values(values, theirs[0].device)
-            pytorch_us = _replay_us(lambda: module(*theirs))
-            ours_us = _replay_us(lambda: torch.ops.mugraph.launch(key, ours))
+            pytorch = rest.compile(module, theirs)
+            pytorch_us = replay_us(lambda: pytorch(*theirs))
+            ours_us = replay_us(lambda: torch.ops.mugraph.launch(key, ours))
             graph_report.timed(s["name"], pytorch_us, ours_us)
         except Exception as e:  # timing is a report, never a reason to fail
             graph_report.subgraphs[s["name"]]["timing_error"] = str(e)

@@ -26,11 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tests", 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 import gpu_bench  # noqa: E402
 import model_graphs  # noqa: E402
-
-
-def relative_error(a, b):
-    a, b = a.float(), b.float()
-    return ((a - b).abs().max() / b.abs().max()).item()
+from mugraph import rest  # noqa: E402
+from mugraph.substitute import max_relative_error  # noqa: E402
 
 
 def prefill_case(model, tokens, vocab):
@@ -103,8 +100,12 @@ def run_case(name, model, label, make, args, reports):
 
                     torch._dynamo.reset()
                     first_report = len(mugraph.backend.REPORTS)
-                    m = torch.compile(model, backend=lambda gm, ex: mugraph.backend.mugraph_backend(
-                        gm, ex, time_limit=args.time_limit), dynamic=False)
+                    # the nodes left to PyTorch are compiled in torch.compile's row's mode
+                    options = {"time_limit": args.time_limit, "rest": args.mugraph_rest}
+                    if args.mugraph_rest == "inductor":
+                        options["mode"] = gpu_bench.COMPILE_MODE
+                    m = torch.compile(model, backend=mugraph.backend.mugraph_backend,
+                                      options=options, dynamic=False)
                 if restore:
                     restore()
                 out = step(m)  # compiles (and, for mugraph, checks and substitutes)
@@ -112,7 +113,7 @@ def run_case(name, model, label, make, args, reports):
                 if restore:
                     restore()
                 out = step(m).clone()
-                row = {"impl": impl, "rel_error": relative_error(out, expected),
+                row = {"impl": impl, "rel_error": max_relative_error(out, expected),
                        "compile_s": compile_s}
                 row["us"] = gpu_bench.median_us(lambda: step(m))
                 if impl == "mugraph":
@@ -142,6 +143,8 @@ def main():
     parser.add_argument("--decode", default="4096")
     parser.add_argument("--time-limit", type=int, default=60, help="search seconds per subgraph")
     parser.add_argument("--no-compile", action="store_true")
+    parser.add_argument("--mugraph-rest", default="inductor", choices=rest.RUNNERS,
+                        help="how the mugraph row runs the nodes it leaves to PyTorch")
     args = parser.parse_args()
     import transformers
 

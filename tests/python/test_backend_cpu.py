@@ -1,0 +1,92 @@
+"""The backend on the CPU: torch.compile(model, backend="mugraph", mode=..., options=...) found
+through its entry point, options split between mugraph and Inductor, the search run per
+subgraph, and the graph left to PyTorch compiled by Inductor (no GPU to run our kernels on),
+giving eager's outputs. Needs torch (scripts/setup.sh installs it and the package) and a build
+($MUGRAPH_BUILD_DIR)."""
+import os
+import tempfile
+import unittest
+
+import torch
+
+from mugraph import backend
+
+
+class RmsNormMlp(torch.nn.Module):
+    def __init__(self, hidden=64, inner=128):
+        super().__init__()
+        self.norm = torch.nn.RMSNorm(hidden, eps=1e-6)
+        self.gate = torch.nn.Linear(hidden, inner, bias=False)
+        self.up = torch.nn.Linear(hidden, inner, bias=False)
+        self.down = torch.nn.Linear(inner, hidden, bias=False)
+
+    def forward(self, x):
+        h = self.norm(x)
+        return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+
+class ConfigTest(unittest.TestCase):
+    def test_torch_compile_options_split_between_mugraph_and_inductor(self):
+        config = backend.Config.from_torch_compile(
+            mode="max-autotune-no-cudagraphs",
+            options={"time_limit": 7, "max_autotune_gemm_backends": "TRITON"})
+        self.assertEqual(config.search.time_limit, 7)
+        self.assertEqual(config.rest.runner, "inductor")
+        self.assertTrue(config.rest.patches["max_autotune"])
+        self.assertEqual(config.rest.patches["max_autotune_gemm_backends"], "TRITON")
+        self.assertFalse(config.rest.patches["triton.cudagraphs"],
+                         "Inductor's own CUDA graphs stay off inside the backend")
+
+    def test_the_mode_may_come_in_the_options(self):
+        config = backend.Config.from_torch_compile(options={"mode": "max-autotune"})
+        self.assertTrue(config.rest.patches["max_autotune"])
+
+    def test_bad_options_are_clear_errors(self):
+        with self.assertRaisesRegex(TypeError, "unknown option"):
+            backend.Config.from_torch_compile(time_limt=3)
+        with self.assertRaisesRegex(ValueError, "rest='bogus'"):
+            backend.Config(rest="bogus")
+        with self.assertRaisesRegex(ValueError, "need rest='inductor'"):
+            backend.Config.from_torch_compile(mode="max-autotune", options={"rest": "eager"})
+
+
+class CpuBackendTest(unittest.TestCase):
+    def compiled_output(self, rest):
+        torch.manual_seed(0)
+        model = RmsNormMlp().eval()
+        x = torch.randn(4, 16, 64)
+        backend.REPORTS.clear()
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="mugraph", dynamic=False,
+                                 options={"time_limit": 3, "max_variants": 1, "rest": rest,
+                                          "verbose": False})
+        with torch.no_grad():
+            first, second, eager = compiled(x), compiled(x), model(x)
+        return first, second, eager, backend.REPORTS
+
+    def test_the_rest_runs_in_inductor_and_matches_eager(self):
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["MUGRAPH_CACHE_DIR"] = cache
+            try:
+                for rest in ("inductor", "eager"):
+                    first, second, eager, reports = self.compiled_output(rest)
+                    self.assertEqual(len(reports), 1)
+                    graph_report = reports[0]
+                    self.assertTrue(graph_report.subgraphs, "the MLP was partitioned")
+                    for row in graph_report.subgraphs.values():
+                        self.assertEqual(row["status"], "pytorch")  # no GPU to run ours on
+                        self.assertIn("not CUDA tensors", row["reason"])
+                    self.assertEqual(graph_report.graph["runs"], "pytorch")
+                    self.assertIsNone(graph_report.graph["why"],
+                                      "Inductor compiled the graph (no fallback to eager)")
+                    self.assertTrue(graph_report.graph["compiled"])
+                    self.assertEqual(graph_report.graph["rest"].split()[0],
+                                     "TorchInductor" if rest == "inductor" else "eager")
+                    for out in (first, second):
+                        torch.testing.assert_close(out, eager, rtol=1e-4, atol=1e-4)
+            finally:
+                del os.environ["MUGRAPH_CACHE_DIR"]
+
+
+if __name__ == "__main__":
+    unittest.main()
