@@ -14,26 +14,29 @@ _DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 _REGISTRY = {}
 
 
-class LoadedVariant:
-    """A variant loaded on the GPU, bound to the shapes of the FX values it replaces."""
+class BoundVariant:
+    """A variant's tensors (manifest entries: name, role, dtype, layout, bytes) bound to the
+    shapes and strides of the FX values it replaces; `_launch` computes the outputs."""
 
-    def __init__(self, directory, output_shapes):
-        self.variant = _capi.Variant(directory)
-        tensors = self.variant.tensors
+    def __init__(self, directory, tensors, output_shapes, output_strides=None):
         self.inputs = [t for t in tensors if t["role"] == "input"]
         self.outputs = [t for t in tensors if t["role"] == "output"]
         if len(output_shapes) != len(self.outputs):
             raise _capi.MugraphError(f"{directory}: {len(self.outputs)} outputs, the subgraph "
                                      f"has {len(output_shapes)}")
         self.output_shapes = [list(s) for s in output_shapes]
+        # The FX values' strides: aten nodes downstream may depend on them (a view of a
+        # transpose), so the outputs keep them; dense where not given.
+        self.output_strides = [list(s) for s in output_strides] if output_strides else \
+            [_dense_strides(shape) for shape in self.output_shapes]
         for shape, t in zip(self.output_shapes, self.outputs):
             if _numel(shape) * _DTYPES[t["dtype"]].itemsize != t["bytes"]:
                 raise _capi.MugraphError(f"{directory}: output {t['name']} holds {t['bytes']} "
                                          f"bytes, the FX value {shape} does not")
 
     def fake_outputs(self, device):
-        return [torch.empty(shape, dtype=_DTYPES[t["dtype"]], device=device)
-                for shape, t in zip(self.output_shapes, self.outputs)]
+        return [torch.empty_strided(shape, stride, dtype=_DTYPES[t["dtype"]], device=device)
+                for shape, stride, t in zip(self.output_shapes, self.output_strides, self.outputs)]
 
     def run(self, inputs):
         if len(inputs) != len(self.inputs):
@@ -51,14 +54,29 @@ class LoadedVariant:
             dense.append(tensor)
         outputs = [torch.empty(_storage_shape(shape, t["layout"]), dtype=_DTYPES[t["dtype"]],
                                device=device) for shape, t in zip(self.output_shapes, self.outputs)]
+        self._launch(dense, outputs, device)
+        return [_with_strides(_logical(x, t["layout"]), stride)
+                for x, t, stride in zip(outputs, self.outputs, self.output_strides)]
+
+    def _launch(self, inputs, outputs, device):
+        """Writes the outputs (dense, in their stored layout) from the dense inputs."""
+        raise NotImplementedError
+
+
+class LoadedVariant(BoundVariant):
+    """A variant loaded on the GPU (`_capi.Variant`): its kernels run on the current stream."""
+
+    def __init__(self, directory, output_shapes, output_strides=None):
+        self.variant = _capi.Variant(directory)
+        super().__init__(directory, self.variant.tensors, output_shapes, output_strides)
+
+    def _launch(self, inputs, outputs, device):
         workspace = None
         if self.variant.workspace_bytes:
             workspace = torch.empty(self.variant.workspace_bytes, dtype=torch.uint8, device=device)
-        addresses = [x.data_ptr() for x in dense] + [x.data_ptr() for x in outputs]
+        addresses = [x.data_ptr() for x in inputs] + [x.data_ptr() for x in outputs]
         self.variant.launch(addresses, workspace.data_ptr() if workspace is not None else 0,
                             torch.cuda.current_stream(device).cuda_stream)
-        # The FX values are dense in their logical order, as the aten nodes downstream expect.
-        return [_logical(x, t["layout"]) for x, t in zip(outputs, self.outputs)]
 
 
 def _storage_shape(shape, layout):
@@ -72,11 +90,28 @@ def _storage_shape(shape, layout):
 
 
 def _logical(x, layout):
+    """The stored output as a view in its logical order."""
     if layout == "transposed":
-        return x.transpose(-1, -2).contiguous()
+        return x.transpose(-1, -2)
     if layout == "heads_transposed":
-        return x.transpose(-3, -2).contiguous()
+        return x.transpose(-3, -2)
     return x
+
+
+def _with_strides(x, stride):
+    """x itself where its strides are the FX value's (dims of size 1 aside), else a copy laid
+    out with them."""
+    if all(size == 1 or a == b for size, a, b in zip(x.shape, x.stride(), stride)):
+        return x
+    return torch.empty_strided(x.shape, stride, dtype=x.dtype, device=x.device).copy_(x)
+
+
+def _dense_strides(shape):
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(int(d), 1)
+    return strides[::-1]
 
 
 def _numel(shape):

@@ -45,7 +45,7 @@ def _causal_mask(rows, cols, dtype, device):
     return torch.triu(full, 1)
 
 
-class _Binding:
+class Binding:
     """Where a subgraph's inputs come from and where its outputs go, in FX terms."""
 
     def __init__(self, subgraph, writer, fx_nodes):
@@ -81,7 +81,8 @@ def _choose_variant(s, binding, values, graph_report):
         key = f"{s['name']}:{v['name']}"
         try:
             loaded = kernels.LoadedVariant(optimize.variant_directory(entry, v["name"]),
-                                           [list(e.shape) for e in expected])
+                                           [list(e.shape) for e in expected],
+                                           [list(e.stride()) for e in expected])
             ours = loaded.run(inputs)
             torch.cuda.synchronize()
         except Exception as e:  # a variant that cannot run here is skipped, with the reason
@@ -192,7 +193,7 @@ def check_and_substitute(gm, args, graph_report, config):
     chosen = []
     for s in graph_report.partition["subgraphs"]:
         try:
-            binding = _Binding(s, graph_report.writer, fx_nodes)
+            binding = Binding(s, graph_report.writer, fx_nodes)
         except ValueError as e:
             graph_report.fallback(s, str(e))
             continue
@@ -207,6 +208,12 @@ def check_and_substitute(gm, args, graph_report, config):
         timing.time_subgraphs(gm, values, chosen, graph_report, config.rest)
         if config.only_faster:
             chosen = [c for c in chosen if _faster(c[0], graph_report)]
+    return substituted(gm, chosen, graph_report), outputs
+
+
+def substituted(gm, chosen, graph_report):
+    """A copy of gm with each chosen (subgraph, Binding, (key, variant, error)) replaced by a
+    `mugraph::launch` of the variant registered under key; one that cannot be is reported."""
     optimized = torch.fx.GraphModule(gm, _copy_graph(gm))
     replaced = {}
     for s, binding, (key, variant, error) in chosen:
@@ -218,7 +225,7 @@ def check_and_substitute(gm, args, graph_report, config):
         graph_report.used(s, variant, error)
     optimized.graph.eliminate_dead_code()
     optimized.recompile()
-    return optimized, outputs
+    return optimized
 
 
 def _faster(s, graph_report):

@@ -30,7 +30,7 @@ def replay_us(fn, repetitions=20):
     return statistics.median(times)
 
 
-def _pytorch_subgraph(gm, s, binding, writer):
+def pytorch_subgraph(gm, s, binding, writer):
     """A GraphModule of the subgraph's aten nodes, reading its inputs as placeholders."""
     nodes = {n.name: n for n in gm.graph.nodes}
     members = {writer.origin.get(name) for name in s["nodes"]}
@@ -52,7 +52,7 @@ def _pytorch_subgraph(gm, s, binding, writer):
 def time_subgraphs(gm, values, chosen, graph_report, rest):
     for s, binding, (key, variant, error) in chosen:
         try:
-            module, names = _pytorch_subgraph(gm, s, binding, graph_report.writer)
+            module, names = pytorch_subgraph(gm, s, binding, graph_report.writer)
             theirs = [values[name] for name in names]
             ours = binding.input_values(values, theirs[0].device)
             pytorch = rest.compile(module, theirs)

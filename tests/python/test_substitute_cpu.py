@@ -1,0 +1,117 @@
+"""The graph surgery on the CPU: every subgraph of real transformers graphs replaced by a
+`mugraph::launch` whose variant is a stand-in (the subgraph's own aten nodes, writing its
+outputs densely, as our kernels do), and the substituted graph run: it gives the original's
+outputs, whatever strides the aten nodes downstream of a launch depend on."""
+import unittest
+
+import torch
+
+import model_graphs
+from mugraph import _capi, fx_graph, kernels, report, rest, substitute, timing
+
+
+class StandInVariant(kernels.BoundVariant):
+    """The subgraph's aten nodes as a variant: dense outputs, written into the launch's."""
+
+    def __init__(self, module, order, outputs):
+        tensors = [{"name": f"x{i}", "role": "input", "dtype": _dtype_name(t),
+                    "layout": "row_major", "bytes": t.numel() * t.element_size()}
+                   for i, t in enumerate(order)]
+        tensors += [{"name": f"y{i}", "role": "output", "dtype": _dtype_name(t),
+                     "layout": "row_major", "bytes": t.numel() * t.element_size()}
+                    for i, t in enumerate(outputs)]
+        super().__init__("stand-in", tensors, [list(t.shape) for t in outputs],
+                         [list(t.stride()) for t in outputs])
+        self.module = module
+        self.launches = 0
+
+    def _launch(self, inputs, outputs, device):
+        self.launches += 1
+        for out, value in zip(outputs, self.module(*[inputs[i] for i in self.permutation])):
+            out.copy_(value)
+
+
+def _dtype_name(t):
+    return {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}[t.dtype]
+
+
+def traced_with_inputs(model, **kwargs):
+    """(aten GraphModule, its real arguments) of model(**kwargs) under torch.compile."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    got = []
+
+    def capture(gm, example_inputs):
+        def run(*args):
+            got.append((gm, list(args)))
+            return gm(*args)
+        return make_boxed_func(run)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=aot_autograd(fw_compiler=capture), dynamic=False)
+    with torch.no_grad():
+        compiled(**kwargs)
+    return got[0]
+
+
+class SubstituteTest(unittest.TestCase):
+    def test_every_subgraph_substituted_gives_the_original_outputs(self):
+        for name in ("llama", "qwen3", "mistral"):
+            with self.subTest(model=name):
+                model = model_graphs.causal_lm(name, dtype=torch.float32)
+                ids = torch.randint(0, 512, (1, 16))
+                gm, args = traced_with_inputs(model, input_ids=ids, use_cache=False)
+                graph, writer = fx_graph.to_graph_json(gm)
+                graph_report = report.GraphReport(gm, writer, _capi.partition(graph))
+                recorder = substitute._Recorder(gm)
+                with torch.no_grad():
+                    expected = recorder.run(*args)
+                fx_nodes = {n.name for n in gm.graph.nodes}
+                chosen, stand_ins = [], []
+                for s in graph_report.partition["subgraphs"]:
+                    graph_report.searched(s, None, {"variants": []}, False)
+                    binding = substitute.Binding(s, writer, fx_nodes)
+                    module, names = timing.pytorch_subgraph(gm, s, binding, writer)
+                    inputs = binding.input_values(recorder.values, torch.device("cpu"))
+                    outputs = [recorder.values[o] for o in binding.outputs]
+                    variant = StandInVariant(module, inputs, outputs)
+                    variant.permutation = [binding.inputs.index(n) for n in names]
+                    key = f"{name}:{s['name']}"
+                    kernels.register(key, variant)
+                    stand_ins.append(variant)
+                    chosen.append((s, binding, (key, {"name": "stand-in"}, 0.0)))
+                optimized = substitute.substituted(gm, chosen, graph_report)
+                launches = [n for n in optimized.graph.nodes
+                            if n.target is torch.ops.mugraph.launch.default]
+                self.assertEqual(len(launches), len(chosen), graph_report.as_dict())
+                with torch.no_grad():
+                    got = optimized(*args)
+                self.assertTrue(all(v.launches == 1 for v in stand_ins))
+                for a, b in zip(got, expected):
+                    if isinstance(b, torch.Tensor):
+                        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+                if name == "llama":  # Inductor around the launches, as the backend runs it
+                    compiled = rest.Rest("inductor").compile(optimized, args)
+                    with torch.no_grad():
+                        got = compiled(*args)
+                    self.assertTrue(all(v.launches == 2 for v in stand_ins))
+                    for a, b in zip(got, expected):
+                        if isinstance(b, torch.Tensor):
+                            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+class OutputStridesTest(unittest.TestCase):
+    def test_a_stored_layout_with_the_fx_strides_is_returned_without_a_copy(self):
+        stored = torch.randn(64, 4, 32)  # heads_transposed storage of a [4, 64, 32] value
+        logical = kernels._logical(stored, "heads_transposed")
+        sdpa_like = stored.transpose(0, 1)
+        out = kernels._with_strides(logical, sdpa_like.stride())
+        self.assertEqual(out.data_ptr(), stored.data_ptr())
+        dense = kernels._with_strides(logical, kernels._dense_strides([4, 64, 32]))
+        self.assertTrue(dense.is_contiguous())
+        torch.testing.assert_close(dense, sdpa_like)
+
+
+if __name__ == "__main__":
+    unittest.main()
