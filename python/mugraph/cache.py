@@ -64,3 +64,31 @@ def store(path, fill):
     finally:
         if os.path.exists(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def decision_path(*parts):
+    """Where the first call's measured decisions for one graph live (backend.py): a JSON
+    file keyed by everything the times depend on (graph, device, PyTorch, settings)."""
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return os.path.join(cache_root(), "decisions", digest[:32] + ".json")
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def store_json(path, value):
+    """Writes value whole: a temporary file beside it, renamed over it."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(value, f, indent=2)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

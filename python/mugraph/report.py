@@ -2,6 +2,8 @@
 back, with why) and every aten node left to PyTorch with its reason."""
 import sys
 
+from . import cache
+
 
 def search_line(result, cached):
     source = "cached" if cached else f"searched in {result.get('seconds') or 0:.0f} s"
@@ -14,7 +16,9 @@ def search_line(result, cached):
 
 
 class GraphReport:
-    def __init__(self, gm, writer, partition):
+    def __init__(self, gm, writer, partition, decisions=None):
+        self.decisions = decisions  # cache file of the measured decisions, or None
+        self.earlier = cache.load_json(decisions) if decisions else None
         self.writer = writer
         self.partition = partition
         self.entries = {}  # subgraph name -> (cache entry, search result)
@@ -44,19 +48,48 @@ class GraphReport:
     def fallback(self, s, why):
         self.subgraphs[s["name"]].update(status="pytorch", reason=why)
 
-    def timed(self, name, pytorch_us, ours_us):
+    def timed(self, name, pytorch_us, ours_us, earlier=False):
         self.subgraphs[name].update(pytorch_us=pytorch_us, ours_us=ours_us,
-                                    speedup=pytorch_us / ours_us if ours_us else None)
+                                    speedup=pytorch_us / ours_us if ours_us else None,
+                                    timed_earlier=earlier)
+
+    def measured_before(self, name, variant):
+        """The times an earlier compile measured for this subgraph's variant, or None."""
+        row = (self.earlier or {}).get("subgraphs", {}).get(name)
+        return row if row and row.get("variant") == variant else None
+
+    def decided_before(self):
+        """The earlier compile's whole-graph decision, if it chose among the same subgraphs."""
+        whole = (self.earlier or {}).get("graph")
+        if whole and whole.get("used") == sorted(self.used_names()):
+            return whole
+        return None
+
+    def used_names(self):
+        return [name for name, r in self.subgraphs.items() if r["status"] == "used"]
+
+    def remember(self):
+        """Stores this compile's measured decisions for the next compile of the same graph."""
+        if not self.decisions or not self.graph or self.graph.get("ours_us") is None:
+            return
+        rows = {name: {"variant": r.get("variant"), "pytorch_us": r["pytorch_us"],
+                       "ours_us": r["ours_us"]}
+                for name, r in self.subgraphs.items() if r.get("ours_us") is not None}
+        whole = {k: self.graph[k] for k in ("runs", "pytorch_us", "ours_us")}
+        whole["used"] = sorted(self.graph["used"])
+        cache.store_json(self.decisions, {"subgraphs": rows, "graph": whole})
 
     def any_used(self):
         return any(r["status"] == "used" for r in self.subgraphs.values())
 
-    def finished(self, chosen, rest, compiled, why=None, pytorch_us=None, ours_us=None):
+    def finished(self, chosen, rest, compiled, why=None, pytorch_us=None, ours_us=None,
+                 earlier=False):
         """What runs the graph from now on: "mugraph" (our kernels in it) or "pytorch"; the
         rest's runner, whether it compiled (why not), and the whole graph's times both ways
-        where they were measured."""
+        where they were measured (on an earlier compile of the same graph: `earlier`)."""
         self.graph = {"runs": chosen, "rest": rest, "compiled": compiled, "why": why,
-                      "pytorch_us": pytorch_us, "ours_us": ours_us}
+                      "pytorch_us": pytorch_us, "ours_us": ours_us, "timed_earlier": earlier,
+                      "used": self.used_names()}
         if chosen == "pytorch" and ours_us is not None:
             for row in self.subgraphs.values():
                 if row["status"] == "used":
@@ -95,7 +128,8 @@ def print_report(graph_report, verbose=True, stream=sys.stderr):
         line += "with our kernels" if whole["runs"] == "mugraph" else "without our kernels"
         if whole.get("ours_us"):
             line += (f" (whole graph {whole['pytorch_us']:.1f} us without them, "
-                     f"{whole['ours_us']:.1f} us with them)")
+                     f"{whole['ours_us']:.1f} us with them"
+                     f"{', measured on an earlier compile' if whole['timed_earlier'] else ''})")
         if whole.get("why"):
             line += f": {whole['why']}"
         print(line, file=stream)
