@@ -45,11 +45,20 @@ def _causal_mask(rows, cols, dtype, device):
     return torch.triu(full, 1)
 
 
+def _tiled(x, tiled):
+    """`times` copies of x stacked along one dim: what a subgraph with GQA's query rows folded
+    reads of a mask broadcast over the heads (onnx_import/repeated_heads.h)."""
+    if tiled is None:
+        return x
+    return torch.cat([x] * tiled["times"], dim=-tiled["dim_from_end"])
+
+
 class _Binding:
     """Where a subgraph's inputs come from and where its outputs go, in FX terms."""
 
     def __init__(self, subgraph, writer, fx_nodes):
         self.inputs = []  # FX node name, or ("causal", rows, cols, dtype)
+        self.tiled = []  # per input: None, or {"dim_from_end", "times"}
         for i in subgraph["inputs"]:
             buffer = i.get("reads_buffer_of", i["onnx_value"])
             if buffer in writer.causal_masks:
@@ -59,6 +68,7 @@ class _Binding:
                 self.inputs.append(buffer)
             else:
                 raise ValueError(f"reads '{buffer}', a value inside one translated aten node")
+            self.tiled.append(i.get("tiled"))
         self.outputs = []
         for o in subgraph["outputs"]:
             if o["onnx_value"] not in fx_nodes:
@@ -66,8 +76,8 @@ class _Binding:
             self.outputs.append(o["onnx_value"])
 
     def input_values(self, values, device):
-        return [values[i] if isinstance(i, str) else _causal_mask(i[1], i[2], i[3], device)
-                for i in self.inputs]
+        return [_tiled(values[i] if isinstance(i, str) else _causal_mask(i[1], i[2], i[3], device),
+                       t) for i, t in zip(self.inputs, self.tiled)]
 
 
 def _choose_variant(s, binding, values, graph_report):
@@ -111,14 +121,18 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
     last = max(covered, key=lambda n: order[n])
     with graph.inserting_after(last):
         args = []
-        for i in binding.inputs:
+        for i, tiled in zip(binding.inputs, binding.tiled):
             if isinstance(i, str):
-                args.append(nodes[i])
+                arg = nodes[i]
             else:
                 full = graph.call_function(torch.ops.aten.full.default,
                                            ([i[1], i[2]], float("-inf")),
                                            {"dtype": i[3], "device": _device_of(nodes, binding)})
-                args.append(graph.call_function(torch.ops.aten.triu.default, (full, 1)))
+                arg = graph.call_function(torch.ops.aten.triu.default, (full, 1))
+            if tiled is not None:
+                arg = graph.call_function(torch.ops.aten.cat.default,
+                                          ([arg] * tiled["times"], -tiled["dim_from_end"]))
+            args.append(arg)
         call = graph.call_function(torch.ops.mugraph.launch.default, (key, args))
         outputs = []
         with graph.inserting_after(call):
