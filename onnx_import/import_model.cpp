@@ -140,23 +140,24 @@ std::vector<std::vector<int>> convexParts(const Model& model, const Graph& g,
   return parts;
 }
 
-// A set whose only computation is one element-wise op on a value converted from integers
-// (RoPE's frequencies: positions times the inverse frequencies, in f32): it depends on
-// positions alone, a launch of its own gains nothing over the framework's kernel, and the
-// framework may fuse it with the cos and sin that read it.
+// A set whose only computation is one op on a value converted from integers (RoPE's
+// frequencies: the positions times the inverse frequencies in f32, an element-wise product or
+// a batched outer product): it depends on positions alone, a launch of its own gains nothing
+// over the framework's kernel, and the framework may fuse it with the cos and sin reading it.
 bool lonePositionOp(const Model& model, const std::vector<NodeSupport>& support,
                     const std::vector<int>& nodes) {
-  static const std::set<std::string> kElementwise = {"Add",  "Sub",     "Mul", "Div", "Exp",
-                                                     "Sqrt", "Sigmoid", "Neg", "Pow", "Reciprocal"};
   int computing = -1;
   for (int n : nodes) {
     if (support[n].role != NodeRole::Compute) continue;
-    if (computing >= 0 || !kElementwise.count(model.nodes[n].op)) return false;
+    if (computing >= 0) return false;
     computing = n;
   }
   if (computing < 0) return false;
-  for (const std::string& in : model.nodes[computing].inputs) {
-    const int p = model.producerOf(in);
+  for (std::string in : model.nodes[computing].inputs) {
+    int p = model.producerOf(in);
+    while (p >= 0 && (support[p].role == NodeRole::Alias || support[p].role == NodeRole::View)) {
+      p = model.producerOf(model.nodes[p].inputs.at(support[p].aliasInput));
+    }
     if (p < 0 || model.nodes[p].op != "Cast" || model.nodes[p].inputs.empty()) continue;
     if (!model.values.at(model.nodes[p].inputs[0]).dtype) return true;  // from integers
   }
@@ -306,8 +307,8 @@ ImportedModel partitionModel(const Model& loaded) {
       if (lonePositionOp(model, support, nodes)) {
         for (int n : nodes) {
           support[n] = {NodeRole::Unsupported,
-                        "one element-wise op on positions (converted from integers): a launch "
-                        "of its own gains nothing over the framework's kernel",
+                        "one op on positions (converted from integers): a launch of its own "
+                        "gains nothing over the framework's kernel",
                         false};
         }
         continue;
