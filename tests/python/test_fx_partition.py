@@ -132,9 +132,13 @@ class FxPartitionTest(unittest.TestCase):
                              f"{name}: {[s['name'] for s in subgraphs]}")
         rope = [s for s in subgraphs if "rotate_half(" in s["program_text"]]
         self.assertEqual(len(rope), layers, f"{name}: {[s['name'] for s in rope]}")
+        fx = {n.name: n for n in gm.graph.nodes}
         for s in rope:  # q and k rotated in one subgraph, x·cos + rotate_half(x)·sin each
             self.assertEqual(s["program_text"].count("rotate_half("), 2, f"{name}: {s['name']}")
             self.assertGreaterEqual(s["program_text"].count(" = add("), 2, name)
+            for i in s["inputs"]:  # cos and sin as f16 (after PyTorch's cast), like q and k
+                value = fx[i.get("reads_buffer_of", i["onnx_value"])].meta["val"]
+                self.assertEqual(value.dtype, torch.float16, f"{name}: {i}")
         left = {u["node"]: u["reason"] for u in partition["unsupported"]}
         covered = {writer.origin.get(n, n) for s in subgraphs for n in s["nodes"]}
         for node in gm.graph.nodes:  # nothing left without a reason
