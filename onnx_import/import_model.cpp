@@ -354,7 +354,9 @@ ImportedModel partitionModel(const Model& loaded) {
       reason = "a constant read only by nodes left to the framework";
     }
     if (support[n].role == NodeRole::Alias) {
-      reason = "a conversion a subgraph reads the result of (the narrowest float along the way)";
+      reason =
+          "the framework converts it: a subgraph reads its result or one relabelled from it (the "
+          "narrowest float along the way)";
     }
     result.unsupported.push_back({node.name, node.op, reason});
   }
