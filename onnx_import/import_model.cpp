@@ -42,7 +42,8 @@ std::set<int> looseAliases(const Model& model, const std::vector<NodeSupport>& s
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     if (support[n].role != NodeRole::Alias) continue;
     const int p = model.producerOf(model.nodes[n].inputs.at(support[n].aliasInput));
-    if (p < 0 || !mapped(support[p]) || loose.count(p)) loose.insert(static_cast<int>(n));
+    const bool computed = p >= 0 && (mapped(support[p]) || joinsAsHeadTranspose(model, support, p));
+    if (!computed || loose.count(p)) loose.insert(static_cast<int>(n));
   }
   return loose;
 }
