@@ -53,6 +53,9 @@ class _Writer:
         self.untranslated = {}  # FX node name -> why it was not translated
         self.causal_masks = {}  # value name -> (FX SDPA node, rows, cols, dtype)
         self.attentions = {}  # FX SDPA node name -> the prefix of its values
+        # value name -> (FX node, rep): GQA's KV heads each repeated rep times along the heads
+        # dim (-3), where a subgraph reads the repeats rather than the KV buffer
+        self.repeated_heads = {}
 
     def attention_prefix(self, node):
         return self.attentions.setdefault(node.name, f"attention{len(self.attentions)}")
@@ -373,6 +376,9 @@ def _repeated_heads(w, n, x, prefix, rep):
     w.node(n.name, repeated, "Reshape",
            [expanded, w.constant(f"{repeated}.shape", lead + [kv_heads * rep] + tail, "int64",
                                  [len(shape)])], [repeated])
+    # Where the partitioner cannot fold the repeat, a subgraph reads it from the Expand: the
+    # backend makes it (the same memory as the merged repeat)
+    w.repeated_heads[expanded] = w.repeated_heads[repeated] = (x, rep)
     return repeated
 
 

@@ -53,17 +53,29 @@ def _tiled(x, tiled):
     return torch.cat([x] * tiled["times"], dim=-tiled["dim_from_end"])
 
 
+def _input_value(i, values, device):
+    if isinstance(i, str):
+        return values[i]
+    if i[0] == "repeat":  # GQA's KV heads repeated for the query heads, as repeat_kv does
+        return values[i[1]].repeat_interleave(i[2], dim=-3)
+    return _causal_mask(i[1], i[2], i[3], device)
+
+
 class _Binding:
     """Where a subgraph's inputs come from and where its outputs go, in FX terms."""
 
     def __init__(self, subgraph, writer, fx_nodes):
-        self.inputs = []  # FX node name, or ("causal", rows, cols, dtype)
+        # FX node name, ("causal", rows, cols, dtype) or ("repeat", FX node name, rep)
+        self.inputs = []
         self.tiled = []  # per input: None, or {"dim_from_end", "times"}
         for i in subgraph["inputs"]:
             buffer = i.get("reads_buffer_of", i["onnx_value"])
             if buffer in writer.causal_masks:
                 _, rows, cols, dtype = writer.causal_masks[buffer]
                 self.inputs.append(("causal", rows, cols, dtype))
+            elif buffer in writer.repeated_heads:
+                source, rep = writer.repeated_heads[buffer]
+                self.inputs.append(("repeat", source.name, rep))
             elif buffer in fx_nodes:
                 self.inputs.append(buffer)
             else:
@@ -76,8 +88,7 @@ class _Binding:
             self.outputs.append(o["onnx_value"])
 
     def input_values(self, values, device):
-        return [_tiled(values[i] if isinstance(i, str) else _causal_mask(i[1], i[2], i[3], device),
-                       t) for i, t in zip(self.inputs, self.tiled)]
+        return [_tiled(_input_value(i, values, device), t) for i, t in zip(self.inputs, self.tiled)]
 
 
 def _choose_variant(s, binding, values, graph_report):
@@ -124,6 +135,9 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
         for i, tiled in zip(binding.inputs, binding.tiled):
             if isinstance(i, str):
                 arg = nodes[i]
+            elif i[0] == "repeat":
+                arg = graph.call_function(torch.ops.aten.repeat_interleave.self_int,
+                                          (nodes[i[1]], i[2], -3))
             else:
                 full = graph.call_function(torch.ops.aten.full.default,
                                            ([i[1], i[2]], float("-inf")),

@@ -13,7 +13,7 @@ import unittest
 import torch
 
 import model_graphs
-from mugraph import _capi, fx_graph, optimize, report
+from mugraph import _capi, fx_graph, optimize, report, substitute
 
 
 def partitioned(name, seq=16, **sizes):
@@ -183,6 +183,41 @@ class FxPartitionTest(unittest.TestCase):
                              "inputs": [], "outputs": [],
                              "nodes": [{"name": "n", "op": "Exp", "inputs": ["nothing"],
                                         "outputs": ["y"]}]})
+
+
+class _QueryThroughAHeadTranspose(torch.nn.Module):
+    """SDPA with enable_gqa where Q comes through a head transpose: GQA's folded rows would not
+    be a view of Q's buffer, so the partitioner keeps the repeats."""
+
+    def forward(self, x, k, v):
+        q = x.view(1, 16, 4, 32).transpose(1, 2)
+        return torch.nn.functional.scaled_dot_product_attention(q.exp(), k, v, is_causal=True,
+                                                                enable_gqa=True)
+
+
+class RepeatedHeadsBindingTest(unittest.TestCase):
+    def test_an_unfolded_attention_reads_the_repeats_the_backend_makes(self):
+        x, k, v = torch.randn(1, 16, 128), torch.randn(1, 2, 16, 32), torch.randn(1, 2, 16, 32)
+        (gm,) = model_graphs.aten_graphs(_QueryThroughAHeadTranspose(), x, k, v)
+        graph, writer = fx_graph.to_graph_json(gm)
+        partition = _capi.partition(graph)
+        (s,) = [s for s in partition["subgraphs"] if s["program_text"].count("matmul(") == 2]
+        self.assertNotIn("repeated_kv_heads", s)
+        binding = substitute._Binding(s, writer, {n.name for n in gm.graph.nodes})
+        repeats = [i for i in binding.inputs if isinstance(i, tuple) and i[0] == "repeat"]
+        self.assertEqual(len(repeats), 2, binding.inputs)  # K and V
+        recorder = substitute._Recorder(gm)
+        recorder.run(x, k, v)
+        values = binding.input_values(recorder.values, torch.device("cpu"))
+        declared = declarations(s["program_text"])
+        for i, value, line in zip(binding.inputs, values, declared):
+            shape = [int(d) for d in re.search(r"\[(.*)\]", line).group(1).split(",")]
+            self.assertEqual(value.numel(), math.prod(shape), line)  # the bytes it reads
+            if isinstance(i, tuple) and i[0] == "repeat":
+                source = recorder.values[i[1]]
+                self.assertIn(source.data_ptr(), (k.data_ptr(), v.data_ptr()))
+                # query head h reads KV head h // 2
+                self.assertTrue(torch.equal(value, source[:, [0, 0, 1, 1]]), line)
 
 
 class CacheTest(unittest.TestCase):
