@@ -75,27 +75,8 @@ def reference_attention(subgraph, scale):
         "output y0", ""])
 
 
-class FxPartitionTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.models = {name: partitioned(name) for name in ("llama", "qwen3", "mistral")}
-
-    def test_every_aten_node_is_in_a_subgraph_or_left_with_a_reason(self):
-        for name, (gm, writer, partition) in self.models.items():
-            graph_report = report.GraphReport(gm, writer, partition)
-            covered = {writer.origin[n] for s in partition["subgraphs"] for n in s["nodes"]}
-            left = dict(graph_report.left_to_pytorch)
-            for node in gm.graph.nodes:
-                if node.op != "call_function":
-                    continue
-                with self.subTest(model=name, node=node.name):
-                    self.assertTrue(node.name in covered or left.get(node.name),
-                                    f"{node.name} is neither optimized nor explained")
-            self.assertIn("no mapping", left["embedding"])
-
-    def test_attention_is_one_subgraph_per_layer(self):
-        for name, (gm, writer, partition) in self.models.items():
-            self.check_attention(name, gm, writer, partition, layers=2)
+class PartitionChecks:
+    """What every decoder layer's partition must be (mixed into the test cases)."""
 
     def check_attention(self, name, gm, writer, partition, layers):
         """Each attention one subgraph: Q·Kᵀ, scale, mask, safe softmax and P·V (two matmuls),
@@ -120,12 +101,6 @@ class FxPartitionTest(unittest.TestCase):
             same, report_text = equivalent(reference, program)
             self.assertTrue(same, f"{name}: attention {index}\n{program}\n{report_text}")
 
-    def test_at_most_three_subgraphs_per_layer_and_rope_whole(self):
-        """Per layer: norm and Q/K/V projections (with the previous o_proj and MLP), RoPE of q
-        and k, attention; plus the last o_proj and MLP with lm_head."""
-        for name, (gm, writer, partition) in self.models.items():
-            self.check_layers(name, gm, writer, partition, layers=2)
-
     def check_layers(self, name, gm, writer, partition, layers):
         subgraphs = partition["subgraphs"]
         self.assertLessEqual(len(subgraphs), 3 * layers + 1,
@@ -145,6 +120,35 @@ class FxPartitionTest(unittest.TestCase):
             if node.op == "call_function" and node.name not in covered:
                 self.assertTrue(left.get(node.name) or writer.untranslated.get(node.name),
                                 f"{name}: {node.name}")
+
+
+class FxPartitionTest(PartitionChecks, unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.models = {name: partitioned(name) for name in ("llama", "qwen3", "mistral")}
+
+    def test_every_aten_node_is_in_a_subgraph_or_left_with_a_reason(self):
+        for name, (gm, writer, partition) in self.models.items():
+            graph_report = report.GraphReport(gm, writer, partition)
+            covered = {writer.origin[n] for s in partition["subgraphs"] for n in s["nodes"]}
+            left = dict(graph_report.left_to_pytorch)
+            for node in gm.graph.nodes:
+                if node.op != "call_function":
+                    continue
+                with self.subTest(model=name, node=node.name):
+                    self.assertTrue(node.name in covered or left.get(node.name),
+                                    f"{node.name} is neither optimized nor explained")
+            self.assertIn("no mapping", left["embedding"])
+
+    def test_attention_is_one_subgraph_per_layer(self):
+        for name, (gm, writer, partition) in self.models.items():
+            self.check_attention(name, gm, writer, partition, layers=2)
+
+    def test_at_most_three_subgraphs_per_layer_and_rope_whole(self):
+        """Per layer: norm and Q/K/V projections (with the previous o_proj and MLP), RoPE of q
+        and k, attention; plus the last o_proj and MLP with lm_head."""
+        for name, (gm, writer, partition) in self.models.items():
+            self.check_layers(name, gm, writer, partition, layers=2)
 
     def test_with_a_cache_and_at_real_width(self):
         """transformers with a DynamicCache (empty past keys concatenated) and hidden 2048 (32
@@ -183,6 +187,28 @@ class FxPartitionTest(unittest.TestCase):
                              "inputs": [], "outputs": [],
                              "nodes": [{"name": "n", "op": "Exp", "inputs": ["nothing"],
                                         "outputs": ["y"]}]})
+
+
+def decode_step(name, past=8):
+    """(GraphModule, writer, partition) of one decode step after a prefill of `past` tokens."""
+    model = model_graphs.causal_lm(name)
+    with torch.no_grad():
+        cache = model(input_ids=torch.randint(0, 512, (1, past)), use_cache=True).past_key_values
+    (gm,) = model_graphs.aten_graphs(model, input_ids=torch.randint(0, 512, (1, 1)),
+                                     past_key_values=cache, use_cache=True)
+    graph, writer = fx_graph.to_graph_json(gm)
+    return gm, writer, _capi.partition(graph)
+
+
+class DecodeStepTest(PartitionChecks, unittest.TestCase):
+    def test_a_decode_step_partitions_like_a_prefill(self):
+        """One query row: the head transposes move no data (Qwen3's q/k norms still join RoPE),
+        K and V come from the cache's concatenation; attention folded, no mask."""
+        for name in ("llama", "qwen3", "mistral"):
+            with self.subTest(model=name):
+                gm, writer, partition = decode_step(name)
+                self.check_attention(name, gm, writer, partition, layers=2)
+                self.check_layers(name, gm, writer, partition, layers=2)
 
 
 class _QueryThroughAHeadTranspose(torch.nn.Module):
