@@ -44,8 +44,28 @@ void swapHeads(graph::Dims& shape) {
 
 }  // namespace
 
+// A Transpose [.., a, b, c] -> [.., b, a, c] that moves no data because a or b is 1 (a decode
+// step's single row, [1, 1, h, d] -> [1, h, 1, d]): a contiguous view, but pushed down like a
+// head transpose it keeps the subgraph whole (the values are the same in either order).
+bool swapsHeadsInPlace(const Model& model, const NodeSupport& support, const Node& node) {
+  if (node.op != "Transpose" || support.transposes || support.swapsHeads) return false;
+  const std::optional<std::vector<int64_t>> perm = node.intsAttr("perm");
+  const std::optional<graph::Dims>& out = model.values.at(node.outputs.at(0)).shape;
+  if (!perm || !out || perm->size() < 3 || stripDims(*out).size() < 3) return false;
+  const size_t r = perm->size();
+  for (size_t d = 0; d + 3 < r; ++d) {
+    if ((*perm)[d] != static_cast<int64_t>(d)) return false;
+  }
+  return (*perm)[r - 3] == static_cast<int64_t>(r - 2) &&
+         (*perm)[r - 2] == static_cast<int64_t>(r - 3) &&
+         (*perm)[r - 1] == static_cast<int64_t>(r - 1);
+}
+
 bool joinsAsHeadTranspose(const Model& model, const std::vector<NodeSupport>& support, int view) {
-  if (support[view].role != NodeRole::View || !support[view].swapsHeads) return false;
+  if (support[view].role != NodeRole::View) return false;
+  if (!support[view].swapsHeads && !swapsHeadsInPlace(model, support[view], model.nodes[view])) {
+    return false;
+  }
   const int producer = model.producerOf(model.nodes[view].inputs.at(0));
   return producer >= 0 && mapped(support[producer]);
 }

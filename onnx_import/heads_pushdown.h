@@ -7,6 +7,8 @@
 // inputs from outside through the heads_transposed layout, and the Transpose is the value
 // itself. Where a node mixes those dims (a matmul, a reduction over them, a value read
 // elsewhere in the original order) the Transpose stays a view between two subgraphs.
+// A Transpose with the same perm that moves no data (a decode step's one row, [1, 1, h, d] ->
+// [1, h, 1, d]: a contiguous view) joins the same way.
 #pragma once
 
 #include <set>

@@ -33,6 +33,21 @@ Graph edges(const Model& model) {
   return g;
 }
 
+// Aliases of values from outside (casts, copies, reshapes of leading size-1 dims of a value
+// no mapped node computes: RoPE's cos/sin tables, an RMSNorm's upcast of its input). They
+// compute nothing: they are no result of their set (a reader elsewhere reads the value as it
+// is), and a path from them through the framework is no path out of their set.
+std::set<int> looseAliases(const Model& model, const std::vector<NodeSupport>& support) {
+  std::set<int> loose;
+  for (size_t n = 0; n < model.nodes.size(); ++n) {
+    if (support[n].role != NodeRole::Alias) continue;
+    const int p = model.producerOf(model.nodes[n].inputs.at(support[n].aliasInput));
+    const bool computed = p >= 0 && (mapped(support[p]) || joinsAsHeadTranspose(model, support, p));
+    if (!computed || loose.count(p)) loose.insert(static_cast<int>(n));
+  }
+  return loose;
+}
+
 // Connected sets among `nodes` (mapped nodes), joined where one reads the other's result
 // directly; each sorted, the sets in the order of their first node.
 std::vector<std::vector<int>> connectedSets(const Model& model, const std::vector<int>& nodes) {
@@ -83,29 +98,78 @@ std::set<int> descendants(const Model& model, const Graph& g, const std::set<int
 // a node outside the set that reads the set's results move to later parts (split again the
 // same way); the rest is one convex part per connected piece.
 std::vector<std::vector<int>> convexParts(const Model& model, const Graph& g,
-                                          const std::vector<int>& set) {
+                                          const std::vector<int>& set, const std::set<int>& loose) {
   const std::set<int> inside(set.begin(), set.end());
+  std::set<int> computed;  // a loose alias's readers elsewhere read no result of the set
+  for (int n : set) {
+    if (!loose.count(n)) computed.insert(n);
+  }
   std::set<int> leaving;  // outside nodes reading a result of the set
-  for (int n : descendants(model, g, inside)) {
+  for (int n : descendants(model, g, computed)) {
     if (!inside.count(n)) leaving.insert(n);
   }
   const std::set<int> downstream = descendants(model, g, leaving);
   std::vector<int> early, late;
-  for (int n : set) (downstream.count(n) ? late : early).push_back(n);
+  for (int n : set) {
+    if (!loose.count(n)) (downstream.count(n) ? late : early).push_back(n);
+  }
   if (late.empty()) return {set};
+  // A loose alias goes with each side that reads it (both, where both do).
+  std::set<int> earlySide(early.begin(), early.end()), lateSide(late.begin(), late.end());
+  for (auto a = set.rbegin(); a != set.rend(); ++a) {
+    if (!loose.count(*a)) continue;
+    bool toEarly = false, toLate = false;
+    const auto readers = g.consumers.find(model.nodes[*a].outputs.at(0));
+    if (readers != g.consumers.end()) {
+      for (int r : readers->second) {
+        toEarly = toEarly || earlySide.count(r);
+        toLate = toLate || lateSide.count(r);
+      }
+    }
+    if (toEarly || !toLate) earlySide.insert(*a);
+    if (toLate) lateSide.insert(*a);
+  }
+  early.assign(earlySide.begin(), earlySide.end());
+  late.assign(lateSide.begin(), lateSide.end());
   std::vector<std::vector<int>> parts = connectedSets(model, early);
   for (const std::vector<int>& piece : connectedSets(model, late)) {
-    for (std::vector<int>& part : convexParts(model, g, piece)) parts.push_back(std::move(part));
+    for (std::vector<int>& part : convexParts(model, g, piece, loose)) {
+      parts.push_back(std::move(part));
+    }
   }
   std::sort(parts.begin(), parts.end());
   return parts;
+}
+
+// A set whose only computation is one op on a value converted from integers (RoPE's
+// frequencies: the positions times the inverse frequencies in f32, an element-wise product or
+// a batched outer product): it depends on positions alone, a launch of its own gains nothing
+// over the framework's kernel, and the framework may fuse it with the cos and sin reading it.
+bool lonePositionOp(const Model& model, const std::vector<NodeSupport>& support,
+                    const std::vector<int>& nodes) {
+  int computing = -1;
+  for (int n : nodes) {
+    if (support[n].role != NodeRole::Compute) continue;
+    if (computing >= 0) return false;
+    computing = n;
+  }
+  if (computing < 0) return false;
+  for (std::string in : model.nodes[computing].inputs) {
+    int p = model.producerOf(in);
+    while (p >= 0 && (support[p].role == NodeRole::Alias || support[p].role == NodeRole::View)) {
+      p = model.producerOf(model.nodes[p].inputs.at(support[p].aliasInput));
+    }
+    if (p < 0 || model.nodes[p].op != "Cast" || model.nodes[p].inputs.empty()) continue;
+    if (!model.values.at(model.nodes[p].inputs[0]).dtype) return true;  // from integers
+  }
+  return false;
 }
 
 // Convex connected sets of mapped nodes and of the head transposes of computed values that
 // are not `pinned` (heads_pushdown.h): convexParts of each connected set.
 std::vector<std::vector<int>> components(const Model& model, const Graph& g,
                                          const std::vector<NodeSupport>& support,
-                                         const std::set<int>& pinned) {
+                                         const std::set<int>& pinned, const std::set<int>& loose) {
   std::vector<int> nodes;
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const int i = static_cast<int>(n);
@@ -115,7 +179,9 @@ std::vector<std::vector<int>> components(const Model& model, const Graph& g,
   }
   std::vector<std::vector<int>> parts;
   for (const std::vector<int>& set : connectedSets(model, nodes)) {
-    for (std::vector<int>& part : convexParts(model, g, set)) parts.push_back(std::move(part));
+    for (std::vector<int>& part : convexParts(model, g, set, loose)) {
+      parts.push_back(std::move(part));
+    }
   }
   std::sort(parts.begin(), parts.end());
   return parts;
@@ -123,10 +189,11 @@ std::vector<std::vector<int>> components(const Model& model, const Graph& g,
 
 // Values a set computes that something outside it reads, or that the graph returns.
 std::vector<std::string> outputsOf(const Model& model, const Graph& g,
-                                   const std::vector<int>& nodes) {
+                                   const std::vector<int>& nodes, const std::set<int>& loose) {
   const std::set<int> inside(nodes.begin(), nodes.end());
   std::vector<std::string> outs;
   for (int n : nodes) {
+    if (loose.count(n)) continue;  // not the set's result: its other readers read it as it is
     for (const std::string& value : model.nodes[n].outputs) {
       bool needed = std::count(model.graphOutputs.begin(), model.graphOutputs.end(), value) > 0;
       const auto c = g.consumers.find(value);
@@ -139,8 +206,13 @@ std::vector<std::string> outputsOf(const Model& model, const Graph& g,
   return outs;
 }
 
-std::string subgraphName(const Model& model, const std::vector<int>& nodes,
-                         std::set<std::string>& used) {
+std::string subgraphName(const Model& model, const std::vector<int>& all,
+                         const std::set<int>& loose, std::set<std::string>& used) {
+  std::vector<int> nodes;  // named after what it computes, not the tables it reads
+  for (int n : all) {
+    if (!loose.count(n)) nodes.push_back(n);
+  }
+  if (nodes.empty()) nodes = all;
   std::string name = sanitizeName(model.nodes[nodes.front()].name);
   if (nodes.size() > 1) name += "-" + sanitizeName(model.nodes[nodes.back()].name);
   std::string unique = name;
@@ -178,6 +250,7 @@ Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support,
   s.inputs = std::move(built.inputs);
   s.outputs = std::move(built.outputs);
   for (int n : withReadNodes(model, support, nodes)) {
+    if (built.readFromFramework.count(n)) continue;
     s.nodes.push_back(model.nodes[n].name);
     s.ops.push_back(model.nodes[n].op);
   }
@@ -192,7 +265,8 @@ std::optional<Subgraph> tryFolded(const FoldedHeads& folded, const std::vector<i
   try {
     Subgraph s = subgraph(
         folded.model, folded.support, nodes,
-        buildProgram(folded.model, folded.support, nodes, outputs, name, readSwapped), name);
+        buildProgram(folded.model, folded.support, nodes, outputs, name, readSwapped, folded.tiled),
+        name);
     s.headFold = folded.description;
     return s;
   } catch (const BuildFailure&) {
@@ -219,7 +293,8 @@ ImportedModel partitionModel(const Model& loaded) {
     again = false;
     result.subgraphs.clear();
     std::set<std::string> names;
-    for (const std::vector<int>& nodes : components(model, g, support, pinned)) {
+    const std::set<int> loose = looseAliases(model, support);
+    for (const std::vector<int>& nodes : components(model, g, support, pinned, loose)) {
       const bool computes = std::any_of(
           nodes.begin(), nodes.end(), [&](int n) { return support[n].role == NodeRole::Compute; });
       if (!computes) {
@@ -230,9 +305,18 @@ ImportedModel partitionModel(const Model& loaded) {
         }
         continue;
       }
+      if (lonePositionOp(model, support, nodes)) {
+        for (int n : nodes) {
+          support[n] = {NodeRole::Unsupported,
+                        "one op on positions (converted from integers): a launch of its own "
+                        "gains nothing over the framework's kernel",
+                        false};
+        }
+        continue;
+      }
       try {
-        const std::string name = subgraphName(model, nodes, names);
-        const std::vector<std::string> outputs = outputsOf(model, g, nodes);
+        const std::string name = subgraphName(model, nodes, loose, names);
+        const std::vector<std::string> outputs = outputsOf(model, g, nodes, loose);
         std::variant<PushedHeads, int> pushed = pushHeadTransposes(model, support, nodes, outputs);
         if (const int* view = std::get_if<int>(&pushed)) {
           pinned.insert(*view);
@@ -242,7 +326,7 @@ ImportedModel partitionModel(const Model& loaded) {
         const PushedHeads& heads = std::get<PushedHeads>(pushed);
         std::optional<Subgraph> s;
         if (std::optional<FoldedHeads> folded =
-                foldRepeatedHeads(heads.model, heads.support, nodes, outputs)) {
+                foldRepeatedHeads(heads.model, heads.support, nodes, outputs, heads.readSwapped)) {
           s = tryFolded(*folded, nodes, outputs, name, heads.readSwapped);
         }
         if (!s) {
@@ -269,6 +353,11 @@ ImportedModel partitionModel(const Model& loaded) {
       reason = "a view read only by nodes left to the framework";
     if (support[n].role == NodeRole::Constant) {
       reason = "a constant read only by nodes left to the framework";
+    }
+    if (support[n].role == NodeRole::Alias) {
+      reason =
+          "the framework converts it: a subgraph reads its result or one relabelled from it (the "
+          "narrowest float along the way)";
     }
     result.unsupported.push_back({node.name, node.op, reason});
   }

@@ -39,6 +39,9 @@ nlohmann::json subgraphJson(const Subgraph& s) {
     if (in.layout != graph::Layout::RowMajor) {
       entry["layout"] = std::string(graph::layoutName(in.layout));
     }
+    if (in.tiling.times != 1) {
+      entry["tiled"] = {{"dim_from_end", in.tiling.dimFromEnd}, {"times", in.tiling.times}};
+    }
     inputs.push_back(entry);
   }
   for (const BoundOutput& out : s.outputs) {

@@ -24,6 +24,7 @@ struct IrValue {
   TensorId denominator = -1;
   double factor = 1.0;
   int reciprocalNode = -1;
+  bool readsOutside = false;  // an alias of a value from outside: an input, declared when read
 };
 
 IrValue tensorValue(TensorId id) {
@@ -36,8 +37,9 @@ class ProgramBuilder {
  public:
   ProgramBuilder(const Model& model, const std::vector<NodeSupport>& support,
                  const std::vector<int>& nodes, const std::string& name,
-                 const std::set<std::string>& readSwapped)
-      : model_(model), support_(support), readSwapped_(readSwapped), builder_(name) {
+                 const std::set<std::string>& readSwapped,
+                 const std::map<std::string, Tiling>& tiled)
+      : model_(model), support_(support), readSwapped_(readSwapped), tiled_(tiled), builder_(name) {
     for (int n : nodes) {
       for (const std::string& out : model.nodes[n].outputs) inside_.insert(out);
     }
@@ -45,7 +47,9 @@ class ProgramBuilder {
 
   void map(int index);
   void output(const std::string& value);
-  BuiltProgram finish() { return {builder_.finish(), std::move(inputs_), std::move(outputs_)}; }
+  BuiltProgram finish() {
+    return {builder_.finish(), std::move(inputs_), std::move(outputs_), std::move(framework_)};
+  }
 
  private:
   [[noreturn]] void fail(const std::string& reason) const { throw BuildFailure(node_, reason); }
@@ -61,6 +65,7 @@ class ProgramBuilder {
               const std::string& base = "");
   void define(const std::string& value, TensorId id);
   int irDim(const std::string& value, int64_t axis) const;
+  std::string boundValue(const std::string& value) const;
   int castProducing(const std::string& value, graph::DType dtype) const;
 
   void mapMatmul();
@@ -73,6 +78,7 @@ class ProgramBuilder {
   const Model& model_;
   const std::vector<NodeSupport>& support_;
   const std::set<std::string>& readSwapped_;
+  const std::map<std::string, Tiling>& tiled_;
   graph::GraphBuilder builder_;
   std::set<std::string> inside_;
   std::map<std::string, IrValue> values_;
@@ -80,6 +86,7 @@ class ProgramBuilder {
   std::set<std::string> names_;
   std::vector<BoundInput> inputs_;
   std::vector<BoundOutput> outputs_;
+  std::set<int> framework_;
   int node_ = -1;
 };
 
@@ -178,7 +185,9 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
   }
   const TensorId id = builder_.input(irName, *v.dtype, shape, layout);
   externals_[key] = {id, rank};
-  inputs_.push_back({irName, value, buffer, layout == graph::Layout::Transposed, layout});
+  const auto tiling = tiled_.find(value);
+  inputs_.push_back({irName, value, buffer, layout == graph::Layout::Transposed, layout,
+                     tiling == tiled_.end() ? Tiling{} : tiling->second});
   return id;
 }
 
@@ -191,6 +200,14 @@ TensorId ProgramBuilder::tensor(const std::string& value, int rank) {
     return external(value, rank);
   }
   const IrValue& v = values_.at(value);
+  if (v.readsOutside) {
+    const std::string bound = boundValue(value);
+    for (int p = model_.producerOf(bound); p >= 0 && inside_.count(model_.nodes[p].outputs.at(0));
+         p = model_.producerOf(model_.nodes[p].inputs.at(support_[p].aliasInput))) {
+      framework_.insert(p);
+    }
+    return external(bound, rank);
+  }
   if (v.tensor < 0) {
     if (v.denominator >= 0) {
       throw BuildFailure(v.reciprocalNode, "its reciprocal is read by " + node().op + " '" +
@@ -203,6 +220,25 @@ TensorId ProgramBuilder::tensor(const std::string& value, int rank) {
          " in the IR) to rank " + std::to_string(rank) + ": only inputs take leading size-1 dims");
   }
   return v.tensor;
+}
+
+// The value an alias chain from outside (casts, Identity, reshapes of leading 1s) is read
+// from: the narrowest float along it, the one nearest its source among equals. A cast to a
+// wider type is exact, so the narrowest value holds all the chain passes on: the program reads
+// what the framework's own consumers read (RoPE's f32 cos/sin, cast to f16), in the dtype the
+// rest of the subgraph computes in (an RMSNorm's f32 upcast of an f16 input reads the input).
+std::string ProgramBuilder::boundValue(const std::string& value) const {
+  std::string best = value, current = value;
+  for (;;) {
+    const int p = model_.producerOf(current);
+    if (p < 0 || !inside_.count(current) || support_[p].role != NodeRole::Alias) break;
+    current = model_.nodes[p].inputs.at(support_[p].aliasInput);
+    const std::optional<graph::DType>& up = model_.values.at(current).dtype;
+    const std::optional<graph::DType>& now = model_.values.at(best).dtype;
+    if (!up || !now) break;
+    if (graph::dtypeBytes(*up) < graph::dtypeBytes(*now) || *up == *now) best = current;
+  }
+  return best;
 }
 
 int ProgramBuilder::irDim(const std::string& value, int64_t axis) const {
@@ -359,7 +395,9 @@ void ProgramBuilder::map(int index) {
     } else if (std::optional<double> c = scalarOf(in)) {
       values_[n.outputs[0]] = IrValue{-1, c};
     } else {
-      values_[n.outputs[0]] = tensorValue(tensor(in, rankOf(in)));
+      IrValue alias;
+      alias.readsOutside = true;  // declared at the rank and from the value its readers need
+      values_[n.outputs[0]] = alias;
     }
     return;
   }
@@ -418,6 +456,7 @@ void ProgramBuilder::output(const std::string& value) {
     throw BuildFailure(v.reciprocalNode, "its reciprocal leaves the subgraph; the IR divides only");
   }
   node_ = model_.producerOf(value);
+  if (v.readsOutside) fail("its result is an input unchanged");
   if (v.tensor < 0) fail("its result '" + value + "' is a constant");
   const graph::TensorDesc& desc = builder_.desc(v.tensor);
   const Value& onnxValue = model_.values.at(value);
@@ -463,8 +502,9 @@ std::string sanitizeName(const std::string& onnxName) {
 
 BuiltProgram buildProgram(const Model& model, const std::vector<NodeSupport>& support,
                           const std::vector<int>& nodes, const std::vector<std::string>& outputs,
-                          const std::string& name, const std::set<std::string>& readSwapped) {
-  ProgramBuilder builder(model, support, nodes, name, readSwapped);
+                          const std::string& name, const std::set<std::string>& readSwapped,
+                          const std::map<std::string, Tiling>& tiled) {
+  ProgramBuilder builder(model, support, nodes, name, readSwapped, tiled);
   for (int n : nodes) builder.map(n);
   for (const std::string& value : outputs) builder.output(value);
   try {

@@ -14,6 +14,7 @@
 // A node the IR cannot express here raises BuildFailure naming the node to leave out.
 #pragma once
 
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -29,6 +30,14 @@ struct BuildFailure : std::runtime_error {
   int node;  // index into Model::nodes of the node to leave to the framework
 };
 
+// An input read as `times` copies of its value stacked along one dim (counted from the last, 1
+// = last): what GQA's folded rows read of a mask broadcast over the query heads
+// (repeated_heads.h). The binding makes the copies; the program sees one input.
+struct Tiling {
+  int dimFromEnd = 0;
+  int64_t times = 1;
+};
+
 // A program input and the ONNX value whose memory it is.
 struct BoundInput {
   std::string irName;
@@ -36,6 +45,7 @@ struct BoundInput {
   std::string buffer;       // the ONNX value whose memory holds it (differs through views)
   bool transposed = false;  // layout == Transposed
   graph::Layout layout = graph::Layout::RowMajor;
+  Tiling tiling;  // times 1: the value as it is
 };
 
 struct BoundOutput {
@@ -47,13 +57,18 @@ struct BuiltProgram {
   graph::Program program;
   std::vector<BoundInput> inputs;
   std::vector<BoundOutput> outputs;
+  // Aliases of the set (casts) whose result, or a value after them, the program reads as an
+  // input: the framework computes them, so they are not the subgraph's own.
+  std::set<int> readFromFramework;
 };
 
 // `nodes`: indices into model.nodes, in file order; `outputs`: the values read outside them;
-// `readSwapped`: values from outside read with their heads swapped (heads_pushdown.h).
+// `readSwapped`: values from outside read with their heads swapped (heads_pushdown.h);
+// `tiled`: values from outside read repeated (their shapes in `model` are the repeated ones).
 BuiltProgram buildProgram(const Model& model, const std::vector<NodeSupport>& support,
                           const std::vector<int>& nodes, const std::vector<std::string>& outputs,
-                          const std::string& name, const std::set<std::string>& readSwapped = {});
+                          const std::string& name, const std::set<std::string>& readSwapped = {},
+                          const std::map<std::string, Tiling>& tiled = {});
 
 // [A-Za-z_][A-Za-z0-9_]* from an ONNX name ("/layers.0/Add_output_0" -> "layers_0_Add_output_0").
 std::string sanitizeName(const std::string& onnxName);

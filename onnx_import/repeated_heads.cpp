@@ -17,12 +17,13 @@ using graph::Dims;
 enum class Kind { Plain, Shared, Folded };
 
 struct Repeat {
-  int expand = -1;
+  std::vector<int> relabels;  // the Expand, copies of it, and the Unsqueeze before it
   int64_t heads = 0, rep = 0;
   int headFromEnd = 0;  // the head dim's position counted from the last dim (1 = last)
 };
 
-// value ← views ← Reshape merging (kv, rep) ← Expand along a new dim of 1 ← Unsqueeze.
+// value ← views ← Reshape merging (kv, rep) ← [copies] ← Expand along a new dim of 1 ←
+// Unsqueeze.
 std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSupport>& support,
                                    std::string value) {
   int n = model.producerOf(value);
@@ -32,8 +33,15 @@ std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSup
   if (n < 0 || model.nodes[n].op != "Reshape" || support[n].role != NodeRole::View)
     return std::nullopt;
   const Node& reshape = model.nodes[n];
-  const int e = model.producerOf(reshape.inputs.at(0));
+  std::vector<int> relabels;
+  int e = model.producerOf(reshape.inputs.at(0));
+  // repeat_interleave and repeat_kv may copy the expanded tensor (a clone) before the reshape
+  while (e >= 0 && model.nodes[e].op == "Identity" && model.nodes[e].domain.empty()) {
+    relabels.push_back(e);
+    e = model.producerOf(model.nodes[e].inputs.at(0));
+  }
   if (e < 0 || model.nodes[e].op != "Expand") return std::nullopt;
+  relabels.push_back(e);
   const Dims& in = *model.values.at(model.nodes[e].inputs.at(0)).shape;
   const Dims& out = *model.values.at(model.nodes[e].outputs.at(0)).shape;
   const std::optional<Dims>& merged = model.values.at(reshape.outputs.at(0)).shape;
@@ -49,7 +57,15 @@ std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSup
   expected[axis - 1] *= expected[axis];
   expected.erase(expected.begin() + axis);
   if (expected != *merged) return std::nullopt;
-  return Repeat{e, out[axis - 1] * out[axis], out[axis],
+  // The Unsqueeze inserting the repeated dim: with the fold, it relabels like the Expand.
+  const int u = model.producerOf(model.nodes[e].inputs.at(0));
+  if (u >= 0 && (model.nodes[u].op == "Reshape" || model.nodes[u].op == "Unsqueeze")) {
+    Dims squeezed = in;
+    squeezed.erase(squeezed.begin() + axis);
+    const std::optional<Dims>& before = model.values.at(model.nodes[u].inputs.at(0)).shape;
+    if (before && *before == squeezed) relabels.push_back(u);
+  }
+  return Repeat{relabels, out[axis - 1] * out[axis], out[axis],
                 static_cast<int>(merged->size()) - (axis - 1)};
 }
 
@@ -89,17 +105,58 @@ bool keepsHeadsApart(const Model& model, const Node& node, const std::vector<Kin
   return true;
 }
 
+bool isBinary(const Node& node) {
+  return node.op == "Add" || node.op == "Sub" || node.op == "Mul" || node.op == "Div";
+}
+
+// Inputs without the heads (a causal mask [S, T], a RoPE table [S, D]) that an element-wise op
+// broadcasts over the query heads of a folded value: folded, row i of each head's rows reads
+// row i of the input, so the subgraph reads it repeated rep times along its rows (the binding
+// makes the copies, partition_json.h). nullopt where such an input is read otherwise too
+// (unfolded), is computed in the subgraph, or comes through a view (the copies are made of the
+// value itself).
+std::optional<std::map<std::string, Tiling>> tiledInputs(
+    const Model& model, const std::vector<NodeSupport>& support, const std::vector<int>& nodes,
+    const std::set<std::string>& inside, std::map<std::string, Kind>& kinds, const Repeat& fold) {
+  const int rowsFromEnd = fold.headFromEnd - 1;
+  std::map<std::string, Tiling> tiled;
+  std::set<std::string> readOtherwise;
+  for (int n : nodes) {
+    const Node& node = model.nodes[n];
+    const bool folds = isBinary(node) && kinds[node.outputs.at(0)] == Kind::Folded;
+    for (const std::string& in : node.inputs) {
+      if (in.empty() || inside.count(in) || model.constants.count(in)) continue;
+      if (kinds[in] != Kind::Plain) continue;
+      const std::optional<Dims>& shape = model.values.at(in).shape;
+      const bool rows = shape && static_cast<int>(shape->size()) >= rowsFromEnd &&
+                        (*shape)[shape->size() - rowsFromEnd] != 1;
+      if (!folds || !rows) {
+        readOtherwise.insert(in);
+        continue;
+      }
+      const int p = model.producerOf(in);
+      if (p >= 0 && support[p].role == NodeRole::View) return std::nullopt;
+      tiled[in] = Tiling{rowsFromEnd, fold.rep};
+    }
+  }
+  for (const auto& [value, tiling] : tiled) {
+    if (readOtherwise.count(value)) return std::nullopt;
+  }
+  return tiled;
+}
+
 }  // namespace
 
 std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
                                              const std::vector<NodeSupport>& support,
                                              const std::vector<int>& nodes,
-                                             const std::vector<std::string>& outputs) {
+                                             const std::vector<std::string>& outputs,
+                                             const std::set<std::string>& readSwapped) {
   std::set<std::string> inside;
   for (int n : nodes) inside.insert(model.nodes[n].outputs.begin(), model.nodes[n].outputs.end());
   std::map<std::string, Kind> kinds;
   std::optional<Repeat> fold;
-  std::set<int> expands;
+  std::set<int> relabels;
   for (int n : nodes) {
     for (const std::string& in : model.nodes[n].inputs) {
       if (in.empty() || inside.count(in)) continue;
@@ -110,7 +167,7 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
         return std::nullopt;
       }
       fold = r;
-      expands.insert(r->expand);
+      relabels.insert(r->relabels.begin(), r->relabels.end());
       kinds[in] = Kind::Shared;
     }
   }
@@ -125,10 +182,8 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
   };
   for (int n : nodes) {
     const Node& node = model.nodes[n];
-    if (support[n].role == NodeRole::Alias && node.op != "Cast" && node.op != "Identity" &&
-        node.op != "Where") {
-      return std::nullopt;
-    }
+    // Aliases (casts, copies, reshapes of leading size-1 dims) keep the heads' place counted
+    // from the last dim, which is all the fold reads; a value without them is refused below.
     std::vector<Kind> in;
     for (const std::string& v : node.inputs) {
       if (!v.empty() && !model.constants.count(v)) in.push_back(kindOf(v));
@@ -145,11 +200,16 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
   for (const std::string& out : outputs) {
     if (kinds[out] == Kind::Shared) return std::nullopt;  // its readers expect every head
   }
-  FoldedHeads folded{model, support, ""};
+  const std::optional<std::map<std::string, Tiling>> tiled =
+      tiledInputs(model, support, nodes, inside, kinds, *fold);
+  if (!tiled) return std::nullopt;
+  FoldedHeads folded{model, support, "", *tiled};
   for (const auto& [value, kind] : kinds) {
     if (kind == Kind::Plain) continue;
     if (kind == Kind::Folded && !inside.count(value)) {
-      // An input folds only where it is stored as it is read (no transposing view on the way).
+      // An input folds only where it is stored as it is read (no transposing view on the way,
+      // not read with its heads swapped).
+      if (readSwapped.count(value)) return std::nullopt;
       for (int p = model.producerOf(value); p >= 0 && support[p].role == NodeRole::View;
            p = model.producerOf(model.nodes[p].inputs.at(0))) {
         if (support[p].transposes || support[p].swapsHeads) return std::nullopt;
@@ -160,7 +220,13 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
     if (!v.shape || !hasHeads(*v.shape, *fold)) return std::nullopt;
     v.shape = foldedShape(*v.shape, kind, *fold);
   }
-  for (int e : expands) folded.support[e] = {NodeRole::View, "", false};
+  for (const auto& [value, tiling] : *tiled) {
+    graph::Dims& shape = *folded.model.values.at(value).shape;
+    shape[shape.size() - tiling.dimFromEnd] *= tiling.times;
+  }
+  // Folded, a repeat reads its source as it is: the Expand, its copies and the Unsqueeze
+  // relabel (a view keeps the layout its source has, heads_transposed for V's head transpose).
+  for (int r : relabels) folded.support[r] = {NodeRole::View, "", false};
   folded.description = std::to_string(fold->heads) + " query heads read as " +
                        std::to_string(fold->heads / fold->rep) + " KV groups of " +
                        std::to_string(fold->rep) + " (rows folded)";

@@ -53,6 +53,9 @@ class _Writer:
         self.untranslated = {}  # FX node name -> why it was not translated
         self.causal_masks = {}  # value name -> (FX SDPA node, rows, cols, dtype)
         self.attentions = {}  # FX SDPA node name -> the prefix of its values
+        # value name -> (FX node, rep): GQA's KV heads each repeated rep times along the heads
+        # dim (-3), where a subgraph reads the repeats rather than the KV buffer
+        self.repeated_heads = {}
 
     def attention_prefix(self, node):
         return self.attentions.setdefault(node.name, f"attention{len(self.attentions)}")
@@ -251,6 +254,12 @@ def _softmax(w, n):
     w.node(n.name, n.name, "Softmax", [w.value_of(x)], [w.value_of(n)], {"axis": dim})
 
 
+def _is_empty(node):
+    val = _tensor_meta(node) if isinstance(node, torch.fx.Node) else None
+    shape = _static_shape(val) if val is not None else None
+    return shape is not None and 0 in shape
+
+
 def _slice(w, n):
     x = n.args[0]
     shape = _static_shape(_tensor_meta(x))
@@ -263,6 +272,8 @@ def _slice(w, n):
     size = shape[dim]
     start = 0 if start is None else max(0, min(start + size if start < 0 else start, size))
     end = size if end is None else max(0, min(end + size if end < 0 else end, size))
+    if start == 0 and end == size and step == 1:  # x[:, :, None]'s full slices: x itself
+        return _identity(w, n)
     rank = len(shape)
     inputs = [w.value_of(x), w.constant(f"{n.name}.starts", [start], "int64", [1]),
               w.constant(f"{n.name}.ends", [end], "int64", [1]),
@@ -274,6 +285,11 @@ def _cat(w, n):
     tensors = n.args[0]
     dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
     rank = len(_tensor_meta(n).shape)
+    nonempty = [t for t in tensors if not _is_empty(t)]
+    if len(nonempty) == 1 and _same_type(nonempty[0], n):
+        # a cache's empty past concatenated with the new keys: the keys themselves
+        w.node(n.name, n.name, "Identity", [w.value_of(nonempty[0])], [w.value_of(n)])
+        return
     w.node(n.name, n.name, "Concat", [w.value_of(t) for t in tensors], [w.value_of(n)],
            {"axis": dim + rank if dim < 0 else dim})
 
@@ -298,24 +314,28 @@ def _sdpa(w, n):
     """Q·Kᵀ, the scale, the mask, the softmax and P·V as ONNX nodes. Their values are named
     attention<i> (the i-th attention of the graph), not after the aten overload, which differs
     between devices: the same model gives the same programs, and the same cache entries."""
-    q, k, v, mask, causal, scale, gqa = _sdpa_arguments(n)
+    q, k, v, mask, causal, scale, _ = _sdpa_arguments(n)
     prefix = w.attention_prefix(n)
-    qv, kv = _tensor_meta(q), _tensor_meta(k)
-    if gqa and qv.shape[-3] != kv.shape[-3]:
-        raise _Untranslatable("enable_gqa with fewer KV heads (repeat_kv's expand maps)")
+    qv, kv, vv = _tensor_meta(q), _tensor_meta(k), _tensor_meta(v)
     if isinstance(mask, torch.fx.Node) and _tensor_meta(mask).dtype == torch.bool:
         raise _Untranslatable("a boolean mask")
-    rows, cols, depth = qv.shape[-2], kv.shape[-2], qv.shape[-1]
+    heads, kv_heads = int(qv.shape[-3]), int(kv.shape[-3])
+    k_name, v_name = w.value_of(k), w.value_of(v)
+    if heads != kv_heads:  # enable_gqa, or a kernel that takes the KV heads as they are
+        if kv_heads < 1 or heads % kv_heads or int(vv.shape[-3]) != kv_heads:
+            raise _Untranslatable(f"{heads} query heads over {kv_heads} KV heads")
+        k_name = _repeated_heads(w, n, k, f"{prefix}.k", heads // kv_heads)
+        v_name = _repeated_heads(w, n, v, f"{prefix}.v", heads // kv_heads)
+    rows, cols, depth = int(qv.shape[-2]), int(kv.shape[-2]), int(qv.shape[-1])
     scale = 1.0 / math.sqrt(depth) if scale is None else float(scale)
     elem = _ELEM_TYPES[qv.dtype]
-    batch = list(qv.shape[:-2])
-    lead = lambda last: [int(d) for d in batch] + last  # noqa: E731
-    kt = w.value(f"{prefix}.kt", elem, [int(d) for d in kv.shape[:-2]] + [depth, cols])
-    w.node(n.name, f"{prefix}.kt", "Transpose", [w.value_of(k)], [kt],
-           {"perm": list(range(len(kv.shape) - 2)) + [len(kv.shape) - 1, len(kv.shape) - 2]})
-    logits = w.value(f"{prefix}.qk", elem, lead([rows, cols]))
+    batch = [int(d) for d in qv.shape[:-2]]
+    kt = w.value(f"{prefix}.kt", elem, batch + [depth, cols])
+    w.node(n.name, f"{prefix}.kt", "Transpose", [k_name], [kt],
+           {"perm": list(range(len(batch))) + [len(batch) + 1, len(batch)]})
+    logits = w.value(f"{prefix}.qk", elem, batch + [rows, cols])
     w.node(n.name, f"{prefix}.qk", "MatMul", [w.value_of(q), kt], [logits])
-    scaled = w.value(f"{prefix}.scaled", elem, lead([rows, cols]))
+    scaled = w.value(f"{prefix}.scaled", elem, batch + [rows, cols])
     w.node(n.name, f"{prefix}.scaled", "Mul",
            [logits, w.constant(f"{prefix}.scale", [scale], elem, [])], [scaled])
     if causal:
@@ -326,14 +346,40 @@ def _sdpa(w, n):
         w.causal_masks[mask_value] = (n, rows, cols, qv.dtype)
         mask = mask_value
     if mask is not None:
-        masked = w.value(f"{prefix}.masked", elem, lead([rows, cols]))
+        masked = w.value(f"{prefix}.masked", elem, batch + [rows, cols])
         mask_name = mask if isinstance(mask, str) else w.value_of(mask)
         w.node(n.name, f"{prefix}.masked", "Add", [scaled, mask_name], [masked])
         scaled = masked
-    probs = w.value(f"{prefix}.probs", elem, lead([rows, cols]))
+    probs = w.value(f"{prefix}.probs", elem, batch + [rows, cols])
     w.node(n.name, f"{prefix}.probs", "Softmax", [scaled], [probs], {"axis": -1})
-    out = w.value(f"{prefix}.out", elem, lead([rows, int(_tensor_meta(v).shape[-1])]))
-    w.node(n.name, f"{prefix}.out", "MatMul", [probs, w.value_of(v)], [out])
+    out = w.value(f"{prefix}.out", elem, batch + [rows, int(vv.shape[-1])])
+    w.node(n.name, f"{prefix}.out", "MatMul", [probs, v_name], [out])
+
+
+def _repeated_heads(w, n, x, prefix, rep):
+    """GQA's K or V heads repeated for the query heads (SDPA's enable_gqa, or a kernel that
+    takes fewer KV heads), written as transformers' repeat_kv: Unsqueeze, Expand, Reshape. The
+    partitioner reads such repeats as views of the KV buffer where the subgraph allows
+    (onnx_import/repeated_heads.h); the values are named after the attention."""
+    shape = [int(d) for d in _tensor_meta(x).shape]
+    elem = _ELEM_TYPES[_tensor_meta(x).dtype]
+    lead, kv_heads, tail = shape[:-3], shape[-3], shape[-2:]
+    unsqueezed = w.value(f"{prefix}_unsqueezed", elem, lead + [kv_heads, 1] + tail)
+    w.node(n.name, unsqueezed, "Reshape",
+           [w.value_of(x), w.constant(f"{unsqueezed}.shape", lead + [kv_heads, 1] + tail, "int64",
+                                      [len(shape) + 1])], [unsqueezed])
+    expanded = w.value(f"{prefix}_expanded", elem, lead + [kv_heads, rep] + tail)
+    w.node(n.name, expanded, "Expand",
+           [unsqueezed, w.constant(f"{expanded}.shape", lead + [kv_heads, rep] + tail, "int64",
+                                   [len(shape) + 1])], [expanded])
+    repeated = w.value(f"{prefix}_repeated", elem, lead + [kv_heads * rep] + tail)
+    w.node(n.name, repeated, "Reshape",
+           [expanded, w.constant(f"{repeated}.shape", lead + [kv_heads * rep] + tail, "int64",
+                                 [len(shape)])], [repeated])
+    # Where the partitioner cannot fold the repeat, a subgraph reads it from the Expand: the
+    # backend makes it (the same memory as the merged repeat)
+    w.repeated_heads[expanded] = w.repeated_heads[repeated] = (x, rep)
+    return repeated
 
 
 def _getitem(w, n):

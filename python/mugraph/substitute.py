@@ -45,20 +45,42 @@ def _causal_mask(rows, cols, dtype, device):
     return torch.triu(full, 1)
 
 
+def _tiled(x, tiled):
+    """`times` copies of x stacked along one dim: what a subgraph with GQA's query rows folded
+    reads of a mask broadcast over the heads (onnx_import/repeated_heads.h)."""
+    if tiled is None:
+        return x
+    return torch.cat([x] * tiled["times"], dim=-tiled["dim_from_end"])
+
+
+def _input_value(i, values, device):
+    if isinstance(i, str):
+        return values[i]
+    if i[0] == "repeat":  # GQA's KV heads repeated for the query heads, as repeat_kv does
+        return values[i[1]].repeat_interleave(i[2], dim=-3)
+    return _causal_mask(i[1], i[2], i[3], device)
+
+
 class Binding:
     """Where a subgraph's inputs come from and where its outputs go, in FX terms."""
 
     def __init__(self, subgraph, writer, fx_nodes):
-        self.inputs = []  # FX node name, or ("causal", rows, cols, dtype)
+        # FX node name, ("causal", rows, cols, dtype) or ("repeat", FX node name, rep)
+        self.inputs = []
+        self.tiled = []  # per input: None, or {"dim_from_end", "times"}
         for i in subgraph["inputs"]:
             buffer = i.get("reads_buffer_of", i["onnx_value"])
             if buffer in writer.causal_masks:
                 _, rows, cols, dtype = writer.causal_masks[buffer]
                 self.inputs.append(("causal", rows, cols, dtype))
+            elif buffer in writer.repeated_heads:
+                source, rep = writer.repeated_heads[buffer]
+                self.inputs.append(("repeat", source.name, rep))
             elif buffer in fx_nodes:
                 self.inputs.append(buffer)
             else:
                 raise ValueError(f"reads '{buffer}', a value inside one translated aten node")
+            self.tiled.append(i.get("tiled"))
         self.outputs = []
         for o in subgraph["outputs"]:
             if o["onnx_value"] not in fx_nodes:
@@ -66,8 +88,7 @@ class Binding:
             self.outputs.append(o["onnx_value"])
 
     def input_values(self, values, device):
-        return [values[i] if isinstance(i, str) else _causal_mask(i[1], i[2], i[3], device)
-                for i in self.inputs]
+        return [_tiled(_input_value(i, values, device), t) for i, t in zip(self.inputs, self.tiled)]
 
 
 def _choose_variant(s, binding, values, graph_report):
@@ -112,14 +133,21 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
     last = max(covered, key=lambda n: order[n])
     with graph.inserting_after(last):
         args = []
-        for i in binding.inputs:
+        for i, tiled in zip(binding.inputs, binding.tiled):
             if isinstance(i, str):
-                args.append(nodes[i])
+                arg = nodes[i]
+            elif i[0] == "repeat":
+                arg = graph.call_function(torch.ops.aten.repeat_interleave.self_int,
+                                          (nodes[i[1]], i[2], -3))
             else:
                 full = graph.call_function(torch.ops.aten.full.default,
                                            ([i[1], i[2]], float("-inf")),
                                            {"dtype": i[3], "device": _device_of(nodes, binding)})
-                args.append(graph.call_function(torch.ops.aten.triu.default, (full, 1)))
+                arg = graph.call_function(torch.ops.aten.triu.default, (full, 1))
+            if tiled is not None:
+                arg = graph.call_function(torch.ops.aten.cat.default,
+                                          ([arg] * tiled["times"], -tiled["dim_from_end"]))
+            args.append(arg)
         call = graph.call_function(torch.ops.mugraph.launch.default, (key, args))
         outputs = []
         with graph.inserting_after(call):

@@ -2,7 +2,10 @@
 architectures traced to aten graphs, written as graph JSON and partitioned; one subgraph
 searched through the cache. Needs torch and transformers (scripts/setup.sh installs them) and
 a build of libmugraph.so ($MUGRAPH_BUILD_DIR)."""
+import math
 import os
+import re
+import subprocess
 import tempfile
 import time
 import unittest
@@ -10,18 +13,116 @@ import unittest
 import torch
 
 import model_graphs
-from mugraph import _capi, fx_graph, optimize, report
+from mugraph import _capi, fx_graph, optimize, report, substitute
 
 
-def partitioned(name):
-    model = model_graphs.causal_lm(name)
-    ids = torch.randint(0, 512, (1, 16))
-    (gm,) = model_graphs.aten_graphs(model, input_ids=ids, use_cache=False)
+def partitioned(name, seq=16, **sizes):
+    """(GraphModule, writer, partition) of the model's prefill; `use_cache` (default False) is
+    passed on: with a cache, transformers concatenates empty past keys before attention."""
+    use_cache = sizes.pop("use_cache", False)
+    model = model_graphs.causal_lm(name, **sizes)
+    ids = torch.randint(0, 512, (1, seq))
+    (gm,) = model_graphs.aten_graphs(model, input_ids=ids, use_cache=use_cache)
     graph, writer = fx_graph.to_graph_json(gm)
     return gm, writer, _capi.partition(graph)
 
 
-class FxPartitionTest(unittest.TestCase):
+MUGRAPH = os.path.join(os.environ.get("MUGRAPH_BUILD_DIR", "build"), "bin", "mugraph")
+
+
+def attention_subgraphs(gm, writer, partition):
+    """Per SDPA node of the graph, in order, the subgraphs holding its Q·Kᵀ or its P·V."""
+    sdpa = [n.name for n in gm.graph.nodes if "scaled_dot_product" in str(n.target)]
+    return [[s for s in partition["subgraphs"]
+             if writer.attentions[a] + ".qk" in s["nodes"]
+             or writer.attentions[a] + ".out" in s["nodes"]] for a in sdpa]
+
+
+def declarations(program):
+    return [line for line in program.splitlines() if line.startswith("input ")]
+
+
+def equivalent(reference, candidate):
+    """`mugraph verify` (float tests and finite-field fingerprints): (equal, its output)."""
+    with tempfile.TemporaryDirectory() as d:
+        a, b = os.path.join(d, "reference.mg"), os.path.join(d, "candidate.mg")
+        for path, text in ((a, reference), (b, candidate)):
+            with open(path, "w") as f:
+                f.write(text)
+        run = subprocess.run([MUGRAPH, "verify", a, b], capture_output=True, text=True)
+        return run.returncode == 0, run.stdout + run.stderr
+
+
+def reference_attention(subgraph, scale):
+    """softmax(Q·Kᵀ·scale + mask)·V written out over the subgraph's own input declarations
+    (which input is which from its binding): what the canonical program must compute."""
+    program = subgraph["canonical_program_text"]
+    names = {}
+    for index, i in enumerate(subgraph["inputs"]):
+        role = ("k" if i["onnx_value"].endswith(".kt") else
+                "mask" if "tiled" in i or "mask" in i["onnx_value"] or "where" in i["onnx_value"]
+                else None)
+        names[role or f"other{index}"] = f"x{index}"
+    q, v = sorted(n for r, n in names.items() if r.startswith("other"))
+    dim = len(re.search(r"\[(.*)\]", declarations(program)[0]).group(1).split(",")) - 1
+    logits = f"scale(matmul({q}, {names['k']}), c={scale:.16g})"  # as programs print it
+    if "mask" in names:
+        logits = f"add({logits}, {names['mask']})"
+    return "\n".join(["program reference"] + declarations(program) + [
+        f"L = {logits}",
+        f"E = exp(sub(L, reduce_max(L, dim={dim})))",
+        f"y0 = matmul(div(E, reduce_sum(E, dim={dim})), {v})",
+        "output y0", ""])
+
+
+class PartitionChecks:
+    """What every decoder layer's partition must be (mixed into the test cases)."""
+
+    def check_attention(self, name, gm, writer, partition, layers):
+        """Each attention one subgraph: Q·Kᵀ, scale, mask, safe softmax and P·V (two matmuls),
+        GQA's KV heads read from the KV buffers with the query rows folded, equal to softmax
+        written out (`mugraph verify`)."""
+        holders = attention_subgraphs(gm, writer, partition)
+        self.assertEqual(len(holders), layers, name)
+        for index, found in enumerate(holders):
+            self.assertEqual(len(found), 1, f"{name}: attention {index} is in "
+                                            f"{[s['name'] for s in found]}")
+            s = found[0]
+            program = s["canonical_program_text"]
+            self.assertEqual(program.count("matmul("), 2, f"{name}: {program}")
+            for op in ("reduce_max", "exp", "reduce_sum", "div"):
+                self.assertIn(op + "(", program, f"{name}: attention {index}")
+            self.assertIn("KV groups", s.get("repeated_kv_heads", ""), f"{name}: {program}")
+            for i in s["inputs"]:  # K and V from their buffers, not from repeats PyTorch makes
+                self.assertNotIn("repeated", i.get("reads_buffer_of", i["onnx_value"]), name)
+            depth = int(re.search(r"\[(.*)\]", declarations(program)[0]).group(1)
+                        .split(",")[-1])
+            reference = reference_attention(s, 1.0 / math.sqrt(depth))
+            same, report_text = equivalent(reference, program)
+            self.assertTrue(same, f"{name}: attention {index}\n{program}\n{report_text}")
+
+    def check_layers(self, name, gm, writer, partition, layers):
+        subgraphs = partition["subgraphs"]
+        self.assertLessEqual(len(subgraphs), 3 * layers + 1,
+                             f"{name}: {[s['name'] for s in subgraphs]}")
+        rope = [s for s in subgraphs if "rotate_half(" in s["program_text"]]
+        self.assertEqual(len(rope), layers, f"{name}: {[s['name'] for s in rope]}")
+        fx = {n.name: n for n in gm.graph.nodes}
+        for s in rope:  # q and k rotated in one subgraph, x·cos + rotate_half(x)·sin each
+            self.assertEqual(s["program_text"].count("rotate_half("), 2, f"{name}: {s['name']}")
+            self.assertGreaterEqual(s["program_text"].count(" = add("), 2, name)
+            for i in s["inputs"]:  # cos and sin as f16 (after PyTorch's cast), like q and k
+                value = fx[i.get("reads_buffer_of", i["onnx_value"])].meta["val"]
+                self.assertEqual(value.dtype, torch.float16, f"{name}: {i}")
+        left = {u["node"]: u["reason"] for u in partition["unsupported"]}
+        covered = {writer.origin.get(n, n) for s in subgraphs for n in s["nodes"]}
+        for node in gm.graph.nodes:  # nothing left without a reason
+            if node.op == "call_function" and node.name not in covered:
+                self.assertTrue(left.get(node.name) or writer.untranslated.get(node.name),
+                                f"{name}: {node.name}")
+
+
+class FxPartitionTest(PartitionChecks, unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.models = {name: partitioned(name) for name in ("llama", "qwen3", "mistral")}
@@ -41,17 +142,23 @@ class FxPartitionTest(unittest.TestCase):
 
     def test_attention_is_one_subgraph_per_layer(self):
         for name, (gm, writer, partition) in self.models.items():
-            sdpa = [n.name for n in gm.graph.nodes if "scaled_dot_product" in str(n.target)]
-            self.assertEqual(len(sdpa), 2, name)
-            for attention in sdpa:
-                holders = [s["name"] for s in partition["subgraphs"]
-                           if writer.attentions[attention] + ".qk" in s["nodes"]
-                           or writer.attentions[attention] + ".out" in s["nodes"]]
-                self.assertEqual(len(holders), 1, f"{name}: {attention} is in {holders}")
-                program = next(s["program_text"] for s in partition["subgraphs"]
-                               if s["name"] == holders[0])
-                for op in ("matmul", "reduce_max", "exp", "reduce_sum", "div"):
-                    self.assertIn(op, program, f"{name}: {attention}")
+            self.check_attention(name, gm, writer, partition, layers=2)
+
+    def test_at_most_three_subgraphs_per_layer_and_rope_whole(self):
+        """Per layer: norm and Q/K/V projections (with the previous o_proj and MLP), RoPE of q
+        and k, attention; plus the last o_proj and MLP with lm_head."""
+        for name, (gm, writer, partition) in self.models.items():
+            self.check_layers(name, gm, writer, partition, layers=2)
+
+    def test_with_a_cache_and_at_real_width(self):
+        """transformers with a DynamicCache (empty past keys concatenated) and hidden 2048 (32
+        query heads in 8 KV groups): the same partition."""
+        for name in ("llama", "qwen3", "mistral"):
+            with self.subTest(model=name):
+                gm, writer, partition = partitioned(name, seq=64, hidden=2048, layers=1,
+                                                    vocab=512, use_cache=True)
+                self.check_attention(name, gm, writer, partition, layers=1)
+                self.check_layers(name, gm, writer, partition, layers=1)
 
     def test_the_mlp_is_one_subgraph(self):
         for name, (gm, writer, partition) in self.models.items():
@@ -80,6 +187,63 @@ class FxPartitionTest(unittest.TestCase):
                              "inputs": [], "outputs": [],
                              "nodes": [{"name": "n", "op": "Exp", "inputs": ["nothing"],
                                         "outputs": ["y"]}]})
+
+
+def decode_step(name, past=8):
+    """(GraphModule, writer, partition) of one decode step after a prefill of `past` tokens."""
+    model = model_graphs.causal_lm(name)
+    with torch.no_grad():
+        cache = model(input_ids=torch.randint(0, 512, (1, past)), use_cache=True).past_key_values
+    (gm,) = model_graphs.aten_graphs(model, input_ids=torch.randint(0, 512, (1, 1)),
+                                     past_key_values=cache, use_cache=True)
+    graph, writer = fx_graph.to_graph_json(gm)
+    return gm, writer, _capi.partition(graph)
+
+
+class DecodeStepTest(PartitionChecks, unittest.TestCase):
+    def test_a_decode_step_partitions_like_a_prefill(self):
+        """One query row: the head transposes move no data (Qwen3's q/k norms still join RoPE),
+        K and V come from the cache's concatenation; attention folded, no mask."""
+        for name in ("llama", "qwen3", "mistral"):
+            with self.subTest(model=name):
+                gm, writer, partition = decode_step(name)
+                self.check_attention(name, gm, writer, partition, layers=2)
+                self.check_layers(name, gm, writer, partition, layers=2)
+
+
+class _QueryThroughAHeadTranspose(torch.nn.Module):
+    """SDPA with enable_gqa where Q comes through a head transpose: GQA's folded rows would not
+    be a view of Q's buffer, so the partitioner keeps the repeats."""
+
+    def forward(self, x, k, v):
+        q = x.view(1, 16, 4, 32).transpose(1, 2)
+        return torch.nn.functional.scaled_dot_product_attention(q.exp(), k, v, is_causal=True,
+                                                                enable_gqa=True)
+
+
+class RepeatedHeadsBindingTest(unittest.TestCase):
+    def test_an_unfolded_attention_reads_the_repeats_the_backend_makes(self):
+        x, k, v = torch.randn(1, 16, 128), torch.randn(1, 2, 16, 32), torch.randn(1, 2, 16, 32)
+        (gm,) = model_graphs.aten_graphs(_QueryThroughAHeadTranspose(), x, k, v)
+        graph, writer = fx_graph.to_graph_json(gm)
+        partition = _capi.partition(graph)
+        (s,) = [s for s in partition["subgraphs"] if s["program_text"].count("matmul(") == 2]
+        self.assertNotIn("repeated_kv_heads", s)
+        binding = substitute._Binding(s, writer, {n.name for n in gm.graph.nodes})
+        repeats = [i for i in binding.inputs if isinstance(i, tuple) and i[0] == "repeat"]
+        self.assertEqual(len(repeats), 2, binding.inputs)  # K and V
+        recorder = substitute._Recorder(gm)
+        recorder.run(x, k, v)
+        values = binding.input_values(recorder.values, torch.device("cpu"))
+        declared = declarations(s["program_text"])
+        for i, value, line in zip(binding.inputs, values, declared):
+            shape = [int(d) for d in re.search(r"\[(.*)\]", line).group(1).split(",")]
+            self.assertEqual(value.numel(), math.prod(shape), line)  # the bytes it reads
+            if isinstance(i, tuple) and i[0] == "repeat":
+                source = recorder.values[i[1]]
+                self.assertIn(source.data_ptr(), (k.data_ptr(), v.data_ptr()))
+                # query head h reads KV head h // 2
+                self.assertTrue(torch.equal(value, source[:, [0, 0, 1, 1]]), line)
 
 
 class CacheTest(unittest.TestCase):
