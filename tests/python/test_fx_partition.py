@@ -229,7 +229,7 @@ class RepeatedHeadsBindingTest(unittest.TestCase):
         partition = _capi.partition(graph)
         (s,) = [s for s in partition["subgraphs"] if s["program_text"].count("matmul(") == 2]
         self.assertNotIn("repeated_kv_heads", s)
-        binding = substitute._Binding(s, writer, {n.name for n in gm.graph.nodes})
+        binding = substitute.Binding(s, writer, {n.name for n in gm.graph.nodes})
         repeats = [i for i in binding.inputs if isinstance(i, tuple) and i[0] == "repeat"]
         self.assertEqual(len(repeats), 2, binding.inputs)  # K and V
         recorder = substitute._Recorder(gm)

@@ -25,9 +25,27 @@ class StandInVariant(kernels.BoundVariant):
         self.module = module
         self.launches = 0
 
+    def bind(self, binding, names):
+        """Which launch input gives each of the aten nodes' inputs, undoing the tiling and the
+        repeats the binding makes for the folded GQA form."""
+        self.sources = []
+        for name in names:
+            j = next(j for j, i in enumerate(binding.inputs)
+                     if i == name or (isinstance(i, tuple) and i[0] == "repeat" and i[1] == name))
+            self.sources.append((j, binding.inputs[j], binding.tiled[j]))
+
     def _launch(self, inputs, outputs, device):
         self.launches += 1
-        for out, value in zip(outputs, self.module(*[inputs[i] for i in self.permutation])):
+        values = []
+        for j, source, tiled in self.sources:
+            x = inputs[j]
+            if tiled is not None:
+                dim = x.dim() - tiled["dim_from_end"]
+                x = x.narrow(dim, 0, x.shape[dim] // tiled["times"])
+            if isinstance(source, tuple):  # ("repeat", name, rep): every rep-th head
+                x = x[..., ::source[2], :, :]
+            values.append(x)
+        for out, value in zip(outputs, self.module(*values)):
             out.copy_(value)
 
 
@@ -76,7 +94,7 @@ class SubstituteTest(unittest.TestCase):
                     inputs = binding.input_values(recorder.values, torch.device("cpu"))
                     outputs = [recorder.values[o] for o in binding.outputs]
                     variant = StandInVariant(module, inputs, outputs)
-                    variant.permutation = [binding.inputs.index(n) for n in names]
+                    variant.bind(binding, names)
                     key = f"{name}:{s['name']}"
                     kernels.register(key, variant)
                     stand_ins.append(variant)
