@@ -40,9 +40,16 @@ def _search(program_text, options, target, directory):
                            for v in variants],
               "ranked_by": summary.get("ranked_by"), "seconds": summary.get("seconds"),
               "exit_code": done.returncode}
+    # What --profile's GPU check dropped, with the error it measured (kept for the report).
+    dropped = [line.removeprefix("mugraph: ") for line in done.stderr.splitlines()
+               if ": dropped, " in line]
+    if dropped:
+        result["dropped"] = dropped
     if not variants:
         reason = summary.get("no_variants") or done.stderr.strip().splitlines()[-1:] or ["?"]
         result["no_variants"] = reason if isinstance(reason, str) else reason[0]
+        if dropped:
+            result["no_variants"] += " (" + "; ".join(dropped) + ")"
     return result
 
 
