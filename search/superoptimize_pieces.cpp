@@ -1,5 +1,6 @@
 #include "search/superoptimize_pieces.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -69,7 +70,7 @@ void appendPiece(graph::KernelGraph& joined, std::map<std::string, graph::Tensor
 SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<ProgramPiece> pieces =
-      splitProgram(program, maxOpsPerPiece(options.config, static_cast<int>(program.ops.size())));
+      splitProgram(program, pieceLimits(options.config, static_cast<int>(program.ops.size())));
   SearchOptions pieceOptions = options;
   pieceOptions.checkpointPath.clear();
   pieceOptions.resume = false;
@@ -79,7 +80,17 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
   SearchSummary& summary = result.summary;
   summary.pieces = static_cast<int>(pieces.size());
   std::vector<VerifiedVariant> best;
-  for (const ProgramPiece& piece : pieces) {
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    // The time limit is the whole program's: what is left is shared by the pieces left.
+    if (options.timeLimitSeconds > 0) {
+      const double spent =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      pieceOptions.timeLimitSeconds =
+          std::max(options.timeLimitSeconds - spent, 0.0) / static_cast<double>(pieces.size() - p);
+      // Zero would mean no limit: a piece out of time still gets a moment.
+      pieceOptions.timeLimitSeconds = std::max(pieceOptions.timeLimitSeconds, 0.5);
+    }
+    const ProgramPiece& piece = pieces[p];
     SearchResult found = superoptimize(piece.program, pieceOptions);
     addUp(summary, found.summary);
     if (found.variants.empty()) break;  // no schedule of the whole program without this piece

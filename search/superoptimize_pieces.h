@@ -10,8 +10,9 @@
 
 namespace mugraph::search {
 
-// No checkpoints: the pieces' searches are short and a checkpoint names one program. Each
-// piece's search gets the whole time limit (the pieces run one after another).
+// No checkpoints: the pieces' searches are short and a checkpoint names one program. The
+// time limit is the whole program's: the pieces run one after another, each with an equal
+// share of what is left.
 SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options);
 
 }  // namespace mugraph::search
