@@ -7,22 +7,42 @@
 namespace mugraph::search {
 namespace {
 
+// The variables a matmul of the segment reads as M, N or K: their tiles keep tensor-core
+// granularity. A segment without a matmul (a norm feeding a GEMM in another kernel) may cut
+// the same variables finer.
+std::vector<bool> matmulVars(const Dataflow& flow, const Segment& segment) {
+  std::vector<bool> matmul(flow.vars.size(), false);
+  for (int o = segment.first; o <= segment.last; ++o) {
+    const FlowOp& op = flow.ops[o];
+    if (op.kind != graph::OpKind::Matmul) continue;
+    std::vector<int> tensors = op.inputs;
+    tensors.push_back(op.output);
+    for (int t : tensors) {
+      for (const DimLabel& dim : flow.tensors[t].dims) {
+        for (int v : dim) matmul[v] = matmul[v] || flow.vars[v].matmulDim;
+      }
+    }
+  }
+  return matmul;
+}
+
 // Smallest tile the search gives a variable: tensor-core granularity for matmul dims.
-int64_t minimumTile(const IndexVar& var, const SearchConfig& config) {
-  return var.matmulDim ? config.minMatmulTile : config.minPartialTile;
+int64_t minimumTile(bool matmulDim, const SearchConfig& config) {
+  return matmulDim ? config.minMatmulTile : config.minPartialTile;
 }
 
 // Power-of-two counts that divide the extent, then, where a power-of-two tile does not divide
 // it, ⌈extent / tile⌉ parts of that tile (the last one partial): tiles chosen for the
 // hardware, not for the extent.
-std::vector<GridSplit> gridCounts(int varId, const IndexVar& var, const SearchConfig& config) {
+std::vector<GridSplit> gridCounts(int varId, const IndexVar& var, bool matmulDim,
+                                  const SearchConfig& config) {
   std::vector<GridSplit> counts;
   for (int64_t c = 2; c <= var.extent && c <= config.maxGridPerDim; c *= 2) {
     if (var.extent % c != 0) break;
-    if (var.matmulDim && var.extent / c < config.minMatmulTile) break;
+    if (matmulDim && var.extent / c < config.minMatmulTile) break;
     counts.push_back(GridSplit{varId, c, 0});
   }
-  for (int64_t tile = minimumTile(var, config); 2 * tile <= var.extent; tile *= 2) {
+  for (int64_t tile = minimumTile(matmulDim, config); 2 * tile <= var.extent; tile *= 2) {
     const int64_t count = (var.extent + tile - 1) / tile;
     if (var.extent % tile == 0 || count > config.maxGridPerDim) continue;
     counts.push_back(GridSplit{varId, count, tile});
@@ -32,13 +52,14 @@ std::vector<GridSplit> gridCounts(int varId, const IndexVar& var, const SearchCo
 
 // Depth-first over variables in id order: skip the variable, or split it with each count.
 void chooseGrids(const Dataflow& flow, const std::vector<int>& candidates,
-                 const std::vector<int>& splitReductions, const SearchConfig& config, size_t next,
-                 BlockChoice& current, std::vector<BlockChoice>& out) {
+                 const std::vector<int>& splitReductions, const std::vector<bool>& matmulDims,
+                 const SearchConfig& config, size_t next, BlockChoice& current,
+                 std::vector<BlockChoice>& out) {
   if (next == candidates.size()) {
     out.push_back(current);
     return;
   }
-  chooseGrids(flow, candidates, splitReductions, config, next + 1, current, out);
+  chooseGrids(flow, candidates, splitReductions, matmulDims, config, next + 1, current, out);
   if (current.grid.size() == static_cast<size_t>(graph::kGridAxes)) return;
   const int var = candidates[next];
   const bool isReduction =
@@ -46,11 +67,11 @@ void chooseGrids(const Dataflow& flow, const std::vector<int>& candidates,
   if (isReduction && current.reductionSplitVar >= 0) return;
   int64_t blocks = 1;
   for (const GridSplit& g : current.grid) blocks *= g.count;
-  for (const GridSplit& split : gridCounts(var, flow.vars[var], config)) {
+  for (const GridSplit& split : gridCounts(var, flow.vars[var], matmulDims[var], config)) {
     if (blocks * split.count > config.maxGridBlocks) continue;
     current.grid.push_back(split);
     if (isReduction) current.reductionSplitVar = var;
-    chooseGrids(flow, candidates, splitReductions, config, next + 1, current, out);
+    chooseGrids(flow, candidates, splitReductions, matmulDims, config, next + 1, current, out);
     if (isReduction) current.reductionSplitVar = -1;
     current.grid.pop_back();
   }
@@ -65,16 +86,16 @@ struct LoopChoice {
 // For-loops over variable v: trips dividing the block's part, and, where the part is the
 // whole extent or exactly divided, power-of-two tiles that do not divide it (the last
 // iteration partial), as long as the parts stay the grid's.
-std::vector<LoopChoice> loopChoices(int v, const IndexVar& var, const GridSplit* grid,
-                                    const SearchConfig& config) {
+std::vector<LoopChoice> loopChoices(int v, const IndexVar& var, bool matmulDim,
+                                    const GridSplit* grid, const SearchConfig& config) {
   std::vector<LoopChoice> loops;
   const bool partialGrid = grid && grid->tile > 0;
   const int64_t parts = grid ? grid->count : 1;
   const int64_t perBlock = partialGrid ? grid->tile : var.extent / parts;
-  const int64_t minTile = minimumTile(var, config);
+  const int64_t minTile = minimumTile(matmulDim, config);
   for (int64_t trip : config.forloopCandidates) {
     if (trip <= 1 || perBlock % trip != 0) continue;
-    if (var.matmulDim && perBlock / trip < config.minMatmulTile) continue;
+    if (matmulDim && perBlock / trip < config.minMatmulTile) continue;
     loops.push_back({v, trip, partialGrid ? perBlock / trip : 0});
   }
   if (partialGrid) return loops;
@@ -122,9 +143,10 @@ std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segme
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
 
+  const std::vector<bool> matmulDims = matmulVars(flow, segment);
   std::vector<BlockChoice> grids;
   BlockChoice current;
-  chooseGrids(flow, candidates, splitReductions, config, 0, current, grids);
+  chooseGrids(flow, candidates, splitReductions, matmulDims, config, 0, current, grids);
   for (const BlockChoice& grid : grids) {
     int64_t blocks = 1;
     for (const GridSplit& g : grid.grid) blocks *= g.count;
@@ -132,7 +154,8 @@ std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segme
     std::vector<LoopChoice> loops = {{-1, 1, 0}};
     if (combineVar >= 0) loops = {{combineVar, flow.vars[combineVar].extent, 0}};
     for (int v : combineVar >= 0 ? std::vector<int>{} : reductions) {
-      for (const LoopChoice& loop : loopChoices(v, flow.vars[v], gridSplitOf(grid, v), config)) {
+      for (const LoopChoice& loop :
+           loopChoices(v, flow.vars[v], matmulDims[v], gridSplitOf(grid, v), config)) {
         loops.push_back(loop);
       }
     }

@@ -172,4 +172,17 @@ CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& t
   return estimate;
 }
 
+double estimateKernelMicroseconds(const graph::KernelGraph& graph, int kernelIndex,
+                                  const plan::Target& target, const CostConstants& constants) {
+  const graph::KernelOp& op = graph.ops.at(kernelIndex);
+  if (op.kind == OpKind::BlockGraph) {
+    return kernelMicroseconds(blockGraphWork(graph, kernelIndex, target, constants), target,
+                              constants);
+  }
+  graph::KernelGraph lowered = graph;
+  lowered.ops[kernelIndex] = plan::lowerKernelOp(graph, op, target);
+  return kernelMicroseconds(blockGraphWork(lowered, kernelIndex, target, constants), target,
+                            constants);
+}
+
 }  // namespace mugraph::search

@@ -68,4 +68,11 @@ struct CostEstimate {
 CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& target,
                           const CostConstants& constants = calibratedConstants());
 
+// The microseconds of kernel `kernelIndex` alone, as estimateCost counts it: a schedule's
+// estimate is the sum of its kernels', which is what lets the search compare two ways of
+// computing the same segment by their kernels only (enumerate_kernel_graphs.h).
+double estimateKernelMicroseconds(const graph::KernelGraph& graph, int kernelIndex,
+                                  const plan::Target& target,
+                                  const CostConstants& constants = calibratedConstants());
+
 }  // namespace mugraph::search

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <unordered_map>
 
 #include "graph/hash.h"
@@ -76,6 +77,44 @@ void addCombineOps(PartialSchedule& child, const Segment& segment,
   flow.ops.insert(flow.ops.begin() + segment.last + 1, combines.begin(), combines.end());
 }
 
+// What the search below a partial schedule depends on: the ops left (combine ops included),
+// the variables, the labels and kernel tensors (shape, type, layout) of every dataflow tensor,
+// and the counts the limits check. Two partial schedules with equal futures have equal
+// subtrees up to their own kernels (names aside).
+std::string futureOf(const PartialSchedule& state) {
+  std::ostringstream key;
+  const Dataflow& flow = state.flow;
+  key << state.position << ' ' << state.kernels << ' ' << state.blockGraphKernels << ' '
+      << state.gridSplits << " vars";
+  for (const IndexVar& var : flow.vars) key << ' ' << var.extent;
+  key << " ops";
+  for (size_t o = static_cast<size_t>(state.position); o < flow.ops.size(); ++o) {
+    const FlowOp& op = flow.ops[o];
+    key << " (" << static_cast<int>(op.kind) << ' ' << op.output << ' ' << op.attrs.dim << ' '
+        << op.attrs.to << ' ' << op.rescaledCombine;
+    for (int t : op.inputs) key << ' ' << t;
+    key << " r";
+    for (int v : op.reducedVars) key << ' ' << v;
+    key << ')';
+  }
+  key << " tensors";
+  for (size_t t = 0; t < flow.tensors.size(); ++t) {
+    key << " [";
+    for (const DimLabel& dim : flow.tensors[t].dims) {
+      for (int v : dim) key << v << ',';
+      key << ';';
+    }
+    const graph::TensorId kernelTensor = state.kernelTensorOf[t];
+    if (kernelTensor >= 0) {
+      const graph::TensorDesc& desc = state.builder.graph().tensors.at(kernelTensor);
+      key << static_cast<int>(desc.dtype) << ' ' << static_cast<int>(desc.layout);
+      for (int64_t d : desc.shape) key << ' ' << d;
+    }
+    key << ']';
+  }
+  return key.str();
+}
+
 uint64_t nextEnumeratorId() {
   static std::atomic<uint64_t> next{1};
   return next++;
@@ -145,12 +184,22 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state) con
   const int opCount = static_cast<int>(state.flow.ops.size());
   if (state.position >= opCount || state.kernels >= config_.maxKernels) return steps;
   // A rescaling combine has no predefined op: only a block graph runs it.
-  if (!state.flow.ops[state.position].rescaledCombine) {
+  const bool oneOpFits = roomToFinish(state, state.position + 1, state.blockGraphKernels);
+  if (!state.flow.ops[state.position].rescaledCombine && oneOpFits) {
     steps.push_back(Step{state.position, -1, {}});
   }
-  if (state.blockGraphKernels >= config_.maxBlockGraphKernels) return steps;
-  const int lastAllowed = std::min(opCount, state.position + config_.maxBlockOps) - 1;
+  // With no block graph left to fuse, a matmul still gets its tilings (lowerings of one op):
+  // an element-wise op's default lowering already streams at bandwidth.
+  const bool fusionLeft = state.blockGraphKernels < config_.maxBlockGraphKernels;
+  if (!fusionLeft && state.flow.ops[state.position].kind != graph::OpKind::Matmul) return steps;
+  const int lastAllowed =
+      fusionLeft ? std::min(opCount, state.position + config_.maxBlockOps) - 1 : state.position;
   for (int last = state.position; last <= lastAllowed; ++last) {
+    // Combine ops a grid split inserts only add ops: a segment without room is pruned here.
+    const bool fused = last > state.position;
+    if (!(fused ? roomToFinish(state, last + 1, state.blockGraphKernels + 1) : oneOpFits)) {
+      continue;
+    }
     const Segment segment = analyzeSegment(state.flow, state.position, last);
     std::vector<BlockChoice> choices = enumerateBlockChoices(state.flow, segment, config_);
     if (config_.sketches) {
@@ -268,7 +317,9 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
       child.builder = state.builder;
       kernelOutputs = child.builder.blockGraph(plainName, result.built->block, inputs, outputs);
     }
-    ++child.blockGraphKernels;
+    // A block graph of one op lowers that op; one of several fuses them (steps() keeps those
+    // within the limit).
+    if (segment.first != segment.last) ++child.blockGraphKernels;
     const GridSplit* split = nullptr;
     for (const GridSplit& g : choice.grid) {
       if (g.var == choice.reductionSplitVar) split = &g;
@@ -308,10 +359,73 @@ void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome&
   keepInPool(outcome.best, std::move(candidate), static_cast<size_t>(config_.candidatePool));
 }
 
+bool KernelGraphEnumerator::complete(const PartialSchedule& state) const {
+  return state.position >= static_cast<int>(state.flow.ops.size());
+}
+
+// Whether the kernels left after a step to `position` can cover the ops left: fused block
+// graphs of up to maxBlockOps ops while the limit allows, one op per other kernel.
+bool KernelGraphEnumerator::roomToFinish(const PartialSchedule& state, int position,
+                                         int blockGraphKernels) const {
+  const int opsLeft = static_cast<int>(state.flow.ops.size()) - position;
+  const int kernelsLeft = config_.maxKernels - state.kernels - 1;
+  const int fusedLeft =
+      std::clamp(config_.maxBlockGraphKernels - blockGraphKernels, 0, std::max(kernelsLeft, 0));
+  return opsLeft == 0 || (kernelsLeft > 0 &&
+                          fusedLeft * config_.maxBlockOps + (kernelsLeft - fusedLeft) >= opsLeft);
+}
+
+bool KernelGraphEnumerator::dominated(const Child& child, SubtreeOutcome& outcome) const {
+  if (config_.childrenPerFuture <= 0) return false;
+  std::vector<double>& best = outcome.explored[std::hash<std::string>{}(child.future)];
+  const size_t keep = static_cast<size_t>(config_.childrenPerFuture);
+  const double cost = child.state.microseconds;
+  if (best.size() >= keep && best.back() <= cost) return true;
+  best.insert(std::upper_bound(best.begin(), best.end(), cost), cost);
+  if (best.size() > keep) best.pop_back();
+  return false;
+}
+
+std::optional<Child> KernelGraphEnumerator::child(const PartialSchedule& state, const Step& step,
+                                                  ExploreStats& stats) const {
+  Child result;
+  if (!apply(state, step, result.state, stats)) return std::nullopt;
+  if (complete(result.state)) return result;
+  const graph::KernelGraph& graph = result.state.builder.graph();
+  result.kernelMicroseconds =
+      estimateKernelMicroseconds(graph, static_cast<int>(graph.ops.size()) - 1, *config_.target);
+  result.state.microseconds += result.kernelMicroseconds;
+  result.future = futureOf(result.state);
+  return result;
+}
+
+std::vector<bool> undominated(const std::vector<std::optional<Child>>& children, int perFuture) {
+  std::map<std::string, std::vector<size_t>> byFuture;
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (children[i]) byFuture[children[i]->future].push_back(i);
+  }
+  std::vector<bool> keep(children.size(), false);
+  for (auto& [future, members] : byFuture) {
+    std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) {
+      return children[a]->kernelMicroseconds < children[b]->kernelMicroseconds;
+    });
+    for (size_t m = 0; m < members.size(); ++m) {
+      // A complete schedule has no future to share: it is a candidate of its own.
+      keep[members[m]] = perFuture <= 0 || future.empty() || m < static_cast<size_t>(perFuture);
+    }
+  }
+  return keep;
+}
+
 void KernelGraphEnumerator::explore(const PartialSchedule& state, SubtreeOutcome& outcome,
                                     const std::atomic<bool>& stop) const {
-  if (stop.load(std::memory_order_relaxed)) return;
-  if (state.position >= static_cast<int>(state.flow.ops.size())) {
+  const auto stopped = [&] {
+    if (!stop.load(std::memory_order_relaxed)) return false;
+    outcome.completed = false;
+    return true;
+  };
+  if (stopped()) return;
+  if (complete(state)) {
     finish(state, outcome);
     return;
   }
@@ -319,10 +433,20 @@ void KernelGraphEnumerator::explore(const PartialSchedule& state, SubtreeOutcome
     ++outcome.stats.pruned[static_cast<int>(PruneReason::KernelLimit)];
     return;
   }
+  std::vector<std::optional<Child>> children;
   for (const Step& step : steps(state)) {
-    if (stop.load(std::memory_order_relaxed)) return;
-    PartialSchedule child;
-    if (apply(state, step, child, outcome.stats)) explore(child, outcome, stop);
+    if (stopped()) return;
+    children.push_back(child(state, step, outcome.stats));
+  }
+  const std::vector<bool> keep = undominated(children, config_.childrenPerFuture);
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (!children[i]) continue;
+    if (!keep[i] || (!children[i]->future.empty() && dominated(*children[i], outcome))) {
+      ++outcome.stats.pruned[static_cast<int>(PruneReason::Dominated)];
+      continue;
+    }
+    if (stopped()) return;
+    explore(children[i]->state, outcome, stop);
   }
 }
 

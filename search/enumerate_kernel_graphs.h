@@ -5,12 +5,27 @@
 // splits a reduction across the grid leaves combine ops (reduce_sum(to=k) of its partial
 // outputs) at the front of what remains, where they are scheduled like any other op: as
 // predefined ops or fused into the next block graph.
+//
+// A block graph of one op (a generic tiling of a matmul, or a sketch's: the warpgroup GEMM) is
+// a lowering of that op, like the predefined op's default one: it counts as a kernel, not
+// against `maxBlockGraphKernels`, which bounds fusion of several ops. So a matmul that ends up
+// alone gets its fast tilings however many fused block graphs came before it.
+//
+// Dominance: a schedule's estimated cost is the sum of its kernels' (cost_model.h), and two
+// partial schedules that leave the same future (the same ops to schedule, the same kernel
+// tensors, the same counts) have equal subtrees, their candidates differing only in the
+// kernels so far. So of the children of one partial schedule only the `childrenPerFuture`
+// cheapest of each future are explored, and within a top-level subtree a partial schedule is
+// explored only while fewer than `childrenPerFuture` cheaper or equal ones with its future were;
+// the rest are counted as `dominated`. Children that complete a schedule are always kept.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "graph/builder.h"
@@ -32,7 +47,8 @@ struct PartialSchedule {
   int position = 0;                                  // next op of flow.ops to schedule
   int kernels = 0;
   int blockGraphKernels = 0;
-  int gridSplits = 0;  // block graphs that split a reduction across the grid (write partials)
+  int gridSplits = 0;       // block graphs that split a reduction across the grid (write partials)
+  double microseconds = 0;  // the kernels' estimates so far (cost_model.h)
 };
 
 // One way to extend a partial schedule: ops [position, last] as a predefined op
@@ -42,6 +58,24 @@ struct Step {
   int choice = -1;
   BlockChoice block;
 };
+
+struct ExploreStats {
+  uint64_t states = 0;
+  PruneCounts pruned{};
+};
+
+// A step applied: the partial schedule it made, the estimated microseconds of the kernel it
+// added, and what the search below it depends on (equal for two siblings: equal subtrees).
+struct Child {
+  PartialSchedule state;
+  double kernelMicroseconds = 0;
+  std::string future;
+};
+
+// Of the children of one partial schedule (pruned ones empty), which to explore: the
+// `perFuture` cheapest of each future (ties by position), every complete one, or all when
+// `perFuture` <= 0. A child left out is dominated.
+std::vector<bool> undominated(const std::vector<std::optional<Child>>& children, int perFuture);
 
 struct Candidate {
   uint64_t hash = 0;
@@ -69,18 +103,15 @@ void keepInPool(std::vector<Candidate>& pool, Candidate candidate, size_t limit)
 // Whether pool[i] is the best candidate of its solution shape in `pool` (sorted best first).
 bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i);
 
-struct ExploreStats {
-  uint64_t states = 0;
-  PruneCounts pruned{};
-};
-
 // The candidates one subtree produced: every hash (to count and dedupe) and the best few.
 struct SubtreeOutcome {
   int origin = 0;  // the subtree's ordinal, stamped on its candidates
   ExploreStats stats;
   std::set<uint64_t> hashes;
   std::vector<Candidate> best;  // at most config.candidatePool, best first
-  bool completed = false;       // false when stopped early (time limit or stop request)
+  bool completed = true;        // false when stopped early (time limit or stop request)
+  // Per future met (hashed), the estimates of the cheapest partial schedules explored with it.
+  std::unordered_map<uint64_t, std::vector<double>> explored;
 };
 
 class KernelGraphEnumerator {
@@ -93,12 +124,22 @@ class KernelGraphEnumerator {
   // Applies `step` to `state`; false (with the reason counted in `stats`) if pruned.
   bool apply(const PartialSchedule& state, const Step& step, PartialSchedule& child,
              ExploreStats& stats) const;
-  // Depth-first below `state`, until done or `stop` is set.
+  // apply(), with the added kernel's estimate and the child's future; nothing if pruned.
+  std::optional<Child> child(const PartialSchedule& state, const Step& step,
+                             ExploreStats& stats) const;
+  // Whether `state` has every op scheduled (finish() makes it a candidate).
+  bool complete(const PartialSchedule& state) const;
+  // Depth-first below `state`, until done or `stop` is set (then `outcome.completed` is
+  // false).
   void explore(const PartialSchedule& state, SubtreeOutcome& outcome,
                const std::atomic<bool>& stop) const;
 
  private:
   bool possibleSubexpression(const verify::AbstractExprRef& term) const;
+  bool roomToFinish(const PartialSchedule& state, int position, int blockGraphKernels) const;
+  // Whether `child` (not complete) is dominated within the subtree `outcome` records;
+  // records it otherwise.
+  bool dominated(const Child& child, SubtreeOutcome& outcome) const;
   bool prunedByAbstractExpressions(const PartialSchedule& state, const Segment& segment,
                                    const graph::BlockGraph& block) const;
   void finish(const PartialSchedule& state, SubtreeOutcome& outcome) const;

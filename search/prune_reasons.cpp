@@ -18,6 +18,8 @@ const char* pruneReasonName(PruneReason reason) {
       return "kernel_limit";
     case PruneReason::Duplicate:
       return "duplicate";
+    case PruneReason::Dominated:
+      return "dominated";
     case PruneReason::Count:
       break;
   }

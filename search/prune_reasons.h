@@ -18,6 +18,8 @@ enum class PruneReason {
   Replication,         // an output does not carry a grid axis (two blocks would write it)
   KernelLimit,         // the candidate already has the most kernels the config allows
   Duplicate,           // same canonical schedule hash as a candidate found before
+  Dominated,           // a sibling computes the same segment with the same future, cheaper
+                       // (enumerate_kernel_graphs.h: only the cheapest few are explored)
   Count
 };
 

@@ -40,6 +40,9 @@ SearchConfig defaultConfig(ProgramKind kind) {
       config.maxKernels = 6;
       config.maxBlockGraphKernels = 2;
       config.maxVariants = 32;
+      // Every variant, dominated or not: the limits keep the space small, and attention's
+      // classes are what datasets and --profile rank by measurement.
+      config.childrenPerFuture = 4;
       break;
     case ProgramKind::Gemm:
       config.maxKernels = 2;
@@ -56,6 +59,9 @@ SearchConfig defaultConfig(ProgramKind kind) {
       config.candidatePool = 64;
       break;
     case ProgramKind::Other:
+      // Model subgraphs (norms written out in primitive ops feeding projections, MLPs): 256
+      // threads halve what each thread of a row-wise norm or a small GEMM tile does.
+      config.threadCandidates = {128, 256};
       break;
   }
   return config;

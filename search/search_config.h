@@ -45,6 +45,9 @@ struct SearchConfig {
   bool splitLargePrograms = true;
   // Add the known-fast families' block choices (sketches.h) to the generic ones.
   bool sketches = true;
+  // Of the children of a partial schedule that leave the same future, the cheapest this many
+  // are explored (enumerate_kernel_graphs.h: the rest are dominated); <= 0: all (attention).
+  int childrenPerFuture = 2;
   int maxRewriteForms = 8;  // program forms reached by the rewrite table
   int maxVariants = 32;     // best candidates verified at real shapes and reported
   int candidatePool = 128;  // best candidates kept (by cost, then hash)

@@ -116,18 +116,66 @@ int maxOpsPerPiece(const SearchConfig& config, int programOps) {
   return programOps > limit ? limit : std::max(1, programOps / 2);
 }
 
+MatmulsAlone kernelsWithMatmulsAlone(const graph::Program& program, int first, int end,
+                                     int fusedOps) {
+  MatmulsAlone result;
+  int run = 0;  // ops in the current run of other ops
+  for (int i = first; i < end; ++i) {
+    if (program.ops[i].kind == graph::OpKind::Matmul) {
+      ++result.kernels;
+      run = 0;
+    } else if (run == 0 || run == fusedOps) {
+      ++result.kernels;
+      run = 1;
+    } else if (++run == 2) {
+      ++result.fusedRuns;
+    }
+  }
+  return result;
+}
+
+namespace {
+
+bool withinLimits(const MatmulsAlone& needed, const PieceLimits& limits) {
+  return limits.kernels <= 0 ||
+         (needed.kernels <= limits.kernels && needed.fusedRuns <= limits.blockGraphs);
+}
+
+}  // namespace
+
+bool roomForMatmulsAlone(const graph::Program& program, const SearchConfig& config) {
+  const PieceLimits limits = pieceLimits(config, static_cast<int>(program.ops.size()));
+  return withinLimits(
+      kernelsWithMatmulsAlone(program, 0, static_cast<int>(program.ops.size()), limits.fusedOps),
+      limits);
+}
+
+PieceLimits pieceLimits(const SearchConfig& config, int programOps) {
+  return PieceLimits{maxOpsPerPiece(config, programOps), config.maxKernels,
+                     config.maxBlockGraphKernels, std::max(1, config.maxBlockOps)};
+}
+
 std::vector<ProgramPiece> splitProgram(const graph::Program& program, int maxOps) {
-  if (maxOps < 1) throw UserError("split", "a piece needs room for at least one op");
+  return splitProgram(program, PieceLimits{maxOps, 0, 1});
+}
+
+std::vector<ProgramPiece> splitProgram(const graph::Program& program, const PieceLimits& limits) {
+  if (limits.ops < 1) throw UserError("split", "a piece needs room for at least one op");
   const std::vector<int> producer = producers(program);
   const std::vector<bool> signKnown = nonnegative(program);
   const int n = static_cast<int>(program.ops.size());
+  const auto fits = [&](int first, int end) {
+    return end - first <= limits.ops &&
+           withinLimits(kernelsWithMatmulsAlone(program, first, end, limits.fusedOps), limits);
+  };
   std::vector<ProgramPiece> pieces;
   for (int first = 0; first < n;) {
     int end = n;
-    if (n - first > maxOps) {
-      // The cheapest cut; among equals the latest (fewer pieces).
+    if (!fits(first, n)) {
+      // The cheapest cut that fits; among equals the latest (fewer pieces).
       int best = -1;
-      for (int cut = first + 1; cut <= first + maxOps; ++cut) {
+      end = first + 1;
+      for (int cut = first + 1; cut < n && fits(first, cut); ++cut) {
         const int c = cutCost(program, producer, signKnown, cut);
         if (best < 0 || c <= best) {
           best = c;

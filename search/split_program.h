@@ -23,6 +23,22 @@ int maxOpsOneSearch(const SearchConfig& config);
 // (superoptimize.h) into smaller pieces, down to single ops.
 int maxOpsPerPiece(const SearchConfig& config, int programOps);
 
+// The kernels ops [first, end) of `program` take when every matmul is a kernel of its own (a
+// tiled GEMM: the warpgroup GEMM sketch on sm_90) and the other ops between them are fused
+// in runs of at most `fusedOps`, and how many of those runs fuse several ops (block graphs).
+// A program or piece needing more kernels or block graphs than a search allows has no
+// candidate whose every matmul runs alone: some matmul would be fused on the general path or
+// left to its default lowering, several times slower for a large GEMM.
+struct MatmulsAlone {
+  int kernels = 0;
+  int fusedRuns = 0;
+};
+MatmulsAlone kernelsWithMatmulsAlone(const graph::Program& program, int first, int end,
+                                     int fusedOps);
+
+// Whether `config` leaves room for every matmul of `program` alone (kernelsWithMatmulsAlone).
+bool roomForMatmulsAlone(const graph::Program& program, const SearchConfig& config);
+
 struct ProgramPiece {
   int firstOp = 0, endOp = 0;  // ops [firstOp, endOp) of the whole program
   // A valid program: inputs are the original inputs and cut tensors it reads (in order of
@@ -31,7 +47,23 @@ struct ProgramPiece {
   graph::Program program;
 };
 
-// Cuts `program` into pieces of at most `maxOps` ops each, covering every op exactly once.
+// What one piece may hold: ops, and, with every matmul alone and runs of `fusedOps`, at most
+// `kernels` kernels (0: any) of which at most `blockGraphs` fuse several ops.
+struct PieceLimits {
+  int ops = 1;
+  int kernels = 0;
+  int blockGraphs = 0;
+  int fusedOps = 1;
+};
+
+// The limits a search of `config` splits a program of `programOps` ops with: maxOpsPerPiece
+// ops, and room for every matmul alone (kernelsWithMatmulsAlone).
+PieceLimits pieceLimits(const SearchConfig& config, int programOps);
+
+// Cuts `program` into pieces within `limits`, covering every op exactly once. Where even one
+// op beyond the piece's first breaks the kernel limit, the piece is that op alone.
+std::vector<ProgramPiece> splitProgram(const graph::Program& program, const PieceLimits& limits);
+// Pieces of at most `maxOps` ops each.
 std::vector<ProgramPiece> splitProgram(const graph::Program& program, int maxOps);
 
 }  // namespace mugraph::search

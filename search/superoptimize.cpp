@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -41,11 +42,15 @@ class SearchState {
  public:
   explicit SearchState(CheckpointState initial) : saved_(std::move(initial)) {}
 
+  // A completed subtree counts; one a stop interrupted gives its candidates only (a resumed
+  // search explores it again, and the candidates merge by hash).
   void merge(int ordinal, SubtreeOutcome&& outcome, size_t poolLimit) {
     std::lock_guard lock(mutex_);
-    saved_.completed.insert(ordinal);
-    saved_.stats.states += outcome.stats.states;
-    for (int r = 0; r < kPruneReasons; ++r) saved_.stats.pruned[r] += outcome.stats.pruned[r];
+    if (outcome.completed) {
+      saved_.completed.insert(ordinal);
+      saved_.stats.states += outcome.stats.states;
+      for (int r = 0; r < kPruneReasons; ++r) saved_.stats.pruned[r] += outcome.stats.pruned[r];
+    }
     saved_.hashes.insert(outcome.hashes.begin(), outcome.hashes.end());
     for (Candidate& c : outcome.best) keepInPool(saved_.pool, std::move(c), poolLimit);
   }
@@ -133,6 +138,40 @@ class Reporter {
   std::thread thread_;
 };
 
+// Calls `onPassed` once `passed()` holds (checked every 100 ms), unless cancelled first.
+class Deadline {
+ public:
+  Deadline(std::function<bool()> passed, std::function<void()> onPassed)
+      : passed_(std::move(passed)), onPassed_(std::move(onPassed)), thread_([this] { run(); }) {}
+  ~Deadline() { cancel(); }
+  void cancel() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; })) {
+      if (passed_()) {
+        onPassed_();
+        return;
+      }
+    }
+  }
+
+  std::function<bool()> passed_;
+  std::function<void()> onPassed_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 VerificationRecord verifySchedule(const graph::Program& program, const graph::KernelGraph& graph,
@@ -173,7 +212,7 @@ std::string configKey(const SearchConfig& c) {
   key << " forloop";
   for (int64_t f : c.forloopCandidates) key << " " << f;
   key << " split " << c.allowGridSplitReduction << " sketches " << c.sketches << " forms "
-      << c.maxRewriteForms << " pool " << c.candidatePool;
+      << c.maxRewriteForms << " pool " << c.candidatePool << " per_future " << c.childrenPerFuture;
   return key.str();
 }
 
@@ -231,6 +270,18 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
   for (int i = 0; i < static_cast<int>(subtrees.size()); ++i) {
     if (!initial.completed.count(i)) pending.push_back(i);
   }
+  // Each pending subtree's first step, applied; of those that leave the same future only the
+  // cheapest few are explored (enumerate_kernel_graphs.h), the rest complete as dominated.
+  std::vector<std::optional<Child>> firstChildren(subtrees.size());
+  std::vector<ExploreStats> firstStats(subtrees.size());
+  tbb::parallel_for(size_t{0}, subtrees.size(), [&](size_t i) {
+    firstChildren[i] = enumerator.child(roots[subtrees[i].form], subtrees[i].step, firstStats[i]);
+  });
+  const std::vector<bool> explored = undominated(firstChildren, config.childrenPerFuture);
+  const double limit = options.timeLimitSeconds;
+  const auto pastTimeLimit = [&] {
+    return limit > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limit;
+  };
   SearchState state(std::move(initial));
   std::atomic<size_t> verifiedCount{0};
   std::atomic<bool> stop{false};
@@ -239,26 +290,35 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
   SearchResult result;
   {
     Reporter reporter(state, options, start, verifiedCount);
+    // The time limit also stops subtrees under way (what they found so far is kept).
+    Deadline deadline(pastTimeLimit, [&] {
+      timeUp = true;
+      stop = true;
+    });
     tbb::parallel_for(size_t{0}, pending.size(), [&](size_t i) {
       if (stop.load()) return;
       const int ordinal = pending[i];
-      const Subtree& subtree = subtrees[ordinal];
       SubtreeOutcome outcome;
       outcome.origin = ordinal;
-      PartialSchedule child;
-      if (enumerator.apply(roots[subtree.form], subtree.step, child, outcome.stats)) {
-        enumerator.explore(child, outcome, stop);
+      outcome.stats = firstStats[ordinal];
+      if (firstChildren[ordinal]) {
+        if (explored[ordinal]) {
+          enumerator.explore(firstChildren[ordinal]->state, outcome, stop);
+        } else {
+          ++outcome.stats.pruned[static_cast<int>(PruneReason::Dominated)];
+        }
       }
-      if (stop.load()) return;
+      const bool completed = outcome.completed;
       state.merge(ordinal, std::move(outcome), static_cast<size_t>(config.candidatePool));
+      if (!completed) return;
       const int finished = ++finishedThisRun;
       if (options.shouldStop && options.shouldStop(finished)) stop = true;
-      if (options.timeLimitSeconds > 0 &&
-          std::chrono::duration<double>(Clock::now() - start).count() > options.timeLimitSeconds) {
+      if (pastTimeLimit()) {
         timeUp = true;
         stop = true;
       }
     });
+    deadline.cancel();
     reporter.checkpointNow();
 
     // Verify the best candidates at their real shapes until enough pass: first the best of
@@ -286,7 +346,9 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
       }
       VerificationRecord record;
       const auto known = found.verified.find(candidate.hash);
-      if (known != found.verified.end()) {
+      if (!options.verifyVariants) {
+        record.detail = "not verified";
+      } else if (known != found.verified.end()) {
         record = known->second;
       } else {
         record =
@@ -294,7 +356,7 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
         state.recordVerification(candidate.hash, record);
         reporter.checkpointNow();
       }
-      if (!acceptable(record)) {
+      if (options.verifyVariants && !acceptable(record)) {
         ++result.summary.rejected;
         continue;
       }
@@ -340,7 +402,13 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
   // (maxOpsPerPiece), so splitting again ends at single ops.
   const int ops = static_cast<int>(program.ops.size());
   if (!options.config.splitLargePrograms) return searchWhole(program, options);
-  if (ops > maxOpsOneSearch(options.config)) return superoptimizeInPieces(program, options);
+  // Also up front when the limits leave no room for every matmul as a kernel of its own,
+  // except in attention, whose two matmuls the flash sketches fuse into one kernel.
+  const bool matmulsCrowded = classifyProgram(program) != ProgramKind::Attention &&
+                              !roomForMatmulsAlone(program, options.config);
+  if (ops > maxOpsOneSearch(options.config) || matmulsCrowded) {
+    return superoptimizeInPieces(program, options);
+  }
   SearchResult whole = searchWhole(program, options);
   const uint64_t kernelLimited =
       whole.summary.stats.pruned[static_cast<int>(PruneReason::KernelLimit)];

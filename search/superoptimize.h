@@ -35,6 +35,10 @@ struct SearchOptions {
   std::function<bool(int finishedSubtrees)> shouldStop;
   bool progress = true;          // progress line on stderr (only when it is a TTY)
   uint64_t verifySeed = 0x5eed;  // verification seed (replayable)
+  // False: the best `maxVariants` candidates that plan are returned unverified (their
+  // VerificationRecord says so). For the pieces of a split program, whose joined schedule is
+  // verified against the whole program (superoptimize_pieces.h).
+  bool verifyVariants = true;
 };
 
 struct VerifiedVariant {

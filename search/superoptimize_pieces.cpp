@@ -1,5 +1,6 @@
 #include "search/superoptimize_pieces.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -64,69 +65,121 @@ void appendPiece(graph::KernelGraph& joined, std::map<std::string, graph::Tensor
   }
 }
 
+// Each piece's best variant joined into one schedule of `program` (kernels in piece order).
+graph::Schedule joinPieces(const graph::Program& program,
+                           const std::vector<VerifiedVariant>& best) {
+  graph::Schedule joined;
+  joined.program = program;
+  graph::KernelGraph& whole = joined.graph;
+  std::map<std::string, graph::TensorId> byName;
+  std::set<std::string> taken;
+  for (const graph::TensorDesc& t : program.tensors) taken.insert(t.name);
+  for (graph::TensorId t : program.inputs) {
+    byName[program.tensors[t].name] = static_cast<graph::TensorId>(whole.tensors.size());
+    whole.inputs.push_back(static_cast<graph::TensorId>(whole.tensors.size()));
+    whole.tensors.push_back(program.tensors[t]);
+  }
+  for (size_t i = 0; i < best.size(); ++i) {
+    appendPiece(whole, byName, taken, best[i].schedule.graph, static_cast<int>(i));
+  }
+  for (graph::TensorId t : program.outputs) {
+    whole.outputs.push_back(byName.at(program.tensors[t].name));
+  }
+  joined.name = program.name + ".v" + graph::hashHex(graph::scheduleHash(joined));
+  whole.name = joined.name;
+  return joined;
+}
+
+CostEstimate totalCost(const std::vector<VerifiedVariant>& best) {
+  CostEstimate cost;
+  for (const VerifiedVariant& v : best) {
+    cost.microseconds += v.cost.microseconds;
+    cost.bytes += v.cost.bytes;
+    cost.flops += v.cost.flops;
+    cost.kernels += v.cost.kernels;
+  }
+  return cost;
+}
+
 }  // namespace
 
 SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<ProgramPiece> pieces =
-      splitProgram(program, maxOpsPerPiece(options.config, static_cast<int>(program.ops.size())));
+      splitProgram(program, pieceLimits(options.config, static_cast<int>(program.ops.size())));
   SearchOptions pieceOptions = options;
   pieceOptions.checkpointPath.clear();
   pieceOptions.resume = false;
   pieceOptions.config.maxVariants = 1;  // each piece's best: the first verified is the cheapest
+  // The joined schedule is verified against the whole program; a piece's own verification is
+  // needed only where that fails.
+  pieceOptions.verifyVariants = false;
+  // The time limit is the whole program's: what is left is shared by the pieces left.
+  const auto shareOfTimeLeft = [&](size_t piecesLeft) {
+    if (options.timeLimitSeconds <= 0) return 0.0;
+    const double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // Zero would mean no limit: a piece out of time still gets a moment.
+    return std::max(
+        std::max(options.timeLimitSeconds - spent, 0.0) / static_cast<double>(piecesLeft), 0.5);
+  };
 
   SearchResult result;
   SearchSummary& summary = result.summary;
   summary.pieces = static_cast<int>(pieces.size());
   std::vector<VerifiedVariant> best;
-  for (const ProgramPiece& piece : pieces) {
-    SearchResult found = superoptimize(piece.program, pieceOptions);
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    pieceOptions.timeLimitSeconds = shareOfTimeLeft(pieces.size() - p);
+    SearchResult found = superoptimize(pieces[p].program, pieceOptions);
     addUp(summary, found.summary);
     if (found.variants.empty()) break;  // no schedule of the whole program without this piece
     best.push_back(std::move(found.variants.front()));
   }
   summary.complete = summary.subtreesCompleted == summary.subtrees;
-  if (best.size() == pieces.size()) {
-    graph::Schedule joined;
-    joined.program = program;
-    graph::KernelGraph& whole = joined.graph;
-    std::map<std::string, graph::TensorId> byName;
-    std::set<std::string> taken;
-    for (const graph::TensorDesc& t : program.tensors) taken.insert(t.name);
-    for (graph::TensorId t : program.inputs) {
-      byName[program.tensors[t].name] = static_cast<graph::TensorId>(whole.tensors.size());
-      whole.inputs.push_back(static_cast<graph::TensorId>(whole.tensors.size()));
-      whole.tensors.push_back(program.tensors[t]);
-    }
-    CostEstimate cost;
-    for (size_t i = 0; i < best.size(); ++i) {
-      appendPiece(whole, byName, taken, best[i].schedule.graph, static_cast<int>(i));
-      cost.microseconds += best[i].cost.microseconds;
-      cost.bytes += best[i].cost.bytes;
-      cost.flops += best[i].cost.flops;
-      cost.kernels += best[i].cost.kernels;
-    }
-    for (graph::TensorId t : program.outputs)
-      whole.outputs.push_back(byName.at(program.tensors[t].name));
-    joined.name = program.name + ".v" + graph::hashHex(graph::scheduleHash(joined));
-    whole.name = joined.name;
+  const auto finish = [&] {
+    summary.verified = result.variants.size();
+    summary.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+  };
+  if (best.size() != pieces.size()) return finish();
 
-    VerifiedVariant variant;
-    variant.verification = verifySchedule(program, whole, options.verifySeed, nullptr);
-    if (acceptable(variant.verification)) {
-      variant.schedule = std::move(joined);
-      variant.hash = graph::scheduleHash(variant.schedule);
-      variant.name = graph::variantName(variant.schedule);
-      variant.cost = cost;
-      variant.joinedFromPieces = static_cast<int>(pieces.size());
-      result.variants.push_back(std::move(variant));
-    } else {
+  VerifiedVariant variant;
+  graph::Schedule joined = joinPieces(program, best);
+  if (options.verifyVariants) {
+    variant.verification = verifySchedule(program, joined.graph, options.verifySeed, nullptr);
+    if (!acceptable(variant.verification)) {
+      // Some piece's best is wrong: each piece's variant is verified, a refuted one replaced
+      // by its piece's best verified one, and the join verified again.
       ++summary.rejected;
+      pieceOptions.verifyVariants = true;
+      for (size_t p = 0; p < pieces.size(); ++p) {
+        const VerificationRecord own =
+            verifySchedule(pieces[p].program, best[p].schedule.graph, options.verifySeed, nullptr);
+        if (acceptable(own)) continue;
+        ++summary.rejected;
+        pieceOptions.timeLimitSeconds = shareOfTimeLeft(pieces.size() - p);
+        SearchResult found = superoptimize(pieces[p].program, pieceOptions);
+        if (found.variants.empty()) return finish();
+        best[p] = std::move(found.variants.front());
+      }
+      joined = joinPieces(program, best);
+      variant.verification = verifySchedule(program, joined.graph, options.verifySeed, nullptr);
+      if (!acceptable(variant.verification)) {
+        ++summary.rejected;
+        return finish();
+      }
     }
+  } else {
+    variant.verification.detail = "not verified";
   }
-  summary.verified = result.variants.size();
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return result;
+  variant.schedule = std::move(joined);
+  variant.hash = graph::scheduleHash(variant.schedule);
+  variant.name = graph::variantName(variant.schedule);
+  variant.cost = totalCost(best);
+  variant.joinedFromPieces = static_cast<int>(pieces.size());
+  result.variants.push_back(std::move(variant));
+  return finish();
 }
 
 }  // namespace mugraph::search

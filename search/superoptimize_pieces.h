@@ -10,8 +10,12 @@
 
 namespace mugraph::search {
 
-// No checkpoints: the pieces' searches are short and a checkpoint names one program. Each
-// piece's search gets the whole time limit (the pieces run one after another).
+// No checkpoints: the pieces' searches are short and a checkpoint names one program. The
+// time limit is the whole program's: the pieces run one after another, each with an equal
+// share of what is left. Pieces are searched without verifying their variants
+// (SearchOptions::verifyVariants): the joined schedule is verified against the whole program,
+// and only where that fails is each piece's variant verified on its own, a refuted one
+// replaced by its piece's best verified variant, and the join verified again.
 SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options);
 
 }  // namespace mugraph::search
