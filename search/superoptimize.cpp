@@ -241,9 +241,10 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
 
   std::vector<PartialSchedule> roots;
   std::vector<Subtree> subtrees;
+  PruneCounts rootPruned{};  // first steps without room to finish
   for (size_t f = 0; f < forms.size(); ++f) {
     roots.push_back(enumerator.start(forms[f].program));
-    for (Step& step : enumerator.steps(roots.back())) {
+    for (Step& step : enumerator.steps(roots.back(), &rootPruned)) {
       subtrees.push_back(Subtree{static_cast<int>(f), std::move(step)});
     }
   }
@@ -265,6 +266,7 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
     initial.programHash = graph::programHash(program);
     initial.configKey = configKey(config);
     initial.subtrees = static_cast<int>(subtrees.size());
+    initial.stats.pruned = rootPruned;
   }
   std::vector<int> pending;
   for (int i = 0; i < static_cast<int>(subtrees.size()); ++i) {
