@@ -179,12 +179,17 @@ PartialSchedule KernelGraphEnumerator::start(const graph::Program& form) const {
   return state;
 }
 
-std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state) const {
+std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state,
+                                               PruneCounts* pruned) const {
   std::vector<Step> steps;
   const int opCount = static_cast<int>(state.flow.ops.size());
   if (state.position >= opCount || state.kernels >= config_.maxKernels) return steps;
+  const auto noRoom = [&] {
+    if (pruned) ++(*pruned)[static_cast<int>(PruneReason::KernelLimit)];
+  };
   // A rescaling combine has no predefined op: only a block graph runs it.
   const bool oneOpFits = roomToFinish(state, state.position + 1, state.blockGraphKernels);
+  if (!oneOpFits) noRoom();
   if (!state.flow.ops[state.position].rescaledCombine && oneOpFits) {
     steps.push_back(Step{state.position, -1, {}});
   }
@@ -197,7 +202,10 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state) con
   for (int last = state.position; last <= lastAllowed; ++last) {
     // Combine ops a grid split inserts only add ops: a segment without room is pruned here.
     const bool fused = last > state.position;
-    if (!(fused ? roomToFinish(state, last + 1, state.blockGraphKernels + 1) : oneOpFits)) {
+    const bool room =
+        fused ? roomToFinish(state, last + 1, state.blockGraphKernels + 1) : oneOpFits;
+    if (!room) {
+      if (fused) noRoom();  // the one-op segment was counted with the predefined step
       continue;
     }
     const Segment segment = analyzeSegment(state.flow, state.position, last);
@@ -434,7 +442,7 @@ void KernelGraphEnumerator::explore(const PartialSchedule& state, SubtreeOutcome
     return;
   }
   std::vector<std::optional<Child>> children;
-  for (const Step& step : steps(state)) {
+  for (const Step& step : steps(state, &outcome.stats.pruned)) {
     if (stopped()) return;
     children.push_back(child(state, step, outcome.stats));
   }

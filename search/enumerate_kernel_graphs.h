@@ -120,7 +120,9 @@ class KernelGraphEnumerator {
                         verify::SubexpressionOracle& oracle);
 
   PartialSchedule start(const graph::Program& form) const;
-  std::vector<Step> steps(const PartialSchedule& state) const;
+  // Segments whose kernels left could not cover the ops left are counted in `pruned`
+  // (kernel_limit), not built.
+  std::vector<Step> steps(const PartialSchedule& state, PruneCounts* pruned = nullptr) const;
   // Applies `step` to `state`; false (with the reason counted in `stats`) if pruned.
   bool apply(const PartialSchedule& state, const Step& step, PartialSchedule& child,
              ExploreStats& stats) const;

@@ -57,10 +57,13 @@ std::vector<bool> nonnegative(const graph::Program& program) {
 }
 
 // How bad a cut before op `cut` is: the tensors computed before it and read at or after it,
-// and far worse, any of them whose sign the cut would lose.
+// worse, with `keepRuns`, a cut between two ops that are not matmuls (a run one block graph
+// could fuse: a residual add and the norm after it), and far worse, any tensor whose sign the
+// cut would lose.
 int cutCost(const graph::Program& program, const std::vector<int>& producer,
-            const std::vector<bool>& signKnown, int cut) {
+            const std::vector<bool>& signKnown, int cut, bool keepRuns) {
   constexpr int kLostSign = 1000;
+  constexpr int kSplitRun = 100;
   std::set<graph::TensorId> crossed;
   for (size_t i = static_cast<size_t>(cut); i < program.ops.size(); ++i) {
     for (graph::TensorId t : program.ops[i].inputs) {
@@ -69,6 +72,8 @@ int cutCost(const graph::Program& program, const std::vector<int>& producer,
   }
   int cost = 0;
   for (graph::TensorId t : crossed) cost += signKnown[t] ? kLostSign : 1;
+  const auto isMatmul = [&](int op) { return program.ops[op].kind == graph::OpKind::Matmul; };
+  if (keepRuns && cut > 0 && !isMatmul(cut - 1) && !isMatmul(cut)) cost += kSplitRun;
   return cost;
 }
 
@@ -151,8 +156,11 @@ bool roomForMatmulsAlone(const graph::Program& program, const SearchConfig& conf
 }
 
 PieceLimits pieceLimits(const SearchConfig& config, int programOps) {
-  return PieceLimits{maxOpsPerPiece(config, programOps), config.maxKernels,
-                     config.maxBlockGraphKernels, std::max(1, config.maxBlockOps)};
+  // The kernel limits bound a piece's search; its ops only need to be fewer than the
+  // program's, so splitting again ends at single ops.
+  return PieceLimits{std::max(1, std::min(maxOpsOneSearch(config), programOps - 1)),
+                     config.maxKernels, config.maxBlockGraphKernels,
+                     std::max(1, config.maxBlockOps)};
 }
 
 std::vector<ProgramPiece> splitProgram(const graph::Program& program, int maxOps) {
@@ -176,7 +184,7 @@ std::vector<ProgramPiece> splitProgram(const graph::Program& program, const Piec
       int best = -1;
       end = first + 1;
       for (int cut = first + 1; cut < n && fits(first, cut); ++cut) {
-        const int c = cutCost(program, producer, signKnown, cut);
+        const int c = cutCost(program, producer, signKnown, cut, limits.kernels > 0);
         if (best < 0 || c <= best) {
           best = c;
           end = cut;

@@ -56,8 +56,9 @@ struct PieceLimits {
   int fusedOps = 1;
 };
 
-// The limits a search of `config` splits a program of `programOps` ops with: maxOpsPerPiece
-// ops, and room for every matmul alone (kernelsWithMatmulsAlone).
+// The limits a search of `config` splits a program of `programOps` ops with up front: fewer
+// ops than the program, at most maxOpsOneSearch, and room for every matmul alone
+// (kernelsWithMatmulsAlone). Cuts then avoid splitting a run of other ops between matmuls.
 PieceLimits pieceLimits(const SearchConfig& config, int programOps);
 
 // Cuts `program` into pieces within `limits`, covering every op exactly once. Where even one

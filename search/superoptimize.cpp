@@ -241,9 +241,10 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
 
   std::vector<PartialSchedule> roots;
   std::vector<Subtree> subtrees;
+  PruneCounts rootPruned{};  // first steps without room to finish
   for (size_t f = 0; f < forms.size(); ++f) {
     roots.push_back(enumerator.start(forms[f].program));
-    for (Step& step : enumerator.steps(roots.back())) {
+    for (Step& step : enumerator.steps(roots.back(), &rootPruned)) {
       subtrees.push_back(Subtree{static_cast<int>(f), std::move(step)});
     }
   }
@@ -265,6 +266,7 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
     initial.programHash = graph::programHash(program);
     initial.configKey = configKey(config);
     initial.subtrees = static_cast<int>(subtrees.size());
+    initial.stats.pruned = rootPruned;
   }
   std::vector<int> pending;
   for (int i = 0; i < static_cast<int>(subtrees.size()); ++i) {
@@ -397,23 +399,25 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
 }  // namespace
 
 SearchResult superoptimize(const graph::Program& program, const SearchOptions& options) {
-  // Up front when no candidate can cover the whole program; after the whole search when every
-  // candidate it began ran into the kernel limit. Pieces have fewer ops than their program
-  // (maxOpsPerPiece), so splitting again ends at single ops.
+  // Up front when no candidate can cover the whole program, or when the limits leave no room
+  // for every matmul as a kernel of its own (not in attention, whose two matmuls the flash
+  // sketches fuse into one kernel): pieces that leave that room. After the whole search when
+  // every candidate it began ran into the kernel limit: pieces of at most half its ops. Pieces
+  // have fewer ops than their program, so splitting again ends at single ops.
   const int ops = static_cast<int>(program.ops.size());
   if (!options.config.splitLargePrograms) return searchWhole(program, options);
-  // Also up front when the limits leave no room for every matmul as a kernel of its own,
-  // except in attention, whose two matmuls the flash sketches fuse into one kernel.
-  const bool matmulsCrowded = classifyProgram(program) != ProgramKind::Attention &&
-                              !roomForMatmulsAlone(program, options.config);
+  const PieceLimits byOps{maxOpsPerPiece(options.config, ops)};
+  const bool attention = classifyProgram(program) == ProgramKind::Attention;
+  const bool matmulsCrowded = !attention && !roomForMatmulsAlone(program, options.config);
   if (ops > maxOpsOneSearch(options.config) || matmulsCrowded) {
-    return superoptimizeInPieces(program, options);
+    return superoptimizeInPieces(program, options,
+                                 attention ? byOps : pieceLimits(options.config, ops));
   }
   SearchResult whole = searchWhole(program, options);
   const uint64_t kernelLimited =
       whole.summary.stats.pruned[static_cast<int>(PruneReason::KernelLimit)];
   if (whole.summary.candidates == 0 && kernelLimited > 0 && ops > 1) {
-    return superoptimizeInPieces(program, options);
+    return superoptimizeInPieces(program, options, byOps);
   }
   return whole;
 }

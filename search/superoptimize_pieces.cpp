@@ -103,10 +103,10 @@ CostEstimate totalCost(const std::vector<VerifiedVariant>& best) {
 
 }  // namespace
 
-SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options) {
+SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options,
+                                   const PieceLimits& limits) {
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<ProgramPiece> pieces =
-      splitProgram(program, pieceLimits(options.config, static_cast<int>(program.ops.size())));
+  const std::vector<ProgramPiece> pieces = splitProgram(program, limits);
   SearchOptions pieceOptions = options;
   pieceOptions.checkpointPath.clear();
   pieceOptions.resume = false;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "graph/ir.h"
+#include "search/split_program.h"
 #include "search/superoptimize.h"
 
 namespace mugraph::search {
@@ -16,6 +17,8 @@ namespace mugraph::search {
 // (SearchOptions::verifyVariants): the joined schedule is verified against the whole program,
 // and only where that fails is each piece's variant verified on its own, a refuted one
 // replaced by its piece's best verified variant, and the join verified again.
-SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options);
+// `limits`: how to cut (split_program.h).
+SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options,
+                                   const PieceLimits& limits);
 
 }  // namespace mugraph::search

@@ -94,6 +94,28 @@ TEST(SplitProgram, PrefersCutsCrossedByFewTensors) {
   EXPECT_EQ(pieces[0].endOp, 1);
 }
 
+// Pieces cut up front leave room for every matmul as a kernel of its own (its tiled GEMM) and
+// keep the runs between matmuls whole where they can: the residual add and the RMSNorm after
+// it land in one piece.
+TEST(SplitProgram, PiecesLeaveRoomForEveryMatmulAlone) {
+  const graph::Program program = decoderTail();
+  const SearchConfig config = defaultConfig(classifyProgram(program));
+  const int n = static_cast<int>(program.ops.size());
+  EXPECT_FALSE(roomForMatmulsAlone(program, config));
+  const PieceLimits limits = pieceLimits(config, n);
+  const std::vector<ProgramPiece> pieces = splitProgram(program, limits);
+  ASSERT_GT(pieces.size(), 1u);
+  for (const ProgramPiece& piece : pieces) {
+    const MatmulsAlone needed =
+        kernelsWithMatmulsAlone(program, piece.firstOp, piece.endOp, limits.fusedOps);
+    EXPECT_LE(needed.kernels, config.maxKernels) << piece.program.name;
+    EXPECT_LE(needed.fusedRuns, config.maxBlockGraphKernels) << piece.program.name;
+    EXPECT_TRUE(roomForMatmulsAlone(piece.program, config)) << piece.program.name;
+    // No piece starts between the residual add (the op after the first matmul) and the norm.
+    EXPECT_NE(piece.firstOp, 2) << piece.program.name;
+  }
+}
+
 TEST(SplitProgram, TheDecoderTailGetsAJoinedVariantThatVerifies) {
   const graph::Program program = decoderTail();
   SearchOptions options = testing::quietOptions(program);
