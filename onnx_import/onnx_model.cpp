@@ -405,6 +405,13 @@ Model loadModel(const std::string& path, const DimPins& pins) {
     }
     readAttributes(p, node, model);
     for (const std::string& out : node.outputs) {
+      // ONNX graphs are in SSA form: a value defined twice would let a node read a value a
+      // later node writes (a cycle through the graph). "" is an optional output left out.
+      if (!out.empty() && !defined.insert(out).second) {
+        throw UserError(path, "node '" + graph::escapeForDisplay(node.name) + "' (" + node.op +
+                                  ") writes '" + graph::escapeForDisplay(out) +
+                                  "', which an input, initializer or earlier node already defines");
+      }
       defined.insert(out);
       model.producers[out] = static_cast<int>(model.nodes.size());
       if (!model.values.count(out)) {
