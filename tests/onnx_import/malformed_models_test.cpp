@@ -180,5 +180,29 @@ TEST(MalformedModels, CliExitsTwoWithOneLineOrListsTheNodeLeftOut) {
   for (const nlohmann::json& s : summary["subgraphs"]) EXPECT_GE(s["verified"].get<int>(), 1);
 }
 
+// ONNX graphs are SSA: a node writing a value an earlier node (or an input) defines would let
+// the earlier node read a later one's result, a cycle the partition never finishes on (a
+// fuzzer find). One clear error naming the node and the value, before the partition.
+TEST(MalformedModels, AValueWrittenTwiceIsOneClearError) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto* g = m.mutable_graph();
+  addTensor(g->mutable_input(), "X", {16, 64});
+  addTensor(g->mutable_input(), "W", {64, 32});
+  addTensor(g->mutable_output(), "Y", {16, 32});
+  addNode(g, "MatMul", {"X", "W"}, "A");
+  addNode(g, "Exp", {"A"}, "B");
+  addNode(g, "Sqrt", {"B"}, "A");  // writes A again: MatMul -> Exp -> Sqrt -> Exp ...
+  addNode(g, "Exp", {"A"}, "Y");
+  const std::string path = scratch("written_twice.onnx");
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  const std::string error = errorOf(path);
+  EXPECT_NE(error.find(path), std::string::npos) << error;
+  EXPECT_NE(error.find("node 'Sqrt_A' (Sqrt) writes 'A'"), std::string::npos) << error;
+  EXPECT_NE(error.find("already defines"), std::string::npos) << error;
+}
+
+
 }  // namespace
 }  // namespace mugraph::onnx_import
