@@ -75,7 +75,8 @@ def _target(config):
 
 
 class CompiledGraph:
-    """One aten graph: eager on its first call (which checks the variants), optimized after."""
+    """One aten graph: eager on its first call (which checks the variants and decides what
+    runs), then the rest compiled, with our kernels where the whole graph is faster with them."""
 
     def __init__(self, gm, config, graph_report):
         self.gm = gm
