@@ -1,0 +1,95 @@
+// The builder behind buildProgram (program_builder.h), shared by its two files: reading values
+// in and out (program_builder.cpp) and mapping each ONNX op (program_builder_ops.cpp).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/builder.h"
+#include "onnx_import/program_builder.h"
+
+namespace mugraph::onnx_import::detail {
+
+using graph::Dims;
+using graph::OpKind;
+using graph::TensorId;
+
+// What an ONNX value is while its program is built: an IR tensor, a scalar constant, or
+// factor / denominator waiting for the Mul that makes it a division (the IR has no reciprocal).
+struct IrValue {
+  TensorId tensor = -1;
+  std::optional<double> scalar;
+  TensorId denominator = -1;
+  double factor = 1.0;
+  int reciprocalNode = -1;
+  bool readsOutside = false;  // an alias of a value from outside: an input, declared when read
+};
+
+inline IrValue tensorValue(TensorId id) {
+  IrValue v;
+  v.tensor = id;
+  return v;
+}
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder(const Model& model, const std::vector<NodeSupport>& support,
+                 const std::vector<int>& nodes, const std::string& name,
+                 const std::set<std::string>& readSwapped,
+                 const std::map<std::string, Tiling>& tiled)
+      : model_(model), support_(support), readSwapped_(readSwapped), tiled_(tiled), builder_(name) {
+    for (int n : nodes) {
+      for (const std::string& out : model.nodes[n].outputs) inside_.insert(out);
+    }
+  }
+
+  void map(int index);
+  void output(const std::string& value);
+  BuiltProgram finish() {
+    return {builder_.finish(), std::move(inputs_), std::move(outputs_), std::move(framework_)};
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& reason) const { throw BuildFailure(node_, reason); }
+  const Node& node() const { return model_.nodes[node_]; }
+  const Dims& onnxShape(const std::string& value) const { return *model_.values.at(value).shape; }
+
+  std::optional<double> scalarOf(const std::string& value) const;
+  int rankOf(const std::string& value) const;
+  TensorId tensor(const std::string& value, int rank);
+  TensorId external(const std::string& value, int rank, bool transposeHere = false);
+  std::string fresh(const std::string& base);
+  TensorId op(OpKind kind, std::vector<TensorId> in, graph::OpAttrs attrs = {},
+              const std::string& base = "");
+  void define(const std::string& value, TensorId id);
+  int irDim(const std::string& value, int64_t axis) const;
+  std::string boundValue(const std::string& value) const;
+  int castProducing(const std::string& value, graph::DType dtype) const;
+
+  void mapMatmul();
+  void mapGemm();
+  void mapBinary();
+  void mapReduce();
+  void mapSoftmax();
+  void mapRotateHalf();
+
+  const Model& model_;
+  const std::vector<NodeSupport>& support_;
+  const std::set<std::string>& readSwapped_;
+  const std::map<std::string, Tiling>& tiled_;
+  graph::GraphBuilder builder_;
+  std::set<std::string> inside_;
+  std::map<std::string, IrValue> values_;
+  std::map<std::string, std::pair<TensorId, int>> externals_;  // value -> (input, rank)
+  std::set<std::string> names_;
+  std::vector<BoundInput> inputs_;
+  std::vector<BoundOutput> outputs_;
+  std::set<int> framework_;
+  int node_ = -1;
+};
+
+
+}  // namespace mugraph::onnx_import::detail
