@@ -34,11 +34,7 @@ def entry_path(version, target, program_hash, program_text):
 
 def load(path):
     """The entry's result.json, or None where there is no complete entry."""
-    try:
-        with open(os.path.join(path, RESULT_FILE)) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+    return load_json(os.path.join(path, RESULT_FILE))
 
 
 def store(path, fill):
@@ -74,6 +70,7 @@ def decision_path(*parts):
 
 
 def load_json(path):
+    """The JSON file's value, or None where it is missing or unreadable."""
     try:
         with open(path) as f:
             return json.load(f)

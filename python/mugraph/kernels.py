@@ -28,7 +28,7 @@ class BoundVariant:
         # The FX values' strides: aten nodes downstream may depend on them (a view of a
         # transpose), so the outputs keep them; dense where not given.
         self.output_strides = [list(s) for s in output_strides] if output_strides else \
-            [_dense_strides(shape) for shape in self.output_shapes]
+            [list(torch.empty(shape, device="meta").stride()) for shape in self.output_shapes]
         for shape, t in zip(self.output_shapes, self.outputs):
             if _numel(shape) * _DTYPES[t["dtype"]].itemsize != t["bytes"]:
                 raise _capi.MugraphError(f"{directory}: output {t['name']} holds {t['bytes']} "
@@ -104,14 +104,6 @@ def _with_strides(x, stride):
     if all(size == 1 or a == b for size, a, b in zip(x.shape, x.stride(), stride)):
         return x
     return torch.empty_strided(x.shape, stride, dtype=x.dtype, device=x.device).copy_(x)
-
-
-def _dense_strides(shape):
-    strides, step = [], 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(int(d), 1)
-    return strides[::-1]
 
 
 def _numel(shape):
