@@ -56,6 +56,7 @@ void addAttrs(Hasher& h, OpKind kind, const OpAttrs& attrs) {
   if (info.hasDim) h.add(static_cast<uint64_t>(attrs.dim));
   if (info.hasTo) h.add(static_cast<uint64_t>(attrs.to));
   if (info.hasScale) h.add(attrs.scale);
+  if (info.hasQueries) h.add(static_cast<uint64_t>(attrs.queries));
 }
 
 uint64_t computeHash(OpKind kind, const OpAttrs& attrs, std::vector<uint64_t> operands) {

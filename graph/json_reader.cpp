@@ -177,12 +177,13 @@ std::vector<std::string_view> attrKeys(OpKind kind) {
   if (info.hasDim) keys.push_back("dim");
   if (info.hasTo) keys.push_back("to");
   if (info.hasScale) keys.push_back("c");
+  if (info.hasQueries) keys.push_back("queries");
   return keys;
 }
 
 OpAttrs readAttrs(const JsonReader& op, OpKind kind) {
   const OpInfo& info = opInfo(kind);
-  for (std::string_view key : {"dim", "to", "c"}) {
+  for (std::string_view key : {"dim", "to", "c", "queries"}) {
     const std::vector<std::string_view> allowed = attrKeys(kind);
     if (op.has(key) && std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       op.at(key).fail("op '" + std::string(info.name) + "' takes no attribute '" +
@@ -193,6 +194,9 @@ OpAttrs readAttrs(const JsonReader& op, OpKind kind) {
   if (info.hasDim) attrs.dim = static_cast<int>(op.at("dim").integer(0, kMaxRank - 1));
   if (info.hasTo && op.has("to")) attrs.to = op.at("to").integer(1, int64_t{1} << 31);
   if (info.hasScale) attrs.scale = op.at("c").number();
+  if (info.hasQueries && op.has("queries")) {
+    attrs.queries = op.at("queries").integer(0, int64_t{1} << 31);
+  }
   return attrs;
 }
 
@@ -201,6 +205,7 @@ void writeAttrs(nlohmann::json& op, OpKind kind, const OpAttrs& attrs) {
   if (info.hasDim) op["dim"] = attrs.dim;
   if (info.hasTo) op["to"] = attrs.to;
   if (info.hasScale) op["c"] = attrs.scale;
+  if (info.hasQueries && attrs.queries > 0) op["queries"] = attrs.queries;
 }
 
 TensorDesc readTensorDesc(const JsonReader& desc) {

@@ -32,7 +32,8 @@ enum class OpKind {
   AccumMax,
   AccumRescaledSum,
   BlockGraph,
-  RotateHalf,  // last, so the kinds before it keep their numbers
+  RotateHalf,
+  CausalMask,  // last, so the kinds before it keep their numbers
 };
 
 enum class OpClass { Io, Matmul, Unary, Binary, Reduction, Accumulator, BlockGraph };
@@ -51,6 +52,7 @@ struct OpInfo {
   // random function (verify/README.md). An op of this kind (sigmoid, ...) needs only this flag
   // and its real definition (verify/number_domain.h); the field needs nothing more.
   bool uninterpreted;
+  bool hasQueries;  // takes queries= (causal_mask only)
 };
 
 const OpInfo& opInfo(OpKind kind);
@@ -72,15 +74,30 @@ inline bool isAccumulator(OpKind kind) {
 inline bool keepsShape(OpKind kind) {
   return kind == OpKind::RmsNorm || kind == OpKind::RotateHalf;
 }
+// causal_mask(x, queries=q) keeps the elements of x at or below the causal diagonal of its
+// last two dims and sets the others to -inf. Row r of the whole (kernel-level) tensor is query
+// r mod q of a sequence of q queries (q = 0: the whole row dim; q < rows holds several
+// sequences, as a GQA program folding its query heads into the rows does) and sees the key
+// columns up to its position aligned to the end of the keys: column c of `cols` is kept iff
+// c <= r mod q + (cols - q) (bottom-right alignment, what a query block at the end of a longer
+// KV cache needs). Inside a block graph, r and c are the tile's positions in the device
+// tensor (graph/tile_splits.h), so a tile entirely above the diagonal is all -inf and adds
+// nothing to a safe softmax: the code generator skips it.
+inline bool causallyKept(int64_t row, int64_t col, int64_t rows, int64_t cols, int64_t queries) {
+  const int64_t q = queries > 0 ? queries : rows;
+  return col <= row % q + (cols - q);
+}
+
 inline bool isCommutative(OpKind kind) {
   return kind == OpKind::Add || kind == OpKind::Mul;
 }
 
 // Attributes of an op; which ones are meaningful is given by OpInfo.
 struct OpAttrs {
-  int dim = -1;        // reductions, rms_norm, rotate_half
-  int64_t to = 1;      // reduce_sum: size of the reduced dim after the op
-  double scale = 1.0;  // scale, add_scalar: the constant c
+  int dim = -1;         // reductions, rms_norm, rotate_half
+  int64_t to = 1;       // reduce_sum: size of the reduced dim after the op
+  double scale = 1.0;   // scale, add_scalar: the constant c
+  int64_t queries = 0;  // causal_mask: query rows per sequence (0: the whole row dim)
 
   bool operator==(const OpAttrs&) const = default;
 };

@@ -280,15 +280,16 @@ TensorId TextParser::parseCall(Statement& s, std::string resultName) {
       const std::string key = s.next().text;
       s.next();
       const bool takes = (key == "dim" && info.hasDim) || (key == "to" && info.hasTo) ||
-                         (key == "c" && info.hasScale);
-      if (key != "dim" && key != "to" && key != "c") {
-        s.fail("unknown keyword '" + key + "' (dim=, to= or c=)");
+                         (key == "c" && info.hasScale) || (key == "queries" && info.hasQueries);
+      if (key != "dim" && key != "to" && key != "c" && key != "queries") {
+        s.fail("unknown keyword '" + key + "' (dim=, to=, c= or queries=)");
       }
       if (!takes) s.fail(opText + " takes no '" + key + "='");
       if (!keywords.insert(key).second) s.fail("'" + key + "=' is given twice");
       if (key == "dim") attrs.dim = static_cast<int>(s.integer("dim=", 0, kMaxRank - 1));
       if (key == "to") attrs.to = s.integer("to=", 1, kMaxDimSize);
       if (key == "c") attrs.scale = s.number("c=");
+      if (key == "queries") attrs.queries = s.integer("queries=", 1, kMaxDimSize);
     } else if (s.peek().kind == TokenKind::Identifier && s.isPunct("(", 1)) {
       operands.push_back(parseCall(s, ""));
     } else if (s.peek().kind == TokenKind::Identifier) {
@@ -442,6 +443,9 @@ std::string programToText(const Program& program) {
     if (info.hasDim) out += ", dim=" + std::to_string(op.attrs.dim);
     if (info.hasTo && op.attrs.to != 1) out += ", to=" + std::to_string(op.attrs.to);
     if (info.hasScale) out += ", c=" + formatNumber(op.attrs.scale);
+    if (info.hasQueries && op.attrs.queries > 0) {
+      out += ", queries=" + std::to_string(op.attrs.queries);
+    }
     out += ")\n";
   }
   for (TensorId t : program.outputs) out += "output " + program.tensors[t].name + "\n";

@@ -95,6 +95,10 @@ void checkAttrs(OpKind kind, const OpAttrs& attrs, const Operand& first) {
     }
   }
   if (info.hasScale && !std::isfinite(attrs.scale)) fail(kind, ops, "c must be a finite number");
+  if (info.hasQueries) {
+    if (first.shape.size() < 2) fail(kind, ops, "needs a tensor of rank 2 or more (rows, keys)");
+    if (attrs.queries < 0) fail(kind, ops, "queries= must be 0 (all rows) or positive");
+  }
 }
 
 Inferred inferOp(OpKind kind, const OpAttrs& attrs, const std::vector<Operand>& operands) {

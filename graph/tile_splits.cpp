@@ -94,9 +94,12 @@ int64_t DimSplit::parts() const {
 
 int64_t DimSplit::iterations() const { return loop ? ceilDiv(blockTile, tile) : 1; }
 
+int64_t DimSplit::start(int64_t part, int64_t iteration) const {
+  return (gridAxis == kReplicated ? 0 : part * blockTile) + (loop ? iteration * tile : 0);
+}
+
 int64_t DimSplit::realExtent(int64_t part, int64_t iteration) const {
-  const int64_t start = (gridAxis == kReplicated ? 0 : part * blockTile) +
-                        (loop ? iteration * tile : 0);
+  const int64_t start = this->start(part, iteration);
   const int64_t partEnd =
       gridAxis == kReplicated ? extent : std::min(extent, (part + 1) * blockTile);
   return std::max<int64_t>(0, std::min(tile, partEnd - start));

@@ -33,6 +33,9 @@ struct DimSplit {
   int64_t tile = 1;             // t2: the tile (elements between consecutive iterations)
 
   bool partial() const;  // some block or iteration sees fewer than `tile` real elements
+  // Position in the device dim of the tile's first element in block part `part` (along
+  // gridAxis) at `iteration`.
+  int64_t start(int64_t part, int64_t iteration) const;
   // Real elements of the tile in block part `part` (along gridAxis) at `iteration`.
   int64_t realExtent(int64_t part, int64_t iteration) const;
   int64_t parts() const;       // blocks along gridAxis (1 when not grid-cut)

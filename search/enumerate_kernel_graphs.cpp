@@ -91,7 +91,7 @@ std::string futureOf(const PartialSchedule& state) {
   for (size_t o = static_cast<size_t>(state.position); o < flow.ops.size(); ++o) {
     const FlowOp& op = flow.ops[o];
     key << " (" << static_cast<int>(op.kind) << ' ' << op.output << ' ' << op.attrs.dim << ' '
-        << op.attrs.to << ' ' << op.rescaledCombine;
+        << op.attrs.to << ' ' << op.attrs.queries << ' ' << op.rescaledCombine;
     for (int t : op.inputs) key << ' ' << t;
     key << " r";
     for (int v : op.reducedVars) key << ' ' << v;

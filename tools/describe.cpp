@@ -24,6 +24,7 @@ std::string attrText(OpKind kind, const OpAttrs& attrs) {
   if (info.hasDim) out << ", dim=" << attrs.dim;
   if (info.hasTo && attrs.to != 1) out << ", to=" << attrs.to;
   if (info.hasScale) out << ", c=" << attrs.scale;
+  if (info.hasQueries && attrs.queries > 0) out << ", queries=" << attrs.queries;
   return out.str();
 }
 

@@ -38,6 +38,8 @@ const char* kindName(ExprKind kind) {
       return "rms_norm";
     case ExprKind::RotateHalf:
       return "rotate_half";
+    case ExprKind::CausalMask:
+      return "causal_mask";
   }
   return "?";
 }
@@ -158,6 +160,9 @@ AbstractExprRef AbstractExpr::rmsNorm(int64_t n, AbstractExprRef a) {
 AbstractExprRef AbstractExpr::rotateHalf(AbstractExprRef a) {
   return make(ExprKind::RotateHalf, "", 0, 0, {std::move(a)});
 }
+AbstractExprRef AbstractExpr::causalMask(AbstractExprRef a) {
+  return make(ExprKind::CausalMask, "", 0, 0, {std::move(a)});
+}
 
 namespace {
 
@@ -214,6 +219,8 @@ AbstractExprRef applyOp(OpKind kind, const graph::OpAttrs& attrs,
       return E::rmsNorm(reducedCount(*shapes[0], attrs.dim, split), in[0]);
     case OpKind::RotateHalf:
       return E::rotateHalf(in[0]);
+    case OpKind::CausalMask:
+      return E::causalMask(in[0]);
     default:
       break;
   }
@@ -385,6 +392,9 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, bool keepShifts,
       break;
     case ExprKind::RotateHalf:
       result = E::rotateHalf(in[0]);
+      break;
+    case ExprKind::CausalMask:
+      result = E::causalMask(in[0]);
       break;
     default:
       result = expr;

@@ -27,6 +27,7 @@ enum class ExprKind {
   Max,         // max(n, a): reduce_max / accum_max over n things; uninterpreted
   RmsNorm,     // rms_norm(n, a); uninterpreted
   RotateHalf,  // rotate_half(a): RoPE's signed lane permutation; only x ⊑ rotate_half(x)
+  CausalMask,  // causal_mask(a): a with the elements above the diagonal -inf; only x ⊑ it
 };
 
 class AbstractExpr;
@@ -52,6 +53,7 @@ class AbstractExpr {
   static AbstractExprRef max(int64_t n, AbstractExprRef a);  // max(1, a) returns a
   static AbstractExprRef rmsNorm(int64_t n, AbstractExprRef a);
   static AbstractExprRef rotateHalf(AbstractExprRef a);
+  static AbstractExprRef causalMask(AbstractExprRef a);
 
   ExprKind kind() const { return kind_; }
   const std::string& name() const { return name_; }  // Input only

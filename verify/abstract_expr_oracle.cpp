@@ -97,6 +97,8 @@ class Encoder {
         return v_.rmsNorm(extent(), encode(in[0]));
       case ExprKind::RotateHalf:
         return v_.rotateHalf(encode(in[0]));
+      case ExprKind::CausalMask:
+        return v_.causalMask(encode(in[0]));
     }
     throw std::logic_error("unknown abstract expression kind");
   }

@@ -102,6 +102,36 @@ void unary(graph::OpKind kind, const graph::OpAttrs& attrs, const TrialMeaning& 
   }
 }
 
+// causal_mask (graph/ops.h): the elements above the causal diagonal become -inf. `frame` places
+// x's last two dims in the whole tensor.
+template <class T>
+void causalMask(const HostTensor<T>& x, const graph::OpAttrs& attrs, const MaskFrame& frame,
+                HostTensor<T>& out) {
+  const size_t rank = x.shape.size();
+  const int64_t tileRows = x.shape[rank - 2];
+  const int64_t tileCols = x.shape[rank - 1];
+  const int64_t rows = frame.rows > 0 ? frame.rows : tileRows;
+  const int64_t cols = frame.cols > 0 ? frame.cols : tileCols;
+  const int64_t queries = attrs.queries > 0 ? attrs.queries : rows;
+  if (rows % queries != 0 || cols < queries) {
+    throw UserError("causal_mask", "needs queries=" + std::to_string(queries) +
+                                       " to divide the " + std::to_string(rows) +
+                                       " rows and at most the " + std::to_string(cols) + " keys");
+  }
+  const T masked = NumberDomain<T>::negInf();
+  const int64_t matrices = static_cast<int64_t>(x.data.size()) / (tileRows * tileCols);
+  forChunks(matrices * tileRows, tileCols, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t row = frame.row + r % tileRows;
+      for (int64_t c = 0; c < tileCols; ++c) {
+        const size_t at = static_cast<size_t>(r * tileCols + c);
+        out.data[at] =
+            graph::causallyKept(row, frame.col + c, rows, cols, queries) ? x.data[at] : masked;
+      }
+    }
+  });
+}
+
 // Element-wise binary op; a size-1 dim of either operand broadcasts (stride 0).
 template <class T>
 void binary(graph::OpKind kind, const HostTensor<T>& a, const HostTensor<T>& b,
@@ -256,7 +286,7 @@ namespace mugraph::verify {
 template <class T>
 HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
                       const std::vector<const HostTensor<T>*>& operands,
-                      const TrialMeaning& meaning) {
+                      const TrialMeaning& meaning, const MaskFrame& frame) {
   const std::string opText(graph::opName(kind));
   const graph::OpClass opClass = graph::opInfo(kind).opClass;
   if (opClass == graph::OpClass::Io || opClass == graph::OpClass::Accumulator ||
@@ -277,7 +307,11 @@ HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
       detail::matmul(*operands[0], *operands[1], out);
       break;
     case graph::OpClass::Unary:
-      detail::unary(kind, attrs, meaning, *operands[0], out);
+      if (kind == graph::OpKind::CausalMask) {
+        detail::causalMask(*operands[0], attrs, frame, out);
+      } else {
+        detail::unary(kind, attrs, meaning, *operands[0], out);
+      }
       break;
     case graph::OpClass::Binary:
       detail::binary(kind, *operands[0], *operands[1], out);

@@ -21,6 +21,7 @@ AxiomVocabulary::AxiomVocabulary(z3::context& context)
       max(context.function("max", context.int_sort(), term, term)),
       rmsNorm(context.function("rms_norm", context.int_sort(), term, term)),
       rotateHalf(context.function("rotate_half", term, term)),
+      causalMask(context.function("causal_mask", term, term)),
       constant(context.function("const", context.real_sort(), term)),
       contains(context.function("contains", term, context.bool_sort())) {}
 
@@ -199,6 +200,8 @@ const std::vector<Axiom>& axiomTable() {
        [](const D& d) { return d.within(d.x, d.rmsNorm(d.n, d.x)); }},
       {"in-rotate-half", K::Subexpression, "x ⊑ rotate_half(x)",
        [](const D& d) { return d.within(d.x, d.rotateHalf(d.x)); }},
+      {"in-causal-mask", K::Subexpression, "x ⊑ causal_mask(x)",
+       [](const D& d) { return d.within(d.x, d.causalMask(d.x)); }},
       // A split reduction computes part of the sum (or max) first: a partial sum over m of the
       // k terms is a subexpression of the full one when m <= k (m need not divide k: with
       // partial tiles the parts are unequal, graph/tile_splits.h).

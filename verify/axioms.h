@@ -22,7 +22,8 @@ struct AxiomVocabulary {
 
   z3::context& ctx;
   z3::sort term;
-  z3::func_decl add, mul, div, exp, sum, sqrt, silu, sigmoid, max, rmsNorm, rotateHalf, constant;
+  z3::func_decl add, mul, div, exp, sum, sqrt, silu, sigmoid, max, rmsNorm, rotateHalf, causalMask,
+      constant;
   z3::func_decl contains;
 };
 
@@ -47,6 +48,7 @@ class AxiomDsl {
   z3::expr sigmoid(const z3::expr& p) const { return v_.sigmoid(p); }
   z3::expr max(const z3::expr& extent, const z3::expr& p) const { return v_.max(extent, p); }
   z3::expr rotateHalf(const z3::expr& p) const { return v_.rotateHalf(p); }
+  z3::expr causalMask(const z3::expr& p) const { return v_.causalMask(p); }
   z3::expr rmsNorm(const z3::expr& extent, const z3::expr& p) const {
     return v_.rmsNorm(extent, p);
   }

@@ -108,6 +108,8 @@ template <>
 struct NumberDomain<DegreeValue> {
   using D = DegreeValue;
   static D zero() { return D{-1, 0, 0, 1}; }
+  // -inf is a constant: it adds no degree (exp of it is 0 in the field).
+  static D negInf() { return constant(-1.0); }
   static D constant(double c) {
     if (c == 0.0) return zero();
     uint64_t bits;

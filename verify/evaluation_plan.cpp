@@ -108,7 +108,8 @@ BlockPlan planBlockGraph(const graph::KernelGraph& graph, const graph::KernelOp&
   const std::vector<graph::Phase> phases = graph::blockTensorPhases(block);
   std::vector<Dims> inputShapes;
   for (TensorId t : kernel.inputs) inputShapes.push_back(graph.tensors[t].shape);
-  const std::vector<graph::TileSplit> splits = graph::blockTileSplits(block, inputShapes);
+  plan.splits = graph::blockTileSplits(block, inputShapes);
+  const std::vector<graph::TileSplit>& splits = plan.splits;
   plan.shortenedLoop = graph::shortenedLoop(splits);
   for (const graph::BlockOp& op : block.ops) {
     BlockStep step{op.kind, op.inputs, op.output, op.attrs, -1};
@@ -169,6 +170,17 @@ std::array<int64_t, graph::kMaxRank> TilePlacement::offset(const BlockIndex& blo
   }
   if (loopDim != graph::kReplicated) result[pad + loopDim] += iteration * loopStep;
   return result;
+}
+
+MaskFrame BlockPlan::maskFrame(graph::TensorId tile, const BlockIndex& block,
+                               int64_t iteration) const {
+  const graph::TileSplit& split = splits.at(tile);
+  const size_t rank = split.size();
+  const auto startOf = [&](const graph::DimSplit& cut) {
+    return cut.start(cut.gridAxis == graph::kReplicated ? 0 : block[cut.gridAxis], iteration);
+  };
+  return MaskFrame{startOf(split[rank - 2]), startOf(split[rank - 1]), split[rank - 2].extent,
+                   split[rank - 1].extent};
 }
 
 int64_t BlockPlan::iterationsOf(const BlockIndex& block) const {

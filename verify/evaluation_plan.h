@@ -11,6 +11,7 @@
 
 #include "graph/ir.h"
 #include "graph/tile_splits.h"
+#include "verify/interpreter.h"
 
 namespace mugraph::verify {
 
@@ -69,6 +70,9 @@ struct BlockPlan {
   int64_t iterationsOf(const BlockIndex& block) const;
   int tileCount = 0;
   std::vector<graph::Dims> tileShapes;
+  std::vector<graph::TileSplit> splits;  // per tile: how its dims walk the device dims
+  // Where `tile`'s last two dims sit in block `block` at `iteration` (for causal_mask).
+  MaskFrame maskFrame(graph::TensorId tile, const BlockIndex& block, int64_t iteration) const;
   std::vector<TilePlacement> placements;
   std::vector<BlockStep> perIteration;  // inputs, per-iteration ops, accumulator updates
   std::vector<BlockStep> postLoop;      // ops after the accumulators, once per block

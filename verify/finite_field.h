@@ -26,10 +26,13 @@ struct FieldParameters {
 
 struct FieldElement {
   static constexpr uint32_t kNoQPart = 0xFFFFFFFFu;  // the q-part after an exp (⊥)
-  uint32_t a = 0;                                    // value mod p
-  uint32_t b = 0;                                    // value mod q, or kNoQPart
+  // -inf, what causal_mask writes above the diagonal: no residue (a < p < 2^32 - 1).
+  static constexpr uint32_t kNegInf = 0xFFFFFFFFu;
+  uint32_t a = 0;  // value mod p, or kNegInf
+  uint32_t b = 0;  // value mod q, or kNoQPart
 
   bool hasQPart() const { return b != kNoQPart; }
+  bool isNegInf() const { return a == kNegInf; }
   bool operator==(const FieldElement&) const = default;
 };
 
@@ -112,19 +115,28 @@ struct NumberDomain<FieldElement> {
 
   static F zero() { return F{0, 0}; }
   static F constant(double c) { return field::fromRational(c); }
+  // -inf absorbs the arithmetic around it (-inf - m, -inf · c for the positive scales a
+  // softmax applies), exp takes it to 0 and max ranks it below every value: exactly what a
+  // masked score does in a safe softmax, so schedules that skip masked tiles agree with ones
+  // that compute them (verify/README.md).
+  static F negInf() { return F{F::kNegInf, F::kNoQPart}; }
   static F add(F x, F y) {
+    if (x.isNegInf() || y.isNegInf()) return negInf();
     const bool qPart = x.hasQPart() && y.hasQPart();
     return F{field::addMod(x.a, y.a, p), qPart ? field::addMod(x.b, y.b, q) : F::kNoQPart};
   }
   static F sub(F x, F y) {
+    if (x.isNegInf() || y.isNegInf()) return negInf();
     const bool qPart = x.hasQPart() && y.hasQPart();
     return F{field::subMod(x.a, y.a, p), qPart ? field::subMod(x.b, y.b, q) : F::kNoQPart};
   }
   static F mul(F x, F y) {
+    if (x.isNegInf() || y.isNegInf()) return negInf();
     const bool qPart = x.hasQPart() && y.hasQPart();
     return F{field::mulModP(x.a, y.a), qPart ? field::mulModQ(x.b, y.b) : F::kNoQPart};
   }
   static F div(F x, F y) {
+    if (x.isNegInf() || y.isNegInf()) return negInf();
     if (y.a == 0 || y.b == 0) throw ZeroDivisorInTrial("division by zero in a fingerprint trial");
     const bool qPart = x.hasQPart() && y.hasQPart();
     return F{field::mulModP(x.a, field::inverseModP(y.a)),
@@ -134,6 +146,7 @@ struct NumberDomain<FieldElement> {
   // has no exponent to raise ω to: its exp is the p-part of a random function of it, so equal
   // arguments still agree, but exp(x + y) = exp(x)·exp(y) is not honoured for such values.
   static F exp(F x, const TrialMeaning& meaning) {
+    if (x.isNegInf()) return F{0, F::kNoQPart};
     if (!x.hasQPart()) {
       return F{field::randomFunction(x, field::functionKey(meaning.key, graph::OpKind::Exp)).a,
                F::kNoQPart};
@@ -152,6 +165,8 @@ struct NumberDomain<FieldElement> {
   // iterations selects exactly what the whole max does. With `arbitraryMax`, a random function
   // of the ordered pair instead (see TrialMeaning).
   static F max(F x, F y, const TrialMeaning& meaning) {
+    if (x.isNegInf()) return y;
+    if (y.isNegInf()) return x;
     if (meaning.arbitraryMax) return field::randomFunction(x, y, meaning.key);
     return field::orderRank(x, meaning.key) >= field::orderRank(y, meaning.key) ? x : y;
   }

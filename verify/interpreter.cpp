@@ -8,6 +8,6 @@ template TensorMap<double> evaluate<double>(const graph::KernelGraph& graph,
                                             const TensorMap<double>& inputs, const TrialMeaning&);
 template HostTensor<double> applyOp<double>(graph::OpKind kind, const graph::OpAttrs& attrs,
                                             const std::vector<const HostTensor<double>*>& operands,
-                                            const TrialMeaning&);
+                                            const TrialMeaning&, const MaskFrame&);
 
 }  // namespace mugraph::verify

@@ -19,11 +19,19 @@ template <class T>
 TensorMap<T> evaluate(const graph::KernelGraph& graph, const TensorMap<T>& inputs,
                       const TrialMeaning& meaning = {});
 
+// Where a causal_mask operand's last two dims sit in the whole tensor (graph/ops.h): the
+// positions of its first row and column and the whole extents. The default stands for an
+// operand that is the whole tensor.
+struct MaskFrame {
+  int64_t row = 0, col = 0;
+  int64_t rows = 0, cols = 0;  // 0: the operand's own extents
+};
+
 // One op on host tensors, as both the kernel level and the block level define it
-// (not input/output/block_graph/accumulators).
+// (not input/output/block_graph/accumulators); `frame` places a causal_mask's operand.
 template <class T>
 HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
                       const std::vector<const HostTensor<T>*>& operands,
-                      const TrialMeaning& meaning = {});
+                      const TrialMeaning& meaning = {}, const MaskFrame& frame = {});
 
 }  // namespace mugraph::verify

@@ -126,12 +126,16 @@ void accumulate(const BlockStep& step, int64_t iteration, const TrialMeaning& me
 }
 
 template <class T>
-HostTensor<T> computeStep(const BlockStep& step, const std::vector<HostTensor<T>>& tiles,
+HostTensor<T> computeStep(const BlockPlan& plan, const BlockStep& step, const BlockIndex& index,
+                          int64_t iteration, const std::vector<HostTensor<T>>& tiles,
                           const TrialMeaning& meaning) {
   std::vector<const HostTensor<T>*> operands;
   operands.reserve(step.inputs.size());
   for (graph::TensorId t : step.inputs) operands.push_back(&tiles[t]);
-  return applyOp<T>(step.kind, step.attrs, operands, meaning);
+  const MaskFrame frame = graph::opInfo(step.kind).hasQueries
+                              ? plan.maskFrame(step.inputs[0], index, iteration)
+                              : MaskFrame{};
+  return applyOp<T>(step.kind, step.attrs, operands, meaning, frame);
 }
 
 // Everything one thread block does: the for-loop over tiles, the epilogue after the
@@ -154,12 +158,12 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning
       } else if (graph::isAccumulator(step.kind)) {
         accumulate(step, iteration, meaning, tiles, previousMax);
       } else {
-        tiles[step.output] = computeStep(step, tiles, meaning);
+        tiles[step.output] = computeStep(plan, step, index, iteration, tiles, meaning);
       }
     }
   }
   for (const BlockStep& step : plan.postLoop)
-    tiles[step.output] = computeStep(step, tiles, meaning);
+    tiles[step.output] = computeStep(plan, step, index, 0, tiles, meaning);
   for (const BlockStep& step : plan.outputs) {
     const TilePlacement& placement = plan.placements[step.placement];
     const HostTensor<T>& tile = tiles[step.inputs[0]];

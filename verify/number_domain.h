@@ -46,6 +46,7 @@ template <>
 struct NumberDomain<double> {
   static double zero() { return 0.0; }
   static double constant(double c) { return c; }
+  static double negInf() { return -HUGE_VAL; }  // what causal_mask writes above the diagonal
   static double add(double a, double b) { return a + b; }
   static double sub(double a, double b) { return a - b; }
   static double mul(double a, double b) { return a * b; }

@@ -13,6 +13,33 @@ __device__ __forceinline__ float sigmoid(float x) {
   return 1.0f / (1.0f + expf(-x));
 }
 
+// Whether causal_mask (graph/ops.h) keeps column `col` of `cols` keys in row `row`, the query
+// row % queries of its sequence, aligned to the end of the keys.
+__device__ __forceinline__ bool causal_kept(int row, int col, int cols, int queries) {
+  return col <= row % queries + (cols - queries);
+}
+
+// A block whose query rows are `first`..`last` of the whole row dim, looping over key tiles of
+// `kv` columns from column `col0`: the iterations that hold a kept column for one of its rows
+// (at most `loop`). The tiles after them are entirely above the diagonal: all -inf, nothing
+// to a safe softmax, so they are never loaded.
+__device__ __forceinline__ int causal_iterations(int first, int last, int col0, int kv, int cols,
+                                                 int queries, int loop) {
+  const int lastQuery = first / queries == last / queries ? last % queries : queries - 1;
+  const int lastCol = lastQuery + cols - queries;
+  if (lastCol < col0) return 0;
+  const int needed = (lastCol - col0) / kv + 1;
+  return needed < loop ? needed : loop;
+}
+
+// Whether the key tile of `kv` columns from column `col0` is kept whole for rows first..last:
+// only tiles across the diagonal need the mask.
+__device__ __forceinline__ bool causal_tile_kept(int first, int last, int col0, int kv, int cols,
+                                                 int queries) {
+  const int firstQuery = first / queries == last / queries ? first % queries : 0;
+  return col0 + kv - 1 <= firstQuery + cols - queries;
+}
+
 __device__ __forceinline__ float max_of(float acc, float x) {
   return acc < x ? x : acc;
 }

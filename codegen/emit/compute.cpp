@@ -44,6 +44,15 @@ std::string elementwiseExpression(OpKind kind, const graph::OpAttrs& attrs,
 
 namespace {
 
+// Element-wise op `opIndex` at element `index` of its result, from operand values `x`.
+std::string expressionAt(const EmitContext& context, int opIndex,
+                         const std::vector<std::string>& x, const Index4& index) {
+  const graph::BlockOp& op = context.block().ops[opIndex];
+  if (op.kind != OpKind::CausalMask) return elementwiseExpression(op.kind, op.attrs, x);
+  const std::string iteration = plan::runsInLoop(context.plan, opIndex) ? "it" : "0";
+  return context.causalMask(op, x[0], index[2], index[3], iteration);
+}
+
 // Binds each operand's value to a named f32 (registers for chain tiles, shared reads else).
 std::vector<std::string> bindOperands(const EmitContext& context, const graph::BlockOp& op,
                                       const Index4& index,
@@ -136,12 +145,13 @@ void emitEpilogue(const EmitContext& context, int host, const std::string& value
   std::map<TensorId, std::string> registers{{result, value}};
   emitSinks(context, host, result, value, index, fragment);
   for (TensorId tile : general.ops[host].chain) {
-    const graph::BlockOp& op = context.block().ops[context.plan.producer[tile]];
+    const int producer = context.plan.producer[tile];
+    const graph::BlockOp& op = context.block().ops[producer];
     const std::string name = "f" + std::to_string(tile);
     const std::vector<std::string> operands =
         bindOperands(context, op, index, registers, name + "_in");
     context.out.line("const float " + name + " = " +
-                     elementwiseExpression(op.kind, op.attrs, operands) + ";");
+                     expressionAt(context, producer, operands, index) + ";");
     registers[tile] = name;
     emitSinks(context, host, tile, name, index, fragment);
   }
@@ -155,8 +165,7 @@ void emitComputeOp(const EmitContext& context, int opIndex) {
     case graph::OpClass::Binary: {
       const Index4 index = openElementLoop(context, extent);
       const std::vector<std::string> operands = bindOperands(context, op, index, {}, "x");
-      context.out.line("const float v = " + elementwiseExpression(op.kind, op.attrs, operands) +
-                       ";");
+      context.out.line("const float v = " + expressionAt(context, opIndex, operands, index) + ";");
       emitEpilogue(context, opIndex, "v", index, "");
       context.out.close();
       return;

@@ -194,6 +194,37 @@ std::string EmitContext::realExtent(graph::TensorId tile, int dim,
   return realExtentExpression(cut, iteration);
 }
 
+std::string EmitContext::tileStart(graph::TensorId tile, int dim,
+                                   const std::string& iteration) const {
+  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+  const graph::TileSplit& split = plan.splits.at(tile);
+  const int pad = graph::kMaxRank - static_cast<int>(split.size());
+  if (dim < pad) return "0";
+  const graph::DimSplit& cut = split[dim - pad];
+  std::string start;
+  if (cut.gridAxis != graph::kReplicated) {
+    start = std::string(kBlock[cut.gridAxis]) + " * " + std::to_string(cut.blockTile);
+  }
+  if (cut.loop && iteration != "0") {
+    start += (start.empty() ? "" : " + ") + iteration + " * " + std::to_string(cut.tile);
+  }
+  return start.empty() ? "0" : "(" + start + ")";
+}
+
+std::string EmitContext::causalMask(const graph::BlockOp& op, const std::string& x,
+                                    const std::string& row, const std::string& col,
+                                    const std::string& iteration) const {
+  const graph::TensorId tile = op.inputs[0];
+  const graph::TileSplit& split = plan.splits.at(tile);
+  const size_t rank = split.size();
+  const int64_t rows = split[rank - 2].extent;
+  const int64_t queries = op.attrs.queries > 0 ? op.attrs.queries : rows;
+  return "(mg::causal_kept(" + tileStart(tile, graph::kMaxRank - 2, iteration) + " + (" + row +
+         "), " + tileStart(tile, graph::kMaxRank - 1, iteration) + " + (" + col + "), " +
+         std::to_string(split[rank - 1].extent) + ", " + std::to_string(queries) + ") ? " + x +
+         " : mg::negative_infinity())";
+}
+
 std::string EmitContext::realCondition(graph::TensorId tile, const Index4& index,
                                        const std::string& iteration) const {
   const graph::TileSplit& split = plan.splits.at(tile);

@@ -84,6 +84,13 @@ struct EmitContext {
   // Condition that element `index` of `tile` is real, or "" where every element is.
   std::string realCondition(graph::TensorId tile, const Index4& index,
                             const std::string& iteration) const;
+  // Position in its device dim of `tile`'s first element along padded dim `dim` in this block
+  // at `iteration` (graph::DimSplit::start).
+  std::string tileStart(graph::TensorId tile, int dim, const std::string& iteration) const;
+  // causal_mask op `op` (graph/ops.h) at the element of its operand tile in tile row `row` and
+  // column `col`, whose value is `x`, at `iteration`.
+  std::string causalMask(const graph::BlockOp& op, const std::string& x, const std::string& row,
+                         const std::string& col, const std::string& iteration) const;
 };
 
 std::string storageType(graph::DType dtype);  // "float", "mg::f16", "mg::bf16"

@@ -154,8 +154,15 @@ class ThreadOwnedEmitter {
     for (TensorId in : op.inputs) x.push_back(values_[in]);
     if (!graph::isAccumulator(op.kind)) {
       values_[op.output] = "v" + std::to_string(op.output);
-      out.line("const float " + values_[op.output] + " = " +
-               elementwiseExpression(op.kind, op.attrs, x) + ";");
+      std::string value;
+      if (op.kind == OpKind::CausalMask) {
+        const Index4 index = tileIndex(context_, op.inputs[0], index_);
+        value = context_.causalMask(op, x[0], index[2], index[3],
+                                    plan::runsInLoop(context_.plan, opIndex) ? "it" : "0");
+      } else {
+        value = elementwiseExpression(op.kind, op.attrs, x);
+      }
+      out.line("const float " + values_[op.output] + " = " + value + ";");
       return;
     }
     const std::string& acc = values_[op.output];

@@ -59,8 +59,62 @@ class AttentionEmitter {
         loop &&
         declareBlockIterations(
             context_, loop->gridAxis == graph::kReplicated ? "0" : kWarpgroupTile[loop->gridAxis]);
+    const int mask = causalMaskOp();
+    if (mask >= 0) {
+      out_.line("const int mg_causal_iterations = mg::causal_iterations(" + causalRows(mask) +
+                ", " + context_.tileStart(block_.ops[mask].inputs[0], graph::kMaxRank - 1, "0") +
+                ", " + str(at_.kv) + ", " + causalShape(mask) + ", " + str(block_.forloop) + ");");
+    }
     out_.open("for (int it = 0; it < " + str(block_.forloop) + "; ++it)");
     if (shortened) out_.line("if (it >= mg_iterations) break;");
+    if (mask >= 0) out_.line("if (it >= mg_causal_iterations) break;");
+  }
+
+  // The causal_mask op on S, or -1: with it the loop stops after the last key tile below the
+  // diagonal, and only tiles across it are masked.
+  int causalMaskOp() const {
+    for (size_t o = 0; o < block_.ops.size(); ++o) {
+      const graph::BlockOp& op = block_.ops[o];
+      if (op.kind == graph::OpKind::CausalMask && at_.roles[op.output] == plan::FragmentRole::S) {
+        return static_cast<int>(o);
+      }
+    }
+    return -1;
+  }
+  // "first, last": the block's query rows in the whole row dim.
+  std::string causalRows(int mask) const {
+    const graph::TensorId tile = block_.ops[mask].inputs[0];
+    const graph::DimSplit& rows = context_.plan.splits.at(tile).end()[-2];
+    const std::string first = context_.tileStart(tile, graph::kMaxRank - 2, "0");
+    return first + ", min(" + first + " + " + str(at_.rows) + ", " + str(rows.extent) + ") - 1";
+  }
+  // "cols, queries" of the mask (graph/ops.h).
+  std::string causalShape(int mask) const {
+    const graph::BlockOp& op = block_.ops[mask];
+    const graph::TileSplit& split = context_.plan.splits.at(op.inputs[0]);
+    const int64_t rows = split.end()[-2].extent;
+    return str(split.back().extent) + ", " + str(op.attrs.queries > 0 ? op.attrs.queries : rows);
+  }
+
+  // causal_mask on S: a copy where the tile is below the diagonal, the mask across it.
+  void emitCausalMask(int index) {
+    const graph::BlockOp& op = block_.ops[index];
+    const std::string x = name(op.inputs[0]);
+    const std::string result = name(op.output);
+    const std::string colStart = context_.tileStart(op.inputs[0], graph::kMaxRank - 1, "it");
+    out_.open("if (mg::causal_tile_kept(" + causalRows(index) + ", " + colStart + ", " +
+              str(at_.kv) + ", " + causalShape(index) + "))");
+    out_.line("#pragma unroll");
+    out_.line("for (int f = 0; f < " + str(at_.kv / 2) + "; ++f) " + result + "[f] = " + x +
+              "[f];");
+    out_.reopen("else");
+    const std::string row = "consumer * " + str(at_.limits.wgmmaRows) +
+                            " + warp * 16 + (lane >> 2) + ((f >> 1) & 1) * 8";
+    const std::string col = "(f >> 2) * 8 + ((lane & 3) << 1) + (f & 1)";
+    out_.line("#pragma unroll");
+    out_.line("for (int f = 0; f < " + str(at_.kv / 2) + "; ++f) " + result +
+              "[f] = " + context_.causalMask(op, x + "[f]", row, col, "it") + ";");
+    out_.close();
   }
   int64_t width(plan::FragmentRole role) const {
     return role == plan::FragmentRole::S   ? at_.kv / 2
@@ -163,9 +217,13 @@ class AttentionEmitter {
       std::vector<std::string> operands;
       for (graph::TensorId t : op.inputs) operands.push_back(operand(t, role));
       out_.line("float " + name(op.output) + "[" + str(width(role)) + "];");
-      out_.line("#pragma unroll");
-      out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
-                "[f] = " + elementwiseExpression(op.kind, op.attrs, operands) + ";");
+      if (op.kind == graph::OpKind::CausalMask) {
+        emitCausalMask(index);
+      } else {
+        out_.line("#pragma unroll");
+        out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
+                  "[f] = " + elementwiseExpression(op.kind, op.attrs, operands) + ";");
+      }
       const std::string real = role == plan::FragmentRole::S ? realKv(op.output) : "";
       if (!real.empty() && summedOverKv(op.output)) {
         // Only the last iteration of a partial sequence has padding to zero.

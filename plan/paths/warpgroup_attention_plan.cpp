@@ -51,6 +51,8 @@ std::optional<std::vector<FragmentRole>> attentionRoles(const KernelPlan& plan, 
       }
       if (s && o) return std::nullopt;
       role = s ? FragmentRole::S : o ? FragmentRole::O : FragmentRole::Row;
+      // The mask needs each element's key position: only S's layout gives it.
+      if (op.kind == OpKind::CausalMask && role != FragmentRole::S) return std::nullopt;
       (void)row;
     } else if (op.kind == OpKind::ReduceMax || op.kind == OpKind::ReduceSum) {
       if (roles[op.inputs[0]] != FragmentRole::S || op.attrs.dim != last) return std::nullopt;
