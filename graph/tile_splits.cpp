@@ -8,7 +8,9 @@
 namespace mugraph::graph {
 namespace {
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceilDiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 std::string dimText(int dim, const std::string& name, int64_t n) {
   return "dim " + std::to_string(dim) + " of '" + name + "' (size " + std::to_string(n) + ")";
@@ -92,7 +94,9 @@ int64_t DimSplit::parts() const {
   return gridAxis == kReplicated ? 1 : ceilDiv(extent, blockTile);
 }
 
-int64_t DimSplit::iterations() const { return loop ? ceilDiv(blockTile, tile) : 1; }
+int64_t DimSplit::iterations() const {
+  return loop ? ceilDiv(blockTile, tile) : 1;
+}
 
 int64_t DimSplit::start(int64_t part, int64_t iteration) const {
   return (gridAxis == kReplicated ? 0 : part * blockTile) + (loop ? iteration * tile : 0);

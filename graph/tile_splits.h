@@ -17,6 +17,7 @@
 // along a for-loop dim; an output is written along its grid-cut dims up to n.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,11 +27,11 @@
 namespace mugraph::graph {
 
 struct DimSplit {
-  int64_t extent = 1;           // n: elements of the device dim (or of the tile, if not cut)
-  int gridAxis = kReplicated;   // the grid axis cutting it into parts, or kReplicated
-  int64_t blockTile = 1;        // t1: elements between consecutive blocks' parts
-  bool loop = false;            // the for-loop cuts the part into iterations
-  int64_t tile = 1;             // t2: the tile (elements between consecutive iterations)
+  int64_t extent = 1;          // n: elements of the device dim (or of the tile, if not cut)
+  int gridAxis = kReplicated;  // the grid axis cutting it into parts, or kReplicated
+  int64_t blockTile = 1;       // t1: elements between consecutive blocks' parts
+  bool loop = false;           // the for-loop cuts the part into iterations
+  int64_t tile = 1;            // t2: the tile (elements between consecutive iterations)
 
   bool partial() const;  // some block or iteration sees fewer than `tile` real elements
   // Position in the device dim of the tile's first element in block part `part` (along
@@ -75,6 +76,18 @@ bool hasPartialTiles(const std::vector<TileSplit>& splits);
 // The loop cut that gives some block fewer real iterations than the loop has, or nothing
 // (then every block runs every iteration).
 std::optional<DimSplit> shortenedLoop(const std::vector<TileSplit>& splits);
+
+// Of a loop over key tiles of `kv` columns from column `col0`, the iterations a block of query
+// rows first..last needs (at most `loop`): the tiles after them are entirely above the diagonal
+// (all -inf, nothing to a safe softmax). The device header's mg::causal_iterations is this
+// formula for the kernel; the cost model counts with this one.
+inline int64_t causalIterations(int64_t first, int64_t last, int64_t col0, int64_t kv, int64_t cols,
+                                int64_t queries, int64_t loop) {
+  const int64_t lastQuery = first / queries == last / queries ? last % queries : queries - 1;
+  const int64_t lastCol = lastQuery + cols - queries;
+  if (lastCol < col0) return 0;
+  return std::min(loop, (lastCol - col0) / kv + 1);
+}
 
 // "1030 = 8 × 128 + 6": how a partial dim is cut, for messages and `mugraph show`.
 std::string splitText(const DimSplit& split);

@@ -44,7 +44,9 @@ std::vector<Target> makeTargets() {
              .warpgroup = {},
              .memoryBytesPerSecond = 1.7e12,  // nominal 2.0 TB/s HBM2e; copies reach ~85%
              .tensorFlopsPerSecond = 280e12,  // nominal 312 TFLOP/s; cuBLAS reaches ~90%
-             .syncMmaFlopsPerSecond = 280e12},
+             .syncMmaFlopsPerSecond = 280e12,
+             .registerOpsPerSecond = 108 * 64 * 1.41e9,  // 64 f32 lanes per SM at 1.41 GHz
+             .expPerSecond = 108 * 16 * 1.41e9},
       Target{.name = "sm_90",
              .computeCapability = 90,
              .devices = "H100 SXM5, H200",
@@ -62,7 +64,9 @@ std::vector<Target> makeTargets() {
              .memoryBytesPerSecond = 3.0e12,  // H100 device copy, measured 3.02 TB/s
              .tensorFlopsPerSecond = 700e12,  // cuBLAS f16 4096^3 on an H100: 704 TFLOP/s
              // Our mma.sync GEMM at 4096^3 on an H100 (docs/measurements/bench_gpu_*): 267
-             .syncMmaFlopsPerSecond = 270e12},
+             .syncMmaFlopsPerSecond = 270e12,
+             .registerOpsPerSecond = 132 * 128 * 1.755e9,  // 128 f32 lanes per SM, 1.755 GHz
+             .expPerSecond = 132 * 16 * 1.755e9},
   };
 }
 

@@ -65,6 +65,10 @@ struct Target {
   double memoryBytesPerSecond;   // device copy bandwidth
   double tensorFlopsPerSecond;   // dense f16 matmul with f32 accumulation, the fastest path
   double syncMmaFlopsPerSecond;  // the same through mma.sync (the path of sm_80)
+  // Element-wise f32 work on registers (the warpgroup path's chains): one op per lane per clock
+  // on every multiprocessor, and exp on the special-function units (16 per clock there).
+  double registerOpsPerSecond;
+  double expPerSecond;
 
   // Shared memory per block that still lets `blocks` blocks reside on one multiprocessor.
   int64_t sharedBytesForBlocksPerSm(int blocks) const;

@@ -27,6 +27,7 @@ double matmulFlops(const graph::Dims& a, const graph::Dims& out) {
 
 struct KernelWork {
   double bytes = 0, tensorFlops = 0, syncMmaFlops = 0, generalMatmulFlops = 0, vectorFlops = 0;
+  double registerOps = 0, exps = 0;  // element-wise work on registers (the warpgroup path)
   double blocks = 1, blocksPerSm = 1, serialSteps = 0;
   double stepMicroseconds = 0;      // latency of one for-loop step
   double postLoopMicroseconds = 0;  // of the ops after the loop
@@ -45,13 +46,37 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
   const double compute =
       (w.tensorFlops / target.tensorFlopsPerSecond + w.syncMmaFlops / target.syncMmaFlopsPerSecond +
        w.generalMatmulFlops / c.generalMatmulFlopsPerSecond +
-       w.vectorFlops / c.vectorFlopsPerSecond) /
+       w.vectorFlops / c.vectorFlopsPerSecond + w.registerOps / target.registerOpsPerSecond +
+       w.exps / target.expPerSecond) /
       smFraction;
   const double waves = std::ceil(w.blocks / (sms * w.blocksPerSm));
   const double latency =
       waves * (w.serialSteps * w.stepMicroseconds + w.postLoopMicroseconds) * 1e-6;
   const double blockLoads = waves * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
   return c.launchMicroseconds + 1e6 * std::max({memory, compute, latency, blockLoads});
+}
+
+// The share of its loop iterations a kernel runs: below 1 for causal attention on the warpgroup
+// path, which stops each block of query rows after the last key tile below the diagonal.
+double causalShareOfIterations(const plan::KernelPlan& planned) {
+  const graph::BlockGraph& block = *planned.block;
+  if (!planned.as<plan::WarpgroupAttentionPlan>() || block.forloop < 2) return 1.0;
+  for (const graph::BlockOp& op : block.ops) {
+    if (op.kind != OpKind::CausalMask) continue;
+    const graph::TileSplit& split = planned.splits.at(op.inputs[0]);
+    const graph::DimSplit& rows = split[split.size() - 2];
+    const graph::DimSplit& cols = split.back();
+    const int64_t queries = op.attrs.queries > 0 ? op.attrs.queries : rows.extent;
+    double run = 0;
+    for (int64_t part = 0; part < rows.parts(); ++part) {
+      const int64_t first = rows.start(part, 0);
+      const int64_t last = std::min(first + rows.tile, rows.extent) - 1;
+      run += static_cast<double>(graph::causalIterations(first, last, cols.start(0, 0), cols.tile,
+                                                         cols.extent, queries, block.forloop));
+    }
+    return run / static_cast<double>(rows.parts() * block.forloop);
+  }
+  return 1.0;
 }
 
 KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const plan::Target& target,
@@ -79,6 +104,8 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
     return c.opMicroseconds + c.elementMicroseconds * std::ceil(elements / threads);
   };
   const std::vector<graph::Phase>& phase = planned.phases;
+  const double loopShare = causalShareOfIterations(planned);
+  w.serialSteps *= loopShare;
   double tileReads = 0;
   for (size_t o = 0; o < block.ops.size(); ++o) {
     const graph::BlockOp& bop = block.ops[o];
@@ -102,9 +129,9 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
       }
       (inLoop ? w.stepMicroseconds : w.postLoopMicroseconds) += cost;
     }
-    const double times =
-        w.blocks *
-        (phase[bop.output] != graph::Phase::PostLoop ? static_cast<double>(block.forloop) : 1.0);
+    const double times = w.blocks * (phase[bop.output] != graph::Phase::PostLoop
+                                         ? static_cast<double>(block.forloop) * loopShare
+                                         : 1.0);
     if (bop.kind == OpKind::Input) {
       tileReads += tileElements * static_cast<double>(graph::dtypeBytes(tile.dtype)) * times;
     } else if (bop.kind == OpKind::Matmul) {
@@ -119,6 +146,8 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
       } else {
         w.generalMatmulFlops += flops;
       }
+    } else if (asynchronous) {
+      (bop.kind == OpKind::Exp ? w.exps : w.registerOps) += tileElements * times;
     } else {
       w.vectorFlops += tileElements * times;
     }
@@ -165,8 +194,8 @@ CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& t
     const KernelWork work = blockGraphWork(lowered, static_cast<int>(k), target, constants);
     estimate.microseconds += kernelMicroseconds(work, target, constants);
     estimate.bytes += work.bytes;
-    estimate.flops +=
-        work.tensorFlops + work.syncMmaFlops + work.generalMatmulFlops + work.vectorFlops;
+    estimate.flops += work.tensorFlops + work.syncMmaFlops + work.generalMatmulFlops +
+                      work.vectorFlops + work.registerOps + work.exps;
     ++estimate.kernels;
   }
   return estimate;

@@ -43,6 +43,10 @@ SearchConfig defaultConfig(ProgramKind kind) {
       // Every variant, dominated or not: the limits keep the space small, and attention's
       // classes are what datasets and --profile rank by measurement.
       config.childrenPerFuture = 4;
+      // The whole attention in one block graph: Q·K, its scale, a mask (causal_mask or an added
+      // bias), max, shift, exp, sum, P·V and the division are nine ops; a soft cap or a norm
+      // adds more.
+      config.maxBlockOps = 12;
       break;
     case ProgramKind::Gemm:
       config.maxKernels = 2;

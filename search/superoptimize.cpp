@@ -248,9 +248,15 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
       subtrees.push_back(Subtree{static_cast<int>(f), std::move(step)});
     }
   }
-  // Every form's sketched subtrees first (a time limit stops the later ones).
-  std::stable_partition(subtrees.begin(), subtrees.end(),
-                        [](const Subtree& s) { return !s.step.block.sketch.empty(); });
+  // Every form's sketched subtrees first (a time limit stops the later ones), those fusing the
+  // most ops first: a sketch over the whole program (flash attention, a GEMM) is a finished
+  // candidate at once, where a sketch of the first few ops opens a subtree over the rest.
+  std::stable_sort(subtrees.begin(), subtrees.end(), [](const Subtree& a, const Subtree& b) {
+    const auto rank = [](const Subtree& s) {
+      return s.step.block.sketch.empty() ? -1 : s.step.last;
+    };
+    return rank(a) > rank(b);
+  });
 
   CheckpointState initial;
   if (options.resume) {

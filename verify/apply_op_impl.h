@@ -114,9 +114,9 @@ void causalMask(const HostTensor<T>& x, const graph::OpAttrs& attrs, const MaskF
   const int64_t cols = frame.cols > 0 ? frame.cols : tileCols;
   const int64_t queries = attrs.queries > 0 ? attrs.queries : rows;
   if (rows % queries != 0 || cols < queries) {
-    throw UserError("causal_mask", "needs queries=" + std::to_string(queries) +
-                                       " to divide the " + std::to_string(rows) +
-                                       " rows and at most the " + std::to_string(cols) + " keys");
+    throw UserError("causal_mask", "needs queries=" + std::to_string(queries) + " to divide the " +
+                                       std::to_string(rows) + " rows and at most the " +
+                                       std::to_string(cols) + " keys");
   }
   const T masked = NumberDomain<T>::negInf();
   const int64_t matrices = static_cast<int64_t>(x.data.size()) / (tileRows * tileCols);

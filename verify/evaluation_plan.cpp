@@ -80,8 +80,8 @@ TilePlacement planInput(const graph::KernelOp& kernel, const graph::BlockOp& op,
   return placement;
 }
 
-TilePlacement planOutput(const graph::KernelOp& kernel, const graph::BlockOp& op,
-                         const Dims& tile, const graph::TileSplit& split) {
+TilePlacement planOutput(const graph::KernelOp& kernel, const graph::BlockOp& op, const Dims& tile,
+                         const graph::TileSplit& split) {
   const graph::BlockGraph& block = *kernel.block;
   TilePlacement placement;
   placement.deviceTensor = kernel.outputs[op.kernelTensor];

@@ -19,7 +19,8 @@ __device__ __forceinline__ bool causal_kept(int row, int col, int cols, int quer
   return col <= row % queries + (cols - queries);
 }
 
-// A block whose query rows are `first`..`last` of the whole row dim, looping over key tiles of
+// graph::causalIterations (graph/tile_splits.h), for the kernel: a block whose query rows are
+// `first`..`last` of the whole row dim, looping over key tiles of
 // `kv` columns from column `col0`: the iterations that hold a kept column for one of its rows
 // (at most `loop`). The tiles after them are entirely above the diagonal: all -inf, nothing
 // to a safe softmax, so they are never loaded.

@@ -45,8 +45,8 @@ std::string elementwiseExpression(OpKind kind, const graph::OpAttrs& attrs,
 namespace {
 
 // Element-wise op `opIndex` at element `index` of its result, from operand values `x`.
-std::string expressionAt(const EmitContext& context, int opIndex,
-                         const std::vector<std::string>& x, const Index4& index) {
+std::string expressionAt(const EmitContext& context, int opIndex, const std::vector<std::string>& x,
+                         const Index4& index) {
   const graph::BlockOp& op = context.block().ops[opIndex];
   if (op.kind != OpKind::CausalMask) return elementwiseExpression(op.kind, op.attrs, x);
   const std::string iteration = plan::runsInLoop(context.plan, opIndex) ? "it" : "0";

@@ -11,6 +11,7 @@
 #include "emulated_kernels.h"
 #include "graph/builder.h"
 #include "tests/plan/memory_bound_schedules.h"
+#include "tests/verify/causal_attention.h"
 #include "tests/verify/safe_attention.h"
 
 namespace mugraph::codegen::testing {
@@ -326,6 +327,20 @@ TEST_F(EmulatedExecution, SafeAttentionOverAPartialSequenceMatchesTheInterpreter
       "split_shortened", program,
       verify::testing::splitKvSchedule(program, 3, 3, verify::testing::RescaleMistake::None, 16)};
   expectMatchesInterpreter(shortened, verify::testing::attentionInputs(program, 16.0, 33));
+}
+
+// Causal attention in one pass, the mask computed per score tile from the block's query part
+// and the iteration's keys: 100 keys in 3 iterations (the last partial), query parts of 12 and
+// 8 rows, and query heads folded into the rows (two sequences of 10 over 30 keys).
+TEST_F(EmulatedExecution, CausalAttentionMasksEachTileAsTheInterpreterDoes) {
+  for (const auto& [rows, seq, queries, parts] :
+       {std::tuple<int64_t, int64_t, int64_t, int64_t>{20, 100, 0, 2}, {20, 30, 10, 2}}) {
+    const graph::Program program =
+        verify::testing::causalAttentionProgram(2, rows, 32, seq, queries, graph::DType::F16);
+    graph::Schedule causal{"causal_online", program,
+                           verify::testing::causalOnlineSchedule(program, 3, parts, queries)};
+    expectMatchesInterpreter(causal, verify::testing::attentionInputs(program, 16.0, 34));
+  }
 }
 
 TEST_F(EmulatedExecution, TransposedInputsAndDirectInputOutputsMatchTheInterpreter) {

@@ -34,6 +34,7 @@ struct NumberDomain<ViaDot<T>> {
   using W = ViaDot<T>;
   static W zero() { return {D::zero()}; }
   static W constant(double c) { return {D::constant(c)}; }
+  static W negInf() { return {D::negInf()}; }
   static W add(const W& x, const W& y) { return {D::add(x.v, y.v)}; }
   static W sub(const W& x, const W& y) { return {D::sub(x.v, y.v)}; }
   static W mul(const W& x, const W& y) { return {D::mul(x.v, y.v)}; }

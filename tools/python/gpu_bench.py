@@ -118,24 +118,40 @@ def ours_row(label, variant, inputs, output, ref, view=lambda out: out):
 
 # --- attention -----------------------------------------------------------------------------
 
-def attention_reference(q, k, v, scale):
+def causal_bias(rows, cols, device):
+    """0 where query row r may see key c (c <= r + cols - rows, aligned to the last key), -inf
+    elsewhere: causal_mask's meaning (graph/ops.h) and SDPA's is_causal for rows == cols."""
+    r = torch.arange(rows, device=device)[:, None]
+    c = torch.arange(cols, device=device)[None, :]
+    zero = torch.zeros((), dtype=torch.float64, device=device)
+    return torch.where(c <= r + (cols - rows), zero, zero - math.inf)
+
+
+def attention_reference(q, k, v, scale, causal=False):
     """Softmax attention in float64 with the row max subtracted (GQA heads repeated)."""
     groups = q.shape[1] // k.shape[1]
     k64 = k.double().repeat_interleave(groups, dim=1)
     v64 = v.double().repeat_interleave(groups, dim=1)
     logits = q.double() @ k64.transpose(-1, -2) * scale
+    if causal:
+        logits = logits + causal_bias(logits.shape[-2], logits.shape[-1], logits.device)
+        finite = logits[torch.isfinite(logits)]
+        measured = finite.std().item()
+    else:
+        measured = logits.std().item()
     weights = torch.exp(logits - logits.amax(-1, keepdim=True))
-    return (weights / weights.sum(-1, keepdim=True)) @ v64, logits.std().item()
+    return (weights / weights.sum(-1, keepdim=True)) @ v64, measured
 
 
-def spread_check(variant, q_like, k_like, v_like, to_ours, scale, out_view, spread):
+def spread_check(variant, q_like, k_like, v_like, to_ours, scale, out_view, spread,
+                 causal=False):
     """Our variant on fresh normal inputs whose logits have standard deviation `spread`
     (Q scaled, K and V ~ N(0, 1)): finite, and its error against float64."""
     head_dim = q_like.shape[-1]
     q = torch.randn_like(q_like) * (spread / (scale * math.sqrt(head_dim)))
     k = torch.randn_like(k_like)
     v = torch.randn_like(v_like)
-    want, measured = attention_reference(q, k, v, scale)
+    want, measured = attention_reference(q, k, v, scale, causal)
     got = variant.empty("O")
     variant.launch(dict(to_ours(q, k, v), O=got))
     torch.cuda.synchronize()
@@ -145,11 +161,11 @@ def spread_check(variant, q_like, k_like, v_like, to_ours, scale, out_view, spre
 
 
 def attention_case(name, variants, q_sdpa, k_sdpa, v_sdpa, to_ours, scale, out_view,
-                   spreads=()):
+                   spreads=(), causal=False):
     """q/k/v in SDPA's [B, H, L, E]; to_ours(q, k, v) maps them to our inputs by name.
     variants: impl label -> Variant. spreads: logit standard deviations at which each of our
     variants is also checked (finite, error against float64) on fresh normal inputs."""
-    ref, logit_std = attention_reference(q_sdpa, k_sdpa, v_sdpa, scale)
+    ref, logit_std = attention_reference(q_sdpa, k_sdpa, v_sdpa, scale, causal)
     ours_inputs = to_ours(q_sdpa, k_sdpa, v_sdpa)
     rows = []
     for label, variant in variants.items():
@@ -157,7 +173,8 @@ def attention_case(name, variants, q_sdpa, k_sdpa, v_sdpa, to_ours, scale, out_v
         if row["us"] is not None:
             try:
                 row["spread_checks"] = [spread_check(variant, q_sdpa, k_sdpa, v_sdpa, to_ours,
-                                                     scale, out_view, s) for s in spreads]
+                                                     scale, out_view, s, causal)
+                                        for s in spreads]
             except Exception as e:
                 row["spread_checks"] = []
                 row["spread_error"] = short_error(e)
@@ -172,7 +189,8 @@ def attention_case(name, variants, q_sdpa, k_sdpa, v_sdpa, to_ours, scale, out_v
         with torch.nn.attention.sdpa_kernel(backend):
             rows.append(timed_row(
                 label, lambda: torch.nn.functional.scaled_dot_product_attention(
-                    q_sdpa, k_sdpa, v_sdpa, scale=scale, enable_gqa=True), ref))
+                    q_sdpa, k_sdpa, v_sdpa, scale=scale, is_causal=causal, enable_gqa=True),
+                ref))
     # Inputs read once, the output (Q's shape) written once.
     return {"case": name, "kind": "attention", "bytes": nbytes(*ours_inputs.values(), q_sdpa),
             "logit_std": logit_std, "rows": rows}
@@ -236,20 +254,21 @@ def prefill_inputs(q, k, v):
     return {"Q": q[0].contiguous(), "K": k[0].contiguous(), "V": v[0].contiguous()}
 
 
-def prefill_case(tokens, name, variants, options, heads=16, d=128):
+def prefill_case(tokens, name, variants, options, heads=16, d=128, causal=False):
     # MHA prefill, safe program: `heads` heads, `tokens` queries and keys, no mask, head dim d
     # (schedules/mha_prefill_<tokens>.mg, tools/bench/programs/mha_prefill_*.mg); N(0, 1)
     # inputs, checked up to logit std 16.
     q, k, v = (torch.randn(1, heads, tokens, d, dtype=torch.float16, device="cuda")
                for _ in range(3))
     result = attention_case(name, variants, q, k, v, prefill_inputs, 1 / math.sqrt(d),
-                            lambda o: o.reshape(1, heads, tokens, d), LOGIT_SPREADS)
-    # Two matmuls of 2 · tokens² · d each per head.
-    result["flops"] = heads * 4 * tokens * tokens * d
+                            lambda o: o.reshape(1, heads, tokens, d), LOGIT_SPREADS, causal)
+    # Two matmuls of 2 · tokens² · d each per head; causal: the blocks below the diagonal, half
+    # (FlashAttention's convention for causal TFLOP/s).
+    result["flops"] = heads * 4 * tokens * tokens * d // (2 if causal else 1)
     return result
 
 
-def gqa_prefill_case(q_heads, kv_heads, tokens, d, name, variants, options):
+def gqa_prefill_case(q_heads, kv_heads, tokens, d, name, variants, options, causal=False):
     # GQA prefill, safe program, no mask: each KV head's q_heads / kv_heads query heads folded
     # into query rows (tools/bench/programs/gqa_prefill_*.mg); SDPA runs with enable_gqa.
     group = q_heads // kv_heads
@@ -262,8 +281,8 @@ def gqa_prefill_case(q_heads, kv_heads, tokens, d, name, variants, options):
                 "K": k[0].contiguous(), "V": v[0].contiguous()}
 
     result = attention_case(name, variants, q, k, v, to_ours, 1 / math.sqrt(d),
-                            lambda o: o.reshape(1, q_heads, tokens, d), LOGIT_SPREADS)
-    result["flops"] = q_heads * 4 * tokens * tokens * d
+                            lambda o: o.reshape(1, q_heads, tokens, d), LOGIT_SPREADS, causal)
+    result["flops"] = q_heads * 4 * tokens * tokens * d // (2 if causal else 1)
     return result
 
 
@@ -371,6 +390,11 @@ def all_cases():
     cases["gqa_prefill_32q8kv_1024_d128"] = functools.partial(gqa_prefill_case, 32, 8, 1024, 128)
     for context in (6000, 20000):
         cases[f"gqa_decode_{context}"] = functools.partial(decode_case, context)
+    # Causal prefill (causal_mask in the program; SDPA with is_causal=True).
+    cases["mha_prefill_causal_16x2048_d128"] = functools.partial(prefill_case, 2048, causal=True)
+    cases["gqa_prefill_causal_32q8kv_2048_d128"] = functools.partial(
+        gqa_prefill_case, 32, 8, 2048, 128, causal=True)
+    cases["mha_prefill_16x512_d64"] = functools.partial(prefill_case, 512, heads=16, d=64)
     return cases
 
 

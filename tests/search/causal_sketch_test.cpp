@@ -1,0 +1,70 @@
+// Causal prefill (causal_mask on the scores, graph/ops.h) in the search space: the flash sketch
+// on the warpgroup path is a candidate for multi-head attention and for GQA with the query
+// heads folded into the rows (the mask repeating per sequence), and the kernel the plan gives
+// it is warpgroup attention. The generic space is narrowed to keep the test short.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "graph/program_text.h"
+#include "plan/kernel_plan.h"
+#include "search/search_config.h"
+#include "search_support.h"
+
+namespace mugraph::search {
+namespace {
+
+graph::Program causalPrefill(int64_t heads, int64_t rows, int64_t keys, int64_t queries) {
+  const std::string q = "[" + std::to_string(heads) + ", " + std::to_string(rows) + ", 128]";
+  const std::string kv = std::to_string(heads) + ", " + std::to_string(keys);
+  const std::string attr = queries > 0 ? ", queries=" + std::to_string(queries) : "";
+  return graph::parseProgramText(
+      "program causal\n"
+      "input Q f16 " +
+          q +
+          "\n"
+          "input K f16 [" +
+          std::to_string(heads) + ", 128, " + std::to_string(keys) +
+          "] layout=transposed\n"
+          "input V f16 [" +
+          kv +
+          ", 128]\n"
+          "A = causal_mask(scale(matmul(Q, K), c=0.08838834764831843)" +
+          attr +
+          ")\n"
+          "M = reduce_max(A, dim=2)\n"
+          "E = exp(sub(A, M))\n"
+          "S = reduce_sum(E, dim=2)\n"
+          "O = matmul(div(E, S), V)\n"
+          "output O\n",
+      "causal.mg");
+}
+
+// One kernel whose name carries the warpgroup flash sketch, planned on the warpgroup
+// attention path.
+bool hasWarpgroupFlash(const testing::Space& space, const graph::Program& program) {
+  const SearchConfig config = defaultConfig(classifyProgram(program));
+  for (const Candidate& c : space.best) {
+    const graph::KernelGraph& g = c.schedule.graph;
+    if (g.ops.size() != 1 || g.ops[0].name.find("flash_wgmma") == std::string::npos) continue;
+    const plan::KernelPlan planned = plan::planKernel(g, 0, *config.target);
+    if (planned.ring() != nullptr) return true;
+  }
+  return false;
+}
+
+TEST(CausalSketch, WarpgroupFlashIsACandidateForCausalMhaAndFoldedGqa) {
+  for (const graph::Program& program :
+       {causalPrefill(4, 512, 512, 0), causalPrefill(2, 4 * 256, 256, 256)}) {
+    SearchConfig config = defaultConfig(classifyProgram(program));
+    config.maxKernels = 1;
+    config.forloopCandidates = {1};
+    config.maxGridBlocks = 16;
+    config.candidatePool = 100000;
+    EXPECT_TRUE(hasWarpgroupFlash(testing::wholeSpace(program, config), program))
+        << graph::programToText(program);
+  }
+}
+
+}  // namespace
+}  // namespace mugraph::search
