@@ -249,6 +249,7 @@ Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support,
   s.program = std::move(built.program);
   s.inputs = std::move(built.inputs);
   s.outputs = std::move(built.outputs);
+  s.causalMasks = std::move(built.causalMasks);
   for (int n : withReadNodes(model, support, nodes)) {
     if (built.readFromFramework.count(n)) continue;
     s.nodes.push_back(model.nodes[n].name);
