@@ -1,8 +1,11 @@
 #include "onnx_import/causal_masks.h"
 
 #include <algorithm>
+#include <functional>
+#include <utility>
 #include <vector>
 
+#include "onnx_import/constant_eval.h"
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/node_support.h"
 
@@ -84,10 +87,14 @@ bool onlySoftmaxReads(const Model& model, const std::string& value, int depth = 
   for (int r : readers) {
     const Node& node = model.nodes[r];
     const std::optional<Dims>& shape = model.values.at(value).shape;
-    if (!node.domain.empty() || node.outputs.size() != 1 || !shape) return false;
+    if (!node.domain.empty() || node.outputs.size() != 1) return false;
     if (node.op == "Softmax") {
-      const std::optional<int> axis = normalizeAxis(node.intAttr("axis", -1), shape->size());
-      if (!axis || *axis + 1 != static_cast<int>(shape->size())) return false;
+      // Before a computed mask is shaped (shapeComputedMasks), only axis -1 is known last.
+      const int64_t given = node.intAttr("axis", -1);
+      const std::optional<int> axis = shape ? normalizeAxis(given, shape->size()) : std::nullopt;
+      if (shape ? !axis || *axis + 1 != static_cast<int>(shape->size()) : given != -1) {
+        return false;
+      }
     } else if (node.op == "Cast" || node.op == "Identity") {
       if (!model.values.at(node.outputs[0]).dtype ||
           !onlySoftmaxReads(model, node.outputs[0], depth + 1)) {
@@ -100,11 +107,47 @@ bool onlySoftmaxReads(const Model& model, const std::string& value, int depth = 
   return true;
 }
 
-std::optional<CausalAdd> causalAdd(const Model& model, const Node& node,
-                                   const std::map<std::string, CausalPattern>& masks) {
-  if (node.op != "Add" || !node.domain.empty() || node.inputs.size() != 2 ||
-      node.outputs.size() != 1) {
+// A mask the graph computes from constants alone (constant_eval.h), evaluated and checked.
+// A mask the graph computes from constants alone (constant_eval.h), evaluated, with its
+// pattern where its values are causal (read against the scores' dtype where its own is unknown).
+std::optional<std::pair<CausalPattern, Evaluated>> computedMask(const Model& model,
+                                                                const std::string& value,
+                                                                const Value& scores) {
+  if (model.producerOf(value) < 0 || !scores.dtype) return std::nullopt;
+  std::optional<Evaluated> evaluated = evaluateConstant(model, value);
+  if (!evaluated) return std::nullopt;
+  const Constant* c = &evaluated->value;
+  if (graph::checkedElementCount(c->shape) != static_cast<int64_t>(c->values.size())) {
     return std::nullopt;
+  }
+  const std::optional<graph::DType>& own = model.values.at(value).dtype;
+  const std::function<double(int64_t)> at = [c](int64_t i) {
+    return c->values[static_cast<size_t>(i)];
+  };
+  const std::optional<CausalPattern> p =
+      causalPattern(c->shape, at, lowestFinite(own ? *own : *scores.dtype));
+  if (!p) return std::nullopt;
+  return std::pair{*p, std::move(*evaluated)};
+}
+
+void evaluateMask(const Model& model, const std::string& value, const Value& scores,
+                  std::map<std::string, CausalPattern>& masks, std::set<int>& computing) {
+  if (masks.count(value)) return;
+  if (const auto mask = computedMask(model, value, scores)) {
+    masks[value] = mask->first;
+    computing.insert(mask->second.nodes.begin(), mask->second.nodes.end());
+  }
+}
+
+std::optional<CausalAdd> causalAdd(const Model& model, const Node& node,
+                                   std::map<std::string, CausalPattern>& masks,
+                                   std::set<int>& computing) {
+  if (node.op != "Add" || !node.domain.empty() || node.inputs.size() != 2 ||
+      node.outputs.size() != 1 || !onlySoftmaxReads(model, node.outputs[0])) {
+    return std::nullopt;
+  }
+  for (int m = 0; m < 2; ++m) {
+    evaluateMask(model, node.inputs[m], model.values.at(node.inputs[1 - m]), masks, computing);
   }
   for (int m = 0; m < 2; ++m) {
     const auto mask = masks.find(node.inputs[m]);
@@ -118,7 +161,6 @@ std::optional<CausalAdd> causalAdd(const Model& model, const Node& node,
         !sameUpToLeadingOnes(*x.shape, *out.shape)) {
       continue;
     }
-    if (!onlySoftmaxReads(model, node.outputs[0])) return std::nullopt;
     return CausalAdd{m, mask->first, mask->second.queries};
   }
   return std::nullopt;
@@ -126,19 +168,44 @@ std::optional<CausalAdd> causalAdd(const Model& model, const Node& node,
 
 }  // namespace
 
+void shapeComputedMasks(Model& model) {
+  bool shaped = false;
+  for (const Node& node : model.nodes) {
+    if (node.op != "Add" || !node.domain.empty() || node.inputs.size() != 2 ||
+        node.outputs.size() != 1 || !onlySoftmaxReads(model, node.outputs[0])) {
+      continue;
+    }
+    for (int m = 0; m < 2; ++m) {
+      const std::string& operand = node.inputs[m];
+      if (model.values.at(operand).shape) continue;
+      const auto mask = computedMask(model, operand, model.values.at(node.inputs[1 - m]));
+      if (!mask) continue;  // any other mask stays as shape inference leaves it
+      for (const auto& [value, shape] : mask->second.shapes) {
+        Value& v = model.values[value];
+        if (v.shape) continue;
+        v.shape = shape;
+        v.whyNoShape.clear();
+        shaped = true;
+      }
+    }
+  }
+  if (shaped) inferShapes(model);
+}
+
 CausalMasks findCausalMasks(const Model& model) {
-  const std::map<std::string, CausalPattern> masks = maskValues(model);
+  std::map<std::string, CausalPattern> masks = maskValues(model);
   CausalMasks found;
-  if (masks.empty()) return found;
+  std::set<int> computing;  // nodes of masks computed from constants
   for (size_t n = 0; n < model.nodes.size(); ++n) {
-    if (std::optional<CausalAdd> add = causalAdd(model, model.nodes[n], masks)) {
+    if (std::optional<CausalAdd> add = causalAdd(model, model.nodes[n], masks, computing)) {
       found.adds[static_cast<int>(n)] = *add;
     }
   }
   // From the last node back, so a node's readers are decided before it.
   for (size_t n = model.nodes.size(); n-- > 0;) {
     const Node& node = model.nodes[n];
-    if (node.outputs.size() != 1 || !masks.count(node.outputs[0]) ||
+    if (node.outputs.size() != 1 ||
+        (!masks.count(node.outputs[0]) && !computing.count(static_cast<int>(n))) ||
         returned(model, node.outputs[0]) || node.op == "Constant" ||
         model.folded.count(node.outputs[0])) {
       continue;

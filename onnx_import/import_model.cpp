@@ -6,6 +6,7 @@
 #include <set>
 #include <variant>
 
+#include "onnx_import/causal_masks.h"
 #include "onnx_import/heads_pushdown.h"
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/node_support.h"
@@ -284,6 +285,7 @@ ImportedModel importModel(const std::string& path, const DimPins& pins) {
 ImportedModel partitionModel(const Model& loaded) {
   Model model = loaded;
   inferShapes(model);
+  shapeComputedMasks(model);
   std::vector<NodeSupport> support = classifyNodes(model);
   const Graph g = edges(model);
   ImportedModel result;

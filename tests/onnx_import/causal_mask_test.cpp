@@ -2,12 +2,16 @@
 // the softmax becomes causal_mask(scores, queries=q) and the mask is no program input, whether
 // the FX front end's CausalMask node makes it (SDPA's is_causal) or a constant holds the
 // pattern (transformers' own float mask, as the dynamo exporter folds it into an initializer;
-// tiled along the rows for GQA's folded query heads). Each program is checked against the
+// tiled along the rows for GQA's folded query heads; computed in the graph from positions, which
+// is evaluated). Each program is checked against the
 // attention written by hand (finite field). A mask that is not causal, or that depends on a
 // graph input, stays an added tensor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "graph/program_text.h"
@@ -101,6 +105,49 @@ TEST(CausalMask, MaskTiledAlongFoldedQueryRowsGivesQueriesOfOneSequence) {
   const ImportedModel m = attention(g, "causal_tiled", 2, 16, 8, "M");
   ASSERT_EQ(m.subgraphs.size(), 1u);
   expectCausalAttention(m.subgraphs[0], 2, 16, 8, 8);
+}
+
+void int64Initializer(OnnxGraph& g, const std::string& name, std::vector<int64_t> values) {
+  onnx::TensorProto* t = g.initializerFor(name);
+  t->set_data_type(onnx::TensorProto_DataType_INT64);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+TEST(CausalMask, MaskComputedFromPositionsInTheGraphIsEvaluatedAndCausal) {
+  OnnxGraph g;  // keys <= queries from Range and Unsqueeze, where(keep, 0, -inf), [1, 1, S, S]
+  g.scalar("zero", 0.0f);
+  g.scalar("sixteen", 16.0f);
+  g.scalar("one", 1.0f);
+  g.scalar("minus_inf", -INFINITY);
+  int64Initializer(g, "axis0", {0});
+  int64Initializer(g, "axis1", {1});
+  int64Initializer(g, "axes01", {0, 1});
+  g.node("Range", {"zero", "sixteen", "one"}, "positions");
+  g.node("Unsqueeze", {"positions", "axis0"}, "keys");     // [1, S]
+  g.node("Unsqueeze", {"positions", "axis1"}, "queries");  // [S, 1]
+  g.node("LessOrEqual", {"keys", "queries"}, "keep");
+  g.node("Where", {"keep", "zero", "minus_inf"}, "square");
+  g.node("Unsqueeze", {"square", "axes01"}, "M");
+  const ImportedModel m = attention(g, "causal_computed", 4, 16, 16, "M");
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  EXPECT_TRUE(m.unsupported.empty()) << m.unsupported[0].node << ": " << m.unsupported[0].reason;
+  expectCausalAttention(m.subgraphs[0], 4, 16, 16, 16);
+  const std::vector<std::string>& nodes = m.subgraphs[0].nodes;
+  EXPECT_NE(std::find(nodes.begin(), nodes.end(), "Range_positions"), nodes.end());
+}
+
+TEST(CausalMask, TriluOfAnExpandedMinusInfinityIsCausal) {
+  OnnxGraph g;  // torch.triu(torch.full((S, S), -inf), 1) as an exporter writes it
+  g.scalar("minus_inf", -INFINITY);
+  int64Initializer(g, "shape", {16, 16});
+  int64Initializer(g, "k", {1});
+  g.node("Expand", {"minus_inf", "shape"}, "full");
+  g.node("Trilu", {"full", "k"}, "M");
+  const ImportedModel m = attention(g, "causal_trilu", 4, 16, 16, "M");
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  EXPECT_TRUE(m.unsupported.empty());
+  expectCausalAttention(m.subgraphs[0], 4, 16, 16, 16);
 }
 
 TEST(CausalMask, SlidingWindowMaskStaysAnAddedInput) {
