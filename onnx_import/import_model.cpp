@@ -6,6 +6,7 @@
 #include <set>
 #include <variant>
 
+#include "onnx_import/causal_masks.h"
 #include "onnx_import/heads_pushdown.h"
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/node_support.h"
@@ -249,6 +250,7 @@ Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support,
   s.program = std::move(built.program);
   s.inputs = std::move(built.inputs);
   s.outputs = std::move(built.outputs);
+  s.causalMasks = std::move(built.causalMasks);
   for (int n : withReadNodes(model, support, nodes)) {
     if (built.readFromFramework.count(n)) continue;
     s.nodes.push_back(model.nodes[n].name);
@@ -283,6 +285,7 @@ ImportedModel importModel(const std::string& path, const DimPins& pins) {
 ImportedModel partitionModel(const Model& loaded) {
   Model model = loaded;
   inferShapes(model);
+  shapeComputedMasks(model);
   std::vector<NodeSupport> support = classifyNodes(model);
   const Graph g = edges(model);
   ImportedModel result;

@@ -26,6 +26,7 @@ struct Subgraph {
   std::vector<BoundInput> inputs;
   std::vector<BoundOutput> outputs;
   std::string headFold;  // where GQA's repeated KV heads are read as views (repeated_heads.h)
+  std::vector<CausalMaskRead> causalMasks;  // masks read as structure (causal_masks.h)
 };
 
 struct LeftOut {

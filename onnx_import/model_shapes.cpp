@@ -49,35 +49,6 @@ std::optional<Dims> matmulShape(Dims a, Dims b) {
   return out;
 }
 
-std::optional<Dims> reshapeShape(const Dims& in, const Constant& target) {
-  Dims out;
-  int inferred = -1;
-  for (size_t i = 0; i < target.values.size(); ++i) {
-    const std::optional<int64_t> whole = wholeNumber(target.values[i]);
-    if (!whole || *whole < -1) return std::nullopt;
-    const int64_t v = *whole;
-    if (v == -1) {
-      if (inferred >= 0) return std::nullopt;
-      inferred = static_cast<int>(i);
-      out.push_back(1);
-    } else if (v == 0) {
-      if (i >= in.size()) return std::nullopt;
-      out.push_back(in[i]);
-    } else {
-      out.push_back(v);
-    }
-  }
-  const std::optional<int64_t> total = graph::checkedElementCount(in);
-  const std::optional<int64_t> partial = graph::checkedElementCount(out);
-  if (!total || !partial) return std::nullopt;
-  if (inferred >= 0) {
-    if (*partial == 0 || *total % *partial != 0) return std::nullopt;
-    out[inferred] = *total / *partial;
-  }
-  if (graph::checkedElementCount(out) != total) return std::nullopt;
-  return out;
-}
-
 std::optional<Dims> reduceShape(const Model& model, const Node& node, const Dims& in) {
   std::optional<std::vector<int64_t>> axes = axesOf(model, node);
   if (!axes) return std::nullopt;
@@ -382,6 +353,35 @@ std::optional<Constant> foldNode(const Model& model, const Node& node) {
 }
 
 }  // namespace
+
+std::optional<Dims> reshapeShape(const Dims& in, const Constant& target) {
+  Dims out;
+  int inferred = -1;
+  for (size_t i = 0; i < target.values.size(); ++i) {
+    const std::optional<int64_t> whole = wholeNumber(target.values[i]);
+    if (!whole || *whole < -1) return std::nullopt;
+    const int64_t v = *whole;
+    if (v == -1) {
+      if (inferred >= 0) return std::nullopt;
+      inferred = static_cast<int>(i);
+      out.push_back(1);
+    } else if (v == 0) {
+      if (i >= in.size()) return std::nullopt;
+      out.push_back(in[i]);
+    } else {
+      out.push_back(v);
+    }
+  }
+  const std::optional<int64_t> total = graph::checkedElementCount(in);
+  const std::optional<int64_t> partial = graph::checkedElementCount(out);
+  if (!total || !partial) return std::nullopt;
+  if (inferred >= 0) {
+    if (*partial == 0 || *total % *partial != 0) return std::nullopt;
+    out[inferred] = *total / *partial;
+  }
+  if (graph::checkedElementCount(out) != total) return std::nullopt;
+  return out;
+}
 
 std::optional<int> normalizeAxis(int64_t axis, size_t rank) {
   const auto r = static_cast<int64_t>(rank);

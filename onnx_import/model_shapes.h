@@ -21,6 +21,10 @@ std::optional<int> normalizeAxis(int64_t axis, size_t rank);
 // Numpy broadcasting (right-aligned); nullopt where the shapes do not broadcast.
 std::optional<graph::Dims> broadcastShapes(const graph::Dims& a, const graph::Dims& b);
 
+// A Reshape's result shape for its target (0 copies the input's dim, -1 is inferred); nullopt
+// where the target does not fit the input.
+std::optional<graph::Dims> reshapeShape(const graph::Dims& in, const Constant& target);
+
 // The axes a Reduce*/Squeeze/Unsqueeze node names: its attribute (older opsets) or its second
 // input (a constant); nullopt when they are given by a computed tensor.
 std::optional<std::vector<int64_t>> axesOf(const Model& model, const Node& node);

@@ -338,6 +338,7 @@ std::vector<NodeSupport> classifyNodes(const Model& model) {
   const std::map<int, int> guards = softmaxNanGuards(model);
   const std::map<int, std::string> rotations = rotateHalves(model);
   const std::map<int, int> rotationParts = rotateHalfParts(model, rotations);
+  const CausalMasks masks = findCausalMasks(model);
   std::set<int> guardedWheres;
   for (const auto& [isNan, where] : guards) guardedWheres.insert(where);
   for (size_t index = 0; index < model.nodes.size(); ++index) {
@@ -349,7 +350,8 @@ std::vector<NodeSupport> classifyNodes(const Model& model) {
       s = {NodeRole::Alias, "", false, 2};
     } else if (rotations.count(static_cast<int>(index))) {
       s = {NodeRole::Compute, "", false};
-    } else if (rotationParts.count(static_cast<int>(index))) {
+    } else if (rotationParts.count(static_cast<int>(index)) ||
+               masks.sources.count(static_cast<int>(index))) {
       s = {NodeRole::Part, "", false};
     } else if (!node.domain.empty()) {
       s = unsupported("op of domain '" + node.domain + "'");
@@ -361,6 +363,8 @@ std::vector<NodeSupport> classifyNodes(const Model& model) {
       s = unsupported(*problem);
     } else if (kComputeOps.count(node.op)) {
       s = classifyCompute(model, node);
+      const auto causal = masks.adds.find(static_cast<int>(index));
+      if (s.role == NodeRole::Compute && causal != masks.adds.end()) s.causal = causal->second;
     } else if (node.op == "Cast") {
       s = classifyCast(model, node);
     } else if (node.op == "Identity") {

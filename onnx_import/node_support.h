@@ -16,16 +16,20 @@
 //  - Part: a Slice or Neg of RoPE's rotate_half, `Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h))`
 //    on the last axis, each read only by the pattern: the Concat is Compute and maps the
 //    pattern whole to the IR's rotate_half; its parts compute nothing of their own;
+//  - an Add of a causal mask before a softmax (causal_masks.h) is Compute with `causal` set:
+//    causal_mask of its other operand; the nodes making the mask are Parts;
 //  - Unsupported: left to the framework, with the reason.
 // The IR keeps a value's shape with its leading size-1 dims dropped (stripDims), so batch-1
 // models and exporters' Unsqueeze/Squeeze of those dims need no reshape op.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "graph/types.h"
+#include "onnx_import/causal_masks.h"
 #include "onnx_import/onnx_model.h"
 
 namespace mugraph::onnx_import {
@@ -38,6 +42,7 @@ struct NodeSupport {
   bool transposes = false;  // a View that swaps the last two dims
   int aliasInput = 0;       // an Alias: the input it stands for
   bool swapsHeads = false;  // a View that swaps the two dims before the last (the heads)
+  std::optional<CausalAdd> causal = std::nullopt;  // an Add read as causal_mask
 };
 
 // How a value read through `view` lies in its buffer, given how the view's input lies there

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -127,6 +128,66 @@ std::optional<Constant> readConstant(const onnx::TensorProto& t) {
   return c;
 }
 
+// Larger float tensors are read only to see whether they are a causal mask (causal_pattern.h),
+// element by element, stopping at the first element that does not fit.
+constexpr int64_t kMaxMaskElements = int64_t{1} << 26;
+
+// Element i of a float tensor of `count` elements; nullopt for other types, external data, or
+// data that does not hold `count` elements.
+std::optional<std::function<double(int64_t)>> floatElements(const onnx::TensorProto& t,
+                                                            int64_t count) {
+  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) return std::nullopt;
+  const std::string* raw = &t.raw_data();
+  auto rawOf = [&](size_t bytes) {
+    return t.has_raw_data() && raw->size() == static_cast<size_t>(count) * bytes;
+  };
+  switch (t.data_type()) {
+    case onnx::TensorProto_DataType_FLOAT:
+      if (rawOf(4)) {
+        return [raw](int64_t i) {
+          float v;
+          std::memcpy(&v, raw->data() + i * 4, 4);
+          return double{v};
+        };
+      }
+      if (t.float_data_size() != count) return std::nullopt;
+      return [&t](int64_t i) { return double{t.float_data(static_cast<int>(i))}; };
+    case onnx::TensorProto_DataType_FLOAT16:
+    case onnx::TensorProto_DataType_BFLOAT16: {
+      const bool half = t.data_type() == onnx::TensorProto_DataType_FLOAT16;
+      auto convert = [half](uint16_t b) { return half ? halfToDouble(b) : bf16ToDouble(b); };
+      if (rawOf(2)) {
+        return [raw, convert](int64_t i) {
+          uint16_t b;
+          std::memcpy(&b, raw->data() + i * 2, 2);
+          return convert(b);
+        };
+      }
+      if (t.int32_data_size() != count) return std::nullopt;
+      return [&t, convert](int64_t i) {
+        return convert(static_cast<uint16_t>(t.int32_data(static_cast<int>(i))));
+      };
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// Records a float tensor too large to be a constant the mapping reads when its values are a
+// causal mask: the Add of it before a softmax is then read as causal_mask.
+void noteCausalMask(Model& model, const std::string& name, const onnx::TensorProto& t) {
+  const std::optional<graph::DType> dtype = floatDtype(t.data_type());
+  if (!dtype || t.dims_size() < 2) return;
+  graph::Dims shape(t.dims().begin(), t.dims().end());
+  const std::optional<int64_t> count = graph::checkedElementCount(shape);
+  if (!count || *count > kMaxMaskElements) return;
+  const auto at = floatElements(t, *count);
+  if (!at) return;
+  if (std::optional<CausalPattern> p = causalPattern(shape, *at, lowestFinite(*dtype))) {
+    model.causalConstants[name] = *p;
+  }
+}
+
 // A value's element type and shape from its TypeProto; symbolic dims take their pins.
 Value describeValue(const std::string& name, const onnx::TypeProto& type, const DimPins& pins,
                     std::set<std::string>& usedPins) {
@@ -203,6 +264,7 @@ void readAttributes(const onnx::NodeProto& proto, Node& node, Model& model) {
       v.initializer = true;
       model.values[out] = v;
       if (std::optional<Constant> c = readConstant(a.t())) model.constants[out] = *c;
+      noteCausalMask(model, out, a.t());
     } else if (a.name() == "value_float" || a.name() == "value_int") {
       Value v;
       v.name = out;
@@ -355,6 +417,7 @@ Model loadModel(const std::string& path, const DimPins& pins) {
   for (const onnx::TensorProto& t : g.initializer()) {
     model.values[t.name()] = describeInitializer(t);
     if (std::optional<Constant> c = readConstant(t)) model.constants[t.name()] = *c;
+    noteCausalMask(model, t.name(), t);
   }
   for (const onnx::ValueInfoProto& info : g.value_info()) {
     if (model.values.count(info.name())) continue;  // an initializer's own dims are exact

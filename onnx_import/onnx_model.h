@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graph/types.h"
+#include "onnx_import/causal_pattern.h"
 
 namespace mugraph::onnx_import {
 
@@ -69,7 +70,10 @@ struct Model {
   std::map<std::string, Value> values;
   std::map<std::string, Constant> constants;  // initializers and Constant nodes, small ones
   std::set<std::string> folded;               // constants computed from others (model_shapes.cpp)
-  std::vector<std::string> graphInputs;       // in order, initializers excluded
+  // Initializers and Constant nodes whose values are a causal mask, of any size
+  // (causal_pattern.h; small ones are also in `constants`).
+  std::map<std::string, CausalPattern> causalConstants;
+  std::vector<std::string> graphInputs;  // in order, initializers excluded
   std::vector<std::string> graphOutputs;
   std::string graphName;
   std::map<std::string, int> producers;  // value -> the node computing it

@@ -57,6 +57,13 @@ nlohmann::json subgraphJson(const Subgraph& s) {
                           {"inputs", inputs},
                           {"outputs", outputs}};
   if (!s.headFold.empty()) entry["repeated_kv_heads"] = s.headFold;
+  if (!s.causalMasks.empty()) {
+    nlohmann::json masks = nlohmann::json::array();
+    for (const CausalMaskRead& m : s.causalMasks) {
+      masks.push_back({{"node", m.node}, {"mask", m.mask}, {"queries", m.queries}});
+    }
+    entry["causal_masks"] = masks;
+  }
   return entry;
 }
 

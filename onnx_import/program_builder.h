@@ -5,6 +5,7 @@
 //    division;
 //  - Exp, Sqrt, Sigmoid, Neg (scale by -1), Pow 2/1/0.5, Reciprocal (as a divisor);
 //  - Softmax in the safe form: x − max(x) before exp, divided by the sum;
+//  - an Add of a causal mask before a softmax (causal_masks.h): causal_mask, the mask unread;
 //  - RoPE's Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h)) (node_support.h): rotate_half;
 //  - ReduceSum/ReduceMax per axis, ReduceMean as the sum scaled by 1/n;
 //  - Cast between float types, Identity, reshapes of leading size-1 dims: aliases.
@@ -53,6 +54,13 @@ struct BoundOutput {
   std::string value;
 };
 
+// An Add of a causal mask the program computes as causal_mask (causal_masks.h).
+struct CausalMaskRead {
+  std::string node;     // the Add
+  std::string mask;     // the mask value, which the program does not read
+  int64_t queries = 0;  // causal_mask's queries=
+};
+
 struct BuiltProgram {
   graph::Program program;
   std::vector<BoundInput> inputs;
@@ -60,6 +68,7 @@ struct BuiltProgram {
   // Aliases of the set (casts) whose result, or a value after them, the program reads as an
   // input: the framework computes them, so they are not the subgraph's own.
   std::set<int> readFromFramework;
+  std::vector<CausalMaskRead> causalMasks;
 };
 
 // `nodes`: indices into model.nodes, in file order; `outputs`: the values read outside them;

@@ -49,7 +49,8 @@ class ProgramBuilder {
   void map(int index);
   void output(const std::string& value);
   BuiltProgram finish() {
-    return {builder_.finish(), std::move(inputs_), std::move(outputs_), std::move(framework_)};
+    return {builder_.finish(), std::move(inputs_), std::move(outputs_), std::move(framework_),
+            std::move(causalMasks_)};
   }
 
  private:
@@ -72,6 +73,7 @@ class ProgramBuilder {
   void mapMatmul();
   void mapGemm();
   void mapBinary();
+  void mapCausalMask();
   void mapReduce();
   void mapSoftmax();
   void mapRotateHalf();
@@ -88,8 +90,8 @@ class ProgramBuilder {
   std::vector<BoundInput> inputs_;
   std::vector<BoundOutput> outputs_;
   std::set<int> framework_;
+  std::vector<CausalMaskRead> causalMasks_;
   int node_ = -1;
 };
-
 
 }  // namespace mugraph::onnx_import::detail

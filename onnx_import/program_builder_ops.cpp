@@ -40,7 +40,17 @@ void ProgramBuilder::mapGemm() {
   define(node().outputs[0], y);
 }
 
+// Add(scores, M) with M a causal mask before a softmax (causal_masks.h): M is never read.
+void ProgramBuilder::mapCausalMask() {
+  const CausalAdd& causal = *support_[node_].causal;
+  const std::string& x = node().inputs[1 - causal.maskInput];
+  define(node().outputs[0],
+         op(OpKind::CausalMask, {tensor(x, rankOf(x))}, {.queries = causal.queries}));
+  causalMasks_.push_back({node().name, causal.mask, causal.queries});
+}
+
 void ProgramBuilder::mapBinary() {
+  if (support_[node_].causal) return mapCausalMask();
   const std::string& kind = node().op;
   const std::string& a = node().inputs[0];
   const std::string& b = node().inputs[1];
@@ -145,7 +155,8 @@ void ProgramBuilder::map(int index) {
   node_ = index;
   const Node& n = node();
   if (support_[index].role == NodeRole::Guard) return;  // only its Where reads it, as an alias
-  if (support_[index].role == NodeRole::Part) return;   // its rotate_half's Concat maps it
+  // its rotate_half's Concat maps it, or its causal mask's Add does
+  if (support_[index].role == NodeRole::Part) return;
   if (support_[index].role == NodeRole::Alias) {
     const std::string& in = n.inputs.at(support_[index].aliasInput);
     if (inside_.count(in)) {

@@ -126,6 +126,7 @@ std::optional<std::map<std::string, Tiling>> tiledInputs(
     const bool folds = isBinary(node) && kinds[node.outputs.at(0)] == Kind::Folded;
     for (const std::string& in : node.inputs) {
       if (in.empty() || inside.count(in) || model.constants.count(in)) continue;
+      if (support[n].causal && support[n].causal->mask == in) continue;  // never read
       if (kinds[in] != Kind::Plain) continue;
       const std::optional<Dims>& shape = model.values.at(in).shape;
       const bool rows = shape && static_cast<int>(shape->size()) >= rowsFromEnd &&

@@ -12,6 +12,8 @@ import operator
 
 import torch
 
+from . import constant_mask
+
 GRAPH_FORMAT = "mugraph.graph"
 OPSET = 21
 
@@ -56,6 +58,16 @@ class _Writer:
         # value name -> (FX node, rep): GQA's KV heads each repeated rep times along the heads
         # dim (-3), where a subgraph reads the repeats rather than the KV buffer
         self.repeated_heads = {}
+        # (mask FX node name, rows, cols) -> whether it is a causal mask computed from no input,
+        # read as is_causal (constant_mask.py): evaluated once however many attentions read it
+        self.constant_causal_masks = {}
+
+    def constant_causal(self, mask, rows, cols):
+        key = (mask.name, rows, cols)
+        if key not in self.constant_causal_masks:
+            self.constant_causal_masks[key] = constant_mask.is_constant_causal_mask(mask, rows,
+                                                                                   cols)
+        return self.constant_causal_masks[key]
 
     def attention_prefix(self, node):
         return self.attentions.setdefault(node.name, f"attention{len(self.attentions)}")
@@ -317,6 +329,9 @@ def _sdpa(w, n):
     q, k, v, mask, causal, scale, _ = _sdpa_arguments(n)
     prefix = w.attention_prefix(n)
     qv, kv, vv = _tensor_meta(q), _tensor_meta(k), _tensor_meta(v)
+    if isinstance(mask, torch.fx.Node) and not causal \
+            and w.constant_causal(mask, int(qv.shape[-2]), int(kv.shape[-2])):
+        causal, mask = True, None  # transformers' own causal mask (constant_mask.py)
     if isinstance(mask, torch.fx.Node) and _tensor_meta(mask).dtype == torch.bool:
         raise _Untranslatable("a boolean mask")
     heads, kv_heads = int(qv.shape[-3]), int(kv.shape[-3])

@@ -62,7 +62,9 @@ def _input_value(i, values, device):
 
 
 class Binding:
-    """Where a subgraph's inputs come from and where its outputs go, in FX terms."""
+    """Where a subgraph's inputs come from and where its outputs go, in FX terms. A causal mask
+    the program holds as causal_mask is no input: only one it reads (a non-square is_causal) is
+    made here, as `triu` of -inf."""
 
     def __init__(self, subgraph, writer, fx_nodes):
         # FX node name, ("causal", rows, cols, dtype) or ("repeat", FX node name, rep)

@@ -3,7 +3,8 @@
 // scaled_dot_product_attention into MatMul, Softmax and a NaN guard `Where(IsNaN(p), 0, p)`.
 // The guard reads as the softmax, so each layer's Q·Kᵀ, softmax and P·V land in one subgraph;
 // RoPE's rotate_half (Slice, Slice, Neg, Concat) is the IR's rotate_half; the head transposes
-// are heads_transposed reads, or, after Qwen3's per-head norms, computed in the head order.
+// are heads_transposed reads, or, after Qwen3's per-head norms, computed in the head order;
+// the causal mask (an initializer) is the IR's causal_mask.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -48,6 +49,13 @@ TEST(HfModels, EachLayersAttentionIsOneSubgraphThroughTheNanGuard) {
       EXPECT_NE(text.find("= matmul(" + quotient[1].str() + ", "), std::string::npos)
           << name << "\n"
           << text;
+      // transformers' causal mask, folded by the exporter into an initializer of finfo.min
+      // above the diagonal, is causal_mask: no mask is read.
+      EXPECT_EQ(s.causalMasks.size(), 1u) << name << "\n" << text;
+      EXPECT_NE(text.find("causal_mask("), std::string::npos) << name << "\n" << text;
+      for (const CausalMaskRead& mask : s.causalMasks) {
+        for (const BoundInput& in : s.inputs) EXPECT_NE(in.value, mask.mask) << name;
+      }
     }
     EXPECT_EQ(softmaxes, 2) << name << ": two layers";
     for (const LeftOut& u : m.unsupported) {

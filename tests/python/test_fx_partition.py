@@ -55,7 +55,8 @@ def equivalent(reference, candidate):
 
 def reference_attention(subgraph, scale):
     """softmax(Q·Kᵀ·scale + mask)·V written out over the subgraph's own input declarations
-    (which input is which from its binding): what the canonical program must compute."""
+    (which input is which from its binding), the causal mask as causal_mask where the subgraph
+    reads it so: what the canonical program must compute."""
     program = subgraph["canonical_program_text"]
     names = {}
     for index, i in enumerate(subgraph["inputs"]):
@@ -68,6 +69,8 @@ def reference_attention(subgraph, scale):
     logits = f"scale(matmul({q}, {names['k']}), c={scale:.16g})"  # as programs print it
     if "mask" in names:
         logits = f"add({logits}, {names['mask']})"
+    for causal in subgraph.get("causal_masks", []):  # the mask read as structure
+        logits = f"causal_mask({logits}, queries={causal['queries']})"
     return "\n".join(["program reference"] + declarations(program) + [
         f"L = {logits}",
         f"E = exp(sub(L, reduce_max(L, dim={dim})))",
@@ -143,6 +146,14 @@ class FxPartitionTest(PartitionChecks, unittest.TestCase):
     def test_attention_is_one_subgraph_per_layer(self):
         for name, (gm, writer, partition) in self.models.items():
             self.check_attention(name, gm, writer, partition, layers=2)
+
+    def test_prefill_attention_reads_the_causal_mask_as_structure(self):
+        """transformers' own mask (arange, comparisons, where; python/mugraph/constant_mask.py)
+        is causal_mask in the program, not an input."""
+        for name, (gm, writer, partition) in self.models.items():
+            for (s,) in attention_subgraphs(gm, writer, partition):
+                self.assertIn("causal_mask(", s["program_text"], name)
+                self.assertEqual(len(s["inputs"]), 3, f"{name}: {s['program_text']}")
 
     def test_at_most_three_subgraphs_per_layer_and_rope_whole(self):
         """Per layer: norm and Q/K/V projections (with the previous o_proj and MLP), RoPE of q

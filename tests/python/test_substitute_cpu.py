@@ -25,19 +25,27 @@ class StandInVariant(kernels.BoundVariant):
         self.module = module
         self.launches = 0
 
-    def bind(self, binding, names):
+    def bind(self, binding, names, values):
         """Which launch input gives each of the aten nodes' inputs, undoing the tiling and the
-        repeats the binding makes for the folded GQA form."""
+        repeats the binding makes for the folded GQA form; a value no input gives (a causal
+        mask the program holds as causal_mask) is the recorded one, constant."""
         self.sources = []
         for name in names:
-            j = next(j for j, i in enumerate(binding.inputs)
-                     if i == name or (isinstance(i, tuple) and i[0] == "repeat" and i[1] == name))
-            self.sources.append((j, binding.inputs[j], binding.tiled[j]))
+            j = next((j for j, i in enumerate(binding.inputs)
+                      if i == name or (isinstance(i, tuple) and i[0] == "repeat"
+                                       and i[1] == name)), None)
+            if j is None:
+                self.sources.append((None, values[name], None))
+            else:
+                self.sources.append((j, binding.inputs[j], binding.tiled[j]))
 
     def _launch(self, inputs, outputs, device):
         self.launches += 1
         values = []
         for j, source, tiled in self.sources:
+            if j is None:
+                values.append(source)
+                continue
             x = inputs[j]
             if tiled is not None:
                 dim = x.dim() - tiled["dim_from_end"]
@@ -94,7 +102,7 @@ class SubstituteTest(unittest.TestCase):
                     inputs = binding.input_values(recorder.values, torch.device("cpu"))
                     outputs = [recorder.values[o] for o in binding.outputs]
                     variant = StandInVariant(module, inputs, outputs)
-                    variant.bind(binding, names)
+                    variant.bind(binding, names, recorder.values)
                     key = f"{name}:{s['name']}"
                     kernels.register(key, variant)
                     stand_ins.append(variant)
