@@ -86,6 +86,10 @@ bool gridSplittableReduction(const Dataflow& flow, const Segment& segment, int v
   for (int i = segment.first; i <= segment.last; ++i) {
     const FlowOp& op = flow.ops[i];
     if (op.rescaledCombine) return false;
+    // Under a causal mask a part of the keys can be all -inf for a row: its partial max is -inf
+    // and its shift -inf - (-inf) is NaN over the reals (one pass keeps such a tile's running
+    // max finite; a split does not).
+    if (op.kind == graph::OpKind::CausalMask) return false;
     bool readsShift = false;
     for (int t : op.inputs) {
       if (partialMax.count(t) || shifted.count(t)) {

@@ -62,8 +62,10 @@ double inputStdForLogitStd(const graph::Program& program, double logitStd) {
     double scale = 1.0;
     graph::TensorId logits = op.outputs[0];
     std::vector<const graph::KernelOp*> next = readers(logits);
-    if (next.size() == 1 && next[0]->kind == graph::OpKind::Scale) {
-      scale = std::abs(next[0]->attrs.scale);
+    // A scale multiplies the spread; a causal mask leaves the kept logits as they are.
+    while (next.size() == 1 &&
+           (next[0]->kind == graph::OpKind::Scale || next[0]->kind == graph::OpKind::CausalMask)) {
+      if (next[0]->kind == graph::OpKind::Scale) scale *= std::abs(next[0]->attrs.scale);
       logits = next[0]->outputs[0];
       next = readers(logits);
     }

@@ -140,6 +140,20 @@ TEST(CausalMask, AMissingOrMisalignedMaskIsRejectedByFingerprintsAlone) {
   }
 }
 
+// Inputs drawn for a logit spread (replay --logit-std): the mask between the scale and the
+// softmax changes no kept logit, so the spread is the unmasked program's.
+TEST(CausalMask, InputsForALogitSpreadSeeThroughTheMask) {
+  const graph::Program masked = parse(
+      "input Q f16 [2, 64, 32]\ninput K f16 [2, 32, 64]\n"
+      "A = causal_mask(scale(matmul(Q, K), c=0.25))\nM = reduce_max(A, dim=2)\n"
+      "E = exp(sub(A, M))\noutput E\n");
+  const graph::Program plain = parse(
+      "input Q f16 [2, 64, 32]\ninput K f16 [2, 32, 64]\n"
+      "A = scale(matmul(Q, K), c=0.25)\nM = reduce_max(A, dim=2)\n"
+      "E = exp(sub(A, M))\noutput E\n");
+  EXPECT_EQ(inputStdForLogitStd(masked, 16.0), inputStdForLogitStd(plain, 16.0));
+}
+
 TEST(CausalMask, ProgramTextRoundTripsAndBadQueriesAreRefused) {
   const graph::Program program =
       parse("input X f16 [2, 16, 64]\nY = causal_mask(X, queries=8)\noutput Y\n");
