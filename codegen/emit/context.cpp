@@ -148,8 +148,8 @@ std::string EmitContext::factorElement(graph::TensorId max, const Index4& index)
 namespace {
 
 // Real elements of a partial dim cut `cut` at `iteration`, computed in place.
-std::string realExtentExpression(const graph::DimSplit& cut, const std::string& iteration) {
-  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+std::string realExtentExpression(const graph::DimSplit& cut, const std::string& iteration,
+                                 const char* const* kBlock) {
   return "mg::tile_extent(" + std::to_string(cut.extent) + ", " + std::to_string(cut.blockTile) +
          ", " + std::to_string(cut.tile) + ", " +
          (cut.gridAxis == graph::kReplicated ? "0" : kBlock[cut.gridAxis]) + ", " +
@@ -168,7 +168,7 @@ void declareRealExtents(const EmitContext& context, bool loopDependent) {
     for (size_t d = 0; d < split.size(); ++d) {
       if (!split[d].partial() || split[d].loop != loopDependent) continue;
       context.out.line("const int " + realExtentName(static_cast<graph::TensorId>(t), d) + " = " +
-                       realExtentExpression(split[d], "it") + ";");
+                       realExtentExpression(split[d], "it", context.blockIndex) + ";");
     }
   }
 }
@@ -191,19 +191,18 @@ std::string EmitContext::realExtent(graph::TensorId tile, int dim,
   if (!cut.partial()) return std::to_string(cut.tile);
   // Declared once per block (grid cuts) or per iteration (loop cuts): see declareRealExtents.
   if (!cut.loop || iteration == "it") return realExtentName(tile, static_cast<size_t>(dim - pad));
-  return realExtentExpression(cut, iteration);
+  return realExtentExpression(cut, iteration, blockIndex);
 }
 
 std::string EmitContext::tileStart(graph::TensorId tile, int dim,
                                    const std::string& iteration) const {
-  static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   const graph::TileSplit& split = plan.splits.at(tile);
   const int pad = graph::kMaxRank - static_cast<int>(split.size());
   if (dim < pad) return "0";
   const graph::DimSplit& cut = split[dim - pad];
   std::string start;
   if (cut.gridAxis != graph::kReplicated) {
-    start = std::string(kBlock[cut.gridAxis]) + " * " + std::to_string(cut.blockTile);
+    start = std::string(blockIndex[cut.gridAxis]) + " * " + std::to_string(cut.blockTile);
   }
   if (cut.loop && iteration != "0") {
     start += (start.empty() ? "" : " + ") + iteration + " * " + std::to_string(cut.tile);

@@ -57,11 +57,17 @@ class CudaWriter {
 // Four index expressions (padded rank 4); "0" where a dim has extent 1.
 using Index4 = std::array<std::string, graph::kMaxRank>;
 
+inline const char* const kCudaBlockIndex[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y",
+                                                              "blockIdx.z"};
+
 struct EmitContext {
   const KernelPlan& plan;
   const ScheduleAbi& abi;
   const KernelAbi& kernel;
   CudaWriter& out;
+  // The block's index per grid axis, as the kernel names it: blockIdx, or a path's own (the
+  // warpgroup attention path walks causal query blocks longest first).
+  const char* const* blockIndex = kCudaBlockIndex;
 
   const graph::BlockGraph& block() const { return *plan.block; }
   // What the general path decided (only its printers ask).

@@ -25,7 +25,18 @@ class AttentionEmitter {
 
   void emit() {
     ring_.declareRing({"qFull"});
-    out_.line("const int bx = blockIdx.x, by = blockIdx.y, bz = blockIdx.z;");
+    // Causal: the query blocks run longest first (their rows see the most keys), so the short
+    // ones fill the last wave instead of leaving it to a few long ones.
+    std::string index[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
+    const int mask = causalMaskOp();
+    if (mask >= 0) {
+      const int axis = context_.plan.splits.at(block_.ops[mask].inputs[0]).end()[-2].gridAxis;
+      if (axis != graph::kReplicated) {
+        index[axis] = "gridDim." + std::string(1, "xyz"[axis]) + " - 1 - blockIdx." +
+                      std::string(1, "xyz"[axis]);
+      }
+    }
+    out_.line("const int bx = " + index[0] + ", by = " + index[1] + ", bz = " + index[2] + ";");
     out_.line("(void)bx; (void)by; (void)bz;");
     ring_.initializeRing({"qFull"});
     out_.open("if (warpgroup == 0)");
@@ -356,7 +367,10 @@ class AttentionEmitter {
 }  // namespace
 
 void emitWarpgroupAttentionBody(const EmitContext& context) {
-  AttentionEmitter(context).emit();
+  // Every position this path prints follows its block index names (bx, by, bz).
+  EmitContext named = context;
+  named.blockIndex = kWarpgroupTile;
+  AttentionEmitter(named).emit();
 }
 
 }  // namespace mugraph::codegen
