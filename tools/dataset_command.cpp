@@ -8,6 +8,7 @@
 #include "codegen/generate.h"
 #include "dataset/dataset_builder.h"
 #include "dataset/dataset_check.h"
+#include "dataset/dataset_export.h"
 #include "dataset/external_member.h"
 #include "driver/superoptimize.h"
 #include "graph/error.h"
@@ -35,6 +36,9 @@ struct DatasetFlags {
   bool checkRecord = false;
   std::string addDir;
   std::vector<std::string> addFolders;
+  std::string exportDir;
+  std::string exportFormat = "jsonl";
+  std::string exportOut;
 };
 
 // Every schedule JSON under `dir` (a folder of saved schedules, or a dataset), by program.
@@ -122,6 +126,17 @@ int checkCommand(const DatasetFlags& flags) {
   return report.problems.empty() ? kExitOk : kExitCheckFailed;
 }
 
+int exportCommand(const DatasetFlags& flags) {
+  const dataset::ExportFormat format = dataset::parseExportFormat(flags.exportFormat);
+  const std::string out = flags.exportOut.empty()
+                              ? flags.exportDir + "/export." + flags.exportFormat + ".jsonl"
+                              : flags.exportOut;
+  const dataset::ExportSummary s = dataset::exportDataset(flags.exportDir, format, out);
+  std::cout << out << ": " << s.records << " records (" << s.members << " members, " << s.pairs
+            << " pairs), " << s.bytes << " bytes\n";
+  return kExitOk;
+}
+
 int addCommand(const DatasetFlags& flags) {
   for (const std::string& folder : flags.addFolders) {
     std::cout << "added " << dataset::addExternalMember(flags.addDir, folder) << "\n";
@@ -168,9 +183,20 @@ Command addDatasetCommand(CLI::App& app) {
       "tools/python/add_external_members.py) to a dataset, after checking their launch ABI.");
   add->add_option("DIR", flags->addDir, "dataset folder")->required();
   add->add_option("FOLDER", flags->addFolders, "member folders")->required();
-  return {sub, [flags, check, add]() {
+  CLI::App* exporter = sub->add_subcommand(
+      "export",
+      "Write a dataset as JSON Lines for training models on kernels: jsonl (ours: programs, "
+      "sources, PTX, schedules, latencies, evidence, and slower -> faster pairs), popcorn "
+      "({\"input\", \"output\"} records) or kernelbook (PyTorch module beside its kernel); "
+      "dataset/README.md documents each.");
+  exporter->add_option("DIR", flags->exportDir, "dataset folder")->required();
+  exporter->add_option("--format", flags->exportFormat, "jsonl, popcorn or kernelbook")
+      ->capture_default_str();
+  exporter->add_option("--out", flags->exportOut, "output file (default DIR/export.F.jsonl)");
+  return {sub, [flags, check, add, exporter]() {
             if (check->parsed()) return checkCommand(*flags);
             if (add->parsed()) return addCommand(*flags);
+            if (exporter->parsed()) return exportCommand(*flags);
             return buildCommand(*flags);
           }};
 }
