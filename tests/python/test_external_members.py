@@ -2,8 +2,8 @@
 GEMM (tests/dataset/external_fixture/gemm_128.mg) are compiled for sm_90 and taken by `mugraph
 dataset add`, whose ABI check compares the manifest with the program and with the parameters
 the PTX declares; a planted wrong member is added too (its fault only shows on a GPU); CUTLASS
-members likewise where the nvidia-cutlass package and nvcc are installed. Skips cleanly
-without triton (or cutlass_library). Needs a build ($MUGRAPH_BUILD_DIR)."""
+and TVM members likewise where the nvidia-cutlass or apache-tvm package and nvcc are
+installed. Each skips cleanly without its package. Needs a build ($MUGRAPH_BUILD_DIR)."""
 import importlib.util
 import json
 import os
@@ -74,6 +74,18 @@ class ExternalMembersTest(unittest.TestCase):
         for row in self.rows(dataset):
             self.assertEqual(row["source"]["compiler"], "cutlass")
             self.assertEqual([p["tensor"] for p in row["kernels"][0]["params"]], ["C", "A", "B"])
+
+    @unittest.skipUnless(importlib.util.find_spec("tvm") and os.path.exists(NVCC),
+                         "the apache-tvm package or nvcc is not installed")
+    def test_tvm_members_are_added_with_a_complete_abi(self):
+        dataset = os.path.join(self.scratch, "ds")
+        done = generate(os.path.join(self.scratch, "members"), "--sources", "tvm", "--dataset",
+                        dataset)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        for row in self.rows(dataset):
+            self.assertEqual(row["source"]["compiler"], "tvm")
+            self.assertEqual(sorted(p["tensor"] for p in row["kernels"][0]["params"]),
+                             ["A", "B", "C"])
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Writes external members of a dataset class: kernels from Triton and CUTLASS for the class's
+"""Writes external members of a dataset class: kernels from Triton, CUTLASS and TVM for the class's
 program, each in a folder that `mugraph dataset add` takes (dataset/external_member.h).
 Generation needs no GPU; `mugraph dataset check DIR --run --record` checks and times them on
 one.
@@ -30,7 +30,10 @@ def generators(source):
     if source == "cutlass":
         from external import cutlass_members
         return cutlass_members.members
-    raise SystemExit(f"unknown source '{source}' (triton, cutlass)")
+    if source == "tvm":
+        from external import tvm_members
+        return tvm_members.members
+    raise SystemExit(f"unknown source '{source}' (triton, cutlass, tvm)")
 
 
 def main():
@@ -38,7 +41,7 @@ def main():
     parser.add_argument("--program", required=True, help="the class's program (.mg)")
     parser.add_argument("--family", required=True,
                         choices=["matmul", "gated_mlp", "rmsnorm_matmul", "lora", "attention"])
-    parser.add_argument("--sources", default="triton", help="comma-separated: triton,cutlass")
+    parser.add_argument("--sources", default="triton", help="comma-separated: triton,cutlass,tvm")
     parser.add_argument("--out", required=True, help="folder for the member folders")
     parser.add_argument("--dataset", help="add the members to this dataset")
     parser.add_argument("--plant-wrong", action="store_true",
