@@ -2,21 +2,22 @@
 # Builds the must-show equivalent-PTX dataset of issue 29 on this machine (no GPU): eight
 # classes (GQA prefill and decode, GEMMs of three shapes, a gated MLP, RMSNorm + matmul,
 # LoRA), each with mugraph's variants (saved schedules, search-found ones in schedules/found)
-# and external members from Triton and, for the GEMMs, CUTLASS (tools/python/
+# and external members from Triton and, for the GEMMs, CUTLASS and TVM (tools/python/
 # add_external_members.py), plus one deliberately wrong Triton member kept aside for the
 # device run to plant. The GPU machine then checks and times it: scripts/device_run.sh dataset.
 #
 #   bash scripts/dataset_must_show.sh [OUT]     (default out/ds29; members in OUT.members)
 #
-# CUTLASS members need the nvidia-cutlass package (pip install nvidia-cutlass, or
-# CUTLASS_PYTHONPATH=folder it was installed into with --target) and nvcc.
+# CUTLASS members need the nvidia-cutlass package and TVM members apache-tvm (pip install
+# nvidia-cutlass apache-tvm; or EXTERNAL_PYTHONPATH=folders they were installed into with
+# pip --target, colon-separated), and both nvcc.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/ds29}
 members=$out.members
 mg=${MUGRAPH_BINARY:-build/bin/mugraph}
 export TRITON_DEFAULT_FP_FUSION=1 MUGRAPH_BINARY=$mg
-export PYTHONPATH="${CUTLASS_PYTHONPATH:+$CUTLASS_PYTHONPATH:}${PYTHONPATH:-}"
+export PYTHONPATH="${EXTERNAL_PYTHONPATH:+$EXTERNAL_PYTHONPATH:}${PYTHONPATH:-}"
 rm -rf "$out" "$members" && mkdir -p "$members/schedules"
 
 # mugraph's variants: one class per program, from saved schedules.
@@ -35,9 +36,9 @@ while read -r program family sources; do
 done <<'LIST'
 gqa.mg             attention       triton
 gqa_decode.mg      attention       triton
-gemm_1024.mg       matmul          triton,cutlass
-gemm_4096.mg       matmul          triton,cutlass
-matmul_m16.mg      matmul          triton,cutlass
+gemm_1024.mg       matmul          triton,cutlass,tvm
+gemm_4096.mg       matmul          triton,cutlass,tvm
+matmul_m16.mg      matmul          triton,cutlass,tvm
 mlp_batch16.mg     gated_mlp       triton
 rmsnorm_matmul.mg  rmsnorm_matmul  triton
 lora_batch16.mg    lora            triton

@@ -49,8 +49,17 @@ def main():
     args = parser.parse_args()
     program = ProgramFile(args.program)
     output_name = program.output_names[0]
+    # The command that regenerates the members: this one, less where they were added.
+    regenerate, skip_value = [], False
+    for arg in sys.argv[1:]:
+        if skip_value or arg.startswith("--dataset="):
+            skip_value = False
+        elif arg == "--dataset":
+            skip_value = True
+        else:
+            regenerate.append(arg)
     command = "python3 tools/python/add_external_members.py " + " ".join(
-        shlex.quote(a) for a in sys.argv[1:] if a not in ("--dataset",))
+        shlex.quote(a) for a in regenerate)
     folders = []
     for source in args.sources.split(","):
         for label, kernels, ptx, source_name, text, info, workspace in generators(source)(
