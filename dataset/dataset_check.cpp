@@ -54,13 +54,17 @@ class Checker {
     return true;
   }
 
+  // The member's program when its row is sound; a member with any problem is not launched
+  // (an incomplete ABI could fault the GPU context the other members run in).
   std::optional<graph::Program> checkExternal(const std::string& key, const json& row) {
+    const size_t before = report_.problems.size();
     checkFiles(key, row);
     std::vector<std::string> problems;
     std::optional<graph::Program> program = checkExternalRow(dir_, key, row, problems);
     for (const std::string& p : problems) report_.problems.push_back(p);
     ++report_.variantsChecked;
     ++report_.externalMembers;
+    if (report_.problems.size() != before) return std::nullopt;
     return program;
   }
 
