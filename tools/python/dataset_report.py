@@ -76,6 +76,7 @@ def plot(classes, path):
     names = sorted(classes, key=lambda n: classes[n]["program"])
     sources = sorted({s for c in classes.values() for s in c["sources"]})
     markers = dict(zip(sources, "os^Dvx*"))
+    colors = dict(zip(sources, ["C0", "C1", "C2", "C3", "C4", "C5", "C6"]))
     fig, ax = plt.subplots(figsize=(max(8, 1.3 * len(names)), 5))
     width = 0.8 / max(1, len(sources))
     for i, name in enumerate(names):
@@ -85,8 +86,9 @@ def plot(classes, path):
             for m in cls["sources"].get(source, []):
                 xs.append(i - 0.4 + width * (j + 0.5))
                 ys.append(m["us"] / cls["fastest_us"])
-            ax.scatter(xs, ys, marker=markers[source], label=source if i == 0 or not any(
-                source in classes[n]["sources"] for n in names[:i]) else None)
+            labelled = any(source in classes[n]["sources"] for n in names[:i])
+            ax.scatter(xs, ys, marker=markers[source], color=colors[source],
+                       label=None if labelled or not xs else source)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels([classes[n]["program"] for n in names], rotation=30, ha="right")
     ax.set_yscale("log")
