@@ -9,6 +9,7 @@
 
 #include "codegen/generate.h"
 #include "codegen/manifest.h"
+#include "dataset/dataset_index.h"
 #include "dataset/dataset_layout.h"
 #include "dataset/dataset_rows.h"
 #include "dataset/sha256.h"
@@ -129,28 +130,7 @@ class Builder {
   }
 
  private:
-  void writeManifestAndClasses() {
-    std::string manifest;
-    std::map<std::string, json> classes;
-    for (const auto& [key, row] : rows_) {
-      manifest += row.dump() + "\n";
-      json& cls = classes[row.at("class").get<std::string>()];
-      if (cls.is_null()) {
-        cls = {{"class", row.at("class")},
-               {"program", row.at("program")},
-               {"program_hash", row.at("program_hash")},
-               {"members", json::array()}};
-      }
-      cls["members"].push_back(row.at("variant"));
-    }
-    graph::writeFileAtomic(options_.outDir + "/" + kManifestFile, manifest);
-    json document = {{"format", "mugraph.dataset.classes"},
-                     {"version", 1},
-                     {"equivalence", kEquivalenceStatement},
-                     {"classes", json::array()}};
-    for (auto& [id, cls] : classes) document["classes"].push_back(cls);
-    graph::writeFileAtomic(options_.outDir + "/" + kClassesFile, document.dump(2) + "\n");
-  }
+  void writeManifestAndClasses() { writeDatasetIndex(options_.outDir, rows_); }
 
   void say(const std::string& line) const {
     if (options_.progress) options_.progress(line);

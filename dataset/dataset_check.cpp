@@ -4,14 +4,16 @@
 #include <set>
 #include <sstream>
 
+#include "dataset/dataset_gpu_check.h"
+#include "dataset/dataset_index.h"
 #include "dataset/dataset_layout.h"
 #include "dataset/dataset_rows.h"
+#include "dataset/external_row_check.h"
 #include "dataset/sha256.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
 #include "runtime/cuda_driver.h"
-#include "runtime/gpu_check.h"
 #include "runtime/manifest_reader.h"
 
 namespace mugraph::dataset {
@@ -28,14 +30,10 @@ class Checker {
     report_.problems.push_back(where + ": " + what);
   }
 
-  // The row's own fields, its files and its schedule. Returns the schedule if it loads.
-  std::optional<graph::Schedule> checkRow(const std::string& key, const json& row) {
+  // Every file the row lists: inside the dataset, present, with its recorded digest.
+  bool checkFiles(const std::string& key, const json& row) {
     const std::string where = std::string(kManifestFile) + " row " + key;
-    for (const char* field : {"program_hash", "schedule_hash", "files", "kernels", "verification",
-                              "archs", "workspace_bytes", "nvrtc"}) {
-      if (!row.contains(field)) problem(where, std::string("missing field '") + field + "'");
-    }
-    if (!row.contains("files") || !row.at("files").is_object()) return std::nullopt;
+    if (!row.contains("files") || !row.at("files").is_object()) return false;
     for (const auto& [name, file] : row.at("files").items()) {
       if (!isPathInsideDataset(file.value("path", std::string()))) {
         problem(where, "file " + name + " has a path outside the dataset");
@@ -53,6 +51,31 @@ class Checker {
     for (const std::string& arch : row.value("archs", std::vector<std::string>{})) {
       if (!row.at("files").contains(arch + ".ptx")) problem(where, "no PTX listed for " + arch);
     }
+    return true;
+  }
+
+  // The member's program when its row is sound; a member with any problem is not launched
+  // (an incomplete ABI could fault the GPU context the other members run in).
+  std::optional<graph::Program> checkExternal(const std::string& key, const json& row) {
+    const size_t before = report_.problems.size();
+    checkFiles(key, row);
+    std::vector<std::string> problems;
+    std::optional<graph::Program> program = checkExternalRow(dir_, key, row, problems);
+    for (const std::string& p : problems) report_.problems.push_back(p);
+    ++report_.variantsChecked;
+    ++report_.externalMembers;
+    if (report_.problems.size() != before) return std::nullopt;
+    return program;
+  }
+
+  // The row's own fields, its files and its schedule. Returns the schedule if it loads.
+  std::optional<graph::Schedule> checkRow(const std::string& key, const json& row) {
+    const std::string where = std::string(kManifestFile) + " row " + key;
+    for (const char* field : {"program_hash", "schedule_hash", "files", "kernels", "verification",
+                              "archs", "workspace_bytes", "nvrtc"}) {
+      if (!row.contains(field)) problem(where, std::string("missing field '") + field + "'");
+    }
+    if (!checkFiles(key, row)) return std::nullopt;
     std::optional<graph::Schedule> schedule;
     try {
       schedule = graph::loadSchedule(dir_ + "/" + key + "/schedule.json");
@@ -96,10 +119,23 @@ class Checker {
       return;
     }
     for (const auto& [key, row] : rows) {
-      if (!classes.members.count(key)) problem(kClassesFile, "does not list " + key);
+      if (rowExcluded(row)) {
+        if (!classes.excluded.count(key))
+          problem(kClassesFile, "does not list " + key + " as excluded");
+        if (classes.members.count(key)) {
+          problem(kClassesFile, "lists " + key + " as a member, but it failed on the GPU");
+        }
+      } else if (!classes.members.count(key)) {
+        problem(kClassesFile, "does not list " + key);
+      }
     }
     for (const std::string& key : classes.members) {
       if (!rows.count(key)) problem(kClassesFile, "lists " + key + ", which has no manifest row");
+    }
+    for (const std::string& key : classes.excluded) {
+      if (!rows.count(key) || !rowExcluded(rows.at(key))) {
+        problem(kClassesFile, "excludes " + key + ", whose row does not say it failed");
+      }
     }
     if (!classes.statesEquivalence) problem(kClassesFile, "has no equivalence statement");
   }
@@ -123,7 +159,7 @@ class Checker {
 
 }  // namespace
 
-DatasetCheckReport checkDataset(const std::string& dir, bool runOnGpu) {
+DatasetCheckReport checkDataset(const std::string& dir, const DatasetCheckOptions& options) {
   if (!fs::is_directory(dir)) throw UserError(dir, "is not a dataset folder");
   DatasetCheckReport report;
   Checker checker(dir, report);
@@ -136,31 +172,38 @@ DatasetCheckReport checkDataset(const std::string& dir, bool runOnGpu) {
   }
   report.rows = static_cast<int>(rows.size());
   std::unique_ptr<runtime::CudaDriver> driver;
-  if (runOnGpu) {
+  if (options.runOnGpu) {
     std::string whyNot;
     driver = runtime::CudaDriver::open(whyNot);
     if (!driver) throw UserError("--run", "cannot run on a GPU: " + whyNot);
   }
+  std::vector<GpuMember> members;
   for (const auto& [key, row] : rows) {
-    std::optional<graph::Schedule> schedule;
     try {
-      schedule = checker.checkRow(key, row);
+      if (isExternalRow(row)) {
+        std::optional<graph::Program> program = checker.checkExternal(key, row);
+        if (rowExcluded(row)) {
+          ++report.excluded;
+          report.gpuLines.push_back(
+              key + ": kept out of its class: " + row.at("verification").value("reason", ""));
+        } else if (program) {
+          members.push_back(GpuMember{key, std::move(*program), true});
+        }
+      } else if (std::optional<graph::Schedule> schedule = checker.checkRow(key, row)) {
+        members.push_back(GpuMember{key, schedule->program, false});
+      }
     } catch (const nlohmann::json::exception& e) {
       // A row's fields of the wrong type (a corrupted manifest) are a problem, not a crash.
       checker.problem(std::string(kManifestFile) + " row " + key,
                       std::string("malformed: ") + e.what());
     }
-    if (!driver || !schedule) continue;
-    const runtime::GpuCheckReport gpu =
-        runtime::checkOnGpu(*driver, *schedule, dir + "/" + key, graph::scheduleHash(*schedule),
-                            /*repetitions=*/20);
-    ++report.gpuRuns;
-    std::ostringstream line;
-    line << key << ": " << (gpu.matches ? "matches" : "DOES NOT MATCH") << " on " << gpu.device
-         << ", max relative error " << gpu.maxRelError << " (tolerance " << gpu.tolerance << "), "
-         << gpu.timing.medianMicroseconds << " us median";
-    report.gpuLines.push_back(line.str());
-    if (!gpu.matches) checker.problem(key, "does not match its program on the GPU");
+  }
+  if (driver) {
+    DatasetGpuResult gpu = runDatasetOnGpu(*driver, dir, members, options.record, rows);
+    report.gpuRuns = gpu.runs;
+    for (std::string& line : gpu.lines) report.gpuLines.push_back(std::move(line));
+    for (std::string& p : gpu.problems) report.problems.push_back(std::move(p));
+    if (options.record) writeDatasetIndex(dir, rows);
   }
   checker.checkClasses(rows);
   checker.checkOrphans(rows);

@@ -90,6 +90,17 @@ ClassesFile readClassesFile(const std::string& path) {
       }
       file.members.insert(cls.at("class").get<std::string>() + "/" + members[m].get<std::string>());
     }
+    const nlohmann::json excluded = cls.value("excluded", nlohmann::json::array());
+    if (!excluded.is_array()) throw UserError(where + ".excluded", "expected an array");
+    for (size_t e = 0; e < excluded.size(); ++e) {
+      if (!excluded[e].is_object() || !excluded[e].contains("variant") ||
+          !excluded[e].at("variant").is_string() || !excluded[e].contains("reason")) {
+        throw UserError(where + ".excluded[" + std::to_string(e) + "]",
+                        "expected {\"variant\", \"reason\"}");
+      }
+      file.excluded.insert(cls.at("class").get<std::string>() + "/" +
+                           excluded[e].at("variant").get<std::string>());
+    }
   }
   return file;
 }

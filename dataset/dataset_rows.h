@@ -25,6 +25,7 @@ bool rowFilesIntact(const std::string& outDir, const nlohmann::json& row);
 // equivalence statement. UserError naming the file and JSON path of anything malformed.
 struct ClassesFile {
   std::set<std::string> members;
+  std::set<std::string> excluded;  // external members that failed on the GPU
   bool statesEquivalence = false;
 };
 ClassesFile readClassesFile(const std::string& path);

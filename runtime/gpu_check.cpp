@@ -46,59 +46,84 @@ double gpuTolerance(graph::DType dtype) {
 GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
                           const std::string& dir, uint64_t seed, int repetitions,
                           const GpuInputs& draw) {
+  return checkAgainstReference(driver, referenceRun(schedule.program, seed, draw), dir,
+                               repetitions);
+}
+
+ProgramReference referenceRun(const graph::Program& program, uint64_t seed, const GpuInputs& draw) {
+  ProgramReference reference;
+  reference.seed = seed;
+  std::ostringstream how;
+  if (draw.logitStd) {
+    const double stddev = verify::inputStdForLogitStd(program, *draw.logitStd);
+    reference.inputValues = verify::normalInputs(program, seed, stddev);
+    how << "normal, std " << stddev << " (logit std " << *draw.logitStd << ")";
+  } else if (draw.normalStd) {
+    reference.inputValues = verify::normalInputs(program, seed, *draw.normalStd);
+    how << "normal, std " << *draw.normalStd;
+  } else {
+    reference.inputValues = verify::randomInputs(program, seed, draw.uniformScale);
+    how << "uniform in [-" << draw.uniformScale << ", " << draw.uniformScale << "]";
+  }
+  reference.inputs = how.str();
+  for (graph::TensorId t : program.inputs) {
+    reference.dtypes[program.tensors[t].name] = program.tensors[t].dtype;
+  }
+  for (graph::TensorId t : program.outputs) {
+    reference.dtypes[program.tensors[t].name] = program.tensors[t].dtype;
+  }
+  for (auto& [name, tensor] : reference.inputValues) {
+    std::vector<double> rounded;
+    encode(tensor.data, reference.dtypes.at(name), &rounded);
+    tensor.data = rounded;  // the interpreter sees exactly what the GPU reads
+  }
+  reference.expected = verify::evaluate(program, reference.inputValues);
+  return reference;
+}
+
+GpuCheckReport checkAgainstReference(const CudaDriver& driver, const ProgramReference& reference,
+                                     const std::string& dir, int repetitions) {
   GpuSchedule gpu(driver, readManifest(dir + "/manifest.json"), dir);
   GpuCheckReport report;
   report.device = driver.deviceName();
   report.ptxArch = gpu.ptxArch();
-  report.seed = seed;
-
-  verify::TensorMap<double> inputs;
-  std::ostringstream how;
-  if (draw.logitStd) {
-    const double stddev = verify::inputStdForLogitStd(schedule.program, *draw.logitStd);
-    inputs = verify::normalInputs(schedule.program, seed, stddev);
-    how << "normal, std " << stddev << " (logit std " << *draw.logitStd << ")";
-  } else {
-    inputs = verify::randomInputs(schedule.program, seed, draw.uniformScale);
-    how << "uniform in [-" << draw.uniformScale << ", " << draw.uniformScale << "]";
-  }
-  report.inputs = how.str();
-  for (auto& [name, tensor] : inputs) {
-    const ManifestTensor& t = gpu.manifest().tensor(name);
-    if (t.role != "input" || t.shape != tensor.shape) {
-      throw UserError(dir + "/manifest.json", "tensor '" + name + "' does not match the schedule");
+  report.seed = reference.seed;
+  report.inputs = reference.inputs;
+  const auto matchesProgram = [&](const std::string& name, const ManifestTensor& t,
+                                  const std::string& role, const graph::Dims& shape) {
+    if (t.role != role || t.shape != shape || t.dtype != reference.dtypes.at(name)) {
+      throw UserError(dir + "/manifest.json", "tensor '" + name + "' is not the program's " + role +
+                                                  " of that shape and dtype");
     }
-    std::vector<double> rounded;
-    encode(tensor.data, t.dtype, &rounded);
-    tensor.data = rounded;  // the interpreter sees exactly what the GPU reads
-    gpu.upload(name, encode(toStorageOrder(rounded, t.shape, t.layout), t.dtype));
+  };
+  for (const auto& [name, tensor] : reference.inputValues) {
+    const ManifestTensor& t = gpu.manifest().tensor(name);
+    matchesProgram(name, t, "input", tensor.shape);
+    gpu.upload(name, encode(toStorageOrder(tensor.data, t.shape, t.layout), t.dtype));
   }
   for (const ManifestTensor& t : gpu.manifest().tensors) {
     if (t.role != "input") gpu.poison(t.name);
   }
   gpu.run();
-  const verify::TensorMap<double> expected = verify::evaluate(schedule.program, inputs);
 
   report.matches = true;
   double worstRatio = 0;
-  for (const auto& [name, want] : expected) {
+  for (const auto& [name, want] : reference.expected) {
     const ManifestTensor& t = gpu.manifest().tensor(name);
+    matchesProgram(name, t, "output", want.shape);
     const std::vector<double> got = decode(gpu.download(name), t.dtype);
-    if (got.size() != want.data.size()) {
-      throw UserError(dir + "/manifest.json", "output '" + name + "' does not match the schedule");
-    }
     // NaN elements are counted as unwritten (and fail the check); the error is measured on
     // the elements the kernels did write.
-    std::vector<double> written, reference;
+    std::vector<double> written, wanted;
     for (size_t i = 0; i < got.size(); ++i) {
       if (std::isnan(got[i])) {
         ++report.unwrittenElements;
         continue;
       }
       written.push_back(got[i]);
-      reference.push_back(want.data[i]);
+      wanted.push_back(want.data[i]);
     }
-    const double error = verify::normwiseRelativeError(reference, written);
+    const double error = verify::normwiseRelativeError(wanted, written);
     report.outputErrors[name] = error;
     report.maxRelError = std::max(report.maxRelError, error);
     const double tolerance = gpuTolerance(t.dtype);

@@ -11,6 +11,7 @@
 #include "graph/ir.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/gpu_schedule.h"
+#include "verify/host_tensor.h"
 
 namespace mugraph::runtime {
 
@@ -41,11 +42,31 @@ struct GpuCheckReport {
 struct GpuInputs {
   double uniformScale = 0.5;
   std::optional<double> logitStd;
+  std::optional<double> normalStd;  // normal inputs of this standard deviation
 };
 
 // `dir` is what `mugraph replay` wrote (manifest.json and PTX). `repetitions` = 0 skips timing.
 GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
                           const std::string& dir, uint64_t seed, int repetitions,
                           const GpuInputs& draw = {});
+
+// A program's inputs drawn once, rounded to their dtypes, and its outputs by the interpreter
+// in double: shared by every implementation checked on the same draw, so a class of a large
+// GEMM evaluates its reference once per draw instead of once per member.
+struct ProgramReference {
+  uint64_t seed = 0;
+  std::string inputs;                          // how they were drawn (GpuCheckReport::inputs)
+  std::map<std::string, graph::DType> dtypes;  // of every input and output
+  verify::TensorMap<double> inputValues;       // as the GPU reads them
+  verify::TensorMap<double> expected;
+};
+ProgramReference referenceRun(const graph::Program& program, uint64_t seed,
+                              const GpuInputs& draw = {});
+
+// Kernels that come with a manifest (what `mugraph replay` writes, or a dataset's external
+// member from another compiler) checked against a reference of the program they claim to
+// compute. UserError when the manifest's inputs or outputs are not the program's.
+GpuCheckReport checkAgainstReference(const CudaDriver& driver, const ProgramReference& reference,
+                                     const std::string& dir, int repetitions);
 
 }  // namespace mugraph::runtime

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository root with devbuild/ carried: the gpu-labelled
 # tests, compute-sanitizer on the shipped schedules, the exported ONNX models searched and
-# profiled (`onnx`), and the benchmark against PyTorch.
+# profiled (`onnx`), and the benchmark against PyTorch; `dataset` checks and times the
+# equivalent-PTX dataset scripts/dataset_must_show.sh built (not part of `all`).
 # Results land in $OUT (or ./device_out). BENCH_ARGS: extra gpu_bench.py arguments (--cases, --no-compile).
 # ONNX_MODELS: the models of tests/onnx_import/models the onnx step searches (default: all exported ones).
 set -uo pipefail
@@ -132,4 +133,45 @@ if [[ $step == all || $step == bench ]]; then
     echo "note: matplotlib does not import here; draw the plots elsewhere:" \
       "python3 tools/python/bench_plots.py bench_gpu.json"
   fi
+fi
+
+if [[ $step == dataset ]]; then
+  # The equivalent-PTX dataset scripts/dataset_must_show.sh built on the development machine
+  # (carried: DATASET, default out/ds29, and DATASET.members): first a copy with the planted
+  # wrong Triton member, on which `dataset check --run` must fail and keep it out; then the
+  # dataset itself, every member checked at three spreads and timed, the evidence recorded;
+  # then the table and plot by source, and each export format with its record count and size.
+  echo "== dataset"
+  ds=${DATASET:-out/ds29}
+  # The planted copy holds the wrong member's class alone (gemm_1024), to spend no GPU time
+  # on the other classes twice; `dataset add` rewrites its index from the rows kept.
+  # DATASET_PARTS=planted or =dataset runs one half (each well inside a 10-minute call).
+  parts=${DATASET_PARTS:-planted,dataset}
+  if [[ $parts == *planted* ]]; then
+    rm -rf /tmp/ds_planted && mkdir -p /tmp/ds_planted
+    planted_class=$(basename "$(ls -d "$ds"/gemm_1024-*)")
+    cp -r "$ds/$planted_class" /tmp/ds_planted/
+    grep "\"class\":\"$planted_class\"" "$ds/manifest.jsonl" > /tmp/ds_planted/manifest.jsonl
+    "$mg" dataset add /tmp/ds_planted "$ds".members/wrong/* > "$out/dataset_planted.log" 2>&1
+    "$mg" dataset check /tmp/ds_planted --run --record >> "$out/dataset_planted.log" 2>&1
+    echo "planted wrong member: check --run exit $? (1 expected)"
+    grep -E "wrong|FAILS|kept out|problems" "$out/dataset_planted.log" | tail -5
+    "$mg" dataset check /tmp/ds_planted >> "$out/dataset_planted.log" 2>&1
+    echo "planted, after --record: check exit $? (0 expected: the member is kept out, with its reason)"
+  fi
+  [[ $parts == *dataset* ]] || exit 0
+  "$mg" dataset check "$ds" --run --record > "$out/dataset_check_run.log" 2>&1
+  echo "dataset check --run --record: exit $? (0 expected)"
+  tail -3 "$out/dataset_check_run.log"
+  device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+  python3 tools/python/dataset_report.py "$ds" --out "$out/dataset_by_source" --device "$device"
+  for f in jsonl popcorn kernelbook; do
+    "$mg" dataset export "$ds" --format $f --out "/tmp/export.$f.jsonl"
+  done
+  # One member per class and source launched by mugraph_launch.py (CuPy) from its manifest
+  # alone, against PyTorch.
+  python3 tools/python/example_cupy.py "$ds" > "$out/dataset_example_cupy.log" 2>&1
+  echo "example_cupy.py: exit $?"; cat "$out/dataset_example_cupy.log"
+  cp "$ds/manifest.jsonl" "$out/dataset_manifest.jsonl"
+  cp "$ds/classes.json" "$out/dataset_classes.json"
 fi

@@ -8,6 +8,8 @@
 #include "codegen/generate.h"
 #include "dataset/dataset_builder.h"
 #include "dataset/dataset_check.h"
+#include "dataset/dataset_export.h"
+#include "dataset/external_member.h"
 #include "driver/superoptimize.h"
 #include "graph/error.h"
 #include "graph/files.h"
@@ -31,6 +33,12 @@ struct DatasetFlags {
   int maxVariants = 0;
   std::string checkDir;
   bool checkRun = false;
+  bool checkRecord = false;
+  std::string addDir;
+  std::vector<std::string> addFolders;
+  std::string exportDir;
+  std::string exportFormat = "jsonl";
+  std::string exportOut;
 };
 
 // Every schedule JSON under `dir` (a folder of saved schedules, or a dataset), by program.
@@ -106,13 +114,34 @@ int buildCommand(const DatasetFlags& flags) {
 }
 
 int checkCommand(const DatasetFlags& flags) {
-  const dataset::DatasetCheckReport report = dataset::checkDataset(flags.checkDir, flags.checkRun);
+  if (flags.checkRecord && !flags.checkRun) throw UserError("--record", "needs --run");
+  const dataset::DatasetCheckReport report =
+      dataset::checkDataset(flags.checkDir, {flags.checkRun, flags.checkRecord});
   for (const std::string& line : report.gpuLines) std::cout << line << "\n";
   for (const std::string& p : report.problems) std::cout << "problem: " << p << "\n";
   std::cout << flags.checkDir << ": " << report.rows << " rows, " << report.variantsChecked
-            << " variants checked, " << report.gpuRuns << " run on the GPU, "
-            << report.problems.size() << " problems\n";
+            << " variants checked (" << report.externalMembers << " external, " << report.excluded
+            << " kept out), " << report.gpuRuns << " run on the GPU, " << report.problems.size()
+            << " problems\n";
   return report.problems.empty() ? kExitOk : kExitCheckFailed;
+}
+
+int exportCommand(const DatasetFlags& flags) {
+  const dataset::ExportFormat format = dataset::parseExportFormat(flags.exportFormat);
+  const std::string out = flags.exportOut.empty()
+                              ? flags.exportDir + "/export." + flags.exportFormat + ".jsonl"
+                              : flags.exportOut;
+  const dataset::ExportSummary s = dataset::exportDataset(flags.exportDir, format, out);
+  std::cout << out << ": " << s.records << " records (" << s.members << " members, " << s.pairs
+            << " pairs), " << s.bytes << " bytes\n";
+  return kExitOk;
+}
+
+int addCommand(const DatasetFlags& flags) {
+  for (const std::string& folder : flags.addFolders) {
+    std::cout << "added " << dataset::addExternalMember(flags.addDir, folder) << "\n";
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -143,9 +172,32 @@ Command addDatasetCommand(CLI::App& app) {
                                         "missing or inconsistent entry.");
   check->add_option("DIR", flags->checkDir, "dataset folder")->required();
   check->add_flag("--run", flags->checkRun,
-                  "launch every variant from its manifest on the GPU and compare");
-  return {sub, [flags, check]() {
-            return check->parsed() ? checkCommand(*flags) : buildCommand(*flags);
+                  "launch every member from its manifest on the GPU, on fresh random inputs at "
+                  "several spreads, compare with the program and time it");
+  check->add_flag("--record", flags->checkRecord,
+                  "with --run: write each member's timing, and external members' evidence "
+                  "(passed, or failed and kept out of the class), into the dataset");
+  CLI::App* add = sub->add_subcommand(
+      "add",
+      "Add external members (kernels from Triton, CUTLASS, TVM: folders written by "
+      "tools/python/add_external_members.py) to a dataset, after checking their launch ABI.");
+  add->add_option("DIR", flags->addDir, "dataset folder")->required();
+  add->add_option("FOLDER", flags->addFolders, "member folders")->required();
+  CLI::App* exporter = sub->add_subcommand(
+      "export",
+      "Write a dataset as JSON Lines for training models on kernels: jsonl (ours: programs, "
+      "sources, PTX, schedules, latencies, evidence, and slower -> faster pairs), popcorn "
+      "({\"input\", \"output\"} records) or kernelbook (PyTorch module beside its kernel); "
+      "dataset/README.md documents each.");
+  exporter->add_option("DIR", flags->exportDir, "dataset folder")->required();
+  exporter->add_option("--format", flags->exportFormat, "jsonl, popcorn or kernelbook")
+      ->capture_default_str();
+  exporter->add_option("--out", flags->exportOut, "output file (default DIR/export.F.jsonl)");
+  return {sub, [flags, check, add, exporter]() {
+            if (check->parsed()) return checkCommand(*flags);
+            if (add->parsed()) return addCommand(*flags);
+            if (exporter->parsed()) return exportCommand(*flags);
+            return buildCommand(*flags);
           }};
 }
 

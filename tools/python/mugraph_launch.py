@@ -8,6 +8,11 @@ one workspace at the offsets the manifest gives. Kernels on the sm_90 warpgroup 
 tensor maps by value after the pointers (params of kind "tensor_map"): encoded here with the
 driver's cuTensorMapEncodeTiled from the manifest's description, launched through
 cuLaunchKernel.
+
+A dataset's external members (kernels from Triton or CUTLASS, dataset/external_member.h) carry
+the same manifest: their compiler-added parameters (Triton's scratch pointers) are workspace
+tensors, so `Variant` launches them unchanged; `dataset_members` lists every member of a
+dataset, ours and external, that is not kept out of its class.
 """
 import ctypes
 import json
@@ -72,6 +77,19 @@ def relative_error(got, want):
     if scale == 0:
         return 0.0 if difference == 0 else math.inf
     return difference / scale
+
+
+def dataset_members(dataset):
+    """(key, folder, row) of every member of the dataset in `dataset` (a folder with
+    manifest.jsonl), ours and external, except external members kept out of their class
+    because they failed on a GPU. Each folder launches with Variant(folder)."""
+    with open(os.path.join(dataset, "manifest.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
+    for row in rows:
+        if row.get("verification", {}).get("status") == "failed":
+            continue
+        key = f"{row['class']}/{row['variant']}"
+        yield key, os.path.join(dataset, key), row
 
 
 class Variant:
