@@ -85,6 +85,17 @@ std::string expression(const graph::Program& program, const graph::KernelOp& op)
     case graph::OpKind::RotateHalf:
       return "torch.cat((-" + in[0] + ".chunk(2, " + dim + ")[1], " + in[0] + ".chunk(2, " + dim +
              ")[0]), " + dim + ")";
+    case graph::OpKind::CausalMask: {
+      // graph/ops.h: row r keeps column c iff c <= r % q + (cols - q).
+      const graph::Dims& shape = program.tensors[op.inputs[0]].shape;
+      const std::string rows = std::to_string(shape[shape.size() - 2]);
+      const std::string cols = std::to_string(shape.back());
+      const std::string q =
+          std::to_string(op.attrs.queries > 0 ? op.attrs.queries : shape[shape.size() - 2]);
+      return in[0] + ".masked_fill(torch.arange(" + cols + ", device=" + in[0] +
+             ".device)[None, :] > torch.arange(" + rows + ", device=" + in[0] +
+             ".device)[:, None] % " + q + " + (" + cols + " - " + q + "), float('-inf'))";
+    }
     default:
       throw UserError("program " + program.name,
                       "op " + std::string(graph::opName(op.kind)) + " has no PyTorch form");

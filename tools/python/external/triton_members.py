@@ -16,6 +16,7 @@ from .member_folder import Kernel
 from .program_file import Tensor
 
 TARGET = GPUTarget("cuda", 90, 32)
+PTX_VERSION = 90
 SCRATCH = [Tensor("triton_global_scratch", "f32", [1]),
            Tensor("triton_profile_scratch", "f32", [1])]
 
@@ -101,8 +102,11 @@ def compile_kernel(kernel, pointers, constexprs, config):
     # vectorize its loads and stores.
     attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(pointers))}
     source = ASTSource(kernel, signature, constants, attrs)
+    # PTX ISA 9.0: what CUDA 13.0 drivers load (the GPU machines', and the ISA our NVRTC writes).
+    # Triton's default is its own, newer toolchain's ISA, which those drivers refuse.
     return triton.compile(source, target=TARGET,
-                          options={"num_warps": config.warps, "num_stages": config.stages}), constants
+                          options={"num_warps": config.warps, "num_stages": config.stages,
+                                   "ptx_version": PTX_VERSION}), constants
 
 
 def members(family, program, command, plant_wrong=False):
