@@ -12,6 +12,8 @@ leading dims) the attention is written exactly as is_causal=True. The diagonal o
 is_causal is aligned top-left, the IR's causal_mask bottom-right: they agree for square
 scores, the only case recognized. Anything else leaves the mask as it is.
 """
+import contextlib
+
 import torch
 
 # A mask (and every value it is computed from) with more elements is left as a tensor: its
@@ -89,7 +91,8 @@ def is_causal_pattern(mask, rows, cols):
     if not mask.is_floating_point():
         return False
     lowest = torch.finfo(mask.dtype).min
-    return bool((slices[:, keep] == 0).all()) and bool((slices[:, ~keep] <= lowest).all())
+    # Comparisons over the whole slice (no boolean indexing: its size depends on the data).
+    return bool(((slices == 0) | ~keep).all()) and bool(((slices <= lowest) | keep).all())
 
 
 def is_constant_causal_mask(node, rows, cols):
@@ -98,9 +101,14 @@ def is_constant_causal_mask(node, rows, cols):
     ancestry = constant_ancestry(node)
     if ancestry is None:
         return False
-    try:
-        with torch.no_grad():
-            value = evaluate(node, ancestry)
-    except Exception:  # an op that cannot run here (a device, a kernel): the mask stays
-        return False
-    return is_causal_pattern(value, rows, cols)
+    # Dynamo calls the backend with fake tensors active: the mask is computed on real ones.
+    with _real_tensors(), torch.no_grad():
+        try:
+            return is_causal_pattern(evaluate(node, ancestry), rows, cols)
+        except Exception:  # an op that cannot run here (a device, a kernel): the mask stays
+            return False
+
+
+def _real_tensors():
+    unset = getattr(torch._subclasses.fake_tensor, "unset_fake_temporarily", None)
+    return unset() if unset is not None else contextlib.nullcontext()
