@@ -37,4 +37,8 @@ struct RunOptions {
 // on a limit the search cannot take.
 search::SearchOptions searchOptionsFor(const graph::Program& program, const RunOptions& o);
 
+// The options as this rank runs them (distributed/ranks.h): rank 0 alone writes the outputs
+// and profiles; the other ranks only search and verify with it.
+RunOptions onThisRank(RunOptions options);
+
 }  // namespace mugraph::driver

@@ -51,6 +51,26 @@ std::string whyNoVariants(const search::SearchResult& result, const ProfileRanki
          " whose plan does not fit the target" + stopped;
 }
 
+namespace {
+
+// What each rank of the run did (one entry without MPI): the summary's record of the work's
+// spread, never compared across runs (times differ).
+nlohmann::json ranksJson(const std::vector<search::RankWork>& ranks) {
+  nlohmann::json json = nlohmann::json::array();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const search::RankWork& w = ranks[r];
+    json.push_back({{"rank", r},
+                    {"threads", w.threads},
+                    {"subtrees", w.subtrees},
+                    {"verifications", w.verifications},
+                    {"busy_seconds", w.busySeconds},
+                    {"seconds", w.seconds}});
+  }
+  return json;
+}
+
+}  // namespace
+
 nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRanking& ranking) {
   const search::SearchSummary& s = result.summary;
   nlohmann::json pruned = nlohmann::json::object();
@@ -88,7 +108,8 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
         {"timeouts", s.oracle.timeouts}}},
       {"ranked_by",
        ranking.measured.empty() && ranking.dropped.empty() ? "cost_model" : "measured_gpu_time"},
-      {"variants", variants}};
+      {"variants", variants},
+      {"ranks", ranksJson(s.ranks)}};
   if (!ranking.dropped.empty()) {
     nlohmann::json dropped = nlohmann::json::array();
     for (const DroppedVariant& d : ranking.dropped) {

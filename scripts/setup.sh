@@ -65,7 +65,8 @@ install_wheels() {
 }
 
 apt_install cmake g++ make libz3-dev libeigen3-dev libtbb-dev nlohmann-json3-dev libgtest-dev \
-  libcli11-dev libssl-dev libonnx-dev libprotobuf-dev clang libclang-rt-dev
+  libcli11-dev libssl-dev libonnx-dev libprotobuf-dev clang libclang-rt-dev \
+  libopenmpi-dev openmpi-bin
 
 if has_nvrtc "$cuda_home"; then
   cuda_root=$cuda_home

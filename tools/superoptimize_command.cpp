@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "distributed/ranks.h"
 #include "driver/superoptimize.h"
 #include "driver/variant_files.h"
 #include "graph/hash.h"
@@ -96,17 +97,22 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--dim", o->dims,
                   "for an ONNX model: pin a dynamic dim, name=value (repeatable)");
   return {sub, [o, json]() {
+            // Under mpirun every rank runs the search and computes the same result; rank 0
+            // alone prints it.
             if (onnx_import::isOnnxPath(o->program)) {
-              return printModelRun(driver::runModel(*o), *json);
+              const driver::ModelRun run = driver::runModel(*o);
+              return distributed::isRoot() ? printModelRun(run, *json) : modelExitCode(run);
             }
             const driver::ProgramRun run = driver::runProgram(*o);
-            if (!run.noVariants.empty()) {
-              std::cerr << "mugraph: no verified variant: " << run.noVariants << "\n";
-            }
-            if (*json) {
-              std::cout << run.summary.dump() << "\n";
-            } else {
-              printTable(run);
+            if (distributed::isRoot()) {
+              if (!run.noVariants.empty()) {
+                std::cerr << "mugraph: no verified variant: " << run.noVariants << "\n";
+              }
+              if (*json) {
+                std::cout << run.summary.dump() << "\n";
+              } else {
+                printTable(run);
+              }
             }
             if (run.withoutCode > 0) return kExitInternalError;
             return run.noVariants.empty() ? kExitOk : kExitCheckFailed;
