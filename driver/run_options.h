@@ -21,6 +21,7 @@ struct RunOptions {
   std::string arch = plan::kDefaultTarget;
   std::string out;  // empty: nothing written
   std::string checkpoint;
+  double checkpointInterval = 5;  // seconds between checkpoints
   bool resume = false;
   bool profile = false;  // rank by measured GPU time (needs a GPU)
   bool progress = true;  // the search's progress line on stderr (a terminal only)

@@ -38,6 +38,7 @@ search::SearchOptions searchOptionsFor(const graph::Program& program, const RunO
   options.threads = o.threads;
   options.timeLimitSeconds = o.timeLimit;
   options.checkpointPath = o.checkpoint;
+  options.checkpointIntervalSeconds = o.checkpointInterval;
   options.resume = o.resume;
   options.progress = o.progress;
   return options;

@@ -73,7 +73,12 @@ Command addSuperoptimizeCommand(CLI::App& app) {
                   "write DIR/<variant>/ (schedule.json, kernel.cu, PTX for --arch, manifest.json) "
                   "and DIR/summary.json; for a model DIR/<subgraph>/ (program.mg and its "
                   "variants) and DIR/summary.json (subgraphs, and the nodes left out)");
-  sub->add_option("--checkpoint", o->checkpoint, "checkpoint file, written every few seconds");
+  sub->add_option("--checkpoint", o->checkpoint,
+                  "checkpoint file, written every --checkpoint-interval seconds (under mpirun by "
+                  "rank 0, with every rank's finished subtrees)");
+  sub->add_option("--checkpoint-interval", o->checkpointInterval, "seconds between checkpoints")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
   sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
   sub->add_flag(
       "--profile", o->profile,
