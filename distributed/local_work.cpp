@@ -15,11 +15,12 @@ RankShare runInThisProcess(const WorkItems& work, const std::atomic<bool>& stop)
   share.threads = work.threadsPerRank;
   const auto runOne = [&](int item) {
     const Clock::time_point begun = Clock::now();
-    const std::string result = work.run(item);
+    std::any result = work.run(item);
+    const double seconds = std::chrono::duration<double>(Clock::now() - begun).count();
     std::lock_guard lock(mutex);
-    work.collect(item, result);
+    work.collect(item, std::move(result), seconds);
     ++share.items;
-    share.busySeconds += std::chrono::duration<double>(Clock::now() - begun).count();
+    share.busySeconds += seconds;
     share.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   };
   if (work.threadsPerRank <= 1) {

@@ -26,10 +26,12 @@ constexpr int kTagAsk = 1;
 constexpr int kTagDealBase = 1000;  // + the asking thread's slot on its rank
 constexpr auto kPollInterval = std::chrono::microseconds(200);
 
-// Leads every request: the asking thread's slot, and the item whose result follows (-1: none).
+// Leads every request: the asking thread's slot, and the item whose result follows (-1: none)
+// with the seconds it took.
 struct AskHeader {
   int32_t slot = 0;
   int32_t item = -1;
+  double seconds = 0;
 };
 
 double secondsSince(Clock::time_point t) {
@@ -79,7 +81,7 @@ void serveOtherRanks(int remoteThreads, Dealer& dealer, const WorkItems& work,
     std::memcpy(&header, buffer.data(), sizeof header);
     if (header.item >= 0) {
       std::lock_guard lock(collectMutex);
-      work.collect(header.item, buffer.substr(sizeof header));
+      work.collect(header.item, work.decode(buffer.substr(sizeof header)), header.seconds);
     }
     const int32_t item = dealer.next();
     MPI_Send(&item, 1, MPI_INT32_T, status.MPI_SOURCE, kTagDealBase + header.slot, MPI_COMM_WORLD);
@@ -97,11 +99,12 @@ RankShare runOnRoot(const WorkItems& work, const std::atomic<bool>& stop, int re
   onEachSlot(work.threadsPerRank, [&](int) {
     for (int item = dealer.next(); item >= 0; item = dealer.next()) {
       const Clock::time_point begun = Clock::now();
-      const std::string result = work.run(item);
+      std::any result = work.run(item);
+      const double seconds = secondsSince(begun);
       std::lock_guard lock(mutex);
-      work.collect(item, result);
+      work.collect(item, std::move(result), seconds);
       ++share.items;
-      share.busySeconds += secondsSince(begun);
+      share.busySeconds += seconds;
       share.seconds = secondsSince(start);
     }
   });
@@ -115,7 +118,7 @@ RankShare runOnWorker(const WorkItems& work) {
   RankShare share;
   share.threads = work.threadsPerRank;
   onEachSlot(work.threadsPerRank, [&](int slot) {
-    AskHeader header{static_cast<int32_t>(slot), -1};
+    AskHeader header{static_cast<int32_t>(slot), -1, 0.0};
     std::string message(sizeof header, '\0');
     while (true) {
       std::memcpy(message.data(), &header, sizeof header);
@@ -126,11 +129,12 @@ RankShare runOnWorker(const WorkItems& work) {
       if (item < 0) return;
       const Clock::time_point begun = Clock::now();
       message.resize(sizeof header);
-      message += work.run(item);
+      message += work.encode(work.run(item));
       header.item = item;
+      header.seconds = secondsSince(begun);
       std::lock_guard lock(mutex);
       ++share.items;
-      share.busySeconds += secondsSince(begun);
+      share.busySeconds += header.seconds;
       share.seconds = secondsSince(start);
     }
   });

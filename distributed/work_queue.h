@@ -6,6 +6,7 @@
 // canonical order).
 #pragma once
 
+#include <any>
 #include <atomic>
 #include <functional>
 #include <string>
@@ -18,10 +19,14 @@ struct WorkItems {
   // Threads per rank taking items at once; 1 deals the items strictly in order and, in a
   // single process, runs them one after another.
   int threadsPerRank = 1;
-  // Runs on any rank, on several threads at once: the item's result, encoded.
-  std::function<std::string(int item)> run;
-  // Runs on rank 0 only, one call at a time.
-  std::function<void(int item, const std::string& result)> collect;
+  // Runs on any rank, on several threads at once: the item's result.
+  std::function<std::any(int item)> run;
+  // A result as bytes and back, for results of the ranks other than 0 only: rank 0's own
+  // (and a single process's) reach `collect` as they are, never encoded.
+  std::function<std::string(const std::any& result)> encode;
+  std::function<std::any(const std::string& bytes)> decode;
+  // Runs on rank 0 only, one call at a time; `seconds` is how long `run` took.
+  std::function<void(int item, std::any&& result, double seconds)> collect;
 };
 
 // What one rank did.

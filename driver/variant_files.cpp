@@ -1,5 +1,6 @@
 #include "driver/variant_files.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -69,6 +70,28 @@ nlohmann::json ranksJson(const std::vector<search::RankWork>& ranks) {
   return json;
 }
 
+// Where the run's time went: what bounds its speedup on more ranks (the largest subtree, the
+// merge on rank 0, the verification; docs/distributed_search.md).
+nlohmann::json workJson(const search::WorkTimes& times) {
+  std::vector<double> sorted = times.subtreeSeconds;
+  std::sort(sorted.begin(), sorted.end());
+  double total = 0;
+  for (double s : sorted) total += s;
+  const auto quantile = [&](double q) {
+    return sorted.empty() ? 0.0 : sorted[static_cast<size_t>(q * (sorted.size() - 1))];
+  };
+  return {{"subtree_seconds",
+           {{"count", sorted.size()},
+            {"total", total},
+            {"max", quantile(1)},
+            {"p50", quantile(0.5)},
+            {"p90", quantile(0.9)},
+            {"p99", quantile(0.99)}}},
+          {"enumeration_seconds", times.enumerationSeconds},
+          {"merge_seconds", times.mergeSeconds},
+          {"verification_seconds", times.verificationSeconds}};
+}
+
 }  // namespace
 
 nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRanking& ranking) {
@@ -109,7 +132,8 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
       {"ranked_by",
        ranking.measured.empty() && ranking.dropped.empty() ? "cost_model" : "measured_gpu_time"},
       {"variants", variants},
-      {"ranks", ranksJson(s.ranks)}};
+      {"ranks", ranksJson(s.ranks)},
+      {"work", workJson(s.times)}};
   if (!ranking.dropped.empty()) {
     nlohmann::json dropped = nlohmann::json::array();
     for (const DroppedVariant& d : ranking.dropped) {

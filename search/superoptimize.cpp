@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "search/enumerate_kernel_graphs.h"
 #include "search/program_rewrites.h"
 #include "search/progress.h"
+#include "search/rank_messages.h"
 #include "search/search_state.h"
 #include "search/split_program.h"
 #include "search/superoptimize_pieces.h"
@@ -87,33 +89,8 @@ std::string configKey(const SearchConfig& c) {
 
 namespace {
 
-// A subtree's outcome as the partial checkpoint a rank sends to rank 0, and back.
-std::string outcomeText(int ordinal, const SubtreeOutcome& outcome) {
-  CheckpointState part;
-  if (outcome.completed) part.completed.insert(ordinal);
-  part.stats = outcome.stats;
-  part.hashes = outcome.hashes;
-  part.pool = outcome.best;
-  return checkpointText(part);
-}
-
-SubtreeOutcome parseOutcome(int ordinal, const std::string& text) {
-  CheckpointState part = parseCheckpoint(text, "a rank's subtree outcome");
-  SubtreeOutcome outcome;
-  outcome.origin = ordinal;
-  outcome.completed = part.completed.count(ordinal) > 0;
-  outcome.stats = part.stats;
-  outcome.hashes = std::move(part.hashes);
-  outcome.best = std::move(part.pool);
-  return outcome;
-}
-
-// A verdict as the partial checkpoint a rank sends to rank 0; empty for a candidate whose plan
-// does not fit the target (never verified, never reported).
-std::string verdictText(uint64_t hash, const VerificationRecord& record) {
-  CheckpointState part;
-  part.verified[hash] = record;
-  return checkpointText(part);
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 // Rank 0's state as every rank's: the collective steps end with every rank holding what rank 0
@@ -224,6 +201,7 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
   int finishedThisRun = 0;
   std::atomic<bool> timeUp{false};
   SearchResult result;
+  WorkTimes& times = result.summary.times;
   CheckpointState final;  // rank 0's state at the end, on every rank
   {
     Reporter reporter(state, options, start, verifiedCount);
@@ -249,12 +227,20 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
           ++outcome.stats.pruned[static_cast<int>(PruneReason::Dominated)];
         }
       }
-      return outcomeText(ordinal, outcome);
+      return std::any(std::move(outcome));
     };
-    subtreeWork.collect = [&](int ordinal, const std::string& text) {
-      SubtreeOutcome outcome = parseOutcome(ordinal, text);
+    subtreeWork.encode = encodeOutcome;
+    subtreeWork.decode = decodeOutcome;
+    std::map<int, double> subtreeSeconds;
+    Clock::time_point phase = Clock::now();
+    subtreeWork.collect = [&](int ordinal, std::any&& result, double seconds) {
+      const Clock::time_point merging = Clock::now();
+      subtreeSeconds[ordinal] = seconds;
+      SubtreeOutcome outcome = std::any_cast<SubtreeOutcome&&>(std::move(result));
+      outcome.origin = ordinal;
       const bool completed = outcome.completed;
       state.merge(ordinal, std::move(outcome), static_cast<size_t>(config.candidatePool));
+      times.mergeSeconds += secondsSince(merging);
       if (!completed) return;
       ++finishedThisRun;
       if (options.shouldStop && options.shouldStop(finishedThisRun)) stop = true;
@@ -264,6 +250,9 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
       }
     };
     addRankShares(result.summary.ranks, distributed::runOnEveryRank(subtreeWork, stop), true);
+    times.enumerationSeconds = secondsSince(phase);
+    for (const auto& [ordinal, seconds] : subtreeSeconds) times.subtreeSeconds.push_back(seconds);
+    phase = Clock::now();
     deadline.cancel();
     reporter.checkpointNow();
     timeUp = distributed::broadcast(timeUp ? "1" : "0") == "1";
@@ -294,18 +283,22 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
         try {
           plan::planSchedule(candidate.schedule, *config.target);
         } catch (const UserError&) {
-          return std::string();
+          return std::any(Verdict());
         }
         const auto known = found.verified.find(candidate.hash);
-        if (known != found.verified.end()) return verdictText(candidate.hash, known->second);
-        return verdictText(candidate.hash, verifySchedule(program, candidate.schedule.graph,
-                                                          options.verifySeed, referenceCache));
+        return std::any(Verdict(
+            std::pair(candidate.hash, known != found.verified.end()
+                                          ? known->second
+                                          : verifySchedule(program, candidate.schedule.graph,
+                                                           options.verifySeed, referenceCache))));
       };
-      verification.collect = [&](int i, const std::string& text) {
+      verification.encode = encodeVerdict;
+      verification.decode = decodeVerdict;
+      verification.collect = [&](int i, std::any&& result, double) {
+        const Verdict verdict = std::any_cast<Verdict&&>(std::move(result));
         passed[i] = false;
-        if (!text.empty()) {
-          const CheckpointState verdict = parseCheckpoint(text, "a rank's verdict");
-          const auto& [hash, record] = *verdict.verified.begin();
+        if (verdict) {
+          const auto& [hash, record] = *verdict;
           passed[i] = acceptable(record);
           if (!found.verified.count(hash)) {
             state.recordVerification(hash, record);
@@ -318,6 +311,7 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
       };
       addRankShares(result.summary.ranks, distributed::runOnEveryRank(verification, enough), false);
     }
+    times.verificationSeconds = secondsSince(phase);
     final = shareRootState(state);
     for (const Candidate* next : order) {
       const Candidate& candidate = *next;

@@ -59,6 +59,14 @@ struct RankWork {
   double seconds = 0;      // wall time until its last subtree, plus until its last verification
 };
 
+// Where the time of a run went, on rank 0 (docs/distributed_search.md models it from these).
+struct WorkTimes {
+  std::vector<double> subtreeSeconds;  // each subtree explored in this run, by ordinal
+  double enumerationSeconds = 0;       // wall time of dealing out and exploring the subtrees
+  double mergeSeconds = 0;             // rank 0's time merging their outcomes
+  double verificationSeconds = 0;      // wall time of the verification
+};
+
 struct SearchSummary {
   int forms = 0;
   int subtrees = 0;
@@ -74,6 +82,7 @@ struct SearchSummary {
   verify::OracleStats oracle;
   int pieces = 0;  // > 0: the program was searched in this many pieces (counts summed over them)
   std::vector<RankWork> ranks;  // on rank 0; a rank's own only on the others
+  WorkTimes times;
 };
 
 struct SearchResult {
