@@ -72,21 +72,20 @@ nlohmann::json ranksJson(const std::vector<search::RankWork>& ranks) {
 
 // Where the run's time went: what bounds its speedup on more ranks (the largest subtree, the
 // merge on rank 0, the verification; docs/distributed_search.md).
-nlohmann::json workJson(const search::WorkTimes& times) {
-  std::vector<double> sorted = times.subtreeSeconds;
-  std::sort(sorted.begin(), sorted.end());
+nlohmann::json distributionJson(std::vector<double> seconds) {
+  std::sort(seconds.begin(), seconds.end());
   double total = 0;
-  for (double s : sorted) total += s;
+  for (double s : seconds) total += s;
   const auto quantile = [&](double q) {
-    return sorted.empty() ? 0.0 : sorted[static_cast<size_t>(q * (sorted.size() - 1))];
+    return seconds.empty() ? 0.0 : seconds[static_cast<size_t>(q * (seconds.size() - 1))];
   };
-  return {{"subtree_seconds",
-           {{"count", sorted.size()},
-            {"total", total},
-            {"max", quantile(1)},
-            {"p50", quantile(0.5)},
-            {"p90", quantile(0.9)},
-            {"p99", quantile(0.99)}}},
+  return {{"count", seconds.size()}, {"total", total},       {"max", quantile(1)},
+          {"p50", quantile(0.5)},    {"p90", quantile(0.9)}, {"p99", quantile(0.99)}};
+}
+
+nlohmann::json workJson(const search::WorkTimes& times) {
+  return {{"subtree_seconds", distributionJson(times.subtreeSeconds)},
+          {"candidate_seconds", distributionJson(times.candidateSeconds)},
           {"enumeration_seconds", times.enumerationSeconds},
           {"merge_seconds", times.mergeSeconds},
           {"verification_seconds", times.verificationSeconds}};

@@ -294,7 +294,8 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
       };
       verification.encode = encodeVerdict;
       verification.decode = decodeVerdict;
-      verification.collect = [&](int i, std::any&& result, double) {
+      verification.collect = [&](int i, std::any&& result, double seconds) {
+        times.candidateSeconds.push_back(seconds);
         const Verdict verdict = std::any_cast<Verdict&&>(std::move(result));
         passed[i] = false;
         if (verdict) {

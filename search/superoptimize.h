@@ -61,10 +61,11 @@ struct RankWork {
 
 // Where the time of a run went, on rank 0 (docs/distributed_search.md models it from these).
 struct WorkTimes {
-  std::vector<double> subtreeSeconds;  // each subtree explored in this run, by ordinal
-  double enumerationSeconds = 0;       // wall time of dealing out and exploring the subtrees
-  double mergeSeconds = 0;             // rank 0's time merging their outcomes
-  double verificationSeconds = 0;      // wall time of the verification
+  std::vector<double> subtreeSeconds;    // each subtree explored in this run, by ordinal
+  double enumerationSeconds = 0;         // wall time of dealing out and exploring the subtrees
+  double mergeSeconds = 0;               // rank 0's time merging their outcomes
+  double verificationSeconds = 0;        // wall time of the verification
+  std::vector<double> candidateSeconds;  // each candidate verified, in the order dealt
 };
 
 struct SearchSummary {
