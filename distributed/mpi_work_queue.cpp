@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -61,10 +62,12 @@ void onEachSlot(int count, const std::function<void(int)>& slot) {
       0, count, [&](int i) { slot(i); }, tbb::simple_partitioner());
 }
 
+// Until every other rank's thread has been told to end, or `abandon` holds (an error on rank
+// 0, which then ends the job: the threads still asking are never answered).
 void serveOtherRanks(int remoteThreads, Dealer& dealer, const WorkItems& work,
-                     std::mutex& collectMutex) {
+                     std::mutex& collectMutex, const std::atomic<bool>& abandon) {
   std::string buffer;
-  while (remoteThreads > 0) {
+  while (remoteThreads > 0 && !abandon.load()) {
     int waiting = 0;
     MPI_Status status;
     MPI_Iprobe(MPI_ANY_SOURCE, kTagAsk, MPI_COMM_WORLD, &waiting, &status);
@@ -95,20 +98,38 @@ RankShare runOnRoot(const WorkItems& work, const std::atomic<bool>& stop, int re
   std::mutex mutex;  // guards collect and the share
   RankShare share;
   share.threads = work.threadsPerRank;
-  std::thread server([&] { serveOtherRanks(remoteThreads, dealer, work, mutex); });
-  onEachSlot(work.threadsPerRank, [&](int) {
-    for (int item = dealer.next(); item >= 0; item = dealer.next()) {
-      const Clock::time_point begun = Clock::now();
-      std::any result = work.run(item);
-      const double seconds = secondsSince(begun);
-      std::lock_guard lock(mutex);
-      work.collect(item, std::move(result), seconds);
-      ++share.items;
-      share.busySeconds += seconds;
-      share.seconds = secondsSince(start);
+  // An error in either the dealer thread or rank 0's own threads ends both, then propagates
+  // (main ends the job with MPI_Abort).
+  std::atomic<bool> abandon{false};
+  std::exception_ptr serverError;
+  std::thread server([&] {
+    try {
+      serveOtherRanks(remoteThreads, dealer, work, mutex, abandon);
+    } catch (...) {
+      serverError = std::current_exception();
+      abandon = true;
     }
   });
+  try {
+    onEachSlot(work.threadsPerRank, [&](int) {
+      for (int item = dealer.next(); item >= 0 && !abandon.load(); item = dealer.next()) {
+        const Clock::time_point begun = Clock::now();
+        std::any result = work.run(item);
+        const double seconds = secondsSince(begun);
+        std::lock_guard lock(mutex);
+        work.collect(item, std::move(result), seconds);
+        ++share.items;
+        share.busySeconds += seconds;
+        share.seconds = secondsSince(start);
+      }
+    });
+  } catch (...) {
+    abandon = true;
+    server.join();
+    throw;
+  }
   server.join();
+  if (serverError) std::rethrow_exception(serverError);
   return share;
 }
 
