@@ -1,7 +1,7 @@
 // `mpirun -np N mugraph superoptimize` on localhost: one, two and three ranks give the variants,
 // the ranking and the files of a run without MPI, and a run whose rank 1 is killed part way
-// fails, then resumes from its checkpoint to that same result. Skipped where the build has no
-// MPI or mpirun is missing.
+// fails, then resumes from its checkpoint to that same result; a dataset too. Skipped where the
+// build has no MPI or mpirun is missing.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -133,6 +133,28 @@ TEST_F(MpiCli, KilledRankFailsTheRunAndResumeEndsWithTheSameResult) {
   for (const nlohmann::json& rank : summary.at("ranks")) explored += rank.at("subtrees").get<int>();
   EXPECT_EQ(explored + static_cast<int>(saved.at("completed").size()),
             summary.at("subtrees").get<int>());
+}
+
+// A dataset's searches spread over the ranks; rank 0 writes it, byte for byte as one process
+// does (manifest.jsonl holds every file's SHA-256).
+TEST_F(MpiCli, DatasetOverTwoRanksIsTheDatasetOfOneProcess) {
+  const std::string gemm = (scratch_ / "gemm.mg").string();
+  std::ofstream(gemm) << "program small_gemm\n"
+                         "input A f16 [64, 128]\n"
+                         "input B f16 [128, 64]\n"
+                         "C = matmul(A, B)\n"
+                         "output C\n";
+  const std::string args = "dataset " + gemm + " --threads 1 --max-variants 3 --out ";
+  const CliResult alone = runMugraph(args + (scratch_ / "alone").string(), scratch_.string());
+  ASSERT_EQ(alone.exitCode, 0) << alone.err;
+  const CliResult two =
+      runMugraph(args + (scratch_ / "two").string(), scratch_.string(), "", mpirun(2));
+  ASSERT_EQ(two.exitCode, 0) << two.err;
+  const std::string manifest = readWholeFile((scratch_ / "alone" / "manifest.jsonl").string());
+  EXPECT_FALSE(manifest.empty());
+  EXPECT_EQ(readWholeFile((scratch_ / "two" / "manifest.jsonl").string()), manifest);
+  EXPECT_EQ(readWholeFile((scratch_ / "two" / "classes.json").string()),
+            readWholeFile((scratch_ / "alone" / "classes.json").string()));
 }
 
 }  // namespace
