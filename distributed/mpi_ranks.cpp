@@ -68,9 +68,6 @@ int rank() {
 int ranks() {
   return gRanks;
 }
-bool builtWithMpi() {
-  return true;
-}
 
 void abortAll(int exitCode) {
   if (gRanks > 1) MPI_Abort(MPI_COMM_WORLD, exitCode);

@@ -27,8 +27,6 @@ int ranks();  // 1 in a single process
 inline bool isRoot() {
   return rank() == 0;
 }
-// Whether this build can run as MPI ranks (for --version and the tests).
-bool builtWithMpi();
 
 // After an error on one rank the others would wait for it forever: ends every rank of the job
 // with `exitCode`. Does nothing in a single process.
