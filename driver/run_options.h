@@ -21,6 +21,7 @@ struct RunOptions {
   std::string arch = plan::kDefaultTarget;
   std::string out;  // empty: nothing written
   std::string checkpoint;
+  double checkpointInterval = 5;  // seconds between checkpoints
   bool resume = false;
   bool profile = false;  // rank by measured GPU time (needs a GPU)
   bool progress = true;  // the search's progress line on stderr (a terminal only)
@@ -36,5 +37,9 @@ struct RunOptions {
 // The search space for one program: its kind's defaults, then the options. Throws UserError
 // on a limit the search cannot take.
 search::SearchOptions searchOptionsFor(const graph::Program& program, const RunOptions& o);
+
+// The options as this rank runs them (distributed/ranks.h): rank 0 alone writes the outputs
+// and profiles; the other ranks only search and verify with it.
+RunOptions onThisRank(RunOptions options);
 
 }  // namespace mugraph::driver

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <string>
 
+#include "distributed/ranks.h"
 #include "driver/run_options.h"
 #include "graph/cuda_limits.h"
 #include "graph/error.h"
@@ -37,8 +38,18 @@ search::SearchOptions searchOptionsFor(const graph::Program& program, const RunO
   options.threads = o.threads;
   options.timeLimitSeconds = o.timeLimit;
   options.checkpointPath = o.checkpoint;
+  options.checkpointIntervalSeconds = o.checkpointInterval;
   options.resume = o.resume;
   options.progress = o.progress;
+  return options;
+}
+
+RunOptions onThisRank(RunOptions options) {
+  if (!distributed::isRoot()) {
+    options.out.clear();
+    options.profile = false;
+    options.progress = false;
+  }
   return options;
 }
 

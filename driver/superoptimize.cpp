@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "distributed/ranks.h"
 #include "driver/variant_files.h"
 #include "graph/error.h"
 #include "search/builtin_programs.h"
@@ -15,7 +16,8 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
   ProgramRun run;
   // Search and verify: enumerate, prune, rank by the cost model, verify the best.
   run.result = search::superoptimize(program, searchOptions);
-  if (run.result.summary.pieces > 0 && !searchOptions.checkpointPath.empty()) {
+  if (run.result.summary.pieces > 0 && !searchOptions.checkpointPath.empty() &&
+      distributed::isRoot()) {
     std::cerr << "mugraph: warning: --checkpoint: " << program.name << " was searched in "
               << run.result.summary.pieces
               << " pieces, which are not checkpointed; a rerun searches them again\n";
@@ -35,7 +37,8 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
   return run;
 }
 
-ProgramRun runProgram(const RunOptions& options) {
+ProgramRun runProgram(const RunOptions& callerOptions) {
+  const RunOptions options = onThisRank(callerOptions);
   const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(options.profile);
   if (!options.dims.empty()) throw UserError("--dim", "applies to ONNX models only");
   const graph::Program program = search::loadProgramOrBuiltin(options.program);

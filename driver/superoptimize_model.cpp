@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "distributed/ranks.h"
 #include "driver/superoptimize.h"
 #include "graph/display_text.h"
 #include "graph/error.h"
@@ -68,11 +69,13 @@ nlohmann::json runSubgraph(const onnx_import::Subgraph& s, const std::string& la
       entry["no_variants"] = run.noVariants;
       ++model.subgraphsWithoutVariants;
     }
-    std::cerr << label << s.name << ": " << variants.size() << " verified"
-              << (variants.empty() ? " (" + run.noVariants + ")"
-                                   : ", best " + variants.front().name + " (" +
-                                         variants.front().verification.level + ")")
-              << ", " << static_cast<int>(run.result.summary.seconds + 0.5) << " s\n";
+    if (distributed::isRoot()) {
+      std::cerr << label << s.name << ": " << variants.size() << " verified"
+                << (variants.empty() ? " (" + run.noVariants + ")"
+                                     : ", best " + variants.front().name + " (" +
+                                           variants.front().verification.level + ")")
+                << ", " << static_cast<int>(run.result.summary.seconds + 0.5) << " s\n";
+    }
   } catch (const std::exception& e) {
     ++model.internalErrors;
     entry["verified"] = 0;
@@ -86,7 +89,8 @@ nlohmann::json runSubgraph(const onnx_import::Subgraph& s, const std::string& la
 
 }  // namespace
 
-ModelRun runModel(const RunOptions& options) {
+ModelRun runModel(const RunOptions& callerOptions) {
+  const RunOptions options = onThisRank(callerOptions);
   if (!options.checkpoint.empty() || options.resume) {
     throw UserError("--checkpoint", "applies to one program, not to a model's subgraphs");
   }

@@ -1,5 +1,6 @@
 #include "driver/variant_files.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -51,6 +52,47 @@ std::string whyNoVariants(const search::SearchResult& result, const ProfileRanki
          " whose plan does not fit the target" + stopped;
 }
 
+namespace {
+
+// What each rank of the run did (one entry without MPI): the summary's record of the work's
+// spread, never compared across runs (times differ).
+nlohmann::json ranksJson(const std::vector<search::RankWork>& ranks) {
+  nlohmann::json json = nlohmann::json::array();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const search::RankWork& w = ranks[r];
+    json.push_back({{"rank", r},
+                    {"threads", w.threads},
+                    {"subtrees", w.subtrees},
+                    {"verifications", w.verifications},
+                    {"busy_seconds", w.busySeconds},
+                    {"seconds", w.seconds}});
+  }
+  return json;
+}
+
+// Where the run's time went: what bounds its speedup on more ranks (the largest subtree, the
+// merge on rank 0, the verification; docs/distributed_search.md).
+nlohmann::json distributionJson(std::vector<double> seconds) {
+  std::sort(seconds.begin(), seconds.end());
+  double total = 0;
+  for (double s : seconds) total += s;
+  const auto quantile = [&](double q) {
+    return seconds.empty() ? 0.0 : seconds[static_cast<size_t>(q * (seconds.size() - 1))];
+  };
+  return {{"count", seconds.size()}, {"total", total},       {"max", quantile(1)},
+          {"p50", quantile(0.5)},    {"p90", quantile(0.9)}, {"p99", quantile(0.99)}};
+}
+
+nlohmann::json workJson(const search::WorkTimes& times) {
+  return {{"subtree_seconds", distributionJson(times.subtreeSeconds)},
+          {"candidate_seconds", distributionJson(times.candidateSeconds)},
+          {"enumeration_seconds", times.enumerationSeconds},
+          {"merge_seconds", times.mergeSeconds},
+          {"verification_seconds", times.verificationSeconds}};
+}
+
+}  // namespace
+
 nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRanking& ranking) {
   const search::SearchSummary& s = result.summary;
   nlohmann::json pruned = nlohmann::json::object();
@@ -88,7 +130,9 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
         {"timeouts", s.oracle.timeouts}}},
       {"ranked_by",
        ranking.measured.empty() && ranking.dropped.empty() ? "cost_model" : "measured_gpu_time"},
-      {"variants", variants}};
+      {"variants", variants},
+      {"ranks", ranksJson(s.ranks)},
+      {"work", workJson(s.times)}};
   if (!ranking.dropped.empty()) {
     nlohmann::json dropped = nlohmann::json::array();
     for (const DroppedVariant& d : ranking.dropped) {

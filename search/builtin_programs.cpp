@@ -11,11 +11,13 @@ namespace mugraph::search {
 
 const std::vector<BuiltinProgram>& builtinPrograms() {
   static const std::vector<BuiltinProgram> programs = {
-      {"gqa", "gqa.mg", "GQA, safe softmax, Mirage's shape: Q [2,256,64], K [2,64,4096], V [2,4096,64]"},
+      {"gqa", "gqa.mg",
+       "GQA, safe softmax, Mirage's shape: Q [2,256,64], K [2,64,4096], V [2,4096,64]"},
       {"gqa_mirage", "gqa_mirage.mg", "Mirage's own GQA program (no max-subtraction), same shape"},
       {"gemm", "gemm_1024.mg", "C = A·B, 1024³ f16"},
       {"rmsnorm_matmul", "rmsnorm_matmul.mg", "Y = rms_norm(X [16,4096]) · W [4096,6144]"},
-      {"gqa_decode", "gqa_decode.mg", "GQA decode, safe softmax: 32 q heads, 8 kv heads, d 128, 4K context"},
+      {"gqa_decode", "gqa_decode.mg",
+       "GQA decode, safe softmax: 32 q heads, 8 kv heads, d 128, 4K context"},
   };
   return programs;
 }

@@ -25,7 +25,7 @@ uint64_t parseHash(const std::string& text, const std::string& where) {
 
 }  // namespace
 
-void saveCheckpoint(const std::string& path, const CheckpointState& state) {
+std::string checkpointText(const CheckpointState& state) {
   nlohmann::json pool = nlohmann::json::array();
   for (const Candidate& c : state.pool) {
     pool.push_back({{"hash", graph::hashHex(c.hash)},
@@ -59,13 +59,21 @@ void saveCheckpoint(const std::string& path, const CheckpointState& state) {
                                {"hashes", hashes},
                                {"pool", pool},
                                {"verified", verified}};
-  graph::writeFileAtomic(path, json.dump() + "\n");
+  return json.dump() + "\n";
+}
+
+void saveCheckpoint(const std::string& path, const CheckpointState& state) {
+  graph::writeFileAtomic(path, checkpointText(state));
 }
 
 CheckpointState loadCheckpoint(const std::string& path) {
+  return parseCheckpoint(graph::readFileText(path), path);
+}
+
+CheckpointState parseCheckpoint(const std::string& text, const std::string& path) {
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(graph::readFileText(path));
+    json = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw UserError(path, std::string("not JSON: ") + e.what());
   }

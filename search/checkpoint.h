@@ -39,4 +39,10 @@ void saveCheckpoint(const std::string& path, const CheckpointState& state);
 // UserError if the file is unreadable, malformed, or of another format or version.
 CheckpointState loadCheckpoint(const std::string& path);
 
+// The checkpoint as the text saveCheckpoint writes, and back (UserError naming `where`). Ranks
+// send each other a subtree's outcome and verdicts as such partial checkpoints, whose number
+// and hash formats round-trip exactly.
+std::string checkpointText(const CheckpointState& state);
+CheckpointState parseCheckpoint(const std::string& text, const std::string& where);
+
 }  // namespace mugraph::search

@@ -1,7 +1,5 @@
 #include "search/superoptimize.h"
 
-#include "verify/reference_cache.h"
-
 #include <tbb/global_control.h>
 #include <tbb/info.h>
 #include <tbb/parallel_for.h>
@@ -10,17 +8,22 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <thread>
 
+#include "distributed/ranks.h"
+#include "distributed/work_queue.h"
 #include "graph/error.h"
 #include "graph/hash.h"
 #include "plan/schedule_plan.h"
 #include "search/enumerate_kernel_graphs.h"
 #include "search/program_rewrites.h"
 #include "search/progress.h"
+#include "search/rank_messages.h"
+#include "search/search_state.h"
 #include "search/split_program.h"
 #include "search/superoptimize_pieces.h"
 #include "verify/abstract_expr.h"
@@ -30,146 +33,14 @@
 namespace mugraph::search {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = detail::Clock;
+using detail::Deadline;
+using detail::Reporter;
+using detail::SearchState;
 
 struct Subtree {
   int form = 0;
   Step step;
-};
-
-// The shared, mutex-guarded state of a running search; also what a checkpoint saves.
-class SearchState {
- public:
-  explicit SearchState(CheckpointState initial) : saved_(std::move(initial)) {}
-
-  // A completed subtree counts; one a stop interrupted gives its candidates only (a resumed
-  // search explores it again, and the candidates merge by hash).
-  void merge(int ordinal, SubtreeOutcome&& outcome, size_t poolLimit) {
-    std::lock_guard lock(mutex_);
-    if (outcome.completed) {
-      saved_.completed.insert(ordinal);
-      saved_.stats.states += outcome.stats.states;
-      for (int r = 0; r < kPruneReasons; ++r) saved_.stats.pruned[r] += outcome.stats.pruned[r];
-    }
-    saved_.hashes.insert(outcome.hashes.begin(), outcome.hashes.end());
-    for (Candidate& c : outcome.best) keepInPool(saved_.pool, std::move(c), poolLimit);
-  }
-  void recordVerification(uint64_t hash, const VerificationRecord& record) {
-    std::lock_guard lock(mutex_);
-    saved_.verified[hash] = record;
-  }
-  CheckpointState snapshot() const {
-    std::lock_guard lock(mutex_);
-    return saved_;
-  }
-  std::string progressText(double seconds, size_t verified) const {
-    std::lock_guard lock(mutex_);
-    std::ostringstream text;
-    uint64_t pruned = 0;
-    for (uint64_t n : saved_.stats.pruned) pruned += n;
-    text << "search: subtrees " << saved_.completed.size() << "/" << saved_.subtrees << "  states "
-         << saved_.stats.states << "  pruned " << pruned << " (";
-    bool first = true;
-    for (int r = 0; r < kPruneReasons; ++r) {
-      if (saved_.stats.pruned[r] == 0) continue;
-      text << (first ? "" : ", ") << pruneReasonName(static_cast<PruneReason>(r)) << " "
-           << saved_.stats.pruned[r];
-      first = false;
-    }
-    text << ")  candidates " << saved_.hashes.size() << "  verified " << verified << "  "
-         << static_cast<int>(seconds) << "s";
-    return text.str();
-  }
-
- private:
-  mutable std::mutex mutex_;
-  CheckpointState saved_;
-};
-
-// Redraws the progress line and writes checkpoints on a timer until stopped.
-class Reporter {
- public:
-  Reporter(const SearchState& state, const SearchOptions& options, Clock::time_point start,
-           const std::atomic<size_t>& verified)
-      : state_(state),
-        options_(options),
-        start_(start),
-        verified_(verified),
-        line_(options.progress),
-        thread_([this] { run(); }) {}
-  ~Reporter() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-    line_.update(state_.progressText(elapsed(), verified_.load()));
-    line_.finish();
-  }
-  void checkpointNow() {
-    if (!options_.checkpointPath.empty())
-      saveCheckpoint(options_.checkpointPath, state_.snapshot());
-  }
-
- private:
-  double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-  void run() {
-    auto lastCheckpoint = Clock::now();
-    std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, std::chrono::milliseconds(250), [this] { return done_; })) {
-      line_.update(state_.progressText(elapsed(), verified_.load()));
-      if (std::chrono::duration<double>(Clock::now() - lastCheckpoint).count() >=
-          options_.checkpointIntervalSeconds) {
-        checkpointNow();
-        lastCheckpoint = Clock::now();
-      }
-    }
-  }
-
-  const SearchState& state_;
-  const SearchOptions& options_;
-  Clock::time_point start_;
-  const std::atomic<size_t>& verified_;
-  ProgressLine line_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::thread thread_;
-};
-
-// Calls `onPassed` once `passed()` holds (checked every 100 ms), unless cancelled first.
-class Deadline {
- public:
-  Deadline(std::function<bool()> passed, std::function<void()> onPassed)
-      : passed_(std::move(passed)), onPassed_(std::move(onPassed)), thread_([this] { run(); }) {}
-  ~Deadline() { cancel(); }
-  void cancel() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-    }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  void run() {
-    std::unique_lock lock(mutex_);
-    while (!wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return done_; })) {
-      if (passed_()) {
-        onPassed_();
-        return;
-      }
-    }
-  }
-
-  std::function<bool()> passed_;
-  std::function<void()> onPassed_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::thread thread_;
 };
 
 }  // namespace
@@ -218,8 +89,47 @@ std::string configKey(const SearchConfig& c) {
 
 namespace {
 
-SearchResult searchWhole(const graph::Program& program, const SearchOptions& options) {
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Rank 0's state as every rank's: the collective steps end with every rank holding what rank 0
+// merged, so every rank computes the same result and takes the same branches after.
+CheckpointState shareRootState(const SearchState& state) {
+  return parseCheckpoint(
+      distributed::broadcast(distributed::isRoot() ? checkpointText(state.snapshot())
+                                                   : std::string()),
+      "rank 0's search state");
+}
+
+// The options as a rank other than 0 runs them: no progress line, no checkpoint, no caller's
+// stop hook (rank 0 alone deals out the work and decides when it ends).
+SearchOptions optionsOnThisRank(const SearchOptions& options) {
+  if (distributed::isRoot()) return options;
+  SearchOptions local = options;
+  local.progress = false;
+  local.checkpointPath.clear();
+  local.resume = false;
+  local.shouldStop = nullptr;
+  return local;
+}
+
+void addRankShares(std::vector<RankWork>& ranks, const std::vector<distributed::RankShare>& shares,
+                   bool subtrees) {
+  if (!distributed::isRoot()) return;
+  ranks.resize(std::max(ranks.size(), shares.size()));
+  for (size_t r = 0; r < shares.size(); ++r) {
+    RankWork& work = ranks[r];
+    work.threads = std::max(work.threads, shares[r].threads);
+    (subtrees ? work.subtrees : work.verifications) += shares[r].items;
+    work.busySeconds += shares[r].busySeconds;
+    work.seconds += shares[r].seconds;
+  }
+}
+
+SearchResult searchWhole(const graph::Program& program, const SearchOptions& callerOptions) {
   const Clock::time_point start = Clock::now();
+  const SearchOptions options = optionsOnThisRank(callerOptions);
   const SearchConfig& config = options.config;
   const int threads = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism, threads);
@@ -274,11 +184,12 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
     initial.subtrees = static_cast<int>(subtrees.size());
     initial.stats.pruned = rootPruned;
   }
+  // Dealt out by rank 0 (the other ranks' list is never read).
   std::vector<int> pending;
   for (int i = 0; i < static_cast<int>(subtrees.size()); ++i) {
     if (!initial.completed.count(i)) pending.push_back(i);
   }
-  // Each pending subtree's first step, applied; of those that leave the same future only the
+  // Each subtree's first step, applied; of those that leave the same future only the
   // cheapest few are explored (enumerate_kernel_graphs.h), the rest complete as dominated.
   std::vector<std::optional<Child>> firstChildren(subtrees.size());
   std::vector<ExploreStats> firstStats(subtrees.size());
@@ -293,19 +204,25 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
   SearchState state(std::move(initial));
   std::atomic<size_t> verifiedCount{0};
   std::atomic<bool> stop{false};
-  std::atomic<int> finishedThisRun{0};
+  int finishedThisRun = 0;
   std::atomic<bool> timeUp{false};
   SearchResult result;
+  WorkTimes& times = result.summary.times;
+  CheckpointState final;  // rank 0's state at the end, on every rank
   {
     Reporter reporter(state, options, start, verifiedCount);
-    // The time limit also stops subtrees under way (what they found so far is kept).
+    // The time limit also stops subtrees under way (what they found so far is kept); each
+    // rank keeps its own, rank 0's ends the dealing.
     Deadline deadline(pastTimeLimit, [&] {
       timeUp = true;
       stop = true;
     });
-    tbb::parallel_for(size_t{0}, pending.size(), [&](size_t i) {
-      if (stop.load()) return;
-      const int ordinal = pending[i];
+    // The subtrees, dealt out over every rank's threads; rank 0 merges each outcome (an
+    // order-independent merge, so the arrival order does not matter).
+    distributed::WorkItems subtreeWork;
+    subtreeWork.items = pending;
+    subtreeWork.threadsPerRank = threads;
+    subtreeWork.run = [&](int ordinal) {
       SubtreeOutcome outcome;
       outcome.origin = ordinal;
       outcome.stats = firstStats[ordinal];
@@ -316,23 +233,40 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
           ++outcome.stats.pruned[static_cast<int>(PruneReason::Dominated)];
         }
       }
+      return std::any(std::move(outcome));
+    };
+    subtreeWork.encode = encodeOutcome;
+    subtreeWork.decode = decodeOutcome;
+    std::map<int, double> subtreeSeconds;
+    Clock::time_point phase = Clock::now();
+    subtreeWork.collect = [&](int ordinal, std::any&& result, double seconds) {
+      const Clock::time_point merging = Clock::now();
+      subtreeSeconds[ordinal] = seconds;
+      SubtreeOutcome outcome = std::any_cast<SubtreeOutcome&&>(std::move(result));
+      outcome.origin = ordinal;
       const bool completed = outcome.completed;
       state.merge(ordinal, std::move(outcome), static_cast<size_t>(config.candidatePool));
+      times.mergeSeconds += secondsSince(merging);
       if (!completed) return;
-      const int finished = ++finishedThisRun;
-      if (options.shouldStop && options.shouldStop(finished)) stop = true;
+      ++finishedThisRun;
+      if (options.shouldStop && options.shouldStop(finishedThisRun)) stop = true;
       if (pastTimeLimit()) {
         timeUp = true;
         stop = true;
       }
-    });
+    };
+    addRankShares(result.summary.ranks, distributed::runOnEveryRank(subtreeWork, stop), true);
+    times.enumerationSeconds = secondsSince(phase);
+    for (const auto& [ordinal, seconds] : subtreeSeconds) times.subtreeSeconds.push_back(seconds);
+    phase = Clock::now();
     deadline.cancel();
     reporter.checkpointNow();
+    timeUp = distributed::broadcast(timeUp ? "1" : "0") == "1";
 
     // Verify the best candidates at their real shapes until enough pass: first the best of
     // each solution shape (so the report shows each), then the rest, best first; the report
     // is ordered by estimated cost.
-    const CheckpointState found = state.snapshot();
+    const CheckpointState found = shareRootState(state);
     const auto referenceCache = std::make_shared<verify::ReferenceEvaluations>(program);
     std::vector<const Candidate*> order;
     for (int pass = 0; pass < 2; ++pass) {
@@ -340,6 +274,52 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
         if (bestOfItsShape(found.pool, i) == (pass == 0)) order.push_back(&found.pool[i]);
       }
     }
+    // Dealt out in that order, one candidate at a time per rank (verification uses the
+    // rank's threads); rank 0 ends the dealing once the candidates before the next one to deal
+    // hold enough acceptable variants, so the verdicts used are those a single process gets.
+    if (options.verifyVariants) {
+      std::map<int, bool> passed;  // by position in `order`: acceptable (false: not emittable)
+      size_t settled = 0;          // positions before this one all have a verdict
+      int accepted = 0;
+      std::atomic<bool> enough{config.maxVariants <= 0};
+      distributed::WorkItems verification;
+      for (size_t i = 0; i < order.size(); ++i) verification.items.push_back(static_cast<int>(i));
+      verification.run = [&](int i) {
+        const Candidate& candidate = *order[i];
+        try {
+          plan::planSchedule(candidate.schedule, *config.target);
+        } catch (const UserError&) {
+          return std::any(Verdict());
+        }
+        const auto known = found.verified.find(candidate.hash);
+        return std::any(Verdict(
+            std::pair(candidate.hash, known != found.verified.end()
+                                          ? known->second
+                                          : verifySchedule(program, candidate.schedule.graph,
+                                                           options.verifySeed, referenceCache))));
+      };
+      verification.encode = encodeVerdict;
+      verification.decode = decodeVerdict;
+      verification.collect = [&](int i, std::any&& result, double seconds) {
+        times.candidateSeconds.push_back(seconds);
+        const Verdict verdict = std::any_cast<Verdict&&>(std::move(result));
+        passed[i] = false;
+        if (verdict) {
+          const auto& [hash, record] = *verdict;
+          passed[i] = acceptable(record);
+          if (!found.verified.count(hash)) {
+            state.recordVerification(hash, record);
+            reporter.checkpointNow();
+          }
+        }
+        for (; passed.count(static_cast<int>(settled)); ++settled) {
+          if (passed[static_cast<int>(settled)] && ++accepted >= config.maxVariants) enough = true;
+        }
+      };
+      addRankShares(result.summary.ranks, distributed::runOnEveryRank(verification, enough), false);
+    }
+    times.verificationSeconds = secondsSince(phase);
+    final = shareRootState(state);
     for (const Candidate* next : order) {
       const Candidate& candidate = *next;
       if (static_cast<int>(result.variants.size()) >= config.maxVariants) break;
@@ -353,16 +333,10 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
         continue;
       }
       VerificationRecord record;
-      const auto known = found.verified.find(candidate.hash);
       if (!options.verifyVariants) {
         record.detail = "not verified";
-      } else if (known != found.verified.end()) {
-        record = known->second;
       } else {
-        record =
-            verifySchedule(program, candidate.schedule.graph, options.verifySeed, referenceCache);
-        state.recordVerification(candidate.hash, record);
-        reporter.checkpointNow();
+        record = final.verified.at(candidate.hash);
       }
       if (options.verifyVariants && !acceptable(record)) {
         ++result.summary.rejected;
@@ -387,7 +361,6 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& opt
                        return a.hash < b.hash;
                      });
   }
-  const CheckpointState final = state.snapshot();
   SearchSummary& summary = result.summary;
   summary.forms = static_cast<int>(forms.size());
   summary.stoppedByTimeLimit = timeUp.load();

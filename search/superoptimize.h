@@ -50,6 +50,24 @@ struct VerifiedVariant {
   int joinedFromPieces = 0;  // > 0: joined from this many pieces' searches (split_program.h)
 };
 
+// What one rank of the run did (distributed/ranks.h); a single process is one rank.
+struct RankWork {
+  int threads = 0;
+  int subtrees = 0;        // explored by this rank in this run
+  int verifications = 0;   // candidates it verified (or found verified in the checkpoint)
+  double busySeconds = 0;  // summed over its threads
+  double seconds = 0;      // wall time until its last subtree, plus until its last verification
+};
+
+// Where the time of a run went, on rank 0 (docs/distributed_search.md models it from these).
+struct WorkTimes {
+  std::vector<double> subtreeSeconds;    // each subtree explored in this run, by ordinal
+  double enumerationSeconds = 0;         // wall time of dealing out and exploring the subtrees
+  double mergeSeconds = 0;               // rank 0's time merging their outcomes
+  double verificationSeconds = 0;        // wall time of the verification
+  std::vector<double> candidateSeconds;  // each candidate verified, in the order dealt
+};
+
 struct SearchSummary {
   int forms = 0;
   int subtrees = 0;
@@ -64,6 +82,8 @@ struct SearchSummary {
   double seconds = 0;
   verify::OracleStats oracle;
   int pieces = 0;  // > 0: the program was searched in this many pieces (counts summed over them)
+  std::vector<RankWork> ranks;  // on rank 0; a rank's own only on the others
+  WorkTimes times;
 };
 
 struct SearchResult {

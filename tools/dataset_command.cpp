@@ -10,6 +10,7 @@
 #include "dataset/dataset_check.h"
 #include "dataset/dataset_export.h"
 #include "dataset/external_member.h"
+#include "distributed/ranks.h"
 #include "driver/superoptimize.h"
 #include "graph/error.h"
 #include "graph/files.h"
@@ -89,7 +90,7 @@ int buildCommand(const DatasetFlags& flags) {
       options.arch = codegen::archName(codegen::parseArchList(flags.archs).front());
       options.threads = flags.threads;
       options.timeLimit = flags.timeLimit;
-      std::cerr << "dataset: superoptimizing " << program.name << "\n";
+      if (distributed::isRoot()) std::cerr << "dataset: superoptimizing " << program.name << "\n";
       const driver::ProgramRun run = driver::superoptimizeProgram(program, options, nullptr);
       dataset::DatasetClassInput cls{program, {}};
       for (const search::VerifiedVariant& v : run.result.variants) {
@@ -101,6 +102,9 @@ int buildCommand(const DatasetFlags& flags) {
       classes.push_back(std::move(cls));
     }
   }
+  // Under mpirun every rank took part in each program's search (its subtrees and candidates
+  // are spread over the ranks); rank 0 alone writes the dataset and reports its exit code.
+  if (!distributed::isRoot()) return kExitOk;
   dataset::DatasetOptions options;
   options.outDir = flags.out;
   options.archs = codegen::parseArchList(flags.archs);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/ranks.h"
 #include "graph/display_text.h"
 #include "graph/error.h"
 #include "graph/json_format.h"
@@ -49,14 +50,19 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Under mpirun every rank runs the same command; an error on one ends them all, as the
+  // others would wait for it forever.
+  mugraph::distributed::Session ranks(argc, argv);
   try {
     return run(argc, argv);
   } catch (const mugraph::UserError& e) {
     // A message may quote bytes of a corrupted input: they are printed escaped.
     std::cerr << "mugraph: error: " << mugraph::graph::escapeForDisplay(e.what()) << "\n";
+    mugraph::distributed::abortAll(mugraph::tools::kExitBadInput);
     return mugraph::tools::kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "mugraph: internal error: " << mugraph::graph::escapeForDisplay(e.what()) << "\n";
+    mugraph::distributed::abortAll(mugraph::tools::kExitInternalError);
     return mugraph::tools::kExitInternalError;
   }
 }

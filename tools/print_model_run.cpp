@@ -27,6 +27,10 @@ int printModelRun(const driver::ModelRun& run, bool json) {
                 << "\n";
     }
   }
+  return modelExitCode(run);
+}
+
+int modelExitCode(const driver::ModelRun& run) {
   if (run.internalErrors > 0) return kExitInternalError;
   return run.subgraphsWithoutVariants > 0 ? kExitCheckFailed : kExitOk;
 }

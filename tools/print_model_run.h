@@ -9,5 +9,7 @@ namespace mugraph::tools {
 // 3 when a subgraph hit an internal error, else 1 when a subgraph has no verified variant,
 // else 0.
 int printModelRun(const driver::ModelRun& run, bool json);
+// That exit code alone (the ranks other than 0 under mpirun print nothing).
+int modelExitCode(const driver::ModelRun& run);
 
 }  // namespace mugraph::tools

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <memory>
 
+#include "distributed/ranks.h"
 #include "driver/superoptimize.h"
 #include "driver/variant_files.h"
 #include "graph/hash.h"
@@ -72,7 +73,12 @@ Command addSuperoptimizeCommand(CLI::App& app) {
                   "write DIR/<variant>/ (schedule.json, kernel.cu, PTX for --arch, manifest.json) "
                   "and DIR/summary.json; for a model DIR/<subgraph>/ (program.mg and its "
                   "variants) and DIR/summary.json (subgraphs, and the nodes left out)");
-  sub->add_option("--checkpoint", o->checkpoint, "checkpoint file, written every few seconds");
+  sub->add_option("--checkpoint", o->checkpoint,
+                  "checkpoint file, written every --checkpoint-interval seconds (under mpirun by "
+                  "rank 0, with every rank's finished subtrees)");
+  sub->add_option("--checkpoint-interval", o->checkpointInterval, "seconds between checkpoints")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str();
   sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
   sub->add_flag(
       "--profile", o->profile,
@@ -96,17 +102,22 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--dim", o->dims,
                   "for an ONNX model: pin a dynamic dim, name=value (repeatable)");
   return {sub, [o, json]() {
+            // Under mpirun every rank runs the search and computes the same result; rank 0
+            // alone prints it.
             if (onnx_import::isOnnxPath(o->program)) {
-              return printModelRun(driver::runModel(*o), *json);
+              const driver::ModelRun run = driver::runModel(*o);
+              return distributed::isRoot() ? printModelRun(run, *json) : modelExitCode(run);
             }
             const driver::ProgramRun run = driver::runProgram(*o);
-            if (!run.noVariants.empty()) {
-              std::cerr << "mugraph: no verified variant: " << run.noVariants << "\n";
-            }
-            if (*json) {
-              std::cout << run.summary.dump() << "\n";
-            } else {
-              printTable(run);
+            if (distributed::isRoot()) {
+              if (!run.noVariants.empty()) {
+                std::cerr << "mugraph: no verified variant: " << run.noVariants << "\n";
+              }
+              if (*json) {
+                std::cout << run.summary.dump() << "\n";
+              } else {
+                printTable(run);
+              }
             }
             if (run.withoutCode > 0) return kExitInternalError;
             return run.noVariants.empty() ? kExitOk : kExitCheckFailed;

@@ -1,0 +1,161 @@
+// `mpirun -np N mugraph superoptimize` on localhost: one, two and three ranks give the variants,
+// the ranking and the files of a run without MPI, and a run whose rank 1 is killed part way
+// fails, then resumes from its checkpoint to that same result; a dataset too. Skipped where the
+// build has no MPI or mpirun is missing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "tools/run_cli.h"
+
+namespace mugraph::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The search of the resume tests in search/, small enough for a 2-core CI machine.
+constexpr const char* kSmallGqa =
+    "program gqa_small\n"
+    "input Q f16 [2, 32, 16]\n"
+    "input K f16 [2, 16, 256]\n"
+    "input V f16 [2, 256, 16]\n"
+    "A = matmul(Q, K)\n"
+    "E = exp(A)\n"
+    "S = reduce_sum(E, dim=2)\n"
+    "O = matmul(div(E, S), V)\n"
+    "output O\n";
+
+// What two runs must agree on: every file written but the summary, byte for byte, and the
+// summary without its times, its record of the ranks and rank 0's oracle counters.
+struct Outputs {
+  std::map<std::string, std::string> files;  // relative path -> contents
+  nlohmann::json summary;
+};
+
+Outputs readOutputs(const fs::path& dir) {
+  Outputs outputs;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string relative = fs::relative(entry.path(), dir).string();
+    if (relative == "summary.json") continue;
+    outputs.files[relative] = readWholeFile(entry.path().string());
+  }
+  outputs.summary = nlohmann::json::parse(readWholeFile((dir / "summary.json").string()));
+  for (const char* varies : {"seconds", "ranks", "oracle", "work"}) outputs.summary.erase(varies);
+  return outputs;
+}
+
+class MpiCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+#ifndef MUGRAPH_MPIEXEC
+    GTEST_SKIP() << "built without MPI";
+#else
+    if (!fs::exists(MUGRAPH_MPIEXEC)) GTEST_SKIP() << MUGRAPH_MPIEXEC << " is missing";
+    mpiexec_ = MUGRAPH_MPIEXEC;
+#endif
+    scratch_ = fs::temp_directory_path() / ("mugraph_mpi_test_" + std::to_string(::getpid()));
+    fs::create_directories(scratch_);
+    program_ = (scratch_ / "gqa_small.mg").string();
+    std::ofstream(program_) << kSmallGqa;
+  }
+  void TearDown() override {
+    if (!scratch_.empty()) fs::remove_all(scratch_);
+  }
+  // Localhost ranks on a machine with fewer cores, as root in CI containers.
+  std::string mpirun(int ranks, const std::string& launch = "") const {
+    return mpiexec_ + " -np " + std::to_string(ranks) +
+           " --oversubscribe --allow-run-as-root --bind-to none " + launch;
+  }
+  std::string search(const std::string& out) const {
+    return "superoptimize " + program_ + " --threads 1 --max-kernels 3 --max-variants 6 --out " +
+           (scratch_ / out).string();
+  }
+
+  std::string mpiexec_;
+  fs::path scratch_;
+  std::string program_;
+};
+
+TEST_F(MpiCli, OneTwoAndThreeRanksWriteWhatOneProcessWrites) {
+  const CliResult alone = runMugraph(search("alone"), scratch_.string());
+  ASSERT_EQ(alone.exitCode, 0) << alone.err;
+  const Outputs expected = readOutputs(scratch_ / "alone");
+  ASSERT_FALSE(expected.summary.at("variants").empty());
+  for (int ranks : {1, 2, 3}) {
+    const std::string out = "ranks" + std::to_string(ranks);
+    const CliResult r = runMugraph(search(out), scratch_.string(), "", mpirun(ranks));
+    ASSERT_EQ(r.exitCode, 0) << ranks << " ranks: " << r.err;
+    const Outputs got = readOutputs(scratch_ / out);
+    EXPECT_EQ(got.summary, expected.summary) << ranks << " ranks";
+    EXPECT_EQ(got.files, expected.files) << ranks << " ranks";
+    // Every rank is recorded, and the table is printed once (by rank 0).
+    const nlohmann::json summary =
+        nlohmann::json::parse(readWholeFile((scratch_ / out / "summary.json").string()));
+    EXPECT_EQ(summary.at("ranks").size(), static_cast<size_t>(ranks));
+    EXPECT_EQ(r.out.find("rank  name"), r.out.rfind("rank  name")) << r.out;
+  }
+}
+
+TEST_F(MpiCli, KilledRankFailsTheRunAndResumeEndsWithTheSameResult) {
+  const CliResult alone = runMugraph(search("alone"), scratch_.string());
+  ASSERT_EQ(alone.exitCode, 0) << alone.err;
+  const std::string checkpoint = (scratch_ / "search.ckpt").string();
+  // Rank 1 kills itself once rank 0 has written a checkpoint: the search is then part way.
+  const std::string killRankOne =
+      "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (while [ ! -s " + checkpoint +
+      " ]; do sleep 0.1; done; kill -9 $$) & fi; exec \"$0\" \"$@\"'";
+  const std::string withCheckpoint = " --checkpoint " + checkpoint + " --checkpoint-interval 0.2";
+  const CliResult killed =
+      runMugraph(search("killed") + withCheckpoint, scratch_.string(), "", mpirun(2, killRankOne));
+  ASSERT_NE(killed.exitCode, 0) << killed.err;
+  EXPECT_NE(killed.err.find("--resume"), std::string::npos) << killed.err;
+  const nlohmann::json saved = nlohmann::json::parse(readWholeFile(checkpoint));
+  EXPECT_LT(saved.at("completed").size(), saved.at("subtrees").get<size_t>())
+      << "the kill came after the search";
+
+  const CliResult resumed = runMugraph(search("resumed") + withCheckpoint + " --resume",
+                                       scratch_.string(), "", mpirun(2));
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  const Outputs expected = readOutputs(scratch_ / "alone");
+  const Outputs got = readOutputs(scratch_ / "resumed");
+  EXPECT_EQ(got.files, expected.files);
+  EXPECT_EQ(got.summary.at("variants"), expected.summary.at("variants"));
+  EXPECT_EQ(got.summary.at("candidates"), expected.summary.at("candidates"));
+  EXPECT_EQ(got.summary.at("states"), expected.summary.at("states"));
+  // The resumed run explored only what the killed one had not finished.
+  const nlohmann::json summary =
+      nlohmann::json::parse(readWholeFile((scratch_ / "resumed" / "summary.json").string()));
+  int explored = 0;
+  for (const nlohmann::json& rank : summary.at("ranks")) explored += rank.at("subtrees").get<int>();
+  EXPECT_EQ(explored + static_cast<int>(saved.at("completed").size()),
+            summary.at("subtrees").get<int>());
+}
+
+// A dataset's searches spread over the ranks; rank 0 writes it, byte for byte as one process
+// does (manifest.jsonl holds every file's SHA-256).
+TEST_F(MpiCli, DatasetOverTwoRanksIsTheDatasetOfOneProcess) {
+  const std::string gemm = (scratch_ / "gemm.mg").string();
+  std::ofstream(gemm) << "program small_gemm\n"
+                         "input A f16 [64, 128]\n"
+                         "input B f16 [128, 64]\n"
+                         "C = matmul(A, B)\n"
+                         "output C\n";
+  const std::string args = "dataset " + gemm + " --threads 1 --max-variants 3 --out ";
+  const CliResult alone = runMugraph(args + (scratch_ / "alone").string(), scratch_.string());
+  ASSERT_EQ(alone.exitCode, 0) << alone.err;
+  const CliResult two =
+      runMugraph(args + (scratch_ / "two").string(), scratch_.string(), "", mpirun(2));
+  ASSERT_EQ(two.exitCode, 0) << two.err;
+  const std::string manifest = readWholeFile((scratch_ / "alone" / "manifest.jsonl").string());
+  EXPECT_FALSE(manifest.empty());
+  EXPECT_EQ(readWholeFile((scratch_ / "two" / "manifest.jsonl").string()), manifest);
+  EXPECT_EQ(readWholeFile((scratch_ / "two" / "classes.json").string()),
+            readWholeFile((scratch_ / "alone" / "classes.json").string()));
+}
+
+}  // namespace
+}  // namespace mugraph::testing

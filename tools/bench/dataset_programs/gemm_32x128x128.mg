@@ -1,0 +1,5 @@
+program gemm_32x128x128
+input A f16 [32, 128]
+input B f16 [128, 128]
+C = matmul(A, B)
+output C
