@@ -137,6 +137,16 @@ inline bool RandomGraphs::addOp(graph::OpKind kind) {
     if (even.empty()) return false;
     op.attrs.dim = pick(even);
   }
+  if (info.hasQueries) {  // rows of whole sequences of q queries, q at most the keys
+    if (shape.size() < 2) return false;
+    const int64_t rows = shape[shape.size() - 2], cols = shape.back();
+    std::vector<int64_t> queries;
+    if (rows <= cols) queries.push_back(0);
+    for (int64_t q = 1; q <= std::min(rows, cols); ++q) {
+      if (rows % q == 0) queries.push_back(q);
+    }
+    op.attrs.queries = pick(queries);
+  }
   if (info.hasTo && chance(0.5)) {
     std::vector<int64_t> tos = divisorsAbove1(shape[op.attrs.dim]);
     if (!tos.empty()) op.attrs.to = pick(tos);
