@@ -46,6 +46,7 @@ TensorId GraphBuilder::op(OpKind kind, std::vector<TensorId> inputs, OpAttrs att
     operands.push_back(Operand{d.name, d.dtype, d.shape});
   }
   Inferred inferred = inferOp(kind, attrs, operands);
+  checkWholeTensorAttrs(kind, attrs, operands.at(0));
   const TensorId out = addTensor(TensorDesc{std::move(name), inferred.dtype, inferred.shape});
   KernelOp op;
   op.kind = kind;

@@ -101,6 +101,18 @@ void checkAttrs(OpKind kind, const OpAttrs& attrs, const Operand& first) {
   }
 }
 
+void checkWholeTensorAttrs(OpKind kind, const OpAttrs& attrs, const Operand& first) {
+  if (!opInfo(kind).hasQueries || first.shape.size() < 2) return;
+  const int64_t rows = first.shape[first.shape.size() - 2];
+  const int64_t cols = first.shape.back();
+  const int64_t queries = attrs.queries > 0 ? attrs.queries : rows;
+  if (rows % queries != 0 || queries > cols) {
+    fail(kind, {first},
+         "queries=" + std::to_string(queries) + " must divide the " + std::to_string(rows) +
+             " rows of '" + first.name + "' and be at most its " + std::to_string(cols) + " keys");
+  }
+}
+
 Inferred inferOp(OpKind kind, const OpAttrs& attrs, const std::vector<Operand>& operands) {
   const OpInfo& info = opInfo(kind);
   if (info.opClass == OpClass::Io || info.opClass == OpClass::BlockGraph) {

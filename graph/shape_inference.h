@@ -37,6 +37,11 @@ Inferred inferOp(OpKind kind, const OpAttrs& attrs, const std::vector<Operand>& 
 // Checks the attributes in isolation (dim in range, to divides, c finite).
 void checkAttrs(OpKind kind, const OpAttrs& attrs, const Operand& first);
 
+// The attributes that speak of the whole tensor, for a predefined op (its operand is whole,
+// where a block-level op sees a tile): causal_mask's queries divide the rows and are at most
+// the keys.
+void checkWholeTensorAttrs(OpKind kind, const OpAttrs& attrs, const Operand& first);
+
 // Tile of a device tensor seen by one block in one iteration.
 Dims inputTileShape(const Dims& source, const std::string& sourceName, const BlockGraph& block,
                     const BlockOp& input);

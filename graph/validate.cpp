@@ -351,7 +351,9 @@ void validateGraph(const KernelGraph& graph, const std::string& prefix, bool all
       }
       Inferred inferred;
       try {
-        inferred = inferOp(op.kind, op.attrs, operandsOf(graph, op.inputs));
+        const std::vector<Operand> operands = operandsOf(graph, op.inputs);
+        inferred = inferOp(op.kind, op.attrs, operands);
+        checkWholeTensorAttrs(op.kind, op.attrs, operands.at(0));
       } catch (const ShapeError& e) {
         fail(opsSection, k, -1, "inputs", e.what());
       }
