@@ -24,19 +24,7 @@ inline graph::OpAttrs maskAttrs(int64_t queries) {
 inline graph::Program causalAttentionProgram(int64_t batch, int64_t rows, int64_t dim, int64_t seq,
                                              int64_t queries = 0,
                                              graph::DType dtype = graph::DType::F32) {
-  using graph::OpKind;
-  graph::GraphBuilder b("causal_attention");
-  const auto q = b.input("Q", dtype, {batch, rows, dim});
-  const auto k = b.input("K", dtype, {batch, dim, seq});
-  const auto v = b.input("V", dtype, {batch, seq, dim});
-  const auto a = b.op(OpKind::CausalMask, {b.op(OpKind::Matmul, {q, k}, {}, "scores")},
-                      maskAttrs(queries), "A");
-  const auto m = b.op(OpKind::ReduceMax, {a}, reduceAttrs(2), "M");
-  const auto e = b.op(OpKind::Exp, {b.op(OpKind::Sub, {a, m}, {}, "shifted")}, {}, "E");
-  const auto l = b.op(OpKind::ReduceSum, {e}, reduceAttrs(2), "L");
-  const auto o = b.op(OpKind::Matmul, {e, v}, {}, "unnormalized");
-  b.output(b.op(OpKind::Div, {o, l}, {}, "O"));
-  return b.finish();
+  return attentionProgram("causal_attention", batch, rows, dim, seq, dtype, queries);
 }
 
 // One kernel: grid (batch, rowParts), each block a part of the query rows, the for-loop over

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cmath>
+#include <optional>
 #include <random>
+#include <string>
 
 #include "graph/builder.h"
 #include "verify/host_tensor.h"
@@ -27,20 +29,34 @@ inline graph::OpAttrs reduceAttrs(int dim) {
 
 // O = softmax(Q·K) V with the row max subtracted before exp. Q [B, R, D], K [B, D, S]
 // (keys stored transposed), V [B, S, D], all of `dtype`.
-inline graph::Program safeAttentionProgram(int64_t batch, int64_t rows, int64_t dim, int64_t seq,
-                                           graph::DType dtype = graph::DType::F32) {
+// With `causalQueries`, the scores go through causal_mask(queries=*causalQueries) first.
+inline graph::Program attentionProgram(const std::string& name, int64_t batch, int64_t rows,
+                                       int64_t dim, int64_t seq, graph::DType dtype,
+                                       std::optional<int64_t> causalQueries) {
   using graph::OpKind;
-  graph::GraphBuilder b("safe_attention");
+  graph::GraphBuilder b(name);
   const auto q = b.input("Q", dtype, {batch, rows, dim});
   const auto k = b.input("K", dtype, {batch, dim, seq});
   const auto v = b.input("V", dtype, {batch, seq, dim});
-  const auto a = b.op(OpKind::Matmul, {q, k}, {}, "A");
+  graph::TensorId a = -1;
+  if (causalQueries) {
+    graph::OpAttrs mask;
+    mask.queries = *causalQueries;
+    a = b.op(OpKind::CausalMask, {b.op(OpKind::Matmul, {q, k}, {}, "scores")}, mask, "A");
+  } else {
+    a = b.op(OpKind::Matmul, {q, k}, {}, "A");
+  }
   const auto m = b.op(OpKind::ReduceMax, {a}, reduceAttrs(2), "M");
   const auto e = b.op(OpKind::Exp, {b.op(OpKind::Sub, {a, m}, {}, "shifted")}, {}, "E");
   const auto l = b.op(OpKind::ReduceSum, {e}, reduceAttrs(2), "L");
   const auto o = b.op(OpKind::Matmul, {e, v}, {}, "unnormalized");
   b.output(b.op(OpKind::Div, {o, l}, {}, "O"));
   return b.finish();
+}
+
+inline graph::Program safeAttentionProgram(int64_t batch, int64_t rows, int64_t dim, int64_t seq,
+                                           graph::DType dtype = graph::DType::F32) {
+  return attentionProgram("safe_attention", batch, rows, dim, seq, dtype, std::nullopt);
 }
 
 // One kernel: grid (batch, 1), the for-loop over `forloop` tiles of the sequence, running max
