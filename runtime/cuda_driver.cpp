@@ -59,6 +59,11 @@ std::unique_ptr<CudaDriver> CudaDriver::open(std::string& whyNot, int ordinal) {
         driver->deviceGetAttribute(&driver->multiprocessors_,
                                    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, driver->device_),
         "multiprocessor count");
+    int l2Bytes = 0;
+    driver->check(
+        driver->deviceGetAttribute(&l2Bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, driver->device_),
+        "L2 cache size");
+    driver->l2CacheBytes_ = l2Bytes;
     driver->check(driver->driverGetVersion(&driver->driverVersion_), "cuDriverGetVersion");
     driver->check(driver->primaryCtxRetain(&driver->context_, driver->device_),
                   "cuDevicePrimaryCtxRetain");

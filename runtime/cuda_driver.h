@@ -5,6 +5,7 @@
 
 #include <cuda.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,7 @@ namespace mugraph::runtime {
   X(memcpyHtoD, cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                         \
   X(memcpyDtoH, cuMemcpyDtoH, "cuMemcpyDtoH_v2")                                         \
   X(memsetD8, cuMemsetD8, "cuMemsetD8_v2")                                               \
+  X(memsetD8Async, cuMemsetD8Async, "cuMemsetD8Async")                                   \
   X(streamCreate, cuStreamCreate, "cuStreamCreate")                                      \
   X(streamDestroy, cuStreamDestroy, "cuStreamDestroy_v2")                                \
   X(streamSynchronize, cuStreamSynchronize, "cuStreamSynchronize")                       \
@@ -64,6 +66,7 @@ class CudaDriver {
   const std::string& deviceName() const { return deviceName_; }
   int computeCapability() const { return computeCapability_; }  // e.g. 90
   int multiprocessors() const { return multiprocessors_; }
+  int64_t l2CacheBytes() const { return l2CacheBytes_; }
   int driverVersion() const { return driverVersion_; }
 
 #define MUGRAPH_DECLARE_MEMBER(member, function, ...) decltype(&::function) member = nullptr;
@@ -78,6 +81,7 @@ class CudaDriver {
   std::string deviceName_;
   int computeCapability_ = 0;
   int multiprocessors_ = 0;
+  int64_t l2CacheBytes_ = 0;
   int driverVersion_ = 0;
 };
 

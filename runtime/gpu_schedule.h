@@ -41,7 +41,10 @@ class GpuSchedule {
   static constexpr size_t kGuardBytes = 4096;
 
   void run();  // every kernel once, in order, then synchronize (errors are thrown)
-  // Warm-up runs, then `repetitions` timed replays of a CUDA graph of the whole schedule.
+  // Warm-up runs, then `repetitions` timed replays of a CUDA graph of the whole schedule,
+  // each after a write of twice the L2's size (outside the timed span): every replay starts
+  // with a cold L2, as triton's do_bench times the PyTorch baselines, so neither side is
+  // timed on operands the previous replay left in the cache.
   TimingStats time(int warmup, int repetitions);
 
  private:

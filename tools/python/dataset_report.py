@@ -5,13 +5,15 @@ every member).
 
     python3 tools/python/dataset_report.py DIR --out docs/measurements/dataset_issue29_h100
 
-writes OUT.md, OUT.json and OUT.png (the plot needs matplotlib; the table does not). External
+writes OUT.md, OUT.json ({"device", "torch", "copy_bandwidth_bytes_per_s", "classes"}: the
+last two measured here where PyTorch and a GPU are, as gpu_bench.py does) and OUT.png (the plot needs matplotlib; the table does not). External
 members kept out of their class (failed on the GPU) are listed with their reason, not timed.
 """
 import argparse
 import json
 import os
 import statistics
+import sys
 
 
 def source_of(row):
@@ -107,11 +109,21 @@ def main():
     parser.add_argument("--device", default="", help="named in the table's title")
     args = parser.parse_args()
     classes = summarize(args.dataset)
+    run = {"device": args.device, "torch": None, "copy_bandwidth_bytes_per_s": None}
+    try:
+        import torch
+        run["torch"] = torch.__version__
+        if torch.cuda.is_available():
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import gpu_bench
+            run["copy_bandwidth_bytes_per_s"] = gpu_bench.copy_bandwidth()
+    except ImportError as e:
+        print(f"no copy bandwidth in the report: {e}")
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out + ".md", "w") as f:
         f.write(table(classes, args.device))
     with open(args.out + ".json", "w") as f:
-        json.dump(classes, f, indent=1)
+        json.dump({**run, "classes": classes}, f, indent=1)
     try:
         plot(classes, args.out + ".png")
     except ImportError:
