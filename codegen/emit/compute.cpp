@@ -16,7 +16,7 @@ std::string elementwiseExpression(OpKind kind, const graph::OpAttrs& attrs,
                                   const std::vector<std::string>& x) {
   switch (kind) {
     case OpKind::Exp:
-      return "expf(" + x[0] + ")";
+      return "mg::exp(" + x[0] + ")";
     case OpKind::Square:
       return x[0] + " * " + x[0];
     case OpKind::Sqrt:
@@ -106,7 +106,7 @@ void emitAccumulate(const EmitContext& context, int accumulatorOp, const std::st
   out.line("const float previous = " + target + ";");
   out.line("const float running = it == 0 ? " + value + " : mg::max_of(previous, " + value + ");");
   out.line(target + " = running;");
-  out.line(context.factorElement(acc, index) + " = it == 0 ? 0.0f : expf(previous - running);");
+  out.line(context.factorElement(acc, index) + " = it == 0 ? 0.0f : mg::exp(previous - running);");
   out.close();
 }
 

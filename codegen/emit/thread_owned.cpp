@@ -175,7 +175,7 @@ class ThreadOwnedEmitter {
         out.line(acc + " = " + acc + " * " + factor(op.inputs[1]) + " + " + x[0] + ";");
         return;
       case OpKind::AccumMax:
-        out.line("const float " + factor(op.output) + " = it == 0 ? 0.0f : expf(" + acc +
+        out.line("const float " + factor(op.output) + " = it == 0 ? 0.0f : mg::exp(" + acc +
                  " - mg::max_of(" + acc + ", " + x[0] + "));");
         out.line(acc + " = it == 0 ? " + x[0] + " : mg::max_of(" + acc + ", " + x[0] + ");");
         return;

@@ -21,6 +21,9 @@ template <int Bytes>
 inline void cp_async(void* shared, const void* global) {
   ::mg_emu::asyncCopy(shared, global, Bytes);
 }
+inline float exp2_approx(float x) {
+  return ::exp2f(x);
+}
 inline float negative_infinity() {
   return -__builtin_huge_valf();
 }
