@@ -30,11 +30,8 @@ class AttentionEmitter {
     std::string index[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
     const int mask = causalMaskOp();
     if (mask >= 0) {
-      const int axis = context_.plan.splits.at(block_.ops[mask].inputs[0]).end()[-2].gridAxis;
-      if (axis != graph::kReplicated) {
-        index[axis] = "gridDim." + std::string(1, "xyz"[axis]) + " - 1 - blockIdx." +
-                      std::string(1, "xyz"[axis]);
-      }
+      const graph::DimSplit& rows = context_.plan.splits.at(block_.ops[mask].inputs[0]).end()[-2];
+      if (rows.gridAxis != graph::kReplicated) index[rows.gridAxis] = longestFirst(mask, rows);
     }
     out_.line("const int bx = " + index[0] + ", by = " + index[1] + ", bz = " + index[2] + ";");
     out_.line("(void)bx; (void)by; (void)bz;");
@@ -79,6 +76,24 @@ class AttentionEmitter {
     out_.open("for (int it = 0; it < " + str(block_.forloop) + "; ++it)");
     if (shortened) out_.line("if (it >= mg_iterations) break;");
     if (mask >= 0) out_.line("if (it >= mg_causal_iterations) break;");
+  }
+
+  // The query block a CTA of the q-row grid axis computes, longest first. Where queries=q
+  // stacks several sequences in the rows (GQA's folded query heads) and the block tile divides
+  // q, block b takes sequence b mod n, at position P - 1 - b / n from its start (P blocks a
+  // sequence): the last blocks of every sequence first, then the ones before them. Otherwise
+  // the axis is reversed.
+  std::string longestFirst(int mask, const graph::DimSplit& rows) const {
+    const std::string b = "blockIdx." + std::string(1, "xyz"[rows.gridAxis]);
+    const int64_t queries = block_.ops[mask].attrs.queries;
+    if (queries > 0 && queries < rows.extent && queries % rows.blockTile == 0 &&
+        rows.extent % queries == 0) {
+      const std::string sequences = str(rows.extent / queries);
+      const std::string perSequence = str(queries / rows.blockTile);
+      return "(" + b + " % " + sequences + ") * " + perSequence + " + (" + perSequence + " - 1 - " +
+             b + " / " + sequences + ")";
+    }
+    return "gridDim." + std::string(1, "xyz"[rows.gridAxis]) + " - 1 - " + b;
   }
 
   // The causal_mask op on S, or -1: with it the loop stops after the last key tile below the
@@ -189,6 +204,12 @@ class AttentionEmitter {
                      : "consumer * " + str(at_.q.boxBytes);
     out_.line("const unsigned char* const qBase = mg_smem + " + str(at_.q.offset) + " + (" + qRows +
               ");");
+    if (at_.overlapped) {
+      // The previous iteration's P (packed for wgmma) and V tile, whose P·V this one issues.
+      out_.line("unsigned packed[" + str(at_.kv / 16) + "][4];");
+      out_.line("const unsigned char* vPrevious = nullptr;");
+      out_.line("int previous = -1;");
+    }
     openIterations();
     ring_.waitStage("it");
     out_.line("const unsigned char* const stage = " + ring_.stageBase("s") + ";");
@@ -202,8 +223,23 @@ class AttentionEmitter {
       if (!plan::runsInLoop(plan, index)) continue;
       emitOp(index);
     }
-    ring_.releaseStage("it");
+    if (at_.overlapped) {
+      out_.line("vPrevious = vBase;");
+      out_.line("previous = it;");
+    } else {
+      ring_.releaseStage("it");
+    }
     out_.close();
+    if (at_.overlapped) {
+      out_.line("// The last tile's P·V.");
+      out_.open("if (previous >= 0)");
+      out_.line("mg::wgmma_fence();");
+      issueSecondMatmul();
+      out_.line("mg::wgmma_wait_group<0>();");
+      out_.line("mg::wgmma_fence_operands(" + name(block_.ops[outputAccumulator()].output) + ");");
+      ring_.releaseStage("previous");
+      out_.close();
+    }
     for (size_t o = 0; o < block_.ops.size(); ++o) {
       const int index = static_cast<int>(o);
       const graph::BlockOp& op = block_.ops[o];
@@ -292,7 +328,7 @@ class AttentionEmitter {
       out_.open("for (int h = 0; h < 2; ++h)");
       out_.line("const float updated = it == 0 ? " + x + "[h] : mg::max_of(" + m + "[h], " + x +
                 "[h]);");
-      out_.line(m + "_factor[h] = it == 0 ? 0.0f : expf(" + m + "[h] - updated);");
+      out_.line(m + "_factor[h] = it == 0 ? 0.0f : mg::exp(" + m + "[h] - updated);");
       out_.line(m + "[h] = updated;");
       out_.close();
     } else if (role == plan::FragmentRole::Row &&
@@ -323,36 +359,62 @@ class AttentionEmitter {
                 storageType(at_.dtype) + "*>(nullptr));");
     }
     out_.line("mg::wgmma_commit_group();");
-    out_.line("mg::wgmma_wait_group<0>();");
+    if (at_.overlapped) {
+      // The previous tile's P·V runs while this one's softmax is computed.
+      out_.open("if (previous >= 0)");
+      issueSecondMatmul();
+      out_.line("mg::wgmma_wait_group<1>();");
+      out_.reopen("else");
+      out_.line("mg::wgmma_wait_group<0>();");
+      out_.close();
+    } else {
+      out_.line("mg::wgmma_wait_group<0>();");
+    }
     out_.line("mg::wgmma_fence_operands(" + s + ");");
+  }
+
+  // O += P·V from `packed` and the V tile at vBase (overlapped: vPrevious), committed.
+  void issueSecondMatmul() {
+    const std::string o = name(block_.ops[outputAccumulator()].output);
+    const std::string v = at_.overlapped ? "vPrevious" : "vBase";
+    const std::string call =
+        "mg::wgmma_" + ring_.wgmmaShape(at_.d) + "_rs<" + (at_.v.kMajor ? "0" : "1") + ">";
+    for (int kk = 0; kk < at_.kv / 16; ++kk) {
+      out_.line(call + "(" + o + ", packed[" + str(kk) + "], " + ring_.descriptor(at_.v, v, 0, kk) +
+                ", static_cast<const " + storageType(at_.dtype) + "*>(nullptr));");
+    }
+    out_.line("mg::wgmma_commit_group();");
   }
 
   void emitSecondMatmul(const graph::BlockOp& op) {
     const graph::BlockOp& acc = block_.ops[outputAccumulator()];
     const std::string o = name(acc.output);
     const std::string p = name(op.inputs[0]);
+    if (at_.overlapped) {
+      // The previous tile's P·V has landed in O (and its stage is free) before O is rescaled
+      // and P is overwritten.
+      out_.open("if (previous >= 0)");
+      out_.line("mg::wgmma_wait_group<0>();");
+      out_.line("mg::wgmma_fence_operands(" + o + ");");
+      ring_.releaseStage("previous");
+      out_.close();
+    }
     if (acc.kind == graph::OpKind::AccumRescaledSum) {
       out_.line("#pragma unroll");
       out_.line("for (int f = 0; f < " + str(at_.d / 2) + "; ++f) " + o +
                 "[f] *= " + name(acc.inputs[1]) + "_factor[(f >> 1) & 1];");
     }
     // P's columns [16 kk, 16 kk + 16) are S's accumulators 8 kk .. 8 kk + 7, packed in pairs.
-    out_.line("unsigned packed[" + str(at_.kv / 16) + "][4];");
+    if (!at_.overlapped) out_.line("unsigned packed[" + str(at_.kv / 16) + "][4];");
     out_.line("#pragma unroll");
     out_.open("for (int kk = 0; kk < " + str(at_.kv / 16) + "; ++kk)");
     out_.line("#pragma unroll");
     out_.line("for (int r = 0; r < 4; ++r) packed[kk][r] = mg::pack2<" + storageType(at_.dtype) +
               ">(" + p + "[8 * kk + 2 * r], " + p + "[8 * kk + 2 * r + 1]);");
     out_.close();
+    if (at_.overlapped) return;  // issued by the next iteration, or after the loop
     out_.line("mg::wgmma_fence();");
-    const std::string call =
-        "mg::wgmma_" + ring_.wgmmaShape(at_.d) + "_rs<" + (at_.v.kMajor ? "0" : "1") + ">";
-    for (int kk = 0; kk < at_.kv / 16; ++kk) {
-      out_.line(call + "(" + o + ", packed[" + str(kk) + "], " +
-                ring_.descriptor(at_.v, "vBase", 0, kk) + ", static_cast<const " +
-                storageType(at_.dtype) + "*>(nullptr));");
-    }
-    out_.line("mg::wgmma_commit_group();");
+    issueSecondMatmul();
     out_.line("mg::wgmma_wait_group<0>();");
     out_.line("mg::wgmma_fence_operands(" + o + ");");
   }

@@ -162,8 +162,20 @@ std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& p
   at.qBytes = layOutStage({&at.q}, limits.swizzleAlignment);
   at.stageBytes = layOutStage({&at.k, &at.v}, limits.swizzleAlignment);
   const int64_t stagingBytes = stagingBytesFor(plan, at, at.outputOp);
+  // Consumer c's staging buffers, (warps per warpgroup) x stagingBytesPerWarp from c times
+  // that, lie in Q rows only consumer c multiplies with, where its rows start at that same
+  // stride: in the first box's rows c * wgmmaRows onwards where Q's contiguous dim is K,
+  // else in box c. Its last wgmma on Q completes before its epilogue, and the copy of Q
+  // lands once, before any, so the buffers can reuse those bytes.
+  const int64_t stagingPerConsumer = at.warpsPerWarpgroup() * limits.stagingBytesPerWarp;
+  const int64_t qRowsPerConsumer =
+      at.q.kMajor ? limits.wgmmaRows * limits.swizzleRowBytes : at.q.boxBytes;
+  const bool stagingInQ = at.q.offset == 0 && stagingPerConsumer == qRowsPerConsumer;
   // One more barrier: Q's, which completes once.
-  if (!layOutRing(at, at.qBytes, 1, stagingBytes, block.forloop, target)) return std::nullopt;
+  if (!layOutRing(at, at.qBytes, 1, stagingBytes, block.forloop, target, stagingInQ)) {
+    return std::nullopt;
+  }
+  at.overlapped = at.stages >= 3 && block.forloop >= 2;
   return at;
 }
 

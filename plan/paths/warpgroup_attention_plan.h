@@ -6,7 +6,8 @@
 // kept in registers across the loop (rescaled in place by its running max's factor), and
 // element-wise ops on O and row vectors after the loop. Warpgroup 0 issues the bulk copies;
 // each of `consumers` warpgroups owns limits.wgmmaRows query rows. `roles` says, per tile,
-// where its value lives. Q's mbarrier follows the ring's.
+// where its value lives. Q's mbarrier follows the ring's. A 16-bit result leaves through
+// staging buffers in Q's first bytes, where each warp's lies in Q rows of its own warpgroup.
 #pragma once
 
 #include <optional>
@@ -32,6 +33,12 @@ struct WarpgroupAttentionPlan : WarpgroupRing {
   int firstMatmulOp = -1, secondMatmulOp = -1, outputOp = -1;
   std::vector<FragmentRole> roles;  // per tile
   int64_t qBytes = 0;               // Q's boxes, before the stages
+  // The loop is software-pipelined: iteration i issues S = Q·K of its own tile and then
+  // O += P·V of tile i - 1, and computes its softmax while that second multiply runs; O is
+  // rescaled once it has landed, and the last tile's P·V follows the loop. A consumer then
+  // holds two stages at once, so this needs three (with two the copy of the next tile waits
+  // for the previous one's P·V every iteration).
+  bool overlapped = false;
 };
 
 // The plan of `plan`'s block graph as attention on the warpgroup path, or nothing where it

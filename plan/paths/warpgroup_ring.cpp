@@ -107,7 +107,7 @@ void budgetRegisters(WarpgroupRing& ring, const Target& target) {
 }
 
 bool layOutRing(WarpgroupRing& ring, int64_t leadBytes, int extraBarriers, int64_t stagingBytes,
-                int64_t wantedStages, const Target& target) {
+                int64_t wantedStages, const Target& target, bool stagingInLead) {
   const int64_t alignment = ring.limits.swizzleAlignment;
   const int64_t most = std::min<int64_t>(target.maxPipelineStages, wantedStages);
   for (int stages = static_cast<int>(most); stages >= 2; --stages) {
@@ -117,7 +117,9 @@ bool layOutRing(WarpgroupRing& ring, int64_t leadBytes, int extraBarriers, int64
     ring.stagesOffset = regions.place(ring.stageBytes * stages, alignment);
     ring.barrierOffset =
         regions.place(kMbarrierBytes * (2 * stages + extraBarriers), kMbarrierBytes);
-    ring.epilogueOffset = stagingBytes > 0 ? regions.place(stagingBytes, kSharedTileAlignment) : -1;
+    ring.epilogueOffset = stagingBytes <= 0 ? -1
+                          : stagingInLead   ? 0
+                                            : regions.place(stagingBytes, kSharedTileAlignment);
     // The kernel aligns the dynamic shared memory's base at run time: room for the worst case.
     ring.sharedBytes = regions.end() + alignment;
     if (ring.sharedBytes <= target.sharedBytesPerBlock) return true;

@@ -94,7 +94,10 @@ void budgetRegisters(WarpgroupRing& ring, const Target& target);
 // Lays out shared memory after `leadBytes` loaded once (attention's Q): the stages, the
 // barriers (2 per stage plus `extraBarriers`) and `stagingBytes`, with the most stages (at
 // most the target's and `wantedStages`) that fit in one block; false when two do not.
+// `stagingInLead`: the staging buffers reuse the lead region's first bytes instead of a
+// region of their own (the caller has shown each warp's buffer lies in lead bytes only its
+// own warpgroup reads, and that it reads them for the last time before its epilogue).
 bool layOutRing(WarpgroupRing& ring, int64_t leadBytes, int extraBarriers, int64_t stagingBytes,
-                int64_t wantedStages, const Target& target);
+                int64_t wantedStages, const Target& target, bool stagingInLead = false);
 
 }  // namespace mugraph::plan

@@ -191,6 +191,15 @@ TEST(ShippedSchedules, PrefillAttentionOnSm90RunsBothMatmulsOnWgmma) {
   EXPECT_NE(code.ptx.at("sm_90").find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"),
             std::string::npos);
   EXPECT_EQ(code.ptx.at("sm_90").find("mma.sync"), std::string::npos);
+  // Three stages: the overlapped loop. Each iteration issues its S = Q·K, then the previous
+  // tile's P·V, and waits for the first alone (one group left in flight) before its softmax;
+  // the last tile's P·V follows the loop; exp runs on the special-function unit.
+  EXPECT_NE(source.find("mg::Ring<3>"), std::string::npos);
+  const size_t wait = source.find("mg::wgmma_wait_group<1>();");
+  ASSERT_NE(wait, std::string::npos);
+  EXPECT_LT(source.find("vPrevious + "), wait);
+  EXPECT_NE(source.find("// The last tile's P·V."), std::string::npos);
+  EXPECT_NE(code.ptx.at("sm_90").find("ex2.approx.ftz.f32"), std::string::npos);
 }
 
 TEST(ShippedSchedules, WrittenFilesAreCompleteAndReload) {

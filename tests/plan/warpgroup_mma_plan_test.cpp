@@ -117,7 +117,12 @@ TEST(WarpgroupAttentionPlan, FlashAttentionRunsItsChainInWgmmaRegisters) {
   EXPECT_FALSE(at.v.kMajor);  // V [seq][d]: N-major for P·V
   EXPECT_EQ(at.maps.size(), 3u);
   EXPECT_LE(plan.sharedBytes, targetByName("sm_90").sharedBytesPerBlock);
-  EXPECT_GE(at.stages, 2);
+  // The staging buffers reuse Q's bytes (each consumer's in its own 64 rows), which leaves
+  // room for a third stage of K and V, and with it the overlapped loop.
+  EXPECT_EQ(at.epilogueOffset, at.q.offset);
+  EXPECT_EQ(at.stages, 3);
+  EXPECT_TRUE(at.overlapped);
+  EXPECT_GE(at.stagesOffset, at.qBytes);
   const graph::BlockGraph& block = *plan.block;
   const auto roleOf = [&](const std::string& tile) {
     for (size_t t = 0; t < block.tensors.size(); ++t) {
