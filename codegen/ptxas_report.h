@@ -17,6 +17,9 @@ struct KernelResources {
   int64_t staticSharedBytes = 0;
   int64_t localBytes = 0;  // stack frame (local memory per thread)
   int barriers = 0;
+  // ptxas serialized the entry's wgmma (C7515, "Potential Performance Loss"): each waits for
+  // the one before, and the multiplies no longer overlap anything. A code generator bug.
+  bool wgmmaSerialized = false;
 };
 
 // Entries in the order ptxas reports them; lines it does not know are skipped.

@@ -2,7 +2,9 @@
 # On the GPU machine, from the repository root with devbuild/ carried: the gpu-labelled
 # tests, compute-sanitizer on the shipped schedules, the exported ONNX models searched and
 # profiled (`onnx`), and the benchmark against PyTorch; `dataset` checks and times the
-# equivalent-PTX dataset scripts/dataset_must_show.sh built (not part of `all`).
+# equivalent-PTX dataset scripts/dataset_must_show.sh built (not part of `all`); `replays`
+# benchmarks replay folders made on the development machine (REPLAYS, CASE or CASE.LABEL
+# each), and `ncu` profiles the schedules NCU_SCHEDULES names (neither is part of `all`).
 # Results land in $OUT (or ./device_out). BENCH_ARGS: extra gpu_bench.py arguments (--cases, --no-compile).
 # ONNX_MODELS: the models of tests/onnx_import/models the onnx step searches (default: all exported ones).
 set -uo pipefail
@@ -174,4 +176,30 @@ if [[ $step == dataset ]]; then
   echo "example_cupy.py: exit $?"; cat "$out/dataset_example_cupy.log"
   cp "$ds/manifest.jsonl" "$out/dataset_manifest.jsonl"
   cp "$ds/classes.json" "$out/dataset_classes.json"
+fi
+
+if [[ $step == replays ]]; then
+  # Replay folders written here or on the development machine (`mugraph replay S --out
+  # REPLAYS/CASE.LABEL`, e.g. by an older build for a before/after comparison), timed against
+  # PyTorch in one run; BENCH_ARGS as for `bench` (--cases).
+  echo "== replays"
+  PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays "${REPLAYS:-out/replays}" \
+    --out "$out/bench_replays.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_replays.log"
+fi
+
+if [[ $step == ncu ]]; then
+  # Nsight Compute on each schedule of NCU_SCHEDULES (paths): speed of light, the tensor
+  # pipe's utilization and the warps' issue stalls of its kernels, one launch each.
+  echo "== ncu"
+  for s in ${NCU_SCHEDULES:-schedules/mha_prefill_2048.warpgroups.json}; do
+    name=$(basename "$s" .json)
+    "$mg" replay "$s" --out "/tmp/ncu_$name" >/dev/null || { echo "replay $s failed"; continue; }
+    ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
+      --section Occupancy --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
+      -k regex:mugraph -c 1 "$mg" replay "$s" --out "/tmp/ncu_$name" --run --repetitions 1 \
+      > "$out/ncu_$name.txt" 2>&1
+    echo "ncu $name: exit $?"
+    grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|hmma_cycles_active|Stall|Issued Ipc|Registers Per|Achieved Occupancy" \
+      "$out/ncu_$name.txt" | head -30
+  done
 fi

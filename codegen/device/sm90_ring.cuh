@@ -43,6 +43,24 @@ struct Ring {
   }
 };
 
+// Turn-taking among the consumer warpgroups of a block (FA3's ping-pong): consumer c waits on
+// named barrier 1 + c before issuing its multiplies, then opens the next consumer's turn.
+// Each barrier counts two warpgroups: the one that waits and the one that arrives. The
+// tensor cores then run one consumer's multiplies while the others compute their softmax.
+template <int Consumers, int WarpgroupThreads>
+struct Turns {
+  int consumer;
+
+  __device__ __forceinline__ void wait() const {
+    asm volatile("bar.sync %0, %1;" ::"r"(1 + consumer), "n"(2 * WarpgroupThreads) : "memory");
+  }
+  __device__ __forceinline__ void pass() const {
+    asm volatile("bar.arrive %0, %1;" ::"r"(1 + (consumer + 1) % Consumers),
+                 "n"(2 * WarpgroupThreads)
+                 : "memory");
+  }
+};
+
 }  // namespace mg
 
 #endif  // sm_90

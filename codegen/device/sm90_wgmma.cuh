@@ -38,6 +38,15 @@ __device__ __forceinline__ void wgmma_fence_operands(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// The same for A fragments held in registers (P of attention's P·V).
+template <int M, int N>
+__device__ __forceinline__ void wgmma_fence_operands(unsigned (&a)[M][N]) {
+#pragma unroll
+  for (int i = 0; i < M; ++i) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
+  }
+}
 // setmaxnreg: the producer warpgroup gives registers back, the consumers take them.
 template <int Registers>
 __device__ __forceinline__ void setmaxnreg_dec() {

@@ -3,6 +3,8 @@
 // consumer warpgroup runs S = Q·K by wgmma, the chain of ops on S and its rows in registers
 // (the online softmax), O rescaled by its running max's factor, then O += P·V by wgmma with
 // P packed from registers, and stores O after the loop.
+#include <cstdlib>
+
 #include "codegen/emit/warpgroup_printer.h"
 
 namespace mugraph::codegen {
@@ -204,6 +206,10 @@ class AttentionEmitter {
                      : "consumer * " + str(at_.q.boxBytes);
     out_.line("const unsigned char* const qBase = mg_smem + " + str(at_.q.offset) + " + (" + qRows +
               ");");
+    if (takesTurns()) {
+      out_.line("const mg::Turns<" + str(at_.consumers) + ", " + str(at_.limits.threads) +
+                "> turns{consumer};");
+    }
     if (at_.overlapped) {
       // The previous iteration's P (packed for wgmma) and V tile, whose P·V this one issues.
       out_.line("unsigned packed[" + str(at_.kv / 16) + "][4];");
@@ -233,8 +239,11 @@ class AttentionEmitter {
     if (at_.overlapped) {
       out_.line("// The last tile's P·V.");
       out_.open("if (previous >= 0)");
+      if (takesTurns()) out_.line("turns.wait();");
       out_.line("mg::wgmma_fence();");
       issueSecondMatmul();
+      // The last consumer's last turn opens none: every barrier gets as many arrivals as waits.
+      if (takesTurns()) out_.line("if (consumer != " + str(at_.consumers - 1) + ") turns.pass();");
       out_.line("mg::wgmma_wait_group<0>();");
       out_.line("mg::wgmma_fence_operands(" + name(block_.ops[outputAccumulator()].output) + ");");
       ring_.releaseStage("previous");
@@ -350,6 +359,8 @@ class AttentionEmitter {
     out_.line("float " + s + "[" + str(at_.kv / 2) + "];");
     out_.line("#pragma unroll");
     out_.line("for (int f = 0; f < " + str(at_.kv / 2) + "; ++f) " + s + "[f] = 0.0f;");
+    // Consumer 0 takes the first turn unasked.
+    if (takesTurns()) out_.line("if (consumer != 0 || it != 0) turns.wait();");
     out_.line("mg::wgmma_fence();");
     const std::string call = "mg::wgmma_" + ring_.wgmmaShape(at_.kv) + "<" +
                              (at_.q.kMajor ? "0" : "1") + ", " + (at_.k.kMajor ? "0" : "1") + ">";
@@ -360,21 +371,31 @@ class AttentionEmitter {
     }
     out_.line("mg::wgmma_commit_group();");
     if (at_.overlapped) {
-      // The previous tile's P·V runs while this one's softmax is computed.
+      // The previous tile's P·V runs while this one's softmax is computed. Its group is
+      // committed unconditionally (empty on the first iteration) and every wait is taken on
+      // every path: ptxas, which does not correlate branches, then sees no wgmma in flight
+      // where O or P is written, and keeps the multiplies asynchronous.
       out_.open("if (previous >= 0)");
-      issueSecondMatmul();
-      out_.line("mg::wgmma_wait_group<1>();");
-      out_.reopen("else");
-      out_.line("mg::wgmma_wait_group<0>();");
+      issueSecondMatmul(false);
       out_.close();
+      out_.line("mg::wgmma_commit_group();");
+      if (takesTurns()) out_.line("turns.pass();");
+      out_.line("mg::wgmma_wait_group<1>();");
     } else {
       out_.line("mg::wgmma_wait_group<0>();");
     }
     out_.line("mg::wgmma_fence_operands(" + s + ");");
   }
 
-  // O += P·V from `packed` and the V tile at vBase (overlapped: vPrevious), committed.
-  void issueSecondMatmul() {
+  // Whether the consumers take turns issuing their multiplies (mg::Turns): in the overlapped
+  // loop of two or more consumers, where one's softmax can run under another's multiplies.
+  bool takesTurns() const {
+    return at_.overlapped && at_.consumers >= 2 && std::getenv("MUGRAPH_NO_TURNS") == nullptr;
+  }
+
+  // O += P·V from `packed` and the V tile at vBase (overlapped: vPrevious), and its commit
+  // where `commit`.
+  void issueSecondMatmul(bool commit = true) {
     const std::string o = name(block_.ops[outputAccumulator()].output);
     const std::string v = at_.overlapped ? "vPrevious" : "vBase";
     const std::string call =
@@ -383,7 +404,7 @@ class AttentionEmitter {
       out_.line(call + "(" + o + ", packed[" + str(kk) + "], " + ring_.descriptor(at_.v, v, 0, kk) +
                 ", static_cast<const " + storageType(at_.dtype) + "*>(nullptr));");
     }
-    out_.line("mg::wgmma_commit_group();");
+    if (commit) out_.line("mg::wgmma_commit_group();");
   }
 
   void emitSecondMatmul(const graph::BlockOp& op) {
@@ -393,11 +414,9 @@ class AttentionEmitter {
     if (at_.overlapped) {
       // The previous tile's P·V has landed in O (and its stage is free) before O is rescaled
       // and P is overwritten.
-      out_.open("if (previous >= 0)");
       out_.line("mg::wgmma_wait_group<0>();");
       out_.line("mg::wgmma_fence_operands(" + o + ");");
-      ring_.releaseStage("previous");
-      out_.close();
+      ring_.releaseStage("previous", "previous >= 0");
     }
     if (acc.kind == graph::OpKind::AccumRescaledSum) {
       out_.line("#pragma unroll");
@@ -412,7 +431,14 @@ class AttentionEmitter {
     out_.line("for (int r = 0; r < 4; ++r) packed[kk][r] = mg::pack2<" + storageType(at_.dtype) +
               ">(" + p + "[8 * kk + 2 * r], " + p + "[8 * kk + 2 * r + 1]);");
     out_.close();
-    if (at_.overlapped) return;  // issued by the next iteration, or after the loop
+    if (at_.overlapped) {
+      // Issued by the next iteration, or after the loop. O and P are final here: pinned, so
+      // that the compiler moves none of their definitions past that iteration's wgmma fence
+      // (ptxas would then serialize every wgmma of the loop).
+      out_.line("mg::wgmma_fence_operands(" + o + ");");
+      out_.line("mg::wgmma_fence_operands(packed);");
+      return;
+    }
     out_.line("mg::wgmma_fence();");
     issueSecondMatmul();
     out_.line("mg::wgmma_wait_group<0>();");

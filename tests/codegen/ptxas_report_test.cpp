@@ -32,6 +32,25 @@ TEST(PtxasReport, ReadsEachEntry) {
   EXPECT_EQ(entries[1].staticSharedBytes, 0);
 }
 
+// ptxas's advice that it serialized an entry's wgmma comes before the entry's own lines.
+TEST(PtxasReport, ReadsWhichEntriesHadTheirWgmmaSerialized) {
+  const std::string log =
+      "ptxas info    : (C7519) warpgroup.arrive is injected in around line 465 by compiler to "
+      "allow use of registers in GMMA in function 'mugraph_k1_b'\n"
+      "ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are "
+      "serialized due to non wgmma instructions defining accumulator registers of a wgmma "
+      "between start and end of the pipeline stage in the function 'mugraph_k1_b'\n"
+      "ptxas info    : Compiling entry function 'mugraph_k0_a' for 'sm_90a'\n"
+      "ptxas info    : Used 168 registers, used 1 barriers\n"
+      "ptxas info    : Compiling entry function 'mugraph_k1_b' for 'sm_90a'\n"
+      "ptxas info    : Used 168 registers, used 16 barriers\n";
+  const std::vector<KernelResources> entries = parsePtxasReport(log);
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_FALSE(entries[0].wgmmaSerialized);
+  EXPECT_TRUE(entries[1].wgmmaSerialized);
+  EXPECT_EQ(entries[1].barriers, 16);
+}
+
 TEST(PtxasReport, NvrtcReportsTheResourcesOfARealCompile) {
   const NvrtcOutput out = compileWithNvrtc(
       "#include \"mugraph_device.cuh\"\n"

@@ -83,6 +83,7 @@ TEST(ShippedSchedules, CompileToPtxForEveryTargetAndAssembleWithoutSpills) {
           EXPECT_EQ(r.spillLoadBytes, 0);
           EXPECT_EQ(r.localBytes, 0);
         }
+        EXPECT_FALSE(r.wgmmaSerialized);
         EXPECT_EQ(r.staticSharedBytes, 0);  // all shared memory is dynamic
         EXPECT_LE(code.emitted.kernels[k].dynamicSharedBytes, target.sharedBytesPerBlock);
       }
