@@ -39,12 +39,15 @@ fi
 if [[ $step == all || $step == sanitize ]]; then
   echo "== compute-sanitizer"
   # The schedules schedules/shipped.txt marks `sanitize`.
-  for s in $(awk '!/^#/ && $3 ~ /sanitize/ {sub(/\.json$/, "", $1); print $1}' schedules/shipped.txt); do
-    "$mg" replay "schedules/$s.json" --out "/tmp/san_$s" >/dev/null || echo "replay $s failed"
+  # SANITIZE_EXTRA: more schedules, as paths under schedules/ without .json (found/NAME).
+  for s in $(awk '!/^#/ && $3 ~ /sanitize/ {sub(/\.json$/, "", $1); print $1}' schedules/shipped.txt) \
+    ${SANITIZE_EXTRA:-}; do
+    n=${s//\//_}
+    "$mg" replay "schedules/$s.json" --out "/tmp/san_$n" >/dev/null || echo "replay $s failed"
     for tool in memcheck racecheck; do
       compute-sanitizer --tool $tool --error-exitcode 9 "$mg" replay "schedules/$s.json" \
-        --out "/tmp/san_$s" --run --repetitions 1 > "$out/sanitize_${tool}_$s.log" 2>&1
-      echo "$tool $s: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_${tool}_$s.log" | tail -1)"
+        --out "/tmp/san_$n" --run --repetitions 1 > "$out/sanitize_${tool}_$n.log" 2>&1
+      echo "$tool $s: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize_${tool}_$n.log" | tail -1)"
     done
   done
 fi

@@ -46,6 +46,7 @@ function(wrapper width type a_source out)
   join_wrapped(outputs "\"+f\"(d[<i>])" 8 "\n        " ${indices})
   if(a_source STREQUAL "registers")
     set(suffix "_rs")
+    set(scale "1")
     math(EXPR a0 "${accumulators_per_thread}")
     math(EXPR a3 "${accumulators_per_thread} + 3")
     math(EXPR b "${accumulators_per_thread} + 4")
@@ -61,18 +62,20 @@ function(wrapper width type a_source out)
     math(EXPR b "${accumulators_per_thread} + 1")
     math(EXPR trans_a "${accumulators_per_thread} + 2")
     math(EXPR trans_b "${accumulators_per_thread} + 3")
+    math(EXPR scale_d "${accumulators_per_thread} + 4")
     set(suffix "")
-    set(template "template <int TransA, int TransB>")
+    set(template "template <int TransA, int TransB, int ScaleD = 1>")
     set(a_param "unsigned long long a")
+    set(scale "%${scale_d}")
     set(tail "%${a}, %${b}, p, 1, 1, %${trans_a}, %${trans_b}")
-    set(inputs "\"l\"(a), \"l\"(b), \"n\"(TransA), \"n\"(TransB)")
+    set(inputs "\"l\"(a), \"l\"(b), \"n\"(TransA), \"n\"(TransB), \"n\"(ScaleD)")
   endif()
   set(${out}
       "${template}
 __device__ __forceinline__ void wgmma_m64n${width}k16${suffix}(float (&d)[${accumulators_per_thread}], ${a_param},
     unsigned long long b, const ${type}*) {
   asm volatile(
-      \"{\\n.reg .pred p;\\nsetp.ne.b32 p, 1, 0;\\n\"
+      \"{\\n.reg .pred p;\\nsetp.ne.b32 p, ${scale}, 0;\\n\"
       \"wgmma.mma_async.sync.aligned.m64n${width}k16.f32.${type}.${type} {\"
       \"${accumulators}\"
       \"}, ${tail};\\n}\\n\"

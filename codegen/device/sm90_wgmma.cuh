@@ -65,13 +65,14 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // The multiplies, one per result width N and element type, each spelling out all of its
 // accumulator registers, are generated at build time from the table in generate_wgmma.cmake:
 //
-// wgmma_m64n<N>k16<TransA, TransB>(float (&d)[N / 2], unsigned long long a,
+// wgmma_m64n<N>k16<TransA, TransB, ScaleD = 1>(float (&d)[N / 2], unsigned long long a,
 //                                  unsigned long long b, const T*):
 //   D[64][N] += A[64][16] * B[16][N], operands in shared memory through descriptors, f32
 //   accumulators in the wgmma register layout: d[4*j + r] is row 16*warp + lane/4 + 8*(r/2),
 //   column 8*j + 2*(lane%4) + r%2 (warp and lane within the warpgroup). TransA = 1: A is
 //   M-major (else K-major); TransB = 1: B is N-major (else K-major). The pointer picks the
-//   type (f16 or bf16).
+//   type (f16 or bf16). ScaleD = 0: D = A * B, whatever d held (a product's first k-step,
+//   with no zeroing of the accumulators before it).
 //
 // wgmma_m64n<N>k16_rs<TransB>(float (&d)[N / 2], const unsigned (&a)[4],
 //                             unsigned long long b, const T*):

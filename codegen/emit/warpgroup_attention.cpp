@@ -3,8 +3,6 @@
 // consumer warpgroup runs S = Q·K by wgmma, the chain of ops on S and its rows in registers
 // (the online softmax), O rescaled by its running max's factor, then O += P·V by wgmma with
 // P packed from registers, and stores O after the loop.
-#include <cstdlib>
-
 #include "codegen/emit/warpgroup_printer.h"
 
 namespace mugraph::codegen {
@@ -177,6 +175,53 @@ class AttentionEmitter {
 
   bool isAccumulator(int op) const { return graph::isAccumulator(block_.ops[op].kind); }
 
+  // Scales folded into the exponent (FA3's exp2 with log2 e in the scale). An S tile that is
+  // scale(x, c) with c > 0 is held as x itself when every use can take it unscaled: a row max
+  // (scaled after the reduction), a causal mask (which commutes with the scale), or the
+  // difference x - r with a row whose only use is an exp, computed inside that exp as one
+  // fused multiply-add. Anything else needs the scaled values, and gets them as before.
+  static constexpr double kLog2e = 1.4426950408889634;
+
+  // Whether op `index` is such a scale, its result held unscaled.
+  bool heldUnscaled(int index) const {
+    const graph::BlockOp& op = block_.ops[index];
+    return op.kind == graph::OpKind::Scale && op.attrs.scale > 0 &&
+           at_.roles[op.output] == plan::FragmentRole::S &&
+           at_.roles[op.inputs[0]] == plan::FragmentRole::S && deferrable(op.output);
+  }
+
+  bool deferrable(graph::TensorId t) const {
+    for (int consumer : context_.plan.consumers[t]) {
+      const graph::BlockOp& op = block_.ops[consumer];
+      if (op.kind == graph::OpKind::ReduceMax) continue;
+      if (op.kind == graph::OpKind::CausalMask && deferrable(op.output)) continue;
+      if (op.kind == graph::OpKind::Sub && op.inputs[0] == t && foldedIntoExp(consumer)) continue;
+      return false;
+    }
+    return true;
+  }
+
+  // Whether op `index` is x - r (x an S tile, r a row) whose only use is one exp.
+  bool foldedIntoExp(int index) const {
+    const graph::BlockOp& op = block_.ops[index];
+    if (op.kind != graph::OpKind::Sub || at_.roles[op.inputs[0]] != plan::FragmentRole::S ||
+        at_.roles[op.inputs[1]] != plan::FragmentRole::Row) {
+      return false;
+    }
+    const std::vector<int>& uses = context_.plan.consumers[op.output];
+    return uses.size() == 1 && block_.ops[uses[0]].kind == graph::OpKind::Exp;
+  }
+
+  // The factor by which S tile `t`'s array falls short of its value (1 where it is held as is).
+  double unscaledBy(graph::TensorId t) const {
+    const int producer = context_.plan.producer[t];
+    if (producer < 0) return 1.0;
+    const graph::BlockOp& op = block_.ops[producer];
+    if (heldUnscaled(producer)) return op.attrs.scale * unscaledBy(op.inputs[0]);
+    if (op.kind == graph::OpKind::CausalMask) return unscaledBy(op.inputs[0]);
+    return 1.0;
+  }
+
   // The accumulator op reading the second matmul's result (it is folded into the wgmma).
   int outputAccumulator() const {
     return context_.plan.consumers[block_.ops[at_.secondMatmulOp].output][0];
@@ -270,11 +315,35 @@ class AttentionEmitter {
     } else if (index == at_.secondMatmulOp) {
       emitSecondMatmul(op);
     } else if (graph::isElementwise(op.kind)) {
+      if (heldUnscaled(index)) {
+        out_.line("float (&" + name(op.output) + ")[" + str(width(role)) + "] = " +
+                  name(op.inputs[0]) + ";  // held unscaled: the scale is folded into exp");
+        return;
+      }
+      if (foldedIntoExp(index)) {
+        out_.line("// computed in its exp");
+        return;
+      }
       std::vector<std::string> operands;
       for (graph::TensorId t : op.inputs) operands.push_back(operand(t, role));
       out_.line("float " + name(op.output) + "[" + str(width(role)) + "];");
+      const int difference =
+          op.kind == graph::OpKind::Exp ? context_.plan.producer[op.inputs[0]] : -1;
       if (op.kind == graph::OpKind::CausalMask) {
         emitCausalMask(index);
+      } else if (difference >= 0 && foldedIntoExp(difference)) {
+        // e^(c x - r) as 2^(x (c log2 e) - r log2 e): one fused multiply-add before the
+        // special-function unit, where scale, subtract and exp took three instructions.
+        const graph::BlockOp& sub = block_.ops[difference];
+        const double factor = unscaledBy(sub.inputs[0]) * kLog2e;
+        const std::string shift = name(op.output) + "_shift";
+        out_.line("const float " + shift + "[2] = {" + name(sub.inputs[1]) + "[0] * " +
+                  floatLiteral(kLog2e) + ", " + name(sub.inputs[1]) + "[1] * " +
+                  floatLiteral(kLog2e) + "};");
+        out_.line("#pragma unroll");
+        out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
+                  "[f] = mg::exp2_approx(fmaf(" + name(sub.inputs[0]) + "[f], " +
+                  floatLiteral(factor) + ", -" + shift + "[(f >> 1) & 1]));");
       } else {
         out_.line("#pragma unroll");
         out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
@@ -317,7 +386,11 @@ class AttentionEmitter {
                       : "v += __shfl_xor_sync(0xffffffffu, v, 1);");
         out_.line(max ? "v = mg::max_of(v, __shfl_xor_sync(0xffffffffu, v, 2));"
                       : "v += __shfl_xor_sync(0xffffffffu, v, 2);");
-        out_.line(name(op.output) + "[h] = v;");
+        // A positive scale commutes with the max, and rounding keeps the order: the max of
+        // the unscaled values, scaled, is exactly the max of the scaled ones.
+        const double unscaled = max ? unscaledBy(op.inputs[0]) : 1.0;
+        out_.line(name(op.output) + "[h] = v" +
+                  (unscaled == 1.0 ? "" : " * " + floatLiteral(unscaled)) + ";");
         out_.close();
       };
       if (real.empty()) {
@@ -356,16 +429,16 @@ class AttentionEmitter {
 
   void emitFirstMatmul(const graph::BlockOp& op) {
     const std::string s = name(op.output);
+    // No zeroing: the first k-step overwrites the accumulators (ScaleD = 0).
     out_.line("float " + s + "[" + str(at_.kv / 2) + "];");
-    out_.line("#pragma unroll");
-    out_.line("for (int f = 0; f < " + str(at_.kv / 2) + "; ++f) " + s + "[f] = 0.0f;");
     // Consumer 0 takes the first turn unasked.
     if (takesTurns()) out_.line("if (consumer != 0 || it != 0) turns.wait();");
     out_.line("mg::wgmma_fence();");
     const std::string call = "mg::wgmma_" + ring_.wgmmaShape(at_.kv) + "<" +
-                             (at_.q.kMajor ? "0" : "1") + ", " + (at_.k.kMajor ? "0" : "1") + ">";
+                             (at_.q.kMajor ? "0" : "1") + ", " + (at_.k.kMajor ? "0" : "1");
     for (int kk = 0; kk < at_.d / 16; ++kk) {
-      out_.line(call + "(" + s + ", " + ring_.descriptor(at_.q, "qBase", 0, kk) + ", " +
+      out_.line(call + (kk == 0 ? ", 0>" : ">") + "(" + s + ", " +
+                ring_.descriptor(at_.q, "qBase", 0, kk) + ", " +
                 ring_.descriptor(at_.k, "kBase", 0, kk) + ", static_cast<const " +
                 storageType(at_.dtype) + "*>(nullptr));");
     }
@@ -389,9 +462,7 @@ class AttentionEmitter {
 
   // Whether the consumers take turns issuing their multiplies (mg::Turns): in the overlapped
   // loop of two or more consumers, where one's softmax can run under another's multiplies.
-  bool takesTurns() const {
-    return at_.overlapped && at_.consumers >= 2 && std::getenv("MUGRAPH_NO_TURNS") == nullptr;
-  }
+  bool takesTurns() const { return at_.overlapped && at_.consumers >= 2; }
 
   // O += P·V from `packed` and the V tile at vBase (overlapped: vPrevious), and its commit
   // where `commit`.

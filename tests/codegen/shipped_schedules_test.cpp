@@ -185,6 +185,7 @@ TEST(ShippedSchedules, PrefillAttentionOnSm90RunsBothMatmulsOnWgmma) {
       std::string(MUGRAPH_SOURCE_DIR) + "/schedules/mha_prefill_2048.warpgroups.json", 90);
   const std::string& source = code.emitted.source;
   EXPECT_TRUE(code.emitted.archSpecific);
+  EXPECT_NE(source.find("mg::wgmma_m64n128k16<0, 0, 0>"), std::string::npos);  // S overwritten
   EXPECT_NE(source.find("mg::wgmma_m64n128k16<0, 0>"), std::string::npos);
   EXPECT_NE(source.find("mg::wgmma_m64n128k16_rs<1>"), std::string::npos);
   EXPECT_NE(source.find("__shfl_xor_sync"), std::string::npos);  // row max and sum
