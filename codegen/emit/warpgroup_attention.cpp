@@ -78,6 +78,35 @@ class AttentionEmitter {
     if (mask >= 0) out_.line("if (it >= mg_causal_iterations) break;");
   }
 
+  // The consumers' overlapped loop with its first iteration peeled: that one has no P·V to
+  // issue, and every later one issues its predecessor's unconditionally. (ptxas follows wgmma
+  // groups through straight code only: a P·V issued under a branch inside the loop made it
+  // wait for every multiply before the softmax.) Opens "if (first iteration runs)" with `it`
+  // 0, and records the run-time limits the later iterations stop at.
+  void openPeeledIteration() {
+    const std::optional<graph::DimSplit>& loop = context_.plan.shortenedLoop;
+    const bool shortened =
+        loop &&
+        declareBlockIterations(
+            context_, loop->gridAxis == graph::kReplicated ? "0" : kWarpgroupTile[loop->gridAxis]);
+    const int mask = causalMaskOp();
+    std::vector<std::string> limits;
+    if (shortened) limits.push_back("mg_iterations");
+    if (mask >= 0) {
+      out_.line("const int mg_causal_iterations = mg::causal_iterations(" + causalRows(mask) +
+                ", " + context_.tileStart(block_.ops[mask].inputs[0], graph::kMaxRank - 1, "0") +
+                ", " + str(at_.kv) + ", " + causalShape(mask) + ", " + str(block_.forloop) + ");");
+      limits.push_back("mg_causal_iterations");
+    }
+    std::string runs = "true";
+    for (const std::string& limit : limits) {
+      runs = runs == "true" ? limit + " > 0" : runs + " && " + limit + " > 0";
+    }
+    out_.open("if (" + runs + ")");
+    out_.line("const int it = 0;");
+    loopLimits_ = limits;
+  }
+
   // The query block a CTA of the q-row grid axis computes, longest first. Where queries=q
   // stacks several sequences in the rows (GQA's folded query heads) and the block tile divides
   // q, block b takes sequence b mod n, at position P - 1 - b / n from its start (P blocks a
@@ -256,12 +285,72 @@ class AttentionEmitter {
                 "> turns{consumer};");
     }
     if (at_.overlapped) {
-      // The previous iteration's P (packed for wgmma) and V tile, whose P·V this one issues.
-      out_.line("unsigned packed[" + str(at_.kv / 16) + "][4];");
+      // P (packed for wgmma) of even and of odd iterations, each the operand of the P·V the
+      // next iteration issues; and the previous iteration's V tile. Two buffers: the one being
+      // written never holds registers the multiply in flight reads, so ptxas has no reason to
+      // wait for that multiply before the softmax that fills the other.
+      out_.line("unsigned packed0[" + str(at_.kv / 16) + "][4], packed1[" + str(at_.kv / 16) +
+                "][4];");
       out_.line("const unsigned char* vPrevious = nullptr;");
       out_.line("int previous = -1;");
+      openPeeledIteration();
+      peeled_ = true;
+      emitIteration(plan, "", "packed0");
+      peeled_ = false;
+      out_.close();
+      // The rest two at a time, odd then even.
+      out_.open("for (int pair = 1; pair < " + str(block_.forloop) + "; pair += 2)");
+      for (int half = 0; half < 2; ++half) {
+        out_.open("");
+        out_.line("const int it = pair + " + str(half) + ";");
+        out_.line("if (it >= " + str(block_.forloop) + ") break;");
+        for (const std::string& limit : loopLimits_) out_.line("if (it >= " + limit + ") break;");
+        emitIteration(plan, half == 0 ? "packed0" : "packed1", half == 0 ? "packed1" : "packed0");
+        out_.close();
+      }
+      out_.close();
+      out_.line("// The last tile's P·V.");
+      out_.open("if (previous >= 0)");
+      finishPreviousProduct();
+      if (takesTurns()) out_.line("turns.wait();");
+      out_.line("mg::wgmma_fence();");
+      out_.open("if (previous % 2 == 0)");
+      issueSecondMatmul("packed0");
+      out_.reopen("else");
+      issueSecondMatmul("packed1");
+      out_.close();
+      // The last consumer's last turn opens none: every barrier gets as many arrivals as waits.
+      if (takesTurns()) out_.line("if (consumer != " + str(at_.consumers - 1) + ") turns.pass();");
+      out_.line("mg::wgmma_wait_group<0>();");
+      out_.line("mg::wgmma_fence_operands(" + name(block_.ops[outputAccumulator()].output) + ");");
+      ring_.releaseStage("previous");
+      out_.close();
+    } else {
+      openIterations();
+      emitIteration(plan, "", "packed");
+      out_.close();
     }
-    openIterations();
+    for (size_t o = 0; o < block_.ops.size(); ++o) {
+      const int index = static_cast<int>(o);
+      const graph::BlockOp& op = block_.ops[o];
+      if (op.kind == graph::OpKind::Input || op.kind == graph::OpKind::Output) continue;
+      if (plan::runsInLoop(plan, index)) continue;
+      emitOp(index);
+    }
+    const graph::TensorId result = block_.ops[at_.outputOp].inputs[0];
+    ring_.storeAccumulators(at_.outputOp, name(result), 1, at_.d, limits.wgmmaRows);
+  }
+
+  // One iteration's body: its stage, the ops in the loop, and its bookkeeping.
+  // `from`: P of the previous iteration (overlapped), `into`: this one's.
+  void emitIteration(const KernelPlan& plan, const std::string& from, const std::string& into) {
+    packedFrom_ = from;
+    packedInto_ = into;
+    // The P·V issued by the previous iteration has landed before O is rescaled for the one
+    // this iteration issues. Waiting here, at the top, leaves the whole softmax of the
+    // previous iteration under that multiply: a wait after the softmax in the same block is
+    // one ptxas's scheduler hoists into it.
+    if (at_.overlapped && !peeled_) finishPreviousProduct();
     ring_.waitStage("it");
     out_.line("const unsigned char* const stage = " + ring_.stageBase("s") + ";");
     declareRealExtents(context_, true);
@@ -280,29 +369,6 @@ class AttentionEmitter {
     } else {
       ring_.releaseStage("it");
     }
-    out_.close();
-    if (at_.overlapped) {
-      out_.line("// The last tile's P·V.");
-      out_.open("if (previous >= 0)");
-      if (takesTurns()) out_.line("turns.wait();");
-      out_.line("mg::wgmma_fence();");
-      issueSecondMatmul();
-      // The last consumer's last turn opens none: every barrier gets as many arrivals as waits.
-      if (takesTurns()) out_.line("if (consumer != " + str(at_.consumers - 1) + ") turns.pass();");
-      out_.line("mg::wgmma_wait_group<0>();");
-      out_.line("mg::wgmma_fence_operands(" + name(block_.ops[outputAccumulator()].output) + ");");
-      ring_.releaseStage("previous");
-      out_.close();
-    }
-    for (size_t o = 0; o < block_.ops.size(); ++o) {
-      const int index = static_cast<int>(o);
-      const graph::BlockOp& op = block_.ops[o];
-      if (op.kind == graph::OpKind::Input || op.kind == graph::OpKind::Output) continue;
-      if (plan::runsInLoop(plan, index)) continue;
-      emitOp(index);
-    }
-    const graph::TensorId result = block_.ops[at_.outputOp].inputs[0];
-    ring_.storeAccumulators(at_.outputOp, name(result), 1, at_.d, limits.wgmmaRows);
   }
 
   void emitOp(int index) {
@@ -444,16 +510,11 @@ class AttentionEmitter {
     }
     out_.line("mg::wgmma_commit_group();");
     if (at_.overlapped) {
-      // The previous tile's P·V runs while this one's softmax is computed. Its group is
-      // committed unconditionally (empty on the first iteration) and every wait is taken on
-      // every path: ptxas, which does not correlate branches, then sees no wgmma in flight
-      // where O or P is written, and keeps the multiplies asynchronous.
-      out_.open("if (previous >= 0)");
-      issueSecondMatmul(false);
-      out_.close();
-      out_.line("mg::wgmma_commit_group();");
+      // The previous tile's P·V runs while this one's softmax is computed: each in a group of
+      // its own, so that waiting for all but the newest group waits for S alone.
+      if (!peeled_) issueSecondMatmul(packedFrom_);
       if (takesTurns()) out_.line("turns.pass();");
-      out_.line("mg::wgmma_wait_group<1>();");
+      out_.line(peeled_ ? "mg::wgmma_wait_group<0>();" : "mg::wgmma_wait_group<1>();");
     } else {
       out_.line("mg::wgmma_wait_group<0>();");
     }
@@ -464,32 +525,25 @@ class AttentionEmitter {
   // loop of two or more consumers, where one's softmax can run under another's multiplies.
   bool takesTurns() const { return at_.overlapped && at_.consumers >= 2; }
 
-  // O += P·V from `packed` and the V tile at vBase (overlapped: vPrevious), and its commit
-  // where `commit`.
-  void issueSecondMatmul(bool commit = true) {
+  // O += P·V from `packed` and the V tile at vBase (overlapped: vPrevious), committed.
+  void issueSecondMatmul(const std::string& packed) {
     const std::string o = name(block_.ops[outputAccumulator()].output);
     const std::string v = at_.overlapped ? "vPrevious" : "vBase";
     const std::string call =
         "mg::wgmma_" + ring_.wgmmaShape(at_.d) + "_rs<" + (at_.v.kMajor ? "0" : "1") + ">";
     for (int kk = 0; kk < at_.kv / 16; ++kk) {
-      out_.line(call + "(" + o + ", packed[" + str(kk) + "], " + ring_.descriptor(at_.v, v, 0, kk) +
-                ", static_cast<const " + storageType(at_.dtype) + "*>(nullptr));");
+      out_.line(call + "(" + o + ", " + packed + "[" + str(kk) + "], " +
+                ring_.descriptor(at_.v, v, 0, kk) + ", static_cast<const " +
+                storageType(at_.dtype) + "*>(nullptr));");
     }
-    if (commit) out_.line("mg::wgmma_commit_group();");
+    out_.line("mg::wgmma_commit_group();");
   }
 
   void emitSecondMatmul(const graph::BlockOp& op) {
     const graph::BlockOp& acc = block_.ops[outputAccumulator()];
     const std::string o = name(acc.output);
     const std::string p = name(op.inputs[0]);
-    if (at_.overlapped) {
-      // The previous tile's P·V has landed in O (and its stage is free) before O is rescaled
-      // and P is overwritten.
-      out_.line("mg::wgmma_wait_group<0>();");
-      out_.line("mg::wgmma_fence_operands(" + o + ");");
-      ring_.releaseStage("previous", "previous >= 0");
-    }
-    if (acc.kind == graph::OpKind::AccumRescaledSum) {
+    if (!at_.overlapped && acc.kind == graph::OpKind::AccumRescaledSum) {
       out_.line("#pragma unroll");
       out_.line("for (int f = 0; f < " + str(at_.d / 2) + "; ++f) " + o +
                 "[f] *= " + name(acc.inputs[1]) + "_factor[(f >> 1) & 1];");
@@ -499,23 +553,44 @@ class AttentionEmitter {
     out_.line("#pragma unroll");
     out_.open("for (int kk = 0; kk < " + str(at_.kv / 16) + "; ++kk)");
     out_.line("#pragma unroll");
-    out_.line("for (int r = 0; r < 4; ++r) packed[kk][r] = mg::pack2<" + storageType(at_.dtype) +
-              ">(" + p + "[8 * kk + 2 * r], " + p + "[8 * kk + 2 * r + 1]);");
+    out_.line("for (int r = 0; r < 4; ++r) " + packedInto_ + "[kk][r] = mg::pack2<" +
+              storageType(at_.dtype) + ">(" + p + "[8 * kk + 2 * r], " + p +
+              "[8 * kk + 2 * r + 1]);");
     out_.close();
     if (at_.overlapped) {
-      // Issued by the next iteration, or after the loop. O and P are final here: pinned, so
-      // that the compiler moves none of their definitions past that iteration's wgmma fence
-      // (ptxas would then serialize every wgmma of the loop).
-      out_.line("mg::wgmma_fence_operands(" + o + ");");
-      out_.line("mg::wgmma_fence_operands(packed);");
+      // Issued by the next iteration, or after the loop; P is final here: pinned, so that the
+      // compiler moves none of its definitions past that iteration's wgmma fence (ptxas would
+      // then serialize every wgmma of the loop). O is rescaled there, once the P·V in flight
+      // has landed (finishPreviousProduct).
+      out_.line("mg::wgmma_fence_operands(" + packedInto_ + ");");
       return;
     }
     out_.line("mg::wgmma_fence();");
-    issueSecondMatmul();
+    issueSecondMatmul("packed");
     out_.line("mg::wgmma_wait_group<0>();");
     out_.line("mg::wgmma_fence_operands(" + o + ");");
   }
 
+  // The overlapped loop, before iteration `previous + 1` issues the P·V of `previous`: the
+  // P·V of `previous - 1` has landed (its stage is free), and O is rescaled by the running
+  // max's factor of `previous` (online softmax: O = O f + P V).
+  void finishPreviousProduct() {
+    const graph::BlockOp& acc = block_.ops[outputAccumulator()];
+    const std::string o = name(acc.output);
+    out_.line("mg::wgmma_wait_group<0>();");
+    out_.line("mg::wgmma_fence_operands(" + o + ");");
+    ring_.releaseStage("previous - 1", "previous >= 1");
+    if (acc.kind == graph::OpKind::AccumRescaledSum) {
+      out_.line("#pragma unroll");
+      out_.line("for (int f = 0; f < " + str(at_.d / 2) + "; ++f) " + o +
+                "[f] *= " + name(acc.inputs[1]) + "_factor[(f >> 1) & 1];");
+    }
+    out_.line("mg::wgmma_fence_operands(" + o + ");");
+  }
+
+  bool peeled_ = false;                  // emitting the overlapped loop's peeled first iteration
+  std::vector<std::string> loopLimits_;  // run-time iteration limits (shortened, causal)
+  std::string packedFrom_, packedInto_;  // P's buffers of the iteration being emitted
   const EmitContext& context_;
   CudaWriter& out_;
   const plan::WarpgroupAttentionPlan& at_;
