@@ -322,9 +322,13 @@ class AttentionEmitter {
       // The last consumer's last turn opens none: every barrier gets as many arrivals as waits.
       if (takesTurns()) out_.line("if (consumer != " + str(at_.consumers - 1) + ") turns.pass();");
       out_.line("mg::wgmma_wait_group<0>();");
-      out_.line("mg::wgmma_fence_operands(" + name(block_.ops[outputAccumulator()].output) + ");");
       ring_.releaseStage("previous");
       out_.close();
+      // Again on every path: where the loop may not run at all (a causal block above the
+      // diagonal, a shortened loop), ptxas sees a path with a P·V in flight past the block
+      // above, and would serialize every wgmma of the kernel (C7514) to guard O's reads.
+      out_.line("mg::wgmma_wait_group<0>();");
+      out_.line("mg::wgmma_fence_operands(" + name(block_.ops[outputAccumulator()].output) + ");");
     } else {
       openIterations();
       emitIteration(plan, "", "packed");

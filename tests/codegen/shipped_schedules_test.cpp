@@ -204,6 +204,29 @@ TEST(ShippedSchedules, PrefillAttentionOnSm90RunsBothMatmulsOnWgmma) {
   EXPECT_NE(code.ptx.at("sm_90").find("ex2.approx.ftz.f32"), std::string::npos);
 }
 
+// What the search found (schedules/found/) takes paths the shipped schedules may not: causal
+// masks, loops that may not run at all. On sm_90 each assembles without spills and with its
+// wgmma asynchronous (ptxas serializes them where it sees a path with one in flight at a
+// register it guards).
+TEST(FoundSchedules, AssembleForSm90WithoutSpillsOrSerializedWgmma) {
+  int found = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(mugraph::testing::shippedSchedulesFolder() + "/found")) {
+    if (entry.path().extension() != ".json") continue;
+    ++found;
+    SCOPED_TRACE(entry.path().filename().string());
+    const GeneratedCode& code = compiledShipped(entry.path().string(), 90);
+    ASSERT_EQ(code.resources.size(), code.emitted.kernels.size());
+    for (const KernelResources& r : code.resources) {
+      SCOPED_TRACE(r.entry);
+      EXPECT_FALSE(r.wgmmaSerialized);
+      EXPECT_EQ(r.spillStoreBytes, 0);
+      EXPECT_EQ(r.localBytes, 0);
+    }
+  }
+  EXPECT_GE(found, 2);
+}
+
 TEST(ShippedSchedules, WrittenFilesAreCompleteAndReload) {
   const std::string path = std::string(MUGRAPH_SOURCE_DIR) + "/schedules/gqa_mirage.split_kv.json";
   const GeneratedCode& code = compiledShipped(path);
