@@ -13,11 +13,15 @@ void addVerifyFlags(CLI::App& command, VerifyFlags& flags) {
   command.add_option("--seed", flags.seed,
                      "seed of every random input (default: fresh; printed so a verdict replays)");
   command.add_flag("--json", flags.json, "print the verdict as one JSON object");
+  command.add_flag("--full-size", flags.fullSize,
+                   "check at the real shapes even where a scaled twin decides it "
+                   "(verify/README.md, 'Scaled twins')");
 }
 
 verify::EquivalenceOptions optionsFromFlags(const VerifyFlags& flags) {
   verify::EquivalenceOptions options;
   options.trials = flags.trials;
+  options.scaledTwin = !flags.fullSize;
   options.seed =
       flags.seed ? *flags.seed : (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   return options;
@@ -40,6 +44,10 @@ std::string reportToText(const std::string& title, const verify::EquivalenceRepo
     out << "  max                 selection by each trial's random total order\n";
   }
   out << "  max float error     " << report.maxRelError << " (relative, double)\n";
+  if (!report.scaledTwin.empty()) {
+    out << "  scaled twin         " << report.scaledTwin << " (map dims; "
+        << report.scaledTwinWorkRatio << "x less matmul work; --full-size checks the real shapes)\n";
+  }
   if (!report.mismatch.empty()) out << "  mismatch            " << report.mismatch << "\n";
   return out.str();
 }

@@ -14,6 +14,7 @@ struct VerifyFlags {
   std::optional<int> trials;
   std::optional<uint64_t> seed;
   bool json = false;
+  bool fullSize = false;
 };
 
 void addVerifyFlags(CLI::App& command, VerifyFlags& flags);

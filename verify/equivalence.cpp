@@ -11,6 +11,7 @@
 #include "verify/random_inputs.h"
 #include "verify/reference_cache.h"
 #include "verify/relative_error.h"
+#include "verify/scaled_twin.h"
 
 namespace mugraph::verify {
 namespace {
@@ -113,10 +114,12 @@ void requireSameInterface(const graph::KernelGraph& reference,
   requireSameTensors(reference, reference.outputs, candidate, candidate.outputs, "output");
 }
 
-EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
-                                   const graph::KernelGraph& candidate,
-                                   const EquivalenceOptions& options) {
-  requireSameInterface(reference, candidate);
+namespace {
+
+// The whole check of `candidate` against `reference` at their own shapes.
+EquivalenceReport checkAtShapes(const graph::KernelGraph& reference,
+                                const graph::KernelGraph& candidate,
+                                const EquivalenceOptions& options) {
   EquivalenceReport report;
   report.seed = options.seed;
   ReferenceEvaluations* cache = nullptr;
@@ -219,6 +222,27 @@ EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
   }
   report.equivalent = report.mismatch.empty();
   return report;
+}
+
+}  // namespace
+
+EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
+                                   const graph::KernelGraph& candidate,
+                                   const EquivalenceOptions& options) {
+  requireSameInterface(reference, candidate);
+  if (options.scaledTwin) {
+    if (const std::optional<ScaledTwin> twin = scaledTwin(reference, candidate)) {
+      // The reference's cached evaluations are of the real shapes: not these.
+      EquivalenceOptions twinOptions = options;
+      twinOptions.referenceCache = nullptr;
+      EquivalenceReport report = checkAtShapes(twin->reference, twin->candidate, twinOptions);
+      report.scaledTwin = twin->describe();
+      report.scaledTwinWorkRatio = twin->workRatio;
+      if (!report.mismatch.empty()) report.mismatch += " (on the scaled twin: " + report.scaledTwin + ")";
+      return report;
+    }
+  }
+  return checkAtShapes(reference, candidate, options);
 }
 
 }  // namespace mugraph::verify

@@ -26,6 +26,9 @@ struct EquivalenceOptions {
   // whose logits have these standard deviations: the spread of real models.
   std::vector<double> floatLogitSpreads = {4.0, 16.0};
   double floatTolerance = 1e-9;
+  // Check on scaled twins (verify/scaled_twin.h) where map dims can shrink; false: always at
+  // the real shapes.
+  bool scaledTwin = true;
   // Reused evaluations of the reference (the search checks many candidates against one
   // program with one seed); ignored unless it was made for this very reference graph.
   std::shared_ptr<class ReferenceEvaluations> referenceCache;
@@ -48,6 +51,10 @@ struct EquivalenceReport {
   // so the outputs do not depend on what max returns; "selection" when they agreed only with
   // max selecting by each trial's random total order.
   std::string maxMeaning;
+  // The map dims shrunk for the check (ScaledTwin::describe), "" when the real shapes were
+  // checked; and the factor by which that cut the matmuls' work.
+  std::string scaledTwin;
+  double scaledTwinWorkRatio = 1.0;
 };
 
 // Checks that `candidate` computes the same outputs as `reference` (inputs and outputs are

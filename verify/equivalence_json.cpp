@@ -15,6 +15,10 @@ nlohmann::json equivalenceReportJson(const EquivalenceReport& report) {
   if (!report.levelReason.empty()) out["level_reason"] = report.levelReason;
   if (!report.mismatch.empty()) out["mismatch"] = report.mismatch;
   if (!report.maxMeaning.empty()) out["max_meaning"] = report.maxMeaning;
+  if (!report.scaledTwin.empty()) {
+    out["scaled_twin"] = {{"dims", report.scaledTwin},
+                          {"work_ratio", report.scaledTwinWorkRatio}};
+  }
   return out;
 }
 

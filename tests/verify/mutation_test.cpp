@@ -194,12 +194,13 @@ std::vector<Mutation> gemmMutations() {
 struct Counts {
   int invalid = 0, rejectedFiniteField = 0, rejectedFloat = 0, acceptedCorrect = 0;
   int fingerprintOnlyRejected = 0, fingerprintUndecided = 0;
+  int onTwins = 0;  // checked on scaled twins, and again at the real shapes
 };
 
 // Runs every mutation twice: with the default checks (float tests, then fingerprints), and
 // with fingerprints alone, so the finite-field test is shown to reject wrong schedules on
 // its own and not only behind the float tests.
-void runSuite(const std::string& file, const std::vector<Mutation>& mutations) {
+Counts runSuite(const std::string& file, const std::vector<Mutation>& mutations) {
   const json original = loadShipped(file);
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(file + " seed " + std::to_string(seed));
@@ -210,7 +211,7 @@ void runSuite(const std::string& file, const std::vector<Mutation>& mutations) {
     json mutant = original;
     mutant.erase("hash");
     mutation.apply(mutant);
-    ASSERT_NE(mutant, original);
+    EXPECT_NE(mutant, original);
     if (!mutation.stillEquivalent) ++wrongKinds;
     graph::Schedule schedule;
     try {
@@ -224,6 +225,18 @@ void runSuite(const std::string& file, const std::vector<Mutation>& mutations) {
     options.seed = seed;
     options.floatScales = {0.5};
     const EquivalenceReport report = checkEquivalence(schedule.program, schedule.graph, options);
+    if (!report.scaledTwin.empty()) {
+      // A verdict on a scaled twin (verify/README.md, "Scaled twins") must be the verdict at
+      // the real shapes.
+      EquivalenceOptions fullSize = options;
+      fullSize.scaledTwin = false;
+      fullSize.trials = 1;
+      const EquivalenceReport real = checkEquivalence(schedule.program, schedule.graph, fullSize);
+      EXPECT_EQ(report.equivalent, real.equivalent)
+          << "twin " << report.scaledTwin << ": " << report.mismatch << " / real shapes: "
+          << real.mismatch;
+      ++counts.onTwins;
+    }
     if (mutation.stillEquivalent) {
       EXPECT_TRUE(report.equivalent) << report.mismatch;
       EXPECT_EQ(report.level, VerificationLevel::FiniteField);
@@ -254,7 +267,9 @@ void runSuite(const std::string& file, const std::vector<Mutation>& mutations) {
             << counts.rejectedFiniteField << " by fingerprints; with fingerprints alone "
             << counts.fingerprintOnlyRejected << " rejected and " << counts.fingerprintUndecided
             << " outside the field fragment (float-only ops); " << (mutations.size() - wrongKinds)
-            << " correct variants, " << counts.acceptedCorrect << " accepted\n";
+            << " correct variants, " << counts.acceptedCorrect << " accepted; "
+            << counts.onTwins << " checked on scaled twins with the real shapes' verdict\n";
+  return counts;
 }
 
 // The safe decode schedule (gqa_decode_4k.split_kv.json):
@@ -335,7 +350,8 @@ TEST(MutationSuite, GqaSplitKvWrongVariantsNeverVerify) {
 }
 
 TEST(MutationSuite, TiledGemmWrongVariantsNeverVerify) {
-  runSuite("gemm_1024.tiled.json", gemmMutations());
+  // 1024 rows and columns in parts of 128: most mutants are checked on scaled twins.
+  EXPECT_GE(runSuite("gemm_1024.tiled.json", gemmMutations()).onTwins, 12);
 }
 
 }  // namespace
