@@ -357,7 +357,7 @@ std::optional<ScaledTwin> scaledTwin(const KernelGraph& reference, const KernelG
     }
   }
 
-  // Each shrinkable class keeps two whole periods of its part sizes and its remainder.
+  // Each shrinkable class keeps one whole period of its part sizes and its remainder.
   std::map<int, int64_t> newExtent;
   std::map<int, int64_t> periodOf;
   for (auto& [cls, cut] : cuts) {
@@ -365,9 +365,10 @@ std::optional<ScaledTwin> scaledTwin(const KernelGraph& reference, const KernelG
     int64_t period = 1;
     for (int64_t part : cut.partSizes) period = lcmCapped(period, part, cut.extent);
     if (period > cut.extent) continue;
+    // n = (m - 1) L + r with 0 < r <= L becomes L + r.
     const int64_t periods = (cut.extent + period - 1) / period;
-    if (periods <= 3) continue;
-    newExtent[cls] = cut.extent - (periods - 3) * period;
+    if (periods <= 2) continue;
+    newExtent[cls] = cut.extent - (periods - 2) * period;
     periodOf[cls] = period;
   }
   if (newExtent.empty()) return std::nullopt;

@@ -5,9 +5,9 @@
 // its own, into parts of one size. Each output element at position j of a map dim is then one
 // fixed function of the inputs at j (and of the inputs that do not carry the dim), the same
 // function for every j, in both graphs; so the graphs agree everywhere iff they agree on any
-// one position. The twin keeps every part size and every partial last part, and at least two
-// whole periods of all part sizes, so each kind of block (first, inner, last and partial) and
-// the arithmetic that places it still runs. The argument, and what it does not cover, is
+// one position. The twin keeps every part size and every partial last part, one whole period
+// of all part sizes and at least two parts in every block graph, so each kind of block (first,
+// last, partial) and the arithmetic that places it still runs. The argument, and what it does not cover, is
 // written out in verify/README.md ("Scaled twins").
 #pragma once
 
