@@ -40,6 +40,7 @@ nlohmann::json bestJson(const search::SearchResult& result, const Measurements& 
                          {"false_accept_bound", v.verification.falseAcceptBound},
                          {"kernels", v.schedule.graph.ops.size()}};
   if (measured.count(v.name)) best["measured_us"] = measured.at(v.name);
+  if (!v.verification.scaledTwin.empty()) best["scaled_twin"] = v.verification.scaledTwin;
   return best;
 }
 

@@ -42,7 +42,8 @@ std::string checkpointText(const CheckpointState& state) {
                         {"false_accept_bound", r.falseAcceptBound},
                         {"trials", r.trials},
                         {"max_rel_error", r.maxRelError},
-                        {"detail", r.detail}});
+                        {"detail", r.detail},
+                        {"scaled_twin", r.scaledTwin}});
   }
   nlohmann::json hashes = nlohmann::json::array();
   for (uint64_t h : state.hashes) hashes.push_back(graph::hashHex(h));
@@ -115,6 +116,7 @@ CheckpointState parseCheckpoint(const std::string& text, const std::string& path
       r.trials = entry.at("trials").get<int>();
       r.maxRelError = entry.at("max_rel_error").get<double>();
       r.detail = entry.at("detail").get<std::string>();
+      r.scaledTwin = entry.value("scaled_twin", "");  // not in checkpoints of older builds
       state.verified[parseHash(entry.at("hash").get<std::string>(), path)] = r;
     }
     return state;

@@ -22,6 +22,7 @@ struct VerificationRecord {
   int trials = 0;
   double maxRelError = 0;
   std::string detail;  // mismatch or why float-only
+  std::string scaledTwin;  // the map dims shrunk for the check (verify/scaled_twin.h), or ""
 };
 
 struct CheckpointState {

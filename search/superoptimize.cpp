@@ -61,6 +61,7 @@ VerificationRecord verifySchedule(const graph::Program& program, const graph::Ke
     record.trials = report.trials;
     record.maxRelError = report.maxRelError;
     record.detail = report.equivalent ? report.levelReason : report.mismatch;
+    record.scaledTwin = report.scaledTwin;
   } catch (const UserError& e) {
     record.equivalent = false;
     record.detail = e.what();

@@ -52,7 +52,7 @@ Command addSuperoptimizeCommand(CLI::App& app) {
       "superoptimize",
       "Search schedules of PROGRAM (a built-in: " + builtins +
           "; a program file; or an ONNX model, model.onnx, whose maximal supported subgraphs are "
-          "each searched, the rest listed with the reason), verify the best at real shapes, rank "
+          "each searched, the rest listed with the reason), verify the best (on scaled twins where map dims allow, verify/README.md), rank "
           "them by the cost model. "
           "Exit 0 ok, 1 no verified variant (the summary says why; for a model, a subgraph "
           "without one), 2 bad input, 3 a verified variant got no code (an internal error; the "

@@ -49,12 +49,14 @@ TEST(RankMessages, VerdictRoundTripsAndNotEmittableStaysEmpty) {
   record.trials = 3;
   record.maxRelError = 1e-3 / 7;
   record.detail = "why";
+  record.scaledTwin = "dim 0 of 'A' 4096 -> 256 (parts of 128)";
   const auto back = std::any_cast<Verdict>(decodeVerdict(encodeVerdict(Verdict({42, record}))));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->first, 42u);
   EXPECT_EQ(back->second.falseAcceptBound, record.falseAcceptBound);
   EXPECT_EQ(back->second.maxRelError, record.maxRelError);
   EXPECT_EQ(back->second.level, "finite-field");
+  EXPECT_EQ(back->second.scaledTwin, record.scaledTwin);
   EXPECT_FALSE(std::any_cast<Verdict>(decodeVerdict(encodeVerdict(Verdict()))).has_value());
 }
 
