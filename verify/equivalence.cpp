@@ -237,6 +237,7 @@ EquivalenceReport checkEquivalence(const graph::KernelGraph& reference,
       twinOptions.referenceCache = nullptr;
       EquivalenceReport report = checkAtShapes(twin->reference, twin->candidate, twinOptions);
       report.scaledTwin = twin->describe();
+      report.scaledTwinDims = twin->dims;
       report.scaledTwinWorkRatio = twin->workRatio;
       if (!report.mismatch.empty()) report.mismatch += " (on the scaled twin: " + report.scaledTwin + ")";
       return report;

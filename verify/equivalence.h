@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "verify/scaled_twin.h"
 
 namespace mugraph::verify {
 
@@ -54,6 +55,7 @@ struct EquivalenceReport {
   // The map dims shrunk for the check (ScaledTwin::describe), "" when the real shapes were
   // checked; and the factor by which that cut the matmuls' work.
   std::string scaledTwin;
+  std::vector<ShrunkDim> scaledTwinDims;
   double scaledTwinWorkRatio = 1.0;
 };
 

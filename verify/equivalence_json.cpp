@@ -16,7 +16,16 @@ nlohmann::json equivalenceReportJson(const EquivalenceReport& report) {
   if (!report.mismatch.empty()) out["mismatch"] = report.mismatch;
   if (!report.maxMeaning.empty()) out["max_meaning"] = report.maxMeaning;
   if (!report.scaledTwin.empty()) {
-    out["scaled_twin"] = {{"dims", report.scaledTwin},
+    nlohmann::json dims = nlohmann::json::array();
+    for (const ShrunkDim& d : report.scaledTwinDims) {
+      dims.push_back({{"tensor", d.tensor},
+                      {"dim", d.dim},
+                      {"from", d.from},
+                      {"to", d.to},
+                      {"period", d.period}});
+    }
+    out["scaled_twin"] = {{"text", report.scaledTwin},
+                          {"dims", dims},
                           {"work_ratio", report.scaledTwinWorkRatio}};
   }
   return out;

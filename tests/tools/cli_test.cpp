@@ -61,6 +61,30 @@ TEST_F(CliTest, ShippedSchedulesCheckInDoubleWithinOneInABillion) {
   }
 }
 
+TEST_F(CliTest, CheckSaysWhichScaledTwinDecidedItAndFullSizeChecksTheRealShapes) {
+  // gemm_1024.tiled cuts rows and columns in parts of 128: both shrink (verify/README.md).
+  const CliResult twin = run("check --json --trials 1 " + shipped("gemm_1024.tiled.json"));
+  ASSERT_EQ(twin.exitCode, 0) << twin.out << twin.err;
+  const auto result = nlohmann::json::parse(twin.out);
+  ASSERT_TRUE(result.contains("scaled_twin")) << twin.out;
+  const auto& dims = result.at("scaled_twin").at("dims");
+  ASSERT_EQ(dims.size(), 2u);
+  for (const auto& d : dims) {
+    EXPECT_EQ(d.at("from"), 1024);
+    EXPECT_EQ(d.at("period"), 128);
+    EXPECT_EQ(d.at("to"), 256);
+  }
+  EXPECT_GT(result.at("scaled_twin").at("work_ratio").get<double>(), 10.0);
+  const CliResult full =
+      run("check --json --trials 1 --full-size " + shipped("gemm_1024.tiled.json"));
+  ASSERT_EQ(full.exitCode, 0) << full.out << full.err;
+  const auto real = nlohmann::json::parse(full.out);
+  EXPECT_FALSE(real.contains("scaled_twin"));
+  EXPECT_EQ(real.at("degree"), result.at("degree"));
+  const CliResult text = run("check --trials 1 " + shipped("gemm_1024.tiled.json"));
+  EXPECT_THAT(text.out, HasSubstr("scaled twin"));
+}
+
 TEST_F(CliTest, ShowSummarizesKernelsGridsTilesAndSharedMemory) {
   const CliResult r = run("show " + shipped("gqa_mirage.split_kv.json"));
   ASSERT_EQ(r.exitCode, 0) << r.err;
