@@ -291,8 +291,10 @@ std::string ScaledTwin::describe() const {
   return out.str();
 }
 
-std::optional<ScaledTwin> scaledTwin(const KernelGraph& reference, const KernelGraph& candidate,
-                                     double minRatio) {
+namespace {
+
+std::optional<ScaledTwin> twinOf(const KernelGraph& reference, const KernelGraph& candidate,
+                                 double minRatio) {
   const KernelGraph* graphs[2] = {&reference, &candidate};
   Analysis a;
   analyzeGraph(a, 0, reference);
@@ -444,6 +446,19 @@ std::optional<ScaledTwin> scaledTwin(const KernelGraph& reference, const KernelG
   twin.workRatio = twinWork > 0 ? realWork / twinWork : 1.0;
   if (twin.workRatio < minRatio) return std::nullopt;
   return twin;
+}
+
+}  // namespace
+
+std::optional<ScaledTwin> scaledTwin(const KernelGraph& reference, const KernelGraph& candidate,
+                                     double minRatio) {
+  // A graph the analysis cannot follow (one that would not validate) is checked as it is,
+  // where the check reports its problem.
+  try {
+    return twinOf(reference, candidate, minRatio);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace mugraph::verify
