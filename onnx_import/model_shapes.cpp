@@ -425,8 +425,12 @@ void inferShapes(Model& model) {
       }
     }
     Value& out = model.values[node.outputs[0]];
-    if (out.elemType.empty() && !node.inputs.empty() && model.values.count(node.inputs[0])) {
-      const Value& first = model.values.at(node.inputs[node.op == "Where" ? 1 : 0]);
+    // Where's element type is its second operand's (the first is the condition); a node
+    // listed with fewer operands than that takes no type from them.
+    const size_t typed = node.op == "Where" ? 1 : 0;
+    if (out.elemType.empty() && typed < node.inputs.size() &&
+        model.values.count(node.inputs[typed])) {
+      const Value& first = model.values.at(node.inputs[typed]);
       out.elemType = first.elemType;
       out.dtype = first.dtype;
     }

@@ -289,8 +289,10 @@ std::map<int, std::string> rotateHalves(const Model& model) {
     if (c.op != "Concat" || !c.domain.empty() || c.inputs.size() != 2) continue;
     const int neg = model.producerOf(c.inputs[0]);
     const int low = model.producerOf(c.inputs[1]);
-    if (neg < 0 || low < 0 || model.nodes[neg].op != "Neg") continue;
-    const int high = model.producerOf(model.nodes[neg].inputs.at(0));
+    if (neg < 0 || low < 0 || model.nodes[neg].op != "Neg" || model.nodes[neg].inputs.empty()) {
+      continue;
+    }
+    const int high = model.producerOf(model.nodes[neg].inputs[0]);
     if (high < 0) continue;
     const std::string& x = model.nodes[low].inputs.empty() ? "" : model.nodes[low].inputs[0];
     if (x.empty() || model.nodes[high].inputs.empty() || model.nodes[high].inputs[0] != x) continue;
