@@ -232,22 +232,15 @@ int64_t lcmCapped(int64_t a, int64_t b, int64_t cap) {
   return l > cap ? cap + 1 : l;
 }
 
-double matmulWork(const KernelGraph& graph) {
-  double work = 0;
-  for (const KernelOp& op : graph.ops) {
-    if (op.kind != OpKind::Matmul || op.block) continue;
-    const Dims& a = graph.tensors[op.inputs[0]].shape;
-    double elements = 1;
-    for (int64_t e : graph.tensors[op.outputs[0]].shape) elements *= static_cast<double>(e);
-    work += elements * static_cast<double>(a.back());
-  }
-  if (work > 0) return work;
+// What the twin saves: matmul work, or for a graph without matmuls its elements.
+double savedWork(const KernelGraph& graph) {
+  const double matmuls = matmulWork(graph);
+  if (matmuls > 0) return matmuls;
+  double elements = 0;
   for (const graph::TensorDesc& t : graph.tensors) {
-    double elements = 1;
-    for (int64_t e : t.shape) elements *= static_cast<double>(e);
-    work += elements;
+    elements += static_cast<double>(graph::elementCount(t.shape));
   }
-  return work;
+  return elements;
 }
 
 // Whether the twin's block graph cuts every tile as the real one does, part sizes, loops and
@@ -279,6 +272,16 @@ bool sameCuts(const KernelGraph& real, const KernelGraph& twin) {
 }
 
 }  // namespace
+
+double matmulWork(const KernelGraph& graph) {
+  double total = 0;
+  for (const KernelOp& op : graph.ops) {
+    if (op.kind != OpKind::Matmul || op.block) continue;
+    total += static_cast<double>(graph::elementCount(graph.tensors[op.outputs[0]].shape)) *
+             static_cast<double>(graph.tensors[op.inputs[0]].shape.back());
+  }
+  return total;
+}
 
 std::string ScaledTwin::describe() const {
   std::ostringstream out;
@@ -441,8 +444,8 @@ std::optional<ScaledTwin> twinOf(const KernelGraph& reference, const KernelGraph
       if (named) break;
     }
   }
-  const double realWork = matmulWork(reference);
-  const double twinWork = matmulWork(twin.reference);
+  const double realWork = savedWork(reference);
+  const double twinWork = savedWork(twin.reference);
   twin.workRatio = twinWork > 0 ? realWork / twinWork : 1.0;
   if (twin.workRatio < minRatio) return std::nullopt;
   return twin;

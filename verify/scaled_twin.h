@@ -39,6 +39,9 @@ struct ScaledTwin {
   double workRatio = 1.0;
 };
 
+// Multiply-adds of the graph's predefined matmuls (a program's matmul work).
+double matmulWork(const graph::KernelGraph& graph);
+
 // The twins of `reference` and `candidate` (programs or schedules' kernel graphs with the same
 // interface), or nothing where no map dim can shrink by at least `minRatio` (then the real
 // shapes are checked). The twins are validated, and every block graph's tile cuts are checked

@@ -18,18 +18,6 @@
 namespace mugraph::verify {
 namespace {
 
-// Multiply-adds of the program's matmuls.
-double matmulWork(const graph::Program& program) {
-  double work = 0;
-  for (const graph::KernelOp& op : program.ops) {
-    if (op.kind != graph::OpKind::Matmul) continue;
-    const graph::Dims& a = program.tensors[op.inputs[0]].shape;
-    work += static_cast<double>(graph::elementCount(program.tensors[op.outputs[0]].shape)) *
-            static_cast<double>(a.back());
-  }
-  return work;
-}
-
 // Above this many multiply-adds a check takes from half a minute (gemm_1024, the small-batch
 // projections, 64K decode) to a quarter of an hour (gemm_4096: 2^36) on two cores; such
 // checks run only when MUGRAPH_CHECK_LARGE_SCHEDULES is set, which keeps the default suite

@@ -21,6 +21,7 @@
 #include "graph/files.h"
 #include "verify/equivalence.h"
 #include "verify/false_accept_bound.h"
+#include "verify/scaled_twin.h"
 #include "verify/fingerprint.h"
 #include "verify/interpreter.h"
 #include "verify/random_inputs.h"
@@ -52,17 +53,6 @@ std::string loadAverage() {
 }
 
 // Multiply-adds of the program's matmuls.
-double matmulWork(const mugraph::graph::Program& program) {
-  double work = 0;
-  for (const mugraph::graph::KernelOp& op : program.ops) {
-    if (op.kind != mugraph::graph::OpKind::Matmul) continue;
-    work +=
-        static_cast<double>(mugraph::graph::elementCount(program.tensors[op.outputs[0]].shape)) *
-        static_cast<double>(program.tensors[op.inputs[0]].shape.back());
-  }
-  return work;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,11 +107,11 @@ int main(int argc, char** argv) {
                      " trials, bound " + std::to_string(report.falseAcceptBound) +
                      (report.scaledTwin.empty() ? "" : ", on a scaled twin");
     std::printf("%-36s %9.1f %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f  %s\n", s.name.c_str(),
-                matmulWork(s.program) / 1e9, doubleProgram, doubleSchedule, degree, trial,
+                verify::matmulWork(s.program) / 1e9, doubleProgram, doubleSchedule, degree, trial,
                 checkSeconds, checkCpuSeconds, verdict.c_str());
     std::fflush(stdout);
     results.push_back({{"schedule", s.name},
-                       {"program_gmac", matmulWork(s.program) / 1e9},
+                       {"program_gmac", verify::matmulWork(s.program) / 1e9},
                        {"double_eval_program_seconds", doubleProgram},
                        {"double_eval_schedule_seconds", doubleSchedule},
                        {"degree_analysis_seconds", degree},
