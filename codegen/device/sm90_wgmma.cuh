@@ -19,6 +19,15 @@ __device__ __forceinline__ unsigned long long wgmma_descriptor_128b(const void* 
          (static_cast<unsigned long long>((strideBytes & 0x3FFFF) >> 4) << 32) | (1ull << 62);
 }
 
+// Descriptor `d` advanced by `bytes` (a multiple of 16) in shared memory: one add where a
+// descriptor built anew masks, shifts and merges its fields again. The start address field
+// (bits 0-13, address >> 4) holds every shared address below 256 KiB, more than a block has,
+// so the sum never carries into the leading byte offset.
+__device__ __forceinline__ unsigned long long wgmma_descriptor_advance(unsigned long long d,
+                                                                      unsigned bytes) {
+  return d + (bytes >> 4);
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // wgmma.fence: orders register accesses of the accumulators before the next wgmma.
 __device__ __forceinline__ void wgmma_fence() {

@@ -76,10 +76,8 @@ EmittedSource emitSchedule(const plan::SchedulePlan& planned) {
     emitted.grid = plan.block->grid;
     emitted.threads = plan.block->threads;
     emitted.dynamicSharedBytes = plan.sharedBytes;
-    if (const plan::WarpgroupMmaPlan* gemm = plan.as<plan::WarpgroupMmaPlan>()) {
-      emitted.grid = gemm->launchGrid;
-    }
     if (plan.ring()) {
+      emitted.grid = plan.ring()->launchGrid;
       emitted.tensorMaps = tensorMapsOf(plan);
       result.archSpecific = true;
     }

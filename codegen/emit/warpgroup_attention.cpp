@@ -414,6 +414,17 @@ class AttentionEmitter {
         out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
                   "[f] = mg::exp2_approx(fmaf(" + name(sub.inputs[0]) + "[f], " +
                   floatLiteral(factor) + ", -" + shift + "[(f >> 1) & 1]));");
+      } else if (op.kind == graph::OpKind::Div && role != plan::FragmentRole::Row &&
+                 at_.roles[op.inputs[1]] == plan::FragmentRole::Row) {
+        // By a row (the softmax's sum): one reciprocal per row, then products, where a
+        // division per element took the slow path's checks each.
+        const std::string inverse = name(op.output) + "_inverse";
+        const std::string row = name(op.inputs[1]);
+        out_.line("const float " + inverse + "[2] = {1.0f / " + row + "[0], 1.0f / " + row +
+                  "[1]};");
+        out_.line("#pragma unroll");
+        out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
+                  "[f] = " + operand(op.inputs[0], role) + " * " + inverse + "[(f >> 1) & 1];");
       } else {
         out_.line("#pragma unroll");
         out_.line("for (int f = 0; f < " + str(width(role)) + "; ++f) " + name(op.output) +
@@ -437,21 +448,38 @@ class AttentionEmitter {
       const std::string real = max ? realKv(op.inputs[0]) : "";
       const std::string term = x + "[4 * j + 2 * h + c]";
       out_.line("float " + name(op.output) + "[2];");
+      // A tree over the thread's kv / 4 values of the row, then over the quad: a chain of
+      // kv / 4 dependent instructions left the warp waiting on each one's latency.
       const auto reduce = [&](bool guarded) {
         const std::string value = guarded ? "(j * 8 + ((lane & 3) << 1) + c < " + real + " ? " +
                                                 term + " : mg::negative_infinity())"
                                           : term;
+        const auto combine = [&](const std::string& a, const std::string& b) {
+          return max ? "mg::max_of(" + a + ", " + b + ")" : a + " + " + b;
+        };
         out_.line("#pragma unroll");
         out_.open("for (int h = 0; h < 2; ++h)");
-        out_.line(guarded ? "float v = mg::negative_infinity();" : "float v = " + x + "[2 * h];");
+        out_.line("float part[" + str(at_.kv / 8) + "];");
         out_.line("#pragma unroll");
         out_.open("for (int j = 0; j < " + str(at_.kv / 8) + "; ++j)");
-        out_.line("#pragma unroll");
-        out_.open("for (int c = 0; c < 2; ++c)");
-        if (!guarded) out_.line("if (j == 0 && c == 0) continue;");
-        out_.line(max ? "v = mg::max_of(v, " + value + ");" : "v += " + term + ";");
+        out_.open("");
+        out_.line("const int c = 0;");
+        out_.line("part[j] = " + value + ";");
+        out_.close();
+        out_.open("");
+        out_.line("const int c = 1;");
+        out_.line("part[j] = " + combine("part[j]", value) + ";");
         out_.close();
         out_.close();
+        for (int64_t w = at_.kv / 16; w > 0; w /= 2) {
+          std::string level;
+          for (int64_t j = 0; j < w; ++j) {
+            const std::string a = "part[" + str(j) + "]", b = "part[" + str(j + w) + "]";
+            level += (j == 0 ? "" : " ") + a + " = " + combine(a, b) + ";";
+          }
+          out_.line(level);
+        }
+        out_.line("float v = part[0];");
         out_.line(max ? "v = mg::max_of(v, __shfl_xor_sync(0xffffffffu, v, 1));"
                       : "v += __shfl_xor_sync(0xffffffffu, v, 1);");
         out_.line(max ? "v = mg::max_of(v, __shfl_xor_sync(0xffffffffu, v, 2));"

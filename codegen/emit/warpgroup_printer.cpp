@@ -136,8 +136,12 @@ std::string WarpgroupPrinter::descriptor(const plan::BulkOperand& op, const std:
     offset = (rows0 / boxElements) * op.boxBytes + kk * kWgmmaK * rowBytes;
     leading = op.boxBytes;  // the next box of M or N
   }
-  return "mg::wgmma_descriptor_128b(" + base + " + " + str(offset) + ", " + str(leading) + ", " +
-         str(limits.swizzleAlignment) + ")";
+  // The operand's descriptor at `base`, alike for every k step and tile (computed once),
+  // advanced to this one's bytes.
+  const std::string atBase = "mg::wgmma_descriptor_128b(" + base + ", " + str(leading) + ", " +
+                             str(limits.swizzleAlignment) + ")";
+  return offset == 0 ? atBase
+                     : "mg::wgmma_descriptor_advance(" + atBase + ", " + str(offset) + ")";
 }
 
 std::string WarpgroupPrinter::wgmmaShape(int64_t n) const {

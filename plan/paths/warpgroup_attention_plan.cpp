@@ -159,6 +159,7 @@ std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& p
   // S, O and P (packed) plus the chain's temporaries.
   if (at.kv / 2 + at.d / 2 + at.kv / 4 + 48 > at.consumerRegisters) return std::nullopt;
 
+  at.launchGrid = block.grid;  // one tile per block (see WarpgroupRing::persistent)
   at.qBytes = layOutStage({&at.q}, limits.swizzleAlignment);
   at.stageBytes = layOutStage({&at.k, &at.v}, limits.swizzleAlignment);
   const int64_t stagingBytes = stagingBytesFor(plan, at, at.outputOp);

@@ -17,13 +17,9 @@ struct WarpgroupMmaPlan : WarpgroupRing {
   graph::DType dtype = graph::DType::F16;
   BulkOperand a, b;
   int matmulOp = -1, accumulatorOp = -1, outputOp = -1;
-  // Persistent: with a copy warpgroup and more tiles than multiprocessors, `launchGrid` is
-  // one block per multiprocessor, each walking tiles blockIdx.x, + gridDim.x, ... in groups
-  // of `rasterGroup` consecutive tiles along grid x (rows of A stay in L2 while the group
-  // sweeps y); the copies of a block's next tile overlap the epilogue of its last. Else the
-  // schedule's grid, one tile per block.
-  bool persistent = false;
-  std::array<int64_t, graph::kGridAxes> launchGrid{1, 1, 1};
+  // Persistent (WarpgroupRing) with a copy warpgroup and more tiles than multiprocessors,
+  // walking its tiles in groups of `rasterGroup` consecutive tiles along grid x (rows of A
+  // stay in L2 while the group sweeps y).
   int rasterGroup = 1;
   int accumulatorsPerThread() const { return mTiles * static_cast<int>(n) / 2; }
 };

@@ -69,6 +69,12 @@ struct WarpgroupRing {
   int producerRegisters = 0;  // setmaxnreg budgets with a producer warpgroup (0: none)
   int consumerRegisters = 0;
   std::vector<TensorMapDesc> maps;  // kernel parameters after the pointers, in order
+  // Persistent: `launchGrid` is one block per multiprocessor, each walking the schedule's
+  // tiles blockIdx.x, + gridDim.x, ... with the ring's iterations and phases running on from
+  // one tile to the next, so the copies of a block's next tile overlap the end of its last.
+  // Else the schedule's grid, one tile per block.
+  bool persistent = false;
+  std::array<int64_t, graph::kGridAxes> launchGrid{1, 1, 1};
 
   int warpsPerWarpgroup() const;
 };

@@ -199,9 +199,21 @@ TEST(ShippedSchedules, PrefillAttentionOnSm90RunsBothMatmulsOnWgmma) {
   EXPECT_NE(source.find("mg::Ring<3>"), std::string::npos);
   const size_t wait = source.find("mg::wgmma_wait_group<1>();");
   ASSERT_NE(wait, std::string::npos);
-  EXPECT_LT(source.find("vPrevious + "), wait);
+  EXPECT_LT(source.find("mg::wgmma_descriptor_128b(vPrevious, "), wait);
   EXPECT_NE(source.find("// The last tile's P·V."), std::string::npos);
   EXPECT_NE(code.ptx.at("sm_90").find("ex2.approx.ftz.f32"), std::string::npos);
+  // Row reductions as trees (the thread's 32 values of a row, then the quad), the division
+  // by the row sum as one reciprocal a row, and each k step's descriptor one add past the
+  // stage's: the loop's softmax took ~470 instructions a warp where it took ~550.
+  EXPECT_NE(source.find("part[0] = mg::max_of(part[0], part[8]);"), std::string::npos);
+  EXPECT_NE(source.find("part[0] = part[0] + part[1];"), std::string::npos);
+  EXPECT_NE(source.find("_inverse[2] = {1.0f / "), std::string::npos);
+  EXPECT_NE(source.find("mg::wgmma_descriptor_advance(mg::wgmma_descriptor_128b(kBase, "),
+            std::string::npos);
+  ASSERT_EQ(code.resources.size(), 1u);
+  EXPECT_FALSE(code.resources[0].wgmmaSerialized);
+  EXPECT_EQ(code.resources[0].spillStoreBytes, 0);
+  EXPECT_EQ(code.resources[0].localBytes, 0);
 }
 
 // What the search found (schedules/found/) takes paths the shipped schedules may not: causal

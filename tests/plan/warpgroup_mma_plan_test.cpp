@@ -121,6 +121,8 @@ TEST(WarpgroupAttentionPlan, FlashAttentionRunsItsChainInWgmmaRegisters) {
   // room for a third stage of K and V, and with it the overlapped loop.
   EXPECT_EQ(at.epilogueOffset, at.q.offset);
   EXPECT_EQ(at.stages, 3);
+  EXPECT_FALSE(at.persistent);  // one tile per block, as scheduled
+  EXPECT_EQ(at.launchGrid, plan.block->grid);
   EXPECT_TRUE(at.overlapped);
   EXPECT_GE(at.stagesOffset, at.qBytes);
   const graph::BlockGraph& block = *plan.block;
