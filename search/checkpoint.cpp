@@ -1,5 +1,8 @@
 #include "search/checkpoint.h"
 
+#include <cmath>
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "graph/error.h"
@@ -23,13 +26,30 @@ uint64_t parseHash(const std::string& text, const std::string& where) {
   throw UserError(where, "'" + text + "' is not a 16-digit hex hash");
 }
 
+// JSON has no infinity or NaN (nlohmann writes null), yet a rejected candidate's float error
+// is infinite where it overflowed: such numbers are written as "inf", "-inf" or "nan".
+nlohmann::json numberJson(double value) {
+  if (std::isfinite(value)) return value;
+  return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
+
+double numberFrom(const nlohmann::json& json) {
+  if (json.is_string()) {
+    const std::string text = json.get<std::string>();
+    if (text == "inf") return std::numeric_limits<double>::infinity();
+    if (text == "-inf") return -std::numeric_limits<double>::infinity();
+    if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+  }
+  return json.get<double>();  // a type error names anything else
+}
+
 }  // namespace
 
 std::string checkpointText(const CheckpointState& state) {
   nlohmann::json pool = nlohmann::json::array();
   for (const Candidate& c : state.pool) {
     pool.push_back({{"hash", graph::hashHex(c.hash)},
-                    {"cost", c.cost},
+                    {"cost", numberJson(c.cost)},
                     {"origin", c.origin},
                     {"grid_splits", c.gridSplits},
                     {"schedule", graph::scheduleToJson(c.schedule)}});
@@ -39,9 +59,9 @@ std::string checkpointText(const CheckpointState& state) {
     verified.push_back({{"hash", graph::hashHex(hash)},
                         {"equivalent", r.equivalent},
                         {"level", r.level},
-                        {"false_accept_bound", r.falseAcceptBound},
+                        {"false_accept_bound", numberJson(r.falseAcceptBound)},
                         {"trials", r.trials},
-                        {"max_rel_error", r.maxRelError},
+                        {"max_rel_error", numberJson(r.maxRelError)},
                         {"detail", r.detail},
                         {"scaled_twin", r.scaledTwin}});
   }
@@ -102,7 +122,7 @@ CheckpointState parseCheckpoint(const std::string& text, const std::string& path
     for (const nlohmann::json& entry : json.at("pool")) {
       Candidate c;
       c.hash = parseHash(entry.at("hash").get<std::string>(), path);
-      c.cost = entry.at("cost").get<double>();
+      c.cost = numberFrom(entry.at("cost"));
       c.origin = entry.at("origin").get<int>();
       c.gridSplits = entry.at("grid_splits").get<int>();
       c.schedule = graph::scheduleFromJson(entry.at("schedule"), path);
@@ -112,9 +132,9 @@ CheckpointState parseCheckpoint(const std::string& text, const std::string& path
       VerificationRecord r;
       r.equivalent = entry.at("equivalent").get<bool>();
       r.level = entry.at("level").get<std::string>();
-      r.falseAcceptBound = entry.at("false_accept_bound").get<double>();
+      r.falseAcceptBound = numberFrom(entry.at("false_accept_bound"));
       r.trials = entry.at("trials").get<int>();
-      r.maxRelError = entry.at("max_rel_error").get<double>();
+      r.maxRelError = numberFrom(entry.at("max_rel_error"));
       r.detail = entry.at("detail").get<std::string>();
       r.scaledTwin = entry.value("scaled_twin", "");  // not in checkpoints of older builds
       state.verified[parseHash(entry.at("hash").get<std::string>(), path)] = r;

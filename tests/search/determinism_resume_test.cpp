@@ -2,10 +2,13 @@
 // resumed from its checkpoint ends with the same result set as an uninterrupted one.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "graph/error.h"
 
+#include "search/checkpoint.h"
 #include "search/superoptimize.h"
 #include "search_support.h"
 
@@ -59,6 +62,40 @@ TEST(Resume, StoppedAndResumedEqualsUninterrupted) {
   EXPECT_EQ(finished.summary.candidates, uninterrupted.summary.candidates);
   EXPECT_EQ(finished.summary.stats.states, uninterrupted.summary.stats.states);
   std::filesystem::remove(checkpoint);
+}
+
+// A rejected candidate whose float test overflowed has an infinite error: the state that ranks
+// share and checkpoints keep carries it (JSON has no infinity), where it used to end the
+// search with "malformed checkpoint ... type must be number, but is null".
+TEST(Checkpoint, NumbersThatAreNotFiniteRoundTrip) {
+  CheckpointState state;
+  state.configKey = "config";
+  VerificationRecord overflowed;
+  overflowed.equivalent = false;
+  overflowed.level = "float-only";
+  overflowed.maxRelError = std::numeric_limits<double>::infinity();
+  overflowed.falseAcceptBound = std::numeric_limits<double>::quiet_NaN();
+  overflowed.detail = "float test: relative error inf";
+  state.verified[0x0123456789abcdefULL] = overflowed;
+  VerificationRecord fine;
+  fine.equivalent = true;
+  fine.level = "finite-field";
+  fine.maxRelError = 2.5e-4;
+  fine.falseAcceptBound = 1e-18;
+  state.verified[0x1111111111111111ULL] = fine;
+  const CheckpointState back = parseCheckpoint(checkpointText(state), "test");
+  const VerificationRecord& r = back.verified.at(0x0123456789abcdefULL);
+  EXPECT_FALSE(r.equivalent);
+  EXPECT_TRUE(std::isinf(r.maxRelError) && r.maxRelError > 0);
+  EXPECT_TRUE(std::isnan(r.falseAcceptBound));
+  EXPECT_EQ(back.verified.at(0x1111111111111111ULL).maxRelError, 2.5e-4);
+  EXPECT_EQ(back.verified.at(0x1111111111111111ULL).falseAcceptBound, 1e-18);
+  // Anything else that is not a number is still a clear error.
+  std::string text = checkpointText(state);
+  const size_t at = text.find("\"inf\"");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 5, "\"huge\"");
+  EXPECT_THROW(parseCheckpoint(text, "test"), UserError);
 }
 
 TEST(Resume, RejectsACheckpointOfAnotherSearchSpace) {
