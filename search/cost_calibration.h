@@ -74,6 +74,12 @@ CalibrationReport evaluateCostModel(const CalibrationData& data, const plan::Tar
 CostConstants fitCostConstants(const CalibrationData& data, const plan::Target& target,
                                const CostConstants& start);
 
+// Out of sample: per program, the constants fitted (from `start`) to every other program,
+// judged on that program alone. The report's programs are the held-out judgements; a model
+// that ranks well here ranks a program nobody measured, which is what a user brings.
+CalibrationReport leaveOneOut(const CalibrationData& data, const plan::Target& target,
+                              const CostConstants& start);
+
 // Constants from a cost-constants JSON (search/cost_constants.json's format); UserError
 // naming `where` and the JSON path of anything missing.
 CostConstants costConstantsFromJson(const nlohmann::json& file, const std::string& where);

@@ -152,6 +152,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
       w.vectorFlops += tileElements * times;
     }
   }
+  if (asynchronous && planned.ring()->stages <= 2) w.tensorFlops /= c.twoStageRingEfficiency;
   double unique = 0;
   for (graph::TensorId t : op.inputs) unique += bytesOf(g.tensors[t]);
   w.bytes += unique + std::max(0.0, tileReads - unique) * c.l2RereadDiscount;
@@ -174,6 +175,7 @@ const std::vector<CostConstantField>& costConstantFields() {
       {"op_us", &CostConstants::opMicroseconds},
       {"element_us", &CostConstants::elementMicroseconds},
       {"per_sm_load_bytes_per_s", &CostConstants::perSmLoadBytesPerSecond},
+      {"two_stage_ring_efficiency", &CostConstants::twoStageRingEfficiency},
   };
   return fields;
 }

@@ -3,7 +3,8 @@
 //  - memory time = device bytes moved / bandwidth reachable by the active blocks. Bytes are
 //    every tensor read once plus tile re-reads (replicated tiles, reloaded per block) at an
 //    L2 discount, plus the outputs written;
-//  - compute time = FLOPs of the matmuls the plan puts on tensor cores at tensor-core peak,
+//  - compute time = FLOPs of the matmuls the plan puts on tensor cores at tensor-core peak
+//    (less with a warpgroup ring of only two stages),
 //    of the other matmuls at the general (shared-memory, CUDA-core) path's rate, and of the
 //    other ops at CUDA-core peak, all scaled by the fraction of SMs the grid occupies (blocks
 //    vs SMs, the plan's shared memory limiting blocks per SM);
@@ -43,6 +44,11 @@ struct CostConstants {
   double opMicroseconds = 0.05;           // one op emitted in the loop: its barrier and setup
   double elementMicroseconds = 0.005;     // each element (or 16-byte copy) one thread handles
   double perSmLoadBytesPerSecond = 75e9;  // L2 -> one SM
+  // The fraction of the tensor cores' time a warpgroup kernel keeps them busy with a ring of
+  // two stages: the copy of stage i + 2 waits until the multiply of stage i has landed, so
+  // the copies' latency shows (measured: gemm_2000's 256 x 128 tiles take 47 us with two
+  // stages of k 128, 29 us with four of k 64).
+  double twoStageRingEfficiency = 1.0;
 };
 
 // Each constant by its name in search/cost_constants.json; the JSON reader and writer and

@@ -56,6 +56,7 @@ Command addCalibrateCommand(CLI::App& app) {
     std::string write;
     bool json = false;
     bool fromDefaults = false;
+    bool leaveOneOut = false;
     std::string constants;
   };
   auto options = std::make_shared<Options>();
@@ -71,10 +72,14 @@ Command addCalibrateCommand(CLI::App& app) {
                   "with --fit: write the fitted constants here (e.g. search/cost_constants.json, "
                   "then rebuild)");
   sub->add_flag("--from-defaults", options->fromDefaults,
-                "with --fit: start from the uncalibrated defaults, not the embedded constants");
+                "with --fit or --leave-one-out: start fits from the uncalibrated defaults, not the "
+                "embedded constants");
   sub->add_option("--constants", options->constants,
                   "judge (and start a fit from) the constants in this file instead of the "
                   "embedded ones");
+  sub->add_flag("--leave-one-out", options->leaveOneOut,
+                "also judge out of sample: each program ranked by the constants fitted (from "
+                "the starting constants) to all the others");
   sub->add_flag("--json", options->json, "print the reports as one JSON object");
   return {
       sub, [options]() {
@@ -108,6 +113,14 @@ Command addCalibrateCommand(CLI::App& app) {
           if (!options->write.empty()) {
             graph::writeFileAtomic(options->write, constants.dump(2) + "\n");
             if (!options->json) std::cout << "wrote " << options->write << "\n";
+          }
+        }
+        if (options->leaveOneOut) {
+          const search::CalibrationReport held = search::leaveOneOut(
+              data, target, options->fromDefaults ? search::CostConstants{} : current);
+          out["leave_one_out"] = reportJson(held);
+          if (!options->json) {
+            printReport(held, "leave one out (each program judged by constants fitted to the others):");
           }
         }
         if (options->json) std::cout << out.dump(2) << "\n";

@@ -1,6 +1,7 @@
 // The calibrated cost model against the kernels measured on an H100
 // (docs/measurements/cost_calibration_h100.json): the variant it ranks first for every
-// built-in program measures within 10% of the fastest; a fit recovers the ranking of
+// built-in program measures within 10% of the fastest; leaving a program out judges it by a
+// fit to the others alone; a fit recovers the ranking of
 // measurements made by known constants; malformed data is a UserError naming its JSON path.
 #include <gtest/gtest.h>
 
@@ -59,6 +60,36 @@ TEST(CostCalibration, AFitRecoversTheRankingOfTimesMadeByKnownConstants) {
   EXPECT_LE(after.summedRegret, before.summedRegret);
   EXPECT_LT(after.meanSquaredLogError, 0.1 * before.meanSquaredLogError);
   EXPECT_LE(after.worstRegret, 0.02);
+}
+
+TEST(CostCalibration, LeaveOneOutJudgesEachProgramByConstantsFittedToTheOthersOnly) {
+  CalibrationData data = loadCalibrationData(kData);
+  const plan::Target& target = plan::targetByName(data.target);
+  // Three programs of few variants keep the four fits quick.
+  std::vector<CalibrationProgram> few;
+  for (const CalibrationProgram& program : data.programs) {
+    if (program.program == "gqa_decode_1k" || program.program == "gqa_decode_8k" ||
+        program.program == "gemm_768x3072x768") {
+      few.push_back(program);
+    }
+  }
+  ASSERT_EQ(few.size(), 3u);
+  data.programs = few;
+  const CalibrationReport held = leaveOneOut(data, target, calibratedConstants());
+  ASSERT_EQ(held.programs.size(), 3u);
+  for (size_t p = 0; p < few.size(); ++p) {
+    CalibrationData rest = data;
+    rest.programs.erase(rest.programs.begin() + static_cast<std::ptrdiff_t>(p));
+    CalibrationData alone = data;
+    alone.programs = {few[p]};
+    const ProgramFit expected =
+        evaluateCostModel(alone, target, fitCostConstants(rest, target, calibratedConstants()))
+            .programs.front();
+    EXPECT_EQ(held.programs[p].program, few[p].program);
+    EXPECT_EQ(held.programs[p].firstChoice, expected.firstChoice);
+    EXPECT_DOUBLE_EQ(held.programs[p].regret(), expected.regret());
+    EXPECT_GE(held.worstRegret, expected.regret());
+  }
 }
 
 TEST(CostCalibration, ConstantsRoundTripThroughTheirJson) {

@@ -10,6 +10,7 @@
 
 #include "graph/program_text.h"
 #include "plan/kernel_plan.h"
+#include "search/cost_model.h"
 #include "search/superoptimize.h"
 #include "search_support.h"
 
@@ -97,15 +98,20 @@ TEST(NormMatmulsSearch, TheBestCostsAboutWhatItsMatmulsCostAlone) {
   // Every matmul is a kernel of its own on the warpgroup GEMM path.
   const graph::KernelGraph& g = best.schedule.graph;
   int warpgroupGemms = 0;
+  double gemms = 0;  // the estimate of those kernels
   for (size_t k = 0; k < g.ops.size(); ++k) {
     const plan::KernelPlan planned =
         plan::planKernel(g, static_cast<int>(k), *options.config.target);
-    if (planned.as<plan::WarpgroupMmaPlan>()) ++warpgroupGemms;
+    if (!planned.as<plan::WarpgroupMmaPlan>()) continue;
+    ++warpgroupGemms;
+    gemms += estimateKernelMicroseconds(g, static_cast<int>(k), *options.config.target);
   }
   EXPECT_EQ(warpgroupGemms, 3);
-  // The norm costs a kernel of its own; the matmuls cost what they cost alone.
+  // The norm costs a kernel of its own (a schedule's estimate is the sum of its kernels');
+  // the matmuls cost what they cost alone.
   const double alone = 3 * bestCost(standaloneMatmul(), 1);
-  EXPECT_LE(best.cost.microseconds, 1.5 * alone) << "the matmuls alone: " << alone << " us";
+  EXPECT_LE(gemms, 1.1 * alone) << "the matmuls alone: " << alone << " us";
+  EXPECT_LT(gemms, best.cost.microseconds);
 }
 
 }  // namespace
