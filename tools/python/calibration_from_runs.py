@@ -59,7 +59,7 @@ def main():
         data["method"] += "; " + args.note
     folder = os.path.dirname(os.path.abspath(args.data))
     with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".tmp") as f:
-        json.dump(data, f, indent=1)
+        json.dump(data, f, separators=(",", ":"))
         f.write("\n")
     os.replace(f.name, args.data)
     return 0
