@@ -136,12 +136,12 @@ CostConstants fitCostConstants(const CalibrationData& data, const plan::Target& 
   for (int round = 0; round < 12; ++round) {
     bool improved = false;
     for (const CostConstantField& field : costConstantFields()) {
+      if (!field.fitted) continue;
       for (double step : kSteps) {
         CostConstants trial = best;
         trial.*field.member *= step;
         // Fractions stay fractions.
         if (field.member == &CostConstants::bandwidthEfficiency ||
-            field.member == &CostConstants::l2RereadDiscount ||
             field.member == &CostConstants::twoStageRingEfficiency) {
           trial.*field.member = std::min(trial.*field.member, 1.0);
         }

@@ -169,7 +169,7 @@ const std::vector<CostConstantField>& costConstantFields() {
       {"bandwidth_efficiency", &CostConstants::bandwidthEfficiency},
       {"vector_flops_per_s", &CostConstants::vectorFlopsPerSecond},
       {"general_matmul_flops_per_s", &CostConstants::generalMatmulFlopsPerSecond},
-      {"l2_reread_discount", &CostConstants::l2RereadDiscount},
+      {"l2_reread_discount", &CostConstants::l2RereadDiscount, false},
       {"iteration_us", &CostConstants::iterationMicroseconds},
       {"thread_owned_iteration_us", &CostConstants::threadOwnedIterationMicroseconds},
       {"op_us", &CostConstants::opMicroseconds},
