@@ -46,12 +46,18 @@ def main():
     parser.add_argument("runs", nargs="+", help="superoptimize --profile output folders")
     parser.add_argument("--note", default="", help="appended to the data's method")
     args = parser.parse_args()
-    with open(args.data) as f:
-        data = json.load(f)
+    try:
+        with open(args.data) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{args.data}: {e}")
     if data.get("format") != "mugraph.cost_calibration":
         raise SystemExit(f"{args.data}: not mugraph.cost_calibration data")
     for run in args.runs:
-        program, variants = program_of(run)
+        try:
+            program, variants = program_of(run)
+        except (OSError, ValueError, KeyError) as e:
+            raise SystemExit(f"{run}: not a superoptimize --profile output folder: {e!r}")
         data["programs"] = [p for p in data["programs"] if p["program"] != program]
         data["programs"].append({"program": program, "variants": variants})
         print(f"{program}: {len(variants)} variants from {run}")
