@@ -22,6 +22,7 @@ constexpr WarpgroupLimits kHopperWarpgroup{.threads = 128,
                                            .stagingBytesPerWarp = 16 * 128,
                                            .maxAccumulators = 128,
                                            .producerRegisters = 40,
+                                           .gatheringProducerRegisters = 64,
                                            .maxConsumerRegisters = 232,
                                            .rasterGroup = 8};
 

@@ -29,6 +29,9 @@ struct WarpgroupLimits {
   int64_t stagingBytesPerWarp;
   int maxAccumulators;       // f32 accumulator registers per multiplying thread
   int producerRegisters;     // what a copy-issuing warpgroup keeps (setmaxnreg)
+  // What a copy warpgroup that gathers with cp.async keeps: each thread holds its chunks'
+  // addresses and predicates for a stage (ptxas spills below it).
+  int gatheringProducerRegisters;
   int maxConsumerRegisters;  // the most setmaxnreg gives a multiplying thread
   int rasterGroup;           // tiles along grid x walked together by persistent blocks
 

@@ -17,11 +17,12 @@ struct Ring {
 
   __device__ __forceinline__ unsigned long long* empty() const { return full + Stages; }
 
-  // One thread, before the block's first barrier: a stage fills on the copy thread's one
-  // arrival (with the bytes it expects) and empties on `consumerWarps` arrivals.
-  __device__ __forceinline__ void init(unsigned consumerWarps) const {
+  // One thread, before the block's first barrier: a stage fills on `fillArrivals` arrivals
+  // (the copy thread's, with the bytes it expects, and those of threads that gather with
+  // cp.async) and empties on `consumerWarps` arrivals.
+  __device__ __forceinline__ void init(unsigned consumerWarps, unsigned fillArrivals = 1) const {
     for (int s = 0; s < Stages; ++s) {
-      mbarrier_init(&full[s], 1);
+      mbarrier_init(&full[s], fillArrivals);
       mbarrier_init(&empty()[s], consumerWarps);
     }
   }
@@ -42,6 +43,17 @@ struct Ring {
     if (lane == 0) mbarrier_arrive(&empty()[g % Stages]);
   }
 };
+
+// A copy thread that gathers with cp.async (rows the copy engine cannot address): once at
+// most `Pending` of its committed groups are in flight, the chunks of the group before them
+// have landed; it makes them visible to the multiplies' async proxy and arrives on `full`,
+// the barrier of that group's stage.
+template <int Pending>
+__device__ __forceinline__ void gathered_stage_landed(unsigned long long* full) {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
+  fence_proxy_async_shared();
+  mbarrier_arrive(full);
+}
 
 // Turn-taking among the consumer warpgroups of a block (FA3's ping-pong): consumer c waits on
 // named barrier 1 + c before issuing its multiplies, then opens the next consumer's turn.

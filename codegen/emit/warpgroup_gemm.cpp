@@ -3,7 +3,9 @@
 // with wgmma.mma_async straight from the swizzled boxes and release it once the next stage's
 // multiplies are issued (one wgmma group stays in flight), and the epilogue. With a producer
 // warpgroup, one of its threads issues every copy and the warpgroups trade registers
-// (setmaxnreg); without one, thread 0 refills the stage the block just released. The ring,
+// (setmaxnreg); where an operand's rows are not 16-byte aligned, every producer thread
+// gathers its share of that operand with cp.async instead. Without a producer warpgroup,
+// thread 0 refills the stage the block just released. The ring,
 // its barriers and the epilogue come from warpgroup_printer.h.
 #include <algorithm>
 
@@ -36,15 +38,19 @@ class GemmEmitter {
     if (wg_.producer) {
       out_.open("if (warpgroup == 0)");
       ring_.setmaxnreg(true);
-      out_.open("if (threadIdx.x == 0)");
-      out_.line("int g = 0;  // iterations issued so far, over every tile of this block");
-      openTiles();
-      out_.open("for (int it = 0; it < " + str(forloop) + "; ++it, ++g)");
-      ring_.acquireStage("g");
-      emitIssue("it", "s");
-      out_.close();
-      closeTiles();
-      out_.close();
+      if (gathers()) {
+        emitGatheringProducer();
+      } else {
+        out_.open("if (threadIdx.x == 0)");
+        out_.line("int g = 0;  // iterations issued so far, over every tile of this block");
+        openTiles();
+        out_.open("for (int it = 0; it < " + str(forloop) + "; ++it, ++g)");
+        ring_.acquireStage("g");
+        emitIssue("it", "s");
+        out_.close();
+        closeTiles();
+        out_.close();
+      }
       out_.reopen("else");
       ring_.setmaxnreg(false);
       emitConsumer("warpgroup - 1", true);
@@ -88,13 +94,55 @@ class GemmEmitter {
   void closeTiles() { out_.close(); }
   std::string type() const { return storageType(wg_.dtype); }
 
-  // One stage's copies for iteration `iteration` into stage `stage` (one thread).
+  bool gathers() const { return wg_.a.gatherChunkBytes > 0 || wg_.b.gatherChunkBytes > 0; }
+
+  // One stage's copy-engine copies for iteration `iteration` into stage `stage` (one thread).
   void emitIssue(const std::string& iteration, const std::string& stage) {
     const std::string full = ring_.fullBarrier(stage);
-    ring_.expectBytes(full, wg_.a.boxBytes * wg_.a.boxes + wg_.b.boxBytes * wg_.b.boxes);
+    int64_t bytes = 0;
+    for (const BulkOperand* op : {&wg_.a, &wg_.b}) {
+      if (op->gatherChunkBytes == 0) bytes += op->boxBytes * op->boxes;
+    }
+    ring_.expectBytes(full, bytes);
     const std::string prefix = ring_.stageBase(stage) + " + ";
     for (const BulkOperand* op : {&wg_.a, &wg_.b}) {
-      ring_.loadBoxes(*op, prefix, op->offset, full, iteration);
+      if (op->gatherChunkBytes == 0) ring_.loadBoxes(*op, prefix, op->offset, full, iteration);
+    }
+  }
+
+  // A copy warpgroup of which every thread gathers its chunks of each stage (with the copy
+  // engine's copies, issued by thread 0, for an operand it can address). A thread's chunks of
+  // stage g are made visible and counted on the stage's `full` barrier once `lag` later
+  // stages are in flight: at most the stages less two, so that the stage whose release the
+  // copies wait on has always been announced (the consumers release a stage once the next
+  // one has filled).
+  void emitGatheringProducer() {
+    const int lag = std::max(0, wg_.stages - 2);
+    const std::string stages = str(wg_.stages);
+    out_.line("int g = 0;  // iterations issued so far, over every tile of this block");
+    openTiles();
+    out_.open("for (int it = 0; it < " + str(context_.block().forloop) + "; ++it, ++g)");
+    ring_.acquireStage("g");
+    if (wg_.a.gatherChunkBytes == 0 || wg_.b.gatherChunkBytes == 0) {
+      out_.open("if (threadIdx.x == 0)");
+      emitIssue("it", "s");
+      out_.close();
+    }
+    for (const BulkOperand* op : {&wg_.a, &wg_.b}) {
+      if (op->gatherChunkBytes == 0) continue;
+      const graph::BlockOp& input = context_.block().ops[op->op];
+      ring_.gatherBoxes(*op, ring_.stageBase("s"), "it",
+                        context_.paramName(context_.kernel.inputParams[input.kernelTensor]));
+    }
+    out_.line("mg::cp_async_commit();");
+    out_.line("if (g >= " + str(lag) + ") mg::gathered_stage_landed<" + str(lag) + ">(" +
+              ring_.fullBarrier("(g - " + str(lag) + ") % " + stages) + ");");
+    out_.close();
+    closeTiles();
+    if (lag > 0) {
+      out_.line("for (int d = g < " + str(lag) + " ? 0 : g - " + str(lag) +
+                "; d < g; ++d) mg::gathered_stage_landed<0>(" +
+                ring_.fullBarrier("d % " + stages) + ");");
     }
   }
 
@@ -122,7 +170,7 @@ class GemmEmitter {
     out_.line("const int rows0 = consumer * " + str(rowsPerConsumer) + ";");
     const std::string aRows =
         wg_.a.kMajor ? "rows0 * " + str(wg_.limits.swizzleRowBytes)
-                     : "(rows0 / " + str(wg_.maps[wg_.a.map].box[0]) + ") * " + str(wg_.a.boxBytes);
+                     : "(rows0 / " + str(wg_.a.view.box[0]) + ") * " + str(wg_.a.boxBytes);
     out_.line("const unsigned char* const aBase = stage + " + str(wg_.a.offset) + " + (" + aRows +
               ");");
     out_.line("const unsigned char* const bBase = stage + " + str(wg_.b.offset) + ";");

@@ -38,7 +38,8 @@ void WarpgroupPrinter::initializeRing(const std::vector<std::string>& extraBarri
   for (size_t m = 0; m < ring_.maps.size(); ++m) {
     out_.line("mg::prefetch_tensor_map(&" + mapName(static_cast<int>(m)) + ");");
   }
-  out_.line("ring.init(" + str(ring_.consumers * ring_.warpsPerWarpgroup()) + ");");
+  const std::string fill = ring_.fillArrivals == 1 ? "" : ", " + str(ring_.fillArrivals);
+  out_.line("ring.init(" + str(ring_.consumers * ring_.warpsPerWarpgroup()) + fill + ");");
   for (const std::string& barrier : extraBarriers) {
     out_.line("mg::mbarrier_init(" + barrier + ", 1);");
   }
@@ -99,7 +100,7 @@ std::string WarpgroupPrinter::coordinate(const plan::BulkOperand& op, int i,
   if (op.iterationStep[i] != 0) {
     text += (text.empty() ? "" : " + ") + iteration + " * " + str(op.iterationStep[i]);
   }
-  const int64_t boxElements = ring_.maps[op.map].box[0];
+  const int64_t boxElements = op.view.box[0];
   if (i == 0 && box > 0) text += (text.empty() ? "" : " + ") + str(boxElements * box);
   return text.empty() ? "0" : text;
 }
@@ -115,6 +116,57 @@ void WarpgroupPrinter::loadBoxes(const plan::BulkOperand& op, const std::string&
     for (int i = 0; i < map.rank; ++i) call += ", " + coordinate(op, i, iteration, j);
     out_.line(call + ");");
   }
+}
+
+void WarpgroupPrinter::gatherBoxes(const plan::BulkOperand& op, const std::string& stage,
+                                   const std::string& iteration, const std::string& pointer) const {
+  const plan::TensorMapDesc& view = op.view;
+  const plan::WarpgroupLimits& limits = ring_.limits;
+  const int64_t chunk = op.gatherChunkBytes;
+  const int64_t rowBytes = limits.swizzleRowBytes;
+  const int64_t chunksPerRow = rowBytes / chunk;
+  const int64_t rowStep = limits.threads / chunksPerRow;  // rows the warpgroup covers at once
+  const int64_t steps = op.boxes * op.rows / rowStep;
+  const int64_t swizzleChunk = 16;  // bytes XOR-permuted together by the 128-byte swizzle
+  const int64_t swizzleRows = rowBytes / swizzleChunk;
+  int rowDim = 1;  // the view dim along the box's rows
+  while (rowDim < view.rank - 1 && view.box[rowDim] == 1) ++rowDim;
+  const std::string wide = "static_cast<long long>";
+  std::string fixed;  // the other dims' offset in bytes
+  for (int i = 1; i < view.rank; ++i) {
+    if (i == rowDim) continue;
+    const std::string c = coordinate(op, i, iteration, 0);
+    if (c != "0") fixed += " + " + wide + "(" + c + ") * " + str(view.strideBytes[i]);
+  }
+  out_.open("");
+  out_.line("// Gathered in " + str(chunk) + "-byte chunks: its rows are not 16-byte aligned.");
+  out_.line("const int mg_chunk = threadIdx.x % " + str(chunksPerRow) + ";");
+  out_.line("const int mg_row = threadIdx.x / " + str(chunksPerRow) + ";");
+  // Coordinates in int (a tensor dim is below 2^31), addresses in 64 bits once per stage;
+  // each chunk then adds a constant, and a chunk past the end reads nothing (its source size
+  // is 0), so its address is never dereferenced.
+  out_.line("const int mg_c0 = " + coordinate(op, 0, iteration, 0) + " + mg_chunk * " +
+            str(chunk / elementBytes()) + ";");
+  out_.line("const int mg_c1 = " + coordinate(op, rowDim, iteration, 0) + " + mg_row;");
+  out_.line("const unsigned char* const mg_src = reinterpret_cast<const unsigned char*>(" +
+            pointer + ")" + fixed + " + " + wide + "(mg_c1) * " + str(view.strideBytes[rowDim]) +
+            " + " + wide + "(mg_c0) * " + str(elementBytes()) + ";");
+  out_.line("unsigned char* const mg_dst = " + stage + " + " + str(op.offset) + " + mg_row * " +
+            str(rowBytes) + " + mg_chunk * " + str(chunk) + " % " + str(swizzleChunk) + ";");
+  out_.line("const int mg_swizzled = mg_chunk * " + str(chunk) + " / " + str(swizzleChunk) + ";");
+  out_.line("#pragma unroll");
+  out_.open("for (int i = 0; i < " + str(steps) + "; ++i)");
+  out_.line("const int box = i * " + str(rowStep) + " / " + str(op.rows) + ";");
+  out_.line("const int r = i * " + str(rowStep) + " % " + str(op.rows) + ";");
+  out_.line("const bool real = mg_c0 + box * " + str(view.box[0]) + " < " + str(view.dims[0]) +
+            " && mg_c1 + r < " + str(view.dims[rowDim]) + ";");
+  out_.line("mg::cp_async_zfill<" + str(chunk) + ">(mg_dst + box * " + str(op.boxBytes) +
+            " + r * " + str(rowBytes) + " + ((mg_swizzled ^ ((mg_row + r) % " + str(swizzleRows) +
+            ")) * " + str(swizzleChunk) + "),");
+  out_.line("    mg_src + r * " + str(view.strideBytes[rowDim]) + " + box * " +
+            str(view.box[0] * elementBytes()) + ", real ? " + str(chunk) + " : 0);");
+  out_.close();
+  out_.close();
 }
 
 // K-major boxes hold a row's worth of K per row, so step kk is kk's bytes into the row of box

@@ -47,6 +47,12 @@ class WarpgroupPrinter {
   // The copies of `op`'s boxes for `iteration`, box j at `prefix` + (firstOffset + j's bytes).
   void loadBoxes(const plan::BulkOperand& op, const std::string& prefix, int64_t firstOffset,
                  const std::string& barrier, const std::string& iteration) const;
+  // Gathered operand `op` (BulkOperand::gatherChunkBytes): every copy-warpgroup thread issues
+  // its cp.async chunks of the boxes for `iteration` into stage base `stage`, reading the
+  // tensor at kernel parameter `pointer`, zero-filling chunks past the tensor's end and
+  // placing each 16 bytes where the copy engine's swizzle would.
+  void gatherBoxes(const plan::BulkOperand& op, const std::string& stage,
+                   const std::string& iteration, const std::string& pointer) const;
   // The wgmma descriptor of operand `op` at 16-wide K step kk, for rows from `rows0` (A:
   // the m tile's first row; B: 0), in the operand's boxes at `base`.
   std::string descriptor(const plan::BulkOperand& op, const std::string& base, int64_t rows0,

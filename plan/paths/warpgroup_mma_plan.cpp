@@ -81,14 +81,18 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   if (wg.m % (limits.wgmmaRows * wg.consumers) != 0) return std::nullopt;
   wg.mTiles = static_cast<int>(wg.m / (limits.wgmmaRows * wg.consumers));
   if (wg.accumulatorsPerThread() > limits.maxAccumulators) return std::nullopt;
+
+  // Rows the copy engine cannot address are gathered by the copy warpgroup, if there is one.
+  std::optional<BulkOperand> a =
+      planOperand(plan, limits, aOp, rank - 2, rank - 1, wg.maps, wg.producer);
+  std::optional<BulkOperand> b =
+      planOperand(plan, limits, bOp, rank - 1, rank - 2, wg.maps, wg.producer);
+  if (!a || !b) return std::nullopt;
+  countFillArrivals(wg, {&*a, &*b});
   if (wg.producer) {
     budgetRegisters(wg, target);
     if (wg.consumerRegisters < wg.accumulatorsPerThread() + 32) return std::nullopt;
   }
-
-  std::optional<BulkOperand> a = planOperand(plan, limits, aOp, rank - 2, rank - 1, wg.maps);
-  std::optional<BulkOperand> b = planOperand(plan, limits, bOp, rank - 1, rank - 2, wg.maps);
-  if (!a || !b) return std::nullopt;
   // An M-major A is read one box of rows per wgmma; a K-major operand's rows per box must
   // keep each 8-row group swizzle-aligned: both hold by the checks above.
   wg.a = *a;

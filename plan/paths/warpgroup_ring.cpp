@@ -13,6 +13,20 @@ namespace {
 
 constexpr int64_t kMbarrierBytes = 8;  // one mbarrier object (a 64-bit word)
 constexpr int kSetmaxnregGranule = 8;  // setmaxnreg counts are multiples of 8
+// cp.async chunk sizes a gathered operand may use, widest first. 16-byte rows go through the
+// copy engine, so gathering starts at 8.
+constexpr int64_t kGatherChunks[] = {8, 4};
+
+// The widest cp.async chunk that divides every row stride of `map` and its rows' bytes (so
+// that no chunk straddles the tensor's end), or 0.
+int gatherChunkBytes(const TensorMapDesc& map) {
+  for (int64_t chunk : kGatherChunks) {
+    bool fits = map.dims[0] * map.strideBytes[0] % chunk == 0;
+    for (int i = 1; i < map.rank; ++i) fits = fits && map.strideBytes[i] % chunk == 0;
+    if (fits) return static_cast<int>(chunk);
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -22,7 +36,7 @@ int WarpgroupRing::warpsPerWarpgroup() const {
 
 std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLimits& limits,
                                        int opIndex, int mn, int kDim,
-                                       std::vector<TensorMapDesc>& maps) {
+                                       std::vector<TensorMapDesc>& maps, bool mayGather) {
   const graph::BlockGraph& block = *plan.block;
   const graph::BlockOp& op = block.ops[opIndex];
   const graph::TensorId tensor = plan.kernel->inputs[op.kernelTensor];
@@ -62,12 +76,13 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
   map.dtype = source.dtype;
   map.rank = rank;
   map.swizzleBytes = static_cast<int>(limits.swizzleRowBytes);
+  bool addressable = true;
   for (int i = 0; i < rank; ++i) {
     const int d = order[i];
     map.dims[i] = source.shape[d];
     map.strideBytes[i] = i == 0 ? elementBytes : strides[d] * elementBytes;
     map.box[i] = i == 0 ? boxElements : (d == other ? operand.rows : 1);
-    if (i > 0 && map.strideBytes[i] % 16 != 0) return std::nullopt;  // the copy engine's rule
+    if (i > 0 && map.strideBytes[i] % 16 != 0) addressable = false;  // the copy engine's rule
     for (int axis = 0; axis < graph::kGridAxes; ++axis) {
       if (block.grid[axis] > 1 && op.imap[axis] == d) {
         // A partial last part reads past the tensor's end: the copy engine fills zeros there.
@@ -76,9 +91,26 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
     }
     if (block.forloop > 1 && op.fmap == d) operand.iterationStep[i] = tile[d];
   }
+  operand.view = map;
+  if (!addressable) {
+    // Gathered: each copy thread takes every (threads / chunks per row)-th row of a box, so
+    // the rows of a box must be a whole number of such steps.
+    operand.gatherChunkBytes = mayGather ? gatherChunkBytes(map) : 0;
+    const int64_t rowStep = limits.threads / (limits.swizzleRowBytes / std::max(1, operand.gatherChunkBytes));
+    if (operand.gatherChunkBytes == 0 || operand.rows % rowStep != 0) return std::nullopt;
+    return operand;
+  }
   operand.map = static_cast<int>(maps.size());
   maps.push_back(map);
   return operand;
+}
+
+void countFillArrivals(WarpgroupRing& ring, std::initializer_list<const BulkOperand*> operands) {
+  bool gathered = false, mapped = false;
+  for (const BulkOperand* operand : operands) {
+    (operand->gatherChunkBytes > 0 ? gathered : mapped) = true;
+  }
+  ring.fillArrivals = gathered ? ring.limits.threads + (mapped ? 1 : 0) : 1;
 }
 
 int64_t layOutStage(std::initializer_list<BulkOperand*> operands, int64_t swizzleAlignment) {
@@ -99,8 +131,16 @@ int64_t stagingBytesFor(const KernelPlan& plan, const WarpgroupRing& ring, int o
 
 void budgetRegisters(WarpgroupRing& ring, const Target& target) {
   const WarpgroupLimits& limits = ring.limits;
-  ring.producerRegisters = limits.producerRegisters;
-  const int64_t left = target.registersPerSm - int64_t{limits.threads} * limits.producerRegisters;
+  ring.producerRegisters =
+      ring.fillArrivals > 1 ? limits.gatheringProducerRegisters : limits.producerRegisters;
+  // setmaxnreg only moves registers between the block's warpgroups: the pool is what the block
+  // launched with, each thread's share of the register file in whole granules (168 a thread
+  // for 384 threads, not 65536 / 384). A consumer asking for more than the pool holds after
+  // the copy warpgroup's release would wait forever.
+  const int64_t blockThreads = int64_t{limits.threads} * (ring.consumers + 1);
+  const int64_t launched =
+      target.registersPerSm / blockThreads / kSetmaxnregGranule * kSetmaxnregGranule;
+  const int64_t left = launched * blockThreads - int64_t{limits.threads} * ring.producerRegisters;
   const int64_t each =
       left / (int64_t{limits.threads} * ring.consumers) / kSetmaxnregGranule * kSetmaxnregGranule;
   ring.consumerRegisters = static_cast<int>(std::min<int64_t>(limits.maxConsumerRegisters, each));

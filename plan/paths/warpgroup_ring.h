@@ -34,13 +34,20 @@ struct TensorMapDesc {
   int swizzleBytes = 128;  // the box lands swizzled in rows of this many bytes
 };
 
-// One operand copied by bulk tensor copies: per stage, `boxes` boxes of [rows][box[0]]
-// elements side by side (`boxBytes` each), box[0] of the map along the tensor's contiguous
-// dim. Box coordinates (map dims, innermost first) of the block's tile: blockIdx times
-// `blockStep` plus the iteration times `iterationStep`; box j adds box[0] * j to coordinate 0.
+// One operand copied into the ring: per stage, `boxes` boxes of [rows][box[0]] elements side
+// by side (`boxBytes` each), box[0] of `view` along the tensor's contiguous dim. Box
+// coordinates (view dims, innermost first) of the block's tile: blockIdx times `blockStep`
+// plus the iteration times `iterationStep`; box j adds box[0] * j to coordinate 0.
+// The copy engine moves a box where it can address the tensor (`map` >= 0: its rows start
+// 16-byte aligned). Where it cannot, the copy warpgroup gathers the box with cp.async in
+// `gatherChunkBytes` chunks (4 or 8: the widest that divides every row stride and the row's
+// bytes) into the same swizzled layout, zero-filling past the tensor's end as the copy engine
+// does, so the multiplies read either alike.
 struct BulkOperand {
   int op = -1;         // the Input block op
-  int map = -1;        // index into the plan's maps
+  int map = -1;        // index into the plan's maps, or -1 where the operand is gathered
+  TensorMapDesc view;  // the tensor as the copies address it (the map's description)
+  int gatherChunkBytes = 0;  // > 0: gathered with cp.async chunks of this many bytes
   bool kMajor = true;  // the contiguous dim is K (else M or N)
   int64_t rows = 0;    // rows of a box (the other matrix dim of the tile)
   int boxes = 1;
@@ -66,6 +73,10 @@ struct WarpgroupRing {
   int64_t epilogueOffset = -1;
   // Dynamic shared memory: all of the above plus room to align the base to the swizzle period.
   int64_t sharedBytes = 0;
+  // Arrivals that fill a stage: the copy thread's (with its expected bytes), or, where an
+  // operand is gathered, every copy-warpgroup thread's once its chunks landed (plus the copy
+  // thread's where another operand still uses the copy engine).
+  int fillArrivals = 1;
   int producerRegisters = 0;  // setmaxnreg budgets with a producer warpgroup (0: none)
   int consumerRegisters = 0;
   std::vector<TensorMapDesc> maps;  // kernel parameters after the pointers, in order
@@ -82,9 +93,14 @@ struct WarpgroupRing {
 // The tensor map of input op `opIndex`'s device tensor and its box, and the operand's
 // layout; nothing when its tile does not fit the boxes. `mn` is the logical dim of the tile
 // that is M (operand A) or N (operand B), `kDim` the one that is K. Appends the map to `maps`.
+// Where the copy engine cannot address the tensor and `mayGather` (the ring has a copy
+// warpgroup that gathers), the operand is gathered instead and no map is appended.
 std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLimits& limits,
                                        int opIndex, int mn, int kDim,
-                                       std::vector<TensorMapDesc>& maps);
+                                       std::vector<TensorMapDesc>& maps, bool mayGather = false);
+
+// Whether some operand of `operands` is gathered; sets the ring's fill arrivals to match.
+void countFillArrivals(WarpgroupRing& ring, std::initializer_list<const BulkOperand*> operands);
 
 // Places `operands` side by side in one stage (each swizzle-aligned); returns the stage's bytes.
 int64_t layOutStage(std::initializer_list<BulkOperand*> operands, int64_t swizzleAlignment);
@@ -94,7 +110,8 @@ int64_t layOutStage(std::initializer_list<BulkOperand*> operands, int64_t swizzl
 int64_t stagingBytesFor(const KernelPlan& plan, const WarpgroupRing& ring, int outputOp);
 
 // The setmaxnreg budgets of a ring with a copy warpgroup: what is left of the register file
-// after the copy warpgroup's share, split between the consumers.
+// after the copy warpgroup's share (more where it gathers: call after countFillArrivals),
+// split between the consumers.
 void budgetRegisters(WarpgroupRing& ring, const Target& target);
 
 // Lays out shared memory after `leadBytes` loaded once (attention's Q): the stages, the

@@ -89,6 +89,52 @@ TEST(WarpgroupMmaPlan, OneWarpgroupBothCopiesAndMultiplies) {
   EXPECT_FALSE(plan.as<WarpgroupMmaPlan>()->persistent);  // persistence needs the copy warpgroup
 }
 
+// Rows the copy engine cannot address (a row stride not a multiple of 16 bytes) are gathered
+// by the copy warpgroup with cp.async in the widest chunk dividing every stride and the row.
+TEST(WarpgroupMmaPlan, RowsTheCopyEngineCannotAddressAreGatheredWithCpAsync) {
+  const KernelPlan plan = planned(shipped("gemm_1030.warpgroups"));  // 2060-byte rows
+  ASSERT_TRUE(plan.as<WarpgroupMmaPlan>());
+  const WarpgroupMmaPlan& wg = *plan.as<WarpgroupMmaPlan>();
+  EXPECT_EQ(wg.a.gatherChunkBytes, 4);
+  EXPECT_EQ(wg.b.gatherChunkBytes, 4);
+  EXPECT_EQ(wg.a.map, -1);
+  EXPECT_TRUE(wg.maps.empty());  // no tensor map is encoded for a gathered operand
+  EXPECT_EQ(wg.a.view.strideBytes[1], 2060);
+  EXPECT_EQ(wg.a.view.dims, (std::array<int64_t, 4>{1030, 1030, 1, 1}));
+  EXPECT_EQ(wg.fillArrivals, 128);  // every copy-warpgroup thread arrives for its chunks
+  EXPECT_EQ(wg.producerRegisters, targetByName("sm_90").warpgroup.gatheringProducerRegisters);
+  EXPECT_EQ(wg.stageBytes, 128 * 64 * 2 + 64 * 64 * 2);  // the layout the copy engine makes
+  // setmaxnreg moves registers within the pool the block launched with (168 a thread for 384
+  // threads): the consumers' raise must fit what the copy warpgroup gave back, or it waits
+  // forever.
+  EXPECT_EQ(wg.consumers, 2);
+  EXPECT_LE(128 * wg.producerRegisters + 256 * wg.consumerRegisters, 168 * 384);
+  EXPECT_EQ(wg.consumerRegisters, 216);
+
+  // 1028 columns: 2056-byte rows take 8-byte chunks. A stays on the copy engine where only
+  // B's rows are unaligned, and the copy thread then arrives too.
+  graph::Schedule schedule = shipped("gemm_1030.warpgroups");
+  for (graph::KernelGraph* g : {&schedule.graph, &schedule.program}) {
+    g->tensors[0].shape = {1030, 1024};  // A: 2048-byte rows
+    g->tensors[1].shape = {1024, 1028};  // B: 2056-byte rows
+    g->tensors[2].shape = {1030, 1028};
+  }
+  schedule.graph.ops[0].block->forloop = 16;
+  const KernelPlan mixed = planned(schedule);
+  ASSERT_TRUE(mixed.as<WarpgroupMmaPlan>());
+  EXPECT_EQ(mixed.as<WarpgroupMmaPlan>()->a.gatherChunkBytes, 0);
+  EXPECT_EQ(mixed.as<WarpgroupMmaPlan>()->a.map, 0);
+  EXPECT_EQ(mixed.as<WarpgroupMmaPlan>()->b.gatherChunkBytes, 8);
+  EXPECT_EQ(mixed.as<WarpgroupMmaPlan>()->fillArrivals, 129);
+
+  // Without a copy warpgroup nobody gathers: the block stays on mma.sync.
+  graph::Schedule single = shipped("gemm_1030.warpgroups");
+  single.graph.ops[0].block->threads = 256;  // two warpgroups: one copies, one multiplies
+  EXPECT_TRUE(planned(single).as<WarpgroupMmaPlan>());
+  single.graph.ops[0].block->threads = 128;
+  EXPECT_FALSE(planned(single).as<WarpgroupMmaPlan>());
+}
+
 TEST(WarpgroupMmaPlan, Sm80AndIneligibleBlockGraphsStayOnMmaSync) {
   EXPECT_FALSE(planned(shipped("gemm_4096.warpgroups"), "sm_80").as<WarpgroupMmaPlan>());
   // Attention: more than one matmul, element-wise ops and running maxima.
