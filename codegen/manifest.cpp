@@ -93,12 +93,18 @@ json manifestJson(const GeneratedCode& code) {
       entry["kind"] = "pointer";
       params.push_back(entry);
     }
-    for (const plan::TensorMapDesc& map : emitted.tensorMaps) params.push_back(tensorMapJson(code, map));
-    kernels.push_back({{"entry", kernel.entry},
-                       {"grid", emitted.grid},
-                       {"block", {emitted.threads, 1, 1}},
-                       {"dynamic_shared_bytes", emitted.dynamicSharedBytes},
-                       {"params", params}});
+    for (const plan::TensorMapDesc& map : emitted.tensorMaps)
+      params.push_back(tensorMapJson(code, map));
+    json entry{{"entry", kernel.entry},
+               {"grid", emitted.grid},
+               {"block", {emitted.threads, 1, 1}},
+               {"dynamic_shared_bytes", emitted.dynamicSharedBytes},
+               {"params", params}};
+    // Informational: the kernel fixes its clusters itself (__cluster_dims__).
+    if (emitted.cluster != std::array<int64_t, graph::kGridAxes>{1, 1, 1}) {
+      entry["cluster"] = emitted.cluster;
+    }
+    kernels.push_back(std::move(entry));
   }
   json resources = json::array();
   for (size_t k = 0; k < code.resources.size(); ++k) {

@@ -107,6 +107,10 @@ BlockHashes hashBlockGraph(const BlockGraph& block, const std::vector<uint64_t>&
   Hasher body("block");
   for (int a = 0; a < kGridAxes; ++a) body.add(static_cast<uint64_t>(block.grid[a]));
   body.add(static_cast<uint64_t>(block.threads)).add(static_cast<uint64_t>(block.forloop));
+  // Only where there are clusters, so that the hashes (and names) of schedules without stay.
+  if (block.clusterBlocks() > 1) {
+    for (int a = 0; a < kGridAxes; ++a) body.add(static_cast<uint64_t>(block.cluster[a]));
+  }
   body.addSorted(outputPlacement).addSorted(fusion);
   BlockHashes result;
   result.body = body.value();

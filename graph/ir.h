@@ -74,6 +74,10 @@ struct FusionGroup {
 
 struct BlockGraph {
   std::array<int64_t, kGridAxes> grid{1, 1, 1};
+  // Thread-block clusters (sm_90): blocks launched together, `cluster[a]` consecutive blocks
+  // along each grid axis, whose copies of a tile they all read may be multicast to all of
+  // them. A launch choice only: it does not change what the block graph computes.
+  std::array<int64_t, kGridAxes> cluster{1, 1, 1};
   int threads = 128;
   int64_t forloop = 1;
   std::vector<BlockTensor> tensors;
@@ -81,6 +85,7 @@ struct BlockGraph {
   std::vector<FusionGroup> fusion;
 
   int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
+  int64_t clusterBlocks() const { return cluster[0] * cluster[1] * cluster[2]; }
   bool operator==(const BlockGraph&) const = default;
 };
 

@@ -70,6 +70,10 @@ json kernelToJson(const KernelGraph& graph, const KernelOp& kernel) {
   item["outputs"] = json::array();
   for (TensorId t : kernel.outputs) item["outputs"].push_back(graph.tensors[t].name);
   item["grid"] = json{{"x", block.grid[0]}, {"y", block.grid[1]}, {"z", block.grid[2]}};
+  if (block.clusterBlocks() > 1) {
+    item["cluster"] =
+        json{{"x", block.cluster[0]}, {"y", block.cluster[1]}, {"z", block.cluster[2]}};
+  }
   item["threads"] = block.threads;
   item["forloop"] = block.forloop;
   item["ops"] = json::array();
@@ -209,8 +213,8 @@ void ScheduleReader::readKernel(const JsonReader& item) {
   KernelOp kernel;
   kernel.kind = readOpKind(item, OpLevel::Kernel);
   if (kernel.kind == OpKind::BlockGraph) {
-    item.expectObject(
-        {"op", "name", "inputs", "outputs", "grid", "threads", "forloop", "ops", "fusion"});
+    item.expectObject({"op", "name", "inputs", "outputs", "grid", "cluster", "threads", "forloop",
+                       "ops", "fusion"});
   } else {
     std::vector<std::string_view> keys{"op", "name", "inputs", "output"};
     for (std::string_view key : attrKeys(kernel.kind)) keys.push_back(key);
@@ -251,6 +255,14 @@ BlockGraph ScheduleReader::readBlockGraph(const JsonReader& item, const KernelOp
     for (int axis = 0; axis < kGridAxes; ++axis) {
       if (std::optional<JsonReader> size = grid->find(gridAxisName(axis))) {
         block.grid[axis] = size->integer(1, maxGridExtent(axis));
+      }
+    }
+  }
+  if (std::optional<JsonReader> cluster = item.find("cluster")) {
+    cluster->expectObject({"x", "y", "z"});
+    for (int axis = 0; axis < kGridAxes; ++axis) {
+      if (std::optional<JsonReader> size = cluster->find(gridAxisName(axis))) {
+        block.cluster[axis] = size->integer(1, maxGridExtent(axis));
       }
     }
   }

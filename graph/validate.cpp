@@ -90,6 +90,15 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
                std::to_string(maxGridExtent(axis)) + ")");
     }
   }
+  for (int axis = 0; axis < kGridAxes; ++axis) {
+    const std::string field = std::string("cluster.") + gridAxisName(axis);
+    if (block.cluster[axis] < 1 || block.grid[axis] % block.cluster[axis] != 0) {
+      fail(sec, k, -1, field,
+           field + " is " + std::to_string(block.cluster[axis]) +
+               " (must be >= 1 and divide grid." + gridAxisName(axis) + ", " +
+               std::to_string(block.grid[axis]) + ")");
+    }
+  }
   if (block.threads < kWarpSize || block.threads > kMaxThreadsPerBlock ||
       block.threads % kWarpSize != 0) {
     fail(sec, k, -1, "threads",

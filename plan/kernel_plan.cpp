@@ -171,6 +171,10 @@ bool runsInLoop(const KernelPlan& plan, int op) {
 }
 
 std::string launchProblem(const KernelPlan& plan, const Target& target) {
+  if (plan.block->clusterBlocks() > target.maxClusterBlocks) {
+    return "has clusters of " + std::to_string(plan.block->clusterBlocks()) + " blocks; " +
+           target.name + " allows at most " + std::to_string(target.maxClusterBlocks);
+  }
   if (plan.sharedBytes > target.sharedBytesPerBlock) {
     return "needs " + std::to_string(plan.sharedBytes) + " bytes of shared memory; an " +
            target.name + " block can have at most " + std::to_string(target.sharedBytesPerBlock);

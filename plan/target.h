@@ -63,6 +63,8 @@ struct Target {
   // puts eligible matmuls on that path (plan/paths/warpgroup_mma_plan.h).
   bool warpgroupMma;
   WarpgroupLimits warpgroup;  // meaningful where warpgroupMma
+  // Blocks a thread-block cluster may have (the portable limit; 1: no clusters).
+  int64_t maxClusterBlocks;
 
   // Throughput figures for the cost model, measured where the comment says.
   double memoryBytesPerSecond;   // device copy bandwidth

@@ -11,7 +11,7 @@
 
 namespace mg {
 
-template <int Stages>
+template <int Stages, int ClusterBlocks = 1>
 struct Ring {
   unsigned long long* full;  // full[Stages], then empty[Stages]: the plan's barrier offset
 
@@ -19,11 +19,12 @@ struct Ring {
 
   // One thread, before the block's first barrier: a stage fills on `fillArrivals` arrivals
   // (the copy thread's, with the bytes it expects, and those of threads that gather with
-  // cp.async) and empties on `consumerWarps` arrivals.
+  // cp.async) and empties on `consumerWarps` arrivals from every block of the cluster (whose
+  // copies multicast into this block's stage).
   __device__ __forceinline__ void init(unsigned consumerWarps, unsigned fillArrivals = 1) const {
     for (int s = 0; s < Stages; ++s) {
       mbarrier_init(&full[s], fillArrivals);
-      mbarrier_init(&empty()[s], consumerWarps);
+      mbarrier_init(&empty()[s], consumerWarps * ClusterBlocks);
     }
   }
   // The copy thread: iteration g's stage, once the consumers released its previous round.
@@ -38,9 +39,17 @@ struct Ring {
     mbarrier_wait(&full[s], (g / Stages) & 1);
     return s;
   }
-  // A consumer warp is done with iteration g's stage (its lane 0 arrives for the warp).
+  // A consumer warp is done with iteration g's stage (its lane 0 arrives for the warp, on the
+  // stage's `empty` barrier in every block of the cluster).
   __device__ __forceinline__ void release(int g, int lane) const {
-    if (lane == 0) mbarrier_arrive(&empty()[g % Stages]);
+    if (lane != 0) return;
+    if constexpr (ClusterBlocks == 1) {
+      mbarrier_arrive(&empty()[g % Stages]);
+    } else {
+      for (int rank = 0; rank < ClusterBlocks; ++rank) {
+        mbarrier_arrive_cluster(&empty()[g % Stages], rank);
+      }
+    }
   }
 };
 

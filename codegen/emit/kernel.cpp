@@ -25,8 +25,14 @@ void emitKernel(const EmitContext& context) {
   // The warpgroup path promises one block per multiprocessor: setmaxnreg needs that cap.
   const std::string minBlocks =
       plan.minBlocksPerSm > 1 || plan.ring() ? ", " + std::to_string(plan.minBlocksPerSm) : "";
-  out.line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block.threads) +
-           minBlocks + ") " + context.kernel.entry + "(");
+  // Clusters are fixed at compile time, so any launch of the kernel (cuLaunchKernel too) has them.
+  const std::string cluster = block.clusterBlocks() == 1
+                                  ? ""
+                                  : "__cluster_dims__(" + std::to_string(block.cluster[0]) + ", " +
+                                        std::to_string(block.cluster[1]) + ", " +
+                                        std::to_string(block.cluster[2]) + ") ";
+  out.line("extern \"C\" __global__ void " + cluster + "__launch_bounds__(" +
+           std::to_string(block.threads) + minBlocks + ") " + context.kernel.entry + "(");
   for (size_t p = 0; p < context.kernel.params.size(); ++p) {
     const KernelParam& param = context.kernel.params[p];
     const graph::TensorDesc& desc = plan.graph->tensors[param.tensor];
@@ -74,6 +80,7 @@ EmittedSource emitSchedule(const plan::SchedulePlan& planned) {
     EmittedKernel emitted;
     emitted.entry = kernel.entry;
     emitted.grid = plan.block->grid;
+    emitted.cluster = plan.block->cluster;
     emitted.threads = plan.block->threads;
     emitted.dynamicSharedBytes = plan.sharedBytes;
     if (plan.ring()) {

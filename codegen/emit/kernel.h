@@ -20,6 +20,8 @@ namespace mugraph::codegen {
 struct EmittedKernel {
   std::string entry;
   std::array<int64_t, graph::kGridAxes> grid{1, 1, 1};
+  // Thread-block clusters, fixed in the kernel (__cluster_dims__): launches need not set them.
+  std::array<int64_t, graph::kGridAxes> cluster{1, 1, 1};
   int threads = 128;
   int64_t dynamicSharedBytes = 0;
   // Tensor maps the kernel takes by value after its pointer parameters (sm_90 warpgroup

@@ -55,6 +55,11 @@ class GemmEmitter {
       ring_.setmaxnreg(false);
       emitConsumer("warpgroup - 1", true);
       out_.close();
+      if (wg_.clusterBlocks > 1) {
+        out_.line(
+            "// No block leaves while the cluster's consumers may still arrive on its barriers.");
+        out_.line("mg::cluster_sync();");
+      }
     } else {
       openTiles();
       out_.open("if (threadIdx.x == 0)");
@@ -141,8 +146,8 @@ class GemmEmitter {
     closeTiles();
     if (lag > 0) {
       out_.line("for (int d = g < " + str(lag) + " ? 0 : g - " + str(lag) +
-                "; d < g; ++d) mg::gathered_stage_landed<0>(" +
-                ring_.fullBarrier("d % " + stages) + ");");
+                "; d < g; ++d) mg::gathered_stage_landed<0>(" + ring_.fullBarrier("d % " + stages) +
+                ");");
     }
   }
 

@@ -23,9 +23,11 @@ void WarpgroupPrinter::declareRing(const std::vector<std::string>& extraBarriers
   out_.line("    (reinterpret_cast<unsigned long long>(mg_smem_raw) + " +
             str(limits.swizzleAlignment - 1) + "ull) & ~" + str(limits.swizzleAlignment - 1) +
             "ull);");
-  out_.line("const mg::Ring<" + str(ring_.stages) +
+  const std::string cluster = ring_.clusterBlocks == 1 ? "" : ", " + str(ring_.clusterBlocks);
+  out_.line("const mg::Ring<" + str(ring_.stages) + cluster +
             "> ring{reinterpret_cast<unsigned long long*>(mg_smem + " + str(ring_.barrierOffset) +
             ")};");
+  if (ring_.clusterBlocks > 1) out_.line("const int mg_rank = mg::cluster_rank();");
   for (size_t b = 0; b < extraBarriers.size(); ++b) {
     out_.line("unsigned long long* const " + extraBarriers[b] + " = ring.full + " +
               str(2 * ring_.stages + static_cast<int64_t>(b)) + ";");
@@ -45,7 +47,12 @@ void WarpgroupPrinter::initializeRing(const std::vector<std::string>& extraBarri
   }
   out_.line("mg::fence_mbarrier_init();");
   out_.close();
-  out_.line("__syncthreads();");
+  if (ring_.clusterBlocks > 1) {
+    out_.line("// Every block of the cluster has its barriers before any copy multicasts to it.");
+    out_.line("mg::cluster_sync();");
+  } else {
+    out_.line("__syncthreads();");
+  }
 }
 
 void WarpgroupPrinter::setmaxnreg(bool producer) const {
@@ -80,7 +87,8 @@ void WarpgroupPrinter::waitStage(const std::string& counter) const {
   out_.line("const int s = ring.wait(" + counter + ");");
 }
 
-void WarpgroupPrinter::releaseStage(const std::string& counter, const std::string& condition) const {
+void WarpgroupPrinter::releaseStage(const std::string& counter,
+                                    const std::string& condition) const {
   out_.line((condition.empty() ? "" : "if (" + condition + ") ") + "ring.release(" + counter +
             ", lane);");
 }
@@ -109,11 +117,20 @@ void WarpgroupPrinter::loadBoxes(const plan::BulkOperand& op, const std::string&
                                  int64_t firstOffset, const std::string& barrier,
                                  const std::string& iteration) const {
   const plan::TensorMapDesc& map = ring_.maps[op.map];
+  // A multicast operand: this block's slice of each box's rows, to every block of the cluster.
+  const int64_t sliceRows = op.rows / op.multicast;
+  const std::string slice =
+      op.multicast == 1 ? "" : " + mg_rank * " + str(sliceRows * ring_.limits.swizzleRowBytes);
+  const std::string kind = op.multicast == 1 ? "d(" : "d_multicast(";
   for (int j = 0; j < op.boxes; ++j) {
-    std::string call = "mg::bulk_tensor_load_" + std::to_string(map.rank) + "d(" + prefix +
-                       str(firstOffset + j * op.boxBytes) + ", &" + mapName(op.map) + ", " +
+    std::string call = "mg::bulk_tensor_load_" + std::to_string(map.rank) + kind + prefix +
+                       str(firstOffset + j * op.boxBytes) + slice + ", &" + mapName(op.map) + ", " +
                        barrier;
-    for (int i = 0; i < map.rank; ++i) call += ", " + coordinate(op, i, iteration, j);
+    if (op.multicast > 1) call += ", " + str((1 << op.multicast) - 1);
+    for (int i = 0; i < map.rank; ++i) {
+      call += ", " + coordinate(op, i, iteration, j);
+      if (op.multicast > 1 && i == op.rowDim) call += " + mg_rank * " + str(sliceRows);
+    }
     out_.line(call + ");");
   }
 }
@@ -192,8 +209,7 @@ std::string WarpgroupPrinter::descriptor(const plan::BulkOperand& op, const std:
   // advanced to this one's bytes.
   const std::string atBase = "mg::wgmma_descriptor_128b(" + base + ", " + str(leading) + ", " +
                              str(limits.swizzleAlignment) + ")";
-  return offset == 0 ? atBase
-                     : "mg::wgmma_descriptor_advance(" + atBase + ", " + str(offset) + ")";
+  return offset == 0 ? atBase : "mg::wgmma_descriptor_advance(" + atBase + ", " + str(offset) + ")";
 }
 
 std::string WarpgroupPrinter::wgmmaShape(int64_t n) const {

@@ -89,6 +89,10 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
       planOperand(plan, limits, bOp, rank - 1, rank - 2, wg.maps, wg.producer);
   if (!a || !b) return std::nullopt;
   countFillArrivals(wg, {&*a, &*b});
+  // Blocks of a cluster (along x) multicast the operand they share; the copy warpgroup issues.
+  if (block.clusterBlocks() > 1 && (!wg.producer || !planMulticast(wg, block, {&*a, &*b}))) {
+    return std::nullopt;
+  }
   if (wg.producer) {
     budgetRegisters(wg, target);
     if (wg.consumerRegisters < wg.accumulatorsPerThread() + 32) return std::nullopt;
@@ -105,9 +109,14 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   const int64_t tiles = block.grid[0] * block.grid[1] * block.grid[2];
   wg.launchGrid = block.grid;
   if (wg.producer && tiles > target.streamingMultiprocessors) {
+    // The blocks of a cluster walk consecutive tiles, which share their column of tiles (grid
+    // x and each raster group hold whole clusters), and the same number of them.
+    const int64_t cluster = wg.clusterBlocks;
+    const int64_t group = std::min<int64_t>(limits.rasterGroup, block.grid[0]);
+    if (group % cluster != 0) return std::nullopt;
     wg.persistent = true;
-    wg.launchGrid = {target.streamingMultiprocessors, 1, 1};
-    wg.rasterGroup = static_cast<int>(std::min<int64_t>(limits.rasterGroup, block.grid[0]));
+    wg.launchGrid = {target.streamingMultiprocessors / cluster * cluster, 1, 1};
+    wg.rasterGroup = static_cast<int>(group);
   }
   return wg;
 }

@@ -92,17 +92,42 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
     if (block.forloop > 1 && op.fmap == d) operand.iterationStep[i] = tile[d];
   }
   operand.view = map;
+  for (int i = 1; i < rank; ++i) {
+    if (map.box[i] == operand.rows) {
+      operand.rowDim = i;
+      break;
+    }
+  }
   if (!addressable) {
     // Gathered: each copy thread takes every (threads / chunks per row)-th row of a box, so
     // the rows of a box must be a whole number of such steps.
     operand.gatherChunkBytes = mayGather ? gatherChunkBytes(map) : 0;
-    const int64_t rowStep = limits.threads / (limits.swizzleRowBytes / std::max(1, operand.gatherChunkBytes));
+    const int64_t rowStep =
+        limits.threads / (limits.swizzleRowBytes / std::max(1, operand.gatherChunkBytes));
     if (operand.gatherChunkBytes == 0 || operand.rows % rowStep != 0) return std::nullopt;
     return operand;
   }
   operand.map = static_cast<int>(maps.size());
   maps.push_back(map);
   return operand;
+}
+
+bool planMulticast(WarpgroupRing& ring, const graph::BlockGraph& block,
+                   std::initializer_list<BulkOperand*> operands) {
+  const int64_t blocks = block.clusterBlocks();
+  if (blocks == 1) return true;
+  if (block.cluster[0] != blocks) return false;
+  constexpr int64_t kSwizzleAtomRows = 8;
+  for (BulkOperand* operand : operands) {
+    bool alike = true;
+    for (const auto& step : operand->blockStep) alike = alike && step[0] == 0;
+    if (!alike || operand->map < 0 || operand->rows % (kSwizzleAtomRows * blocks) != 0) continue;
+    operand->multicast = static_cast<int>(blocks);
+    ring.maps[operand->map].box[operand->rowDim] = operand->rows / blocks;
+    ring.clusterBlocks = static_cast<int>(blocks);
+    return true;
+  }
+  return false;
 }
 
 void countFillArrivals(WarpgroupRing& ring, std::initializer_list<const BulkOperand*> operands) {

@@ -48,6 +48,11 @@ struct BulkOperand {
   int map = -1;        // index into the plan's maps, or -1 where the operand is gathered
   TensorMapDesc view;  // the tensor as the copies address it (the map's description)
   int gatherChunkBytes = 0;  // > 0: gathered with cp.async chunks of this many bytes
+  // > 1: the operand's tile is alike in every block of a cluster of this many: block rank r
+  // copies rows [r, r + 1) * rows / multicast of each box (the map's box holds that slice)
+  // and multicasts them to every block of the cluster.
+  int multicast = 1;
+  int rowDim = 1;  // the view dim along a box's rows
   bool kMajor = true;  // the contiguous dim is K (else M or N)
   int64_t rows = 0;    // rows of a box (the other matrix dim of the tile)
   int boxes = 1;
@@ -77,6 +82,9 @@ struct WarpgroupRing {
   // operand is gathered, every copy-warpgroup thread's once its chunks landed (plus the copy
   // thread's where another operand still uses the copy engine).
   int fillArrivals = 1;
+  // Blocks of a thread-block cluster whose copies multicast into each other's stages: a stage
+  // empties once the consumers of every one of them released it.
+  int clusterBlocks = 1;
   int producerRegisters = 0;  // setmaxnreg budgets with a producer warpgroup (0: none)
   int consumerRegisters = 0;
   std::vector<TensorMapDesc> maps;  // kernel parameters after the pointers, in order
@@ -98,6 +106,12 @@ struct WarpgroupRing {
 std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLimits& limits,
                                        int opIndex, int mn, int kDim,
                                        std::vector<TensorMapDesc>& maps, bool mayGather = false);
+
+// Shares the copies of the operand of `operands` that is alike in every block of `block`'s
+// cluster (clusters along grid x only) by multicast: false where there is no such operand,
+// it is gathered, or its box rows do not split into whole swizzle atoms per block.
+bool planMulticast(WarpgroupRing& ring, const graph::BlockGraph& block,
+                   std::initializer_list<BulkOperand*> operands);
 
 // Whether some operand of `operands` is gathered; sets the ring's fill arrivals to match.
 void countFillArrivals(WarpgroupRing& ring, std::initializer_list<const BulkOperand*> operands);

@@ -120,6 +120,7 @@ TEST(ScheduleHash, ChangesWithEverySchedulingChoice) {
   const std::vector<std::string> variants = {
       withChange(s, "\"threads\": 128", "\"threads\": 256"),
       withChange(s, "\"forloop\": 4", "\"forloop\": 2"),
+      withChange(s, "\"threads\": 128", "\"cluster\": {\"x\": 2}, \"threads\": 128"),
       withChange(s, "\"y\": 2, \"z\": 1", "\"y\": 4, \"z\": 1"),
       // Swap which grid axis splits batch and rows: only imap/omap change.
       withChange(withChange(withChange(s, "{\"x\": 0, \"y\": 1}, \"fmap\"",
@@ -131,6 +132,10 @@ TEST(ScheduleHash, ChangesWithEverySchedulingChoice) {
     SCOPED_TRACE(i);
     EXPECT_NE(scheduleHashOf(variants[i]), base);
   }
+  // Clusters of one block are no clusters: the hash (a found schedule's name) stays.
+  EXPECT_EQ(scheduleHashOf(withChange(s, "\"threads\": 128",
+                                      "\"cluster\": {\"x\": 1}, \"threads\": 128")),
+            base);
 }
 
 // Two independent kernels: listing them in either order is the same schedule.

@@ -135,6 +135,33 @@ TEST(WarpgroupMmaPlan, RowsTheCopyEngineCannotAddressAreGatheredWithCpAsync) {
   EXPECT_FALSE(planned(single).as<WarpgroupMmaPlan>());
 }
 
+// A cluster of two blocks along x (consecutive row tiles) shares its column tile of B: each
+// block copies half of every B box's rows and multicasts it to both, and a stage empties once
+// the consumers of both blocks released it.
+TEST(WarpgroupMmaPlan, ClustersMulticastTheOperandTheirBlocksShare) {
+  graph::Schedule schedule = shipped("gemm_4096.warpgroups");  // 128 x 256 x 64, persistent
+  schedule.graph.ops[0].block->cluster = {2, 1, 1};
+  const KernelPlan plan = planned(schedule);
+  ASSERT_TRUE(plan.as<WarpgroupMmaPlan>());
+  const WarpgroupMmaPlan& wg = *plan.as<WarpgroupMmaPlan>();
+  EXPECT_EQ(wg.clusterBlocks, 2);
+  EXPECT_EQ(wg.a.multicast, 1);  // A's rows differ along x
+  EXPECT_EQ(wg.b.multicast, 2);
+  EXPECT_EQ(wg.maps[wg.b.map].box, (std::array<int64_t, 4>{64, 32, 1, 1}));  // half of 64 rows
+  EXPECT_EQ(wg.b.boxBytes, 64 * 64 * 2);  // each block's stage still holds the whole tile
+  EXPECT_EQ(wg.launchGrid[0] % 2, 0);     // whole clusters of persistent blocks
+  EXPECT_EQ(wg.rasterGroup % 2, 0);       // a raster group holds whole clusters
+
+  // Along y the blocks would share A, but clusters are planned along x only; on sm_80 there
+  // are none.
+  graph::Schedule alongY = shipped("gemm_4096.warpgroups");
+  alongY.graph.ops[0].block->cluster = {1, 2, 1};
+  EXPECT_FALSE(planned(alongY).as<WarpgroupMmaPlan>());
+  const KernelPlan sm80 = planned(schedule, "sm_80");
+  EXPECT_NE(launchProblem(sm80, targetByName("sm_80")).find("clusters of 2 blocks"),
+            std::string::npos);
+}
+
 TEST(WarpgroupMmaPlan, Sm80AndIneligibleBlockGraphsStayOnMmaSync) {
   EXPECT_FALSE(planned(shipped("gemm_4096.warpgroups"), "sm_80").as<WarpgroupMmaPlan>());
   // Attention: more than one matmul, element-wise ops and running maxima.
