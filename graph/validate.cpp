@@ -6,6 +6,7 @@
 #include <set>
 #include <string_view>
 
+#include "graph/dynamic_dims.h"
 #include "graph/shape_inference.h"
 #include "graph/tile_splits.h"
 
@@ -379,6 +380,7 @@ void validateGraph(const KernelGraph& graph, const std::string& prefix, bool all
            "tensor '" + graph.tensors[t].name + "' is output twice");
     }
   }
+  validateDynamicDims(graph, prefix);
 }
 
 }  // namespace
@@ -396,6 +398,7 @@ void validateSchedule(const Schedule& schedule) {
   validateKernelGraph(schedule.graph);
   const Program& p = schedule.program;
   const KernelGraph& g = schedule.graph;
+  if (p.dims != g.dims) fail("dims", -1, -1, "", "the schedule's dynamic dims differ from its program's");
   if (p.inputs.size() != g.inputs.size()) {
     fail("tensors", -1, -1, "",
          "the schedule has " + std::to_string(g.inputs.size()) + " inputs but its program has " +
