@@ -87,8 +87,9 @@ void validateDeclarations(const KernelGraph& graph, const std::string& prefix) {
   std::vector<DynamicDim> earlier;
   for (size_t i = 0; i < graph.dims.size(); ++i) {
     const DynamicDim& dim = graph.dims[i];
-    const std::string problem = dimDeclarationProblem(dim.name, dim.min, dim.max, earlier);
-    if (!problem.empty()) fail(prefix + "dims", static_cast<int>(i), -1, "", problem);
+    if (auto problem = dimDeclarationProblem(dim.name, dim.min, dim.max, earlier)) {
+      fail(prefix + "dims", static_cast<int>(i), -1, problem->field, problem->reason);
+    }
     if (graph.findTensor(dim.name)) {
       fail(prefix + "dims", static_cast<int>(i), -1, "name",
            "dim '" + dim.name + "' has the name of a tensor");
@@ -179,19 +180,26 @@ std::optional<int> findDim(const KernelGraph& graph, std::string_view name) {
   return std::nullopt;
 }
 
-std::string dimDeclarationProblem(std::string_view name, int64_t min, int64_t max,
-                                  const std::vector<DynamicDim>& declared) {
+std::optional<DimProblem> dimDeclarationProblem(std::string_view name, int64_t min, int64_t max,
+                                                const std::vector<DynamicDim>& declared) {
   const std::string quoted = "'" + std::string(name) + "'";
-  if (!isTensorName(name)) return "dim name " + quoted + " is not an identifier";
+  if (!isTensorName(name))
+    return DimProblem{"name", "dim name " + quoted + " is not an identifier"};
   for (const DynamicDim& d : declared) {
-    if (d.name == name) return "dim " + quoted + " is declared twice";
+    if (d.name == name) return DimProblem{"name", "dim " + quoted + " is declared twice"};
   }
-  if (min < 1) return "dim " + quoted + " has min " + std::to_string(min) + " (must be >= 1)";
+  if (min < 1) {
+    return DimProblem{"min",
+                      "dim " + quoted + " has min " + std::to_string(min) + " (must be >= 1)"};
+  }
   if (min > max) {
-    return "dim " + quoted + " has min " + std::to_string(min) + " > max " + std::to_string(max);
+    return DimProblem{"max", "dim " + quoted + " has min " + std::to_string(min) + " > max " +
+                                 std::to_string(max)};
   }
-  if (max > kMaxDimSize) return "dim " + quoted + " has max above " + std::to_string(kMaxDimSize);
-  return "";
+  if (max > kMaxDimSize) {
+    return DimProblem{"max", "dim " + quoted + " has max above " + std::to_string(kMaxDimSize)};
+  }
+  return std::nullopt;
 }
 
 std::vector<std::vector<int>> resultDynamicDims(const KernelGraph& graph, const KernelOp& op) {

@@ -33,10 +33,15 @@ using DimValues = std::map<std::string, int64_t>;
 int dynamicDimOf(const TensorDesc& tensor, int dim);
 std::optional<int> findDim(const KernelGraph& graph, std::string_view name);
 
-// Why declaring `name in [min, max]` after `declared` is refused, or "" when it is fine: the
-// one rule the text, JSON and ONNX readers share (a clash with a tensor name is validation's).
-std::string dimDeclarationProblem(std::string_view name, int64_t min, int64_t max,
-                                  const std::vector<DynamicDim>& declared);
+// Why declaring `name in [min, max]` after `declared` is refused (and which of "name", "min",
+// "max" is wrong), or nullopt when it is fine: the one rule the text, JSON and ONNX readers
+// share (a clash with a tensor name is validation's).
+struct DimProblem {
+  std::string field;
+  std::string reason;
+};
+std::optional<DimProblem> dimDeclarationProblem(std::string_view name, int64_t min, int64_t max,
+                                                const std::vector<DynamicDim>& declared);
 
 // The dynamic dims of each result of `op`, from its operands' records: a predefined op's
 // result dims follow its shape rule (element-wise and accumulators keep them, matmul keeps

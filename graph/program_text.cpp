@@ -129,8 +129,9 @@ void TextParser::parseDim(Statement& s, size_t line) {
   const int64_t max = s.integer("the max of dim '" + name + "'", 0, kMaxDimSize);
   s.expectPunct("]", "after the range");
   s.expectEnd();
-  const std::string problem = dimDeclarationProblem(name, min, max, builder_.graph().dims);
-  if (!problem.empty()) s.fail(problem);
+  if (auto problem = dimDeclarationProblem(name, min, max, builder_.graph().dims)) {
+    s.fail(problem->reason);
+  }
   if (reserved_.count(name)) s.fail("dim '" + name + "' has the name of a tensor");
   dimLines_.push_back(line);
   builder_.dim(DynamicDim{name, min, max});

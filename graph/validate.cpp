@@ -398,7 +398,8 @@ void validateSchedule(const Schedule& schedule) {
   validateKernelGraph(schedule.graph);
   const Program& p = schedule.program;
   const KernelGraph& g = schedule.graph;
-  if (p.dims != g.dims) fail("dims", -1, -1, "", "the schedule's dynamic dims differ from its program's");
+  if (p.dims != g.dims)
+    fail("dims", -1, -1, "", "the schedule's dynamic dims differ from its program's");
   if (p.inputs.size() != g.inputs.size()) {
     fail("tensors", -1, -1, "",
          "the schedule has " + std::to_string(g.inputs.size()) + " inputs but its program has " +
