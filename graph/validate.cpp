@@ -430,7 +430,7 @@ void validateSchedule(const Schedule& schedule) {
            "schedule output '" + b.name + "' is not an output of the program");
     }
     const TensorDesc& a = p.tensors[*match];
-    if (a.shape != b.shape || a.dtype != b.dtype) {
+    if (a.shape != b.shape || a.dtype != b.dtype || a.dynamicDims != b.dynamicDims) {
       fail("outputs", static_cast<int>(i), -1, "",
            "schedule output '" + b.name + "' is " + std::string(dtypeName(b.dtype)) + " " +
                formatDims(b.shape) + " but the program's is " + std::string(dtypeName(a.dtype)) +
