@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "graph/error.h"
 #include "tests/dynamic_schedules.h"
 #include "tests/verify/test_support.h"
 #include "verify/dynamic_lengths.h"
@@ -104,8 +105,9 @@ TEST(DynamicLengths, AScheduleRightAtOneLengthIsCaughtAtAnother) {
   EXPECT_EQ(caught, (std::set<int64_t>{65, 128, 191, 192, 2048}));
 }
 
-TEST(DynamicLengths, ALengthTheScheduleCannotReachFailsTheRange) {
-  // Split-KV with 4 fixed parts of 64-key tiles reaches no length below 193.
+TEST(DynamicLengths, ALengthASplitCannotReachIsAnErrorNamingIt) {
+  // Split-KV with 4 fixed parts of 64-key tiles reaches no length below 193 (only the cut
+  // matters here: the schedule is not a whole split-KV, it has no combine).
   graph::Schedule s = mugraph::testing::dynamicAttentionSchedule();
   graph::BlockGraph& block = *s.graph.ops[0].block;
   block.grid[1] = 4;
