@@ -11,6 +11,11 @@ namespace mugraph::driver {
 
 ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions& options,
                                 const runtime::CudaDriver* gpu) {
+  if (!program.dims.empty()) {
+    throw UserError(program.name,
+                    "the program has dynamic dims: searching a dynamic program comes in a later "
+                    "slice of issue 28 (check and replay a dynamic schedule with --dim)");
+  }
   const search::SearchOptions searchOptions = searchOptionsFor(program, options);
   const plan::Target& target = *searchOptions.config.target;
   ProgramRun run;

@@ -1,5 +1,6 @@
 #include "graph/builder.h"
 
+#include "graph/dynamic_dims.h"
 #include "graph/shape_inference.h"
 #include "graph/validate.h"
 
@@ -11,9 +12,10 @@ GraphBuilder::GraphBuilder(std::string name) {
 
 GraphBuilder GraphBuilder::withInputsOf(const Program& program, std::string name) {
   GraphBuilder builder(std::move(name));
+  builder.graph_.dims = program.dims;
   for (TensorId t : program.inputs) {
     const TensorDesc& d = program.tensors[t];
-    builder.input(d.name, d.dtype, d.shape, d.layout);
+    builder.input(d.name, d.dtype, d.shape, d.layout, d.dynamicDims);
   }
   return builder;
 }
@@ -32,8 +34,14 @@ TensorId GraphBuilder::addTensor(TensorDesc desc) {
   return static_cast<TensorId>(graph_.tensors.size() - 1);
 }
 
-TensorId GraphBuilder::input(const std::string& name, DType dtype, Dims shape, Layout layout) {
-  const TensorId id = addTensor(TensorDesc{name, dtype, std::move(shape), layout});
+void GraphBuilder::dim(DynamicDim dim) {
+  graph_.dims.push_back(std::move(dim));
+}
+
+TensorId GraphBuilder::input(const std::string& name, DType dtype, Dims shape, Layout layout,
+                             std::vector<int> dynamicDims) {
+  const TensorId id =
+      addTensor(TensorDesc{name, dtype, std::move(shape), layout, std::move(dynamicDims)});
   graph_.inputs.push_back(id);
   return id;
 }
@@ -53,6 +61,7 @@ TensorId GraphBuilder::op(OpKind kind, std::vector<TensorId> inputs, OpAttrs att
   op.inputs = std::move(inputs);
   op.outputs = {out};
   op.attrs = attrs;
+  graph_.tensors[out].dynamicDims = resultDynamicDims(graph_, op).at(0);
   graph_.ops.push_back(std::move(op));
   return out;
 }
@@ -84,6 +93,10 @@ std::vector<TensorId> GraphBuilder::blockGraph(std::string kernelName, BlockGrap
     op.outputs.push_back(addTensor(TensorDesc{outputs[i].first, outputs[i].second, shapes[i]}));
   }
   op.block = std::move(block);
+  const std::vector<std::vector<int>> dynamicDims = resultDynamicDims(graph_, op);
+  for (size_t i = 0; i < op.outputs.size(); ++i) {
+    graph_.tensors[op.outputs[i]].dynamicDims = dynamicDims.at(i);
+  }
   graph_.ops.push_back(std::move(op));
   return graph_.ops.back().outputs;
 }

@@ -17,8 +17,12 @@ class GraphBuilder {
   // Starts from the inputs of `program` (same names, descs and order).
   static GraphBuilder withInputsOf(const Program& program, std::string name = "");
 
+  // A dynamic dim (graph/dynamic_dims.h); declare it before the inputs that name it.
+  void dim(DynamicDim dim);
+  // `dynamicDims`: per dim a dynamic dim's index or kStaticDim (empty: all static); a dynamic
+  // dim's extent in `shape` is its reference, the range's max.
   TensorId input(const std::string& name, DType dtype, Dims shape,
-                 Layout layout = Layout::RowMajor);
+                 Layout layout = Layout::RowMajor, std::vector<int> dynamicDims = {});
   // A predefined op; an empty name gets a fresh one ("t0", "t1", ...). Throws ShapeError.
   TensorId op(OpKind kind, std::vector<TensorId> inputs, OpAttrs attrs = {},
               std::string name = "");

@@ -125,6 +125,11 @@ std::vector<uint64_t> tensorHashes(const KernelGraph& graph) {
     const TensorDesc& d = graph.tensors.at(t);
     Hasher h("input");
     h.add(d.name).add(dtypeName(d.dtype)).add(d.shape).add(layoutName(d.layout));
+    for (size_t i = 0; i < d.dynamicDims.size(); ++i) {  // static inputs hash as before
+      if (d.dynamicDims[i] == kStaticDim) continue;
+      const DynamicDim& dim = graph.dims.at(d.dynamicDims[i]);
+      h.add(static_cast<uint64_t>(i)).add(dim.name).add(static_cast<uint64_t>(dim.min));
+    }
     hash[t] = h.value();
   }
   for (const KernelOp& op : graph.ops) {
@@ -162,6 +167,9 @@ uint64_t kernelGraphHash(const KernelGraph& graph) {
   for (TensorId t : graph.inputs) inputs.push_back(hash.at(t));
   Hasher h("graph");
   h.addSorted(inputs).addSorted(outputs);
+  for (const DynamicDim& dim : graph.dims) {  // none in a static graph: its hash is as before
+    h.add(dim.name).add(static_cast<uint64_t>(dim.min)).add(static_cast<uint64_t>(dim.max));
+  }
   // Every kernel launched counts, even one whose result is unused: it is part of the schedule.
   std::vector<uint64_t> kernels;
   for (const KernelOp& op : graph.ops) {

@@ -100,9 +100,19 @@ struct KernelOp {
   bool operator==(const KernelOp&) const = default;
 };
 
+// A symbolic dim with its range (`dim s in [1, 65536]`): graph/dynamic_dims.h.
+struct DynamicDim {
+  std::string name;
+  int64_t min = 1;
+  int64_t max = 1;
+
+  bool operator==(const DynamicDim&) const = default;
+};
+
 // A kernel graph of device tensors. A program is a kernel graph of predefined ops only.
 struct KernelGraph {
   std::string name;
+  std::vector<DynamicDim> dims;  // dynamic dims, in declaration order (empty: all static)
   std::vector<TensorDesc> tensors;
   std::vector<TensorId> inputs;   // in declaration order
   std::vector<KernelOp> ops;      // definition before use

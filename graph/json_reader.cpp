@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "graph/dynamic_dims.h"
 #include "graph/error.h"
 #include "graph/hash.h"
 #include "graph/json_format.h"
@@ -208,7 +209,7 @@ void writeAttrs(nlohmann::json& op, OpKind kind, const OpAttrs& attrs) {
   if (info.hasQueries && attrs.queries > 0) op["queries"] = attrs.queries;
 }
 
-TensorDesc readTensorDesc(const JsonReader& desc) {
+TensorDesc readTensorDesc(const JsonReader& desc, const std::vector<DynamicDim>& dims) {
   desc.expectObject({"name", "dtype", "shape", "layout"});
   TensorDesc result;
   result.name = desc.at("name").tensorName();
@@ -217,12 +218,30 @@ TensorDesc readTensorDesc(const JsonReader& desc) {
   if (!parsedDType) dtype.fail("unknown dtype '" + dtype.string() + "' (f16, bf16 or f32)");
   result.dtype = *parsedDType;
   const JsonReader shape = desc.at("shape");
-  const std::vector<JsonReader> dims = shape.items();
-  if (dims.empty() || dims.size() > static_cast<size_t>(kMaxRank)) {
-    shape.fail("tensor '" + result.name + "' has rank " + std::to_string(dims.size()) +
+  const std::vector<JsonReader> shapeItems = shape.items();
+  if (shapeItems.empty() || shapeItems.size() > static_cast<size_t>(kMaxRank)) {
+    shape.fail("tensor '" + result.name + "' has rank " + std::to_string(shapeItems.size()) +
                " (1 to 4 supported)");
   }
-  for (const JsonReader& d : dims) result.shape.push_back(d.integer(1, kMaxDimSize));
+  for (const JsonReader& d : shapeItems) {
+    if (!d.value().is_string()) {
+      result.shape.push_back(d.integer(1, kMaxDimSize));
+      continue;
+    }
+    const std::string name = d.string();
+    int found = kStaticDim;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i].name == name) found = static_cast<int>(i);
+    }
+    if (found == kStaticDim) {
+      d.fail("unknown dim '" + name + "' (declare it in \"dims\": [{\"name\": \"" + name +
+             "\", \"min\": MIN, \"max\": MAX}])");
+    }
+    result.dynamicDims.resize(result.shape.size(), kStaticDim);
+    result.dynamicDims.push_back(found);
+    result.shape.push_back(dims[found].max);
+  }
+  if (!result.dynamicDims.empty()) result.dynamicDims.resize(result.shape.size(), kStaticDim);
   if (std::optional<JsonReader> layout = desc.find("layout")) {
     const std::optional<Layout> parsedLayout = parseLayout(layout->string());
     if (!parsedLayout) {
@@ -233,11 +252,38 @@ TensorDesc readTensorDesc(const JsonReader& desc) {
   return result;
 }
 
-nlohmann::json tensorDescToJson(const TensorDesc& desc) {
+nlohmann::json tensorDescToJson(const TensorDesc& desc, const std::vector<DynamicDim>& dims) {
+  json shape = desc.shape;
+  for (size_t d = 0; d < desc.dynamicDims.size(); ++d) {
+    if (desc.dynamicDims[d] != kStaticDim) shape[d] = dims.at(desc.dynamicDims[d]).name;
+  }
   return json{{"name", desc.name},
               {"dtype", dtypeName(desc.dtype)},
-              {"shape", desc.shape},
+              {"shape", std::move(shape)},
               {"layout", layoutName(desc.layout)}};
+}
+
+std::vector<DynamicDim> readDynamicDims(const JsonReader& list) {
+  std::vector<DynamicDim> dims;
+  for (const JsonReader& item : list.items()) {
+    item.expectObject({"name", "min", "max"});
+    DynamicDim dim;
+    dim.name = item.at("name").string();
+    dim.min = item.at("min").integer(-kMaxDimSize, kMaxDimSize);
+    dim.max = item.at("max").integer(-kMaxDimSize, kMaxDimSize);
+    if (auto problem = dimDeclarationProblem(dim.name, dim.min, dim.max, dims)) {
+      item.at(problem->field).fail(problem->reason);
+    }
+    dims.push_back(std::move(dim));
+  }
+  return dims;
+}
+
+json dynamicDimsToJson(const std::vector<DynamicDim>& dims) {
+  json list = json::array();
+  for (const DynamicDim& d : dims)
+    list.push_back(json{{"name", d.name}, {"min", d.min}, {"max", d.max}});
+  return list;
 }
 
 nlohmann::json parseJsonText(std::string_view text, const std::string& source) {

@@ -58,9 +58,14 @@ std::vector<std::string_view> attrKeys(OpKind kind);     // "dim", "to", "c" as 
 OpAttrs readAttrs(const JsonReader& op, OpKind kind);    // dim= and c= are required
 void writeAttrs(nlohmann::json& op, OpKind kind, const OpAttrs& attrs);
 
-// {"name", "dtype", "shape", "layout"} (layout optional on read, always written).
-TensorDesc readTensorDesc(const JsonReader& desc);
-nlohmann::json tensorDescToJson(const TensorDesc& desc);
+// {"name", "dtype", "shape", "layout"} (layout optional on read, always written). A shape
+// entry may name one of `dims` (a dynamic dim, graph/dynamic_dims.h): "s".
+TensorDesc readTensorDesc(const JsonReader& desc, const std::vector<DynamicDim>& dims = {});
+nlohmann::json tensorDescToJson(const TensorDesc& desc, const std::vector<DynamicDim>& dims = {});
+
+// "dims": [{"name": "s", "min": 1, "max": 65536}, ...]; written only where there are some.
+std::vector<DynamicDim> readDynamicDims(const JsonReader& list);
+nlohmann::json dynamicDimsToJson(const std::vector<DynamicDim>& dims);
 
 // Parses JSON text; a syntax error becomes a UserError naming the source, line and column.
 nlohmann::json parseJsonText(std::string_view text, const std::string& source);

@@ -101,7 +101,9 @@ void readOp(const JsonReader& item, GraphBuilder& builder,
 
 nlohmann::json programToJson(const Program& program) {
   json inputs = json::array();
-  for (TensorId t : program.inputs) inputs.push_back(tensorDescToJson(program.tensors[t]));
+  for (TensorId t : program.inputs) {
+    inputs.push_back(tensorDescToJson(program.tensors[t], program.dims));
+  }
   json ops = json::array();
   for (const KernelOp& op : program.ops) {
     json item{{"op", opName(op.kind)}, {"inputs", json::array()}};
@@ -112,27 +114,41 @@ nlohmann::json programToJson(const Program& program) {
   }
   json outputs = json::array();
   for (TensorId t : program.outputs) outputs.push_back(program.tensors[t].name);
-  return json{{"format", kProgramFormat},
+  json result{{"format", kProgramFormat},
               {"version", kFormatVersion},
               {"name", program.name},
               {"inputs", std::move(inputs)},
               {"ops", std::move(ops)},
               {"outputs", std::move(outputs)},
               {"hash", hashHex(programHash(program))}};
+  if (!program.dims.empty()) result["dims"] = dynamicDimsToJson(program.dims);
+  return result;
 }
 
 Program programFromJson(const nlohmann::json& json, const std::string& sourceName,
                         const std::string& path) {
   const JsonReader top(json, sourceName, path);
   top.checkFormatAndVersion(kProgramFormat, "program");
-  top.expectObject({"format", "version", "name", "inputs", "ops", "outputs", "hash"});
+  top.expectObject({"format", "version", "name", "dims", "inputs", "ops", "outputs", "hash"});
   const std::optional<JsonReader> name = top.find("name");
   GraphBuilder builder(name ? name->graphName() : "");
   const std::map<std::string, std::string> sites = definitionSites(top);
+  if (std::optional<JsonReader> dims = top.find("dims")) {
+    const std::vector<JsonReader> items = dims->items();
+    const std::vector<DynamicDim> declared = readDynamicDims(*dims);
+    for (size_t i = 0; i < declared.size(); ++i) {
+      auto site = sites.find(declared[i].name);
+      if (site != sites.end()) {
+        items[i].at("name").fail("dim '" + declared[i].name + "' has the name of the tensor at " +
+                                 site->second);
+      }
+      builder.dim(declared[i]);
+    }
+  }
   for (const JsonReader& item : top.at("inputs").items()) {
-    const TensorDesc desc = readTensorDesc(item);
+    const TensorDesc desc = readTensorDesc(item, builder.graph().dims);
     checkNewName(item.at("name"), builder);
-    builder.input(desc.name, desc.dtype, desc.shape, desc.layout);
+    builder.input(desc.name, desc.dtype, desc.shape, desc.layout, desc.dynamicDims);
   }
   for (const JsonReader& item : top.at("ops").items()) readOp(item, builder, sites);
   const JsonReader outputs = top.at("outputs");

@@ -10,124 +10,17 @@
 #include <stdexcept>
 
 #include "graph/builder.h"
+#include "graph/dynamic_dims.h"
 #include "graph/error.h"
 #include "graph/shape_inference.h"
 #include "graph/syntax.h"
+#include "graph/text_statement.h"
 #include "graph/validate.h"
 
 namespace mugraph::graph {
 namespace {
 
-enum class TokenKind { Identifier, Number, Punct, End };
-
-struct Token {
-  TokenKind kind = TokenKind::End;
-  std::string text;
-};
-
-std::string describe(const Token& token) {
-  return token.kind == TokenKind::End ? "the end of the line" : "'" + token.text + "'";
-}
-
-std::string_view stripComment(std::string_view line) {
-  const size_t hash = line.find('#');
-  return hash == std::string_view::npos ? line : line.substr(0, hash);
-}
-
-std::string_view trim(std::string_view text) {
-  const size_t begin = text.find_first_not_of(" \t\r");
-  if (begin == std::string_view::npos) return {};
-  return text.substr(begin, text.find_last_not_of(" \t\r") - begin + 1);
-}
-
-// The tokens of one statement; every error carries the statement's "source:line".
-class Statement {
- public:
-  Statement(std::string_view text, std::string where) : where_(std::move(where)) {
-    size_t i = 0;
-    while (i < text.size()) {
-      const char c = text[i];
-      if (c == ' ' || c == '\t' || c == '\r') {
-        ++i;
-      } else if (isIdentifierStart(c)) {
-        const size_t begin = i;
-        while (i < text.size() && isIdentifierChar(text[i])) ++i;
-        tokens_.push_back({TokenKind::Identifier, std::string(text.substr(begin, i - begin))});
-      } else if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.') {
-        const size_t begin = i++;
-        while (i < text.size() && (isIdentifierChar(text[i]) || text[i] == '.' ||
-                                   ((text[i] == '-' || text[i] == '+') &&
-                                    (text[i - 1] == 'e' || text[i - 1] == 'E')))) {
-          ++i;
-        }
-        tokens_.push_back({TokenKind::Number, std::string(text.substr(begin, i - begin))});
-      } else if (std::string_view("()[],=").find(c) != std::string_view::npos) {
-        tokens_.push_back({TokenKind::Punct, std::string(1, c)});
-        ++i;
-      } else {
-        fail("unexpected character '" + std::string(1, c) + "'");
-      }
-    }
-  }
-
-  [[noreturn]] void fail(const std::string& reason) const { throw UserError(where_, reason); }
-  const std::string& where() const { return where_; }
-
-  const Token& peek(size_t ahead = 0) const {
-    static const Token kEnd;
-    return pos_ + ahead < tokens_.size() ? tokens_[pos_ + ahead] : kEnd;
-  }
-  bool isPunct(const char* text, size_t ahead = 0) const {
-    return peek(ahead).kind == TokenKind::Punct && peek(ahead).text == text;
-  }
-  Token next() {
-    Token token = peek();
-    if (pos_ < tokens_.size()) ++pos_;
-    return token;
-  }
-  void expectPunct(const char* text, const std::string& context) {
-    if (!isPunct(text))
-      fail("expected '" + std::string(text) + "' " + context + ", got " + describe(peek()));
-    ++pos_;
-  }
-  std::string expectIdentifier(const std::string& what) {
-    if (peek().kind != TokenKind::Identifier)
-      fail("expected " + what + ", got " + describe(peek()));
-    return next().text;
-  }
-  void expectEnd() {
-    if (peek().kind != TokenKind::End)
-      fail("unexpected " + describe(peek()) + " after the statement");
-  }
-  int64_t integer(const std::string& what, int64_t min, int64_t max) {
-    const Token token = next();
-    int64_t value = 0;
-    const char* end = token.text.data() + token.text.size();
-    auto [ptr, ec] = std::from_chars(token.text.data(), end, value);
-    if (token.kind != TokenKind::Number || ec != std::errc() || ptr != end || value < min ||
-        value > max) {
-      fail(what + " must be an integer in " + std::to_string(min) + ".." + std::to_string(max) +
-           ", got " + describe(token));
-    }
-    return value;
-  }
-  double number(const std::string& what) {
-    const Token token = next();
-    double value = 0;
-    const char* begin = token.text.data() + (token.text.rfind('+', 0) == 0 ? 1 : 0);
-    const char* end = token.text.data() + token.text.size();
-    auto [ptr, ec] = std::from_chars(begin, end, value);
-    if (token.kind != TokenKind::Number || ec != std::errc() || ptr != end) {
-      fail(what + " must be a number, got " + describe(token));
-    }
-    return value;
-  }
-
- private:
-  std::string where_;
-  std::vector<Token> tokens_;
-  size_t pos_ = 0;
-};
+using namespace text;  // NOLINT: the tokenizer of this parser
 
 class TextParser {
  public:
@@ -148,6 +41,7 @@ class TextParser {
   std::string where(size_t line) const { return source_ + ":" + std::to_string(line); }
   void reserveDeclaredNames();
   void parseProgramName(std::string_view rest, Statement& s);
+  void parseDim(Statement& s, size_t line);
   void parseInput(Statement& s, size_t line);
   void parseAssignment(Statement& s, size_t line);
   void parseOutput(Statement& s, size_t line);
@@ -162,7 +56,7 @@ class TextParser {
   std::set<std::string> reserved_;         // every name the file declares, for fresh names
   std::map<std::string, size_t> defined_;  // tensor name -> line
   std::map<TensorId, size_t> outputLine_;
-  std::vector<size_t> inputLines_, opLines_, outputLines_;
+  std::vector<size_t> dimLines_, inputLines_, opLines_, outputLines_;
   GraphBuilder builder_;
   size_t firstAssignment_ = 0;
   size_t lastStatement_ = 0;  // line of the latest statement, for "program" and "no output"
@@ -219,6 +113,30 @@ void TextParser::parseProgramName(std::string_view rest, Statement& s) {
   builder_ = GraphBuilder(name);
 }
 
+// dim NAME in [MIN, MAX]
+void TextParser::parseDim(Statement& s, size_t line) {
+  if (firstAssignment_ != 0 || !inputLines_.empty()) {
+    s.fail("dims must be declared before the inputs and the first assignment");
+  }
+  const std::string name = s.expectIdentifier("a dim name");
+  if (s.peek().kind != TokenKind::Identifier || s.peek().text != "in") {
+    s.fail("expected 'in' after the dim name, e.g. dim s in [1, 65536]");
+  }
+  s.next();
+  s.expectPunct("[", "before the range of dim '" + name + "'");
+  const int64_t min = s.integer("the min of dim '" + name + "'", 0, kMaxDimSize);
+  s.expectPunct(",", "between the min and the max");
+  const int64_t max = s.integer("the max of dim '" + name + "'", 0, kMaxDimSize);
+  s.expectPunct("]", "after the range");
+  s.expectEnd();
+  if (auto problem = dimDeclarationProblem(name, min, max, builder_.graph().dims)) {
+    s.fail(problem->reason);
+  }
+  if (reserved_.count(name)) s.fail("dim '" + name + "' has the name of a tensor");
+  dimLines_.push_back(line);
+  builder_.dim(DynamicDim{name, min, max});
+}
+
 void TextParser::parseInput(Statement& s, size_t line) {
   if (firstAssignment_ != 0) {
     s.fail("inputs must be declared before the first assignment (line " +
@@ -230,11 +148,25 @@ void TextParser::parseInput(Statement& s, size_t line) {
   if (!dtype) s.fail("unknown dtype '" + dtypeText + "' (f16, bf16 or f32)");
   s.expectPunct("[", "before the dims of '" + name + "'");
   Dims shape;
+  std::vector<int> dynamicDims;
   while (!s.isPunct("]")) {
     if (!shape.empty()) s.expectPunct(",", "between dims");
+    if (s.peek().kind == TokenKind::Identifier) {
+      const std::string dimName = s.next().text;
+      const std::optional<int> dim = findDim(builder_.graph(), dimName);
+      if (!dim) {
+        s.fail("unknown dim '" + dimName + "' (declare it first: dim " + dimName +
+               " in [MIN, MAX])");
+      }
+      dynamicDims.resize(shape.size(), kStaticDim);
+      dynamicDims.push_back(*dim);
+      shape.push_back(builder_.graph().dims[*dim].max);
+      continue;
+    }
     shape.push_back(
         s.integer("dim " + std::to_string(shape.size()) + " of '" + name + "'", 1, kMaxDimSize));
   }
+  if (!dynamicDims.empty()) dynamicDims.resize(shape.size(), kStaticDim);
   s.expectPunct("]", "after the dims");
   if (shape.empty() || shape.size() > static_cast<size_t>(kMaxRank)) {
     s.fail("input '" + name + "' has rank " + std::to_string(shape.size()) + " (1 to 4 supported)");
@@ -260,7 +192,7 @@ void TextParser::parseInput(Statement& s, size_t line) {
   s.expectEnd();
   defined_[name] = line;
   inputLines_.push_back(line);
-  builder_.input(name, *dtype, shape, layout);
+  builder_.input(name, *dtype, shape, layout, std::move(dynamicDims));
 }
 
 TensorId TextParser::parseCall(Statement& s, std::string resultName) {
@@ -350,6 +282,7 @@ void TextParser::parseOutput(Statement& s, size_t line) {
   const auto pick = [&](const std::vector<size_t>& lines) {
     if (at.index >= 0 && at.index < static_cast<int>(lines.size())) line = lines[at.index];
   };
+  if (at.section == "dims") pick(dimLines_);
   if (at.section == "inputs") pick(inputLines_);
   if (at.section == "ops") pick(opLines_);
   if (at.section == "outputs") pick(outputLines_);
@@ -377,19 +310,21 @@ Program TextParser::parse() {
       continue;
     }
     if (first.kind != TokenKind::Identifier) {
-      s.fail("expected a statement (program, input, output or NAME = op(...)), got " +
+      s.fail("expected a statement (program, dim, input, output or NAME = op(...)), got " +
              describe(first));
     }
     s.next();
     if (first.text == "program") {
       const std::string_view rest = trim(lines_[i]).substr(first.text.size());
       parseProgramName(rest, s);
+    } else if (first.text == "dim") {
+      parseDim(s, line);
     } else if (first.text == "input") {
       parseInput(s, line);
     } else if (first.text == "output") {
       parseOutput(s, line);
     } else {
-      s.fail("expected a statement (program, input, output or NAME = op(...)), got " +
+      s.fail("expected a statement (program, dim, input, output or NAME = op(...)), got " +
              describe(first));
     }
     lastStatement_ = line;
@@ -417,6 +352,18 @@ void checkPrintable(bool ok, const std::string& name) {
   if (!ok) throw std::invalid_argument("programToText: '" + name + "' is not a printable name");
 }
 
+// "[8, 128, s]": a dynamic dim by its name.
+std::string shapeText(const Program& program, const TensorDesc& desc) {
+  if (desc.dynamicDims.empty()) return formatDims(desc.shape);
+  std::string text = "[";
+  for (size_t d = 0; d < desc.shape.size(); ++d) {
+    const int dim = dynamicDimOf(desc, static_cast<int>(d));
+    text += (d ? ", " : "") +
+            (dim == kStaticDim ? std::to_string(desc.shape[d]) : program.dims.at(dim).name);
+  }
+  return text + "]";
+}
+
 }  // namespace
 
 Program parseProgramText(std::string_view text, const std::string& sourceName) {
@@ -427,10 +374,14 @@ std::string programToText(const Program& program) {
   std::string out;
   checkPrintable(isGraphName(program.name), program.name);
   if (!program.name.empty()) out += "program " + program.name + "\n";
+  for (const DynamicDim& d : program.dims) {
+    checkPrintable(isTensorName(d.name), d.name);
+    out += "dim " + d.name + " in [" + std::to_string(d.min) + ", " + std::to_string(d.max) + "]\n";
+  }
   for (const TensorDesc& t : program.tensors) checkPrintable(isTensorName(t.name), t.name);
   for (TensorId t : program.inputs) {
     const TensorDesc& d = program.tensors[t];
-    out += "input " + d.name + " " + std::string(dtypeName(d.dtype)) + " " + formatDims(d.shape);
+    out += "input " + d.name + " " + std::string(dtypeName(d.dtype)) + " " + shapeText(program, d);
     if (d.layout != Layout::RowMajor) out += " layout=" + std::string(layoutName(d.layout));
     out += "\n";
   }

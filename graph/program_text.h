@@ -1,6 +1,7 @@
 // The program text format (.mg): one statement a line, nested calls allowed.
 //
 //   program gqa_mirage                      (optional; names the program)
+//   dim s in [1, 65536]                     (a dynamic dim, before the inputs naming it)
 //   input Q f16 [2, 256, 64]
 //   input K f16 [2, 64, 4096] layout=transposed
 //   A = matmul(Q, K)

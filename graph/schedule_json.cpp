@@ -159,8 +159,9 @@ class ScheduleReader {
 void ScheduleReader::readTensors() {
   KernelGraph& graph = schedule_.graph;
   const JsonReader list = top_.at("tensors");
+  graph.dims = schedule_.program.dims;  // a schedule's dims are its program's
   for (const JsonReader& item : list.items()) {
-    TensorDesc desc = readTensorDesc(item);
+    TensorDesc desc = readTensorDesc(item, graph.dims);
     if (ids_.count(desc.name)) item.at("name").fail("duplicate tensor '" + desc.name + "'");
     ids_[desc.name] = static_cast<TensorId>(graph.tensors.size());
     graph.tensors.push_back(std::move(desc));
@@ -419,7 +420,8 @@ void ScheduleReader::readOutputs() {
 nlohmann::json scheduleToJson(const Schedule& schedule) {
   const KernelGraph& graph = schedule.graph;
   json tensors = json::array();
-  for (const TensorDesc& desc : graph.tensors) tensors.push_back(tensorDescToJson(desc));
+  for (const TensorDesc& desc : graph.tensors)
+    tensors.push_back(tensorDescToJson(desc, graph.dims));
   json kernels = json::array();
   for (const KernelOp& kernel : graph.ops) kernels.push_back(kernelToJson(graph, kernel));
   json outputs = json::array();

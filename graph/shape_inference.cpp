@@ -183,7 +183,8 @@ Dims outputDeviceShape(const Dims& tile, const std::string& tileName, const Bloc
   for (int axis = 0; axis < kGridAxes; ++axis) {
     const int dim = output.omap[axis];
     const std::string field = std::string("omap.") + gridAxisName(axis);
-    if (block.grid[axis] == 1) {
+    const bool oneCutPart = split && dim >= 0 && dim < rank && split->at(dim).gridAxis == axis;
+    if (block.grid[axis] == 1 && !oneCutPart) {
       if (dim != kReplicated) {
         throw ShapeError(field + " maps dim " + std::to_string(dim) + " of '" + tileName +
                          "' but grid." + gridAxisName(axis) + " is 1 (use -1)");

@@ -143,12 +143,11 @@ TileSplit inputSplit(const Dims& source, const std::string& sourceName, const Bl
   for (int axis = 0; axis < kGridAxes; ++axis) {
     const int dim = input.imap[axis];
     const std::string field = std::string("imap.") + gridAxisName(axis);
-    if (block.grid[axis] == 1) {
-      if (dim != kReplicated) {
-        throw ShapeError(field + " maps dim " + std::to_string(dim) + " of '" + sourceName +
-                         "' but grid." + gridAxisName(axis) + " is 1 (use -1)");
-      }
-      continue;
+    // A grid axis of 1 cuts a dim only into one declared (possibly partial) tile: how a
+    // dynamic dim keeps its cut at lengths that need one part (graph/dynamic_dims.h).
+    if (block.grid[axis] == 1 && dim != kReplicated && input.tile.empty()) {
+      throw ShapeError(field + " maps dim " + std::to_string(dim) + " of '" + sourceName +
+                       "' but grid." + gridAxisName(axis) + " is 1 (use -1)");
     }
     if (dim == kReplicated) continue;
     if (dim < 0 || dim >= rank) {
@@ -161,8 +160,8 @@ TileSplit inputSplit(const Dims& source, const std::string& sourceName, const Bl
     }
     axisOf[dim] = axis;
   }
-  const bool looped = block.forloop > 1 && input.fmap != kReplicated;
-  if (block.forloop == 1 && input.fmap != kReplicated) {
+  const bool looped = input.fmap != kReplicated && (block.forloop > 1 || !input.tile.empty());
+  if (block.forloop == 1 && input.fmap != kReplicated && input.tile.empty()) {
     throw ShapeError("fmap maps dim " + std::to_string(input.fmap) + " of '" + sourceName +
                      "' but forloop is 1 (use -1)");
   }

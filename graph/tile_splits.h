@@ -8,7 +8,9 @@
 // by both the grid and the loop, the last part may need fewer iterations than the loop has:
 // the iterations past its end are empty and the block skips them (no op runs, accumulators
 // keep their value); every loop-cut dim of the block is then cut alike, so its blocks agree
-// on their iteration counts.
+// on their iteration counts. With a declared tile, a grid axis of 1 (or a loop of 1) may still
+// cut a dim into one part (iteration), partial where the dim is shorter than the tile: a
+// dynamic dim keeps its cut at every length that way (graph/dynamic_dims.h).
 //
 // The cut of a tile dim follows it through the block graph: element-wise ops, matmul's rows
 // and columns and accumulators keep it; a reduction ends it. Operands combined along a dim

@@ -29,12 +29,17 @@ std::pair<int, int> swappedDimsFromEnd(Layout layout);
 using Dims = std::vector<int64_t>;
 
 inline constexpr int kMaxRank = 4;
+inline constexpr int kStaticDim = -1;
 
 struct TensorDesc {
   std::string name;
   DType dtype = DType::F32;
   Dims shape;
   Layout layout = Layout::RowMajor;
+  // Per dim: the index of the dynamic dim (KernelGraph::dims) it is, or kStaticDim; empty when
+  // every dim is static, so static tensors read, print, hash and compare as before. A dynamic
+  // dim's entry in `shape` is its reference extent (graph/dynamic_dims.h).
+  std::vector<int> dynamicDims = {};
 
   bool operator==(const TensorDesc&) const = default;
 };

@@ -6,6 +6,7 @@
 #include <set>
 #include <string_view>
 
+#include "graph/dynamic_dims.h"
 #include "graph/shape_inference.h"
 #include "graph/tile_splits.h"
 
@@ -388,6 +389,7 @@ void validateGraph(const KernelGraph& graph, const std::string& prefix, bool all
            "tensor '" + graph.tensors[t].name + "' is output twice");
     }
   }
+  validateDynamicDims(graph, prefix);
 }
 
 }  // namespace
@@ -405,6 +407,8 @@ void validateSchedule(const Schedule& schedule) {
   validateKernelGraph(schedule.graph);
   const Program& p = schedule.program;
   const KernelGraph& g = schedule.graph;
+  if (p.dims != g.dims)
+    fail("dims", -1, -1, "", "the schedule's dynamic dims differ from its program's");
   if (p.inputs.size() != g.inputs.size()) {
     fail("tensors", -1, -1, "",
          "the schedule has " + std::to_string(g.inputs.size()) + " inputs but its program has " +
@@ -435,7 +439,7 @@ void validateSchedule(const Schedule& schedule) {
            "schedule output '" + b.name + "' is not an output of the program");
     }
     const TensorDesc& a = p.tensors[*match];
-    if (a.shape != b.shape || a.dtype != b.dtype) {
+    if (a.shape != b.shape || a.dtype != b.dtype || a.dynamicDims != b.dynamicDims) {
       fail("outputs", static_cast<int>(i), -1, "",
            "schedule output '" + b.name + "' is " + std::string(dtypeName(b.dtype)) + " " +
                formatDims(b.shape) + " but the program's is " + std::string(dtypeName(a.dtype)) +

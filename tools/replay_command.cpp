@@ -10,10 +10,13 @@
 
 #include "codegen/generate.h"
 #include "codegen/nvrtc_compiler.h"
+#include "graph/dynamic_dims.h"
+#include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
 #include "plan/lower_predefined_ops.h"
 #include "tools/commands.h"
+#include "tools/dim_flags.h"
 #include "tools/gpu_run.h"
 
 namespace mugraph::tools {
@@ -61,6 +64,24 @@ void printSummary(const codegen::GeneratedCode& code, const std::string& dir,
   std::cout << " to " << dir << "\n";
 }
 
+// The schedule to generate: a saved one, or the program's through the default schedules of
+// its ops; a dynamic one instantiated at the --dim lengths (static kernels for that length).
+graph::Schedule scheduleToReplay(const std::string& file, const graph::DimValues& values,
+                                 const codegen::GenerateOptions& generate) {
+  const graph::LoadedFile loaded = graph::loadFile(file);
+  if (!loaded.program.dims.empty() && values.empty()) {
+    throw UserError(file,
+                    "the program has dynamic dims: pass --dim NAME=LENGTH for each (replay "
+                    "generates static kernels for one length)");
+  }
+  if (loaded.schedule) {
+    return values.empty() ? *loaded.schedule : graph::instantiate(*loaded.schedule, values);
+  }
+  return plan::lowerProgram(
+      values.empty() ? loaded.program : graph::instantiate(loaded.program, values),
+      plan::targetByName(codegen::archName(generate.archs.front())));
+}
+
 }  // namespace
 
 Command addReplayCommand(CLI::App& app) {
@@ -73,6 +94,7 @@ Command addReplayCommand(CLI::App& app) {
     int repetitions = 100;
     std::optional<uint64_t> seed;
     std::optional<double> logitStd;
+    std::vector<std::string> dims;
   };
   auto options = std::make_shared<Options>();
   CLI::App* sub = app.add_subcommand(
@@ -99,16 +121,14 @@ Command addReplayCommand(CLI::App& app) {
                   "standard deviation (real models reach 16; default: inputs uniform in "
                   "[-0.5, 0.5])")
       ->check(CLI::PositiveNumber);
+  addDimFlag(*sub, options->dims,
+             "generate static kernels for that length (the schedule instantiated there; "
+             "kernels taking the length at run time come later, issue 28)");
   return {sub, [options]() {
-            const graph::LoadedFile loaded = graph::loadFile(options->file);
             codegen::GenerateOptions generate;
             generate.archs = codegen::parseArchList(options->archs);
             const graph::Schedule schedule =
-                loaded.schedule
-                    ? *loaded.schedule
-                    : plan::lowerProgram(
-                          loaded.program,
-                          plan::targetByName(codegen::archName(generate.archs.front())));
+                scheduleToReplay(options->file, dimValuesFromFlags(options->dims), generate);
             codegen::GeneratedCode code;
             try {
               code = codegen::generateCode(schedule, generate);

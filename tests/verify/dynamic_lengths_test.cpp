@@ -1,0 +1,132 @@
+// Verification of dynamic schedules (issue 28): the lengths chosen to cover each structural
+// case of every dynamic cut, checks at one length and over the range on fresh random inputs,
+// and a wrong schedule that is right at one length and caught at another.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "graph/error.h"
+#include "tests/dynamic_schedules.h"
+#include "tests/verify/test_support.h"
+#include "verify/dynamic_lengths.h"
+#include "verify/range_check.h"
+
+namespace mugraph::verify {
+namespace {
+
+using testing::freshSeed;
+using ::testing::HasSubstr;
+using testing::seedTrace;
+
+std::set<int64_t> lengthsOf(const graph::KernelGraph& graph, const std::string& dim) {
+  std::set<int64_t> lengths;
+  for (const LengthCase& c : lengthsCoveringRange(graph)) lengths.insert(c.values.at(dim));
+  return lengths;
+}
+
+EquivalenceOptions optionsWithSeed(uint64_t seed) {
+  EquivalenceOptions options;
+  options.seed = seed;
+  return options;
+}
+
+TEST(DynamicLengths, ALoopCutCoversOneManyPartialAndFullTilesAndTheEnds) {
+  const graph::Schedule s = mugraph::testing::dynamicAttentionSchedule();
+  EXPECT_EQ(lengthsOf(s.graph, "s"), (std::set<int64_t>{1, 63, 64, 65, 128, 191, 192, 2048}));
+}
+
+TEST(DynamicLengths, AGridCutCoversOnePartManyPartsAndTheEnds) {
+  const graph::Schedule s = mugraph::testing::dynamicGemmSchedule();
+  EXPECT_EQ(lengthsOf(s.graph, "m"), (std::set<int64_t>{1, 127, 128, 129, 256, 383, 384, 4096}));
+  for (const LengthCase& c : lengthsCoveringRange(s.graph)) EXPECT_FALSE(c.why.empty());
+}
+
+TEST(DynamicLengths, CasesOutsideTheRangeAreDropped) {
+  graph::Schedule s = mugraph::testing::dynamicGemmSchedule();
+  s.graph.dims[0].min = 100;  // only the selection reads the range here
+  const std::set<int64_t> lengths = lengthsOf(s.graph, "m");
+  EXPECT_EQ(*lengths.begin(), 100);
+  EXPECT_FALSE(lengths.count(1));
+}
+
+TEST(DynamicLengths, ASplitOfFixedPartsCoversShortenedLoopsItCanReach) {
+  graph::KernelGraph graph;
+  graph.dims = {{"s", 1, 100000}};
+  graph::DynamicCut cut;
+  cut.dim = 0;
+  cut.gridAxis = 1;
+  cut.loop = true;
+  cut.tile = 64;
+  cut.parts = 4;
+  // (g−1)·F·t + 1 with F = 3: the last part runs 1 of 3 iterations.
+  const int64_t shortened = 3 * 3 * 64 + 1;
+  EXPECT_EQ(graph::cutCounts(cut, shortened).forloop, 3);
+  EXPECT_TRUE(graph::cutCounts(cut, shortened).unreachable.empty());
+}
+
+TEST(DynamicLengths, GemmWithDynamicRowsIsEquivalentAtEachLength) {
+  const uint64_t seed = freshSeed();
+  SCOPED_TRACE(seedTrace(seed));
+  const graph::Schedule s = mugraph::testing::dynamicGemmSchedule();
+  for (int64_t m : {1, 100, 128, 4096}) {
+    const EquivalenceReport report = checkAtLength(s, {{"m", m}}, optionsWithSeed(seed));
+    EXPECT_TRUE(report.equivalent) << "m=" << m << ": " << report.mismatch;
+    EXPECT_EQ(report.level, VerificationLevel::FiniteField);
+    EXPECT_LE(report.falseAcceptBound, 1e-12);
+  }
+}
+
+TEST(DynamicLengths, AttentionWithADynamicKeyLengthIsEquivalentOverItsRange) {
+  const uint64_t seed = freshSeed();
+  SCOPED_TRACE(seedTrace(seed));
+  const RangeReport range =
+      checkOverRange(mugraph::testing::dynamicAttentionSchedule(), optionsWithSeed(seed));
+  EXPECT_TRUE(range.equivalent);
+  EXPECT_EQ(range.lengths.size(), 8u);
+  for (const LengthVerdict& v : range.lengths) {
+    EXPECT_TRUE(v.equivalent) << graph::dimValuesText(v.length.values) << v.unreachable;
+  }
+}
+
+// Accumulating the output without rescaling is right while the loop has one iteration: a
+// check at s = 64 passes, the range check names the lengths that catch it.
+TEST(DynamicLengths, AScheduleRightAtOneLengthIsCaughtAtAnother) {
+  const uint64_t seed = freshSeed();
+  SCOPED_TRACE(seedTrace(seed));
+  const graph::Schedule wrong = mugraph::testing::dynamicAttentionSchedule(true);
+  EXPECT_TRUE(checkAtLength(wrong, {{"s", 64}}, optionsWithSeed(seed)).equivalent);
+  const RangeReport range = checkOverRange(wrong, optionsWithSeed(seed));
+  EXPECT_FALSE(range.equivalent);
+  std::set<int64_t> caught;
+  for (const LengthVerdict& v : range.lengths) {
+    if (!v.equivalent) caught.insert(v.length.values.at("s"));
+  }
+  EXPECT_EQ(caught, (std::set<int64_t>{65, 128, 191, 192, 2048}));
+}
+
+TEST(DynamicLengths, ALengthASplitCannotReachIsAnErrorNamingIt) {
+  // Split-KV with 4 fixed parts of 64-key tiles reaches no length below 193 (only the cut
+  // matters here: the schedule is not a whole split-KV, it has no combine).
+  graph::Schedule s = mugraph::testing::dynamicAttentionSchedule();
+  graph::BlockGraph& block = *s.graph.ops[0].block;
+  block.grid[1] = 4;
+  block.forloop = 8;  // 2048 = 4 parts × 8 iterations × 64
+  for (graph::BlockOp& op : block.ops) {
+    if (op.kind == graph::OpKind::Input && op.fmap != graph::kReplicated) op.imap[1] = op.fmap;
+  }
+  const std::vector<LengthCase> lengths = lengthsCoveringRange(s.graph);
+  const uint64_t seed = freshSeed();
+  SCOPED_TRACE(seedTrace(seed));
+  EXPECT_THROW(checkAtLength(s, {{"s", 100}}, optionsWithSeed(seed)), UserError);
+  try {
+    checkAtLength(s, {{"s", 100}}, optionsWithSeed(seed));
+  } catch (const UserError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("at s=100"));
+    EXPECT_THAT(e.what(), HasSubstr("fixes grid.y = 4"));
+  }
+  EXPECT_EQ(lengths.front().values.at("s"), 1);  // the range's min stays, to be reported
+}
+
+}  // namespace
+}  // namespace mugraph::verify

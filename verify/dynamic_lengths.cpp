@@ -1,0 +1,86 @@
+#include "verify/dynamic_lengths.h"
+
+#include <map>
+
+namespace mugraph::verify {
+namespace {
+
+using graph::CutCounts;
+using graph::DynamicCut;
+
+// Candidate lengths, each with the case it stands for, of one cut by grid or loop alone with
+// tile t: one part (partial, then full), two (the last partial with one element, then full),
+// many (three: a middle part that is neither first nor last; partial, then full).
+std::vector<std::pair<int64_t, std::string>> singleCutCases(const DynamicCut& cut) {
+  const int64_t t = cut.tile;
+  const std::string unit = cut.loop ? "iteration" : "part";
+  const std::string of =
+      " (" + std::string(cut.loop ? "loop" : "grid") + " tile " + std::to_string(t) + ")";
+  return {{1, "one " + unit + ", 1 element" + of},
+          {t - 1, "one " + unit + ", partial" + of},
+          {t, "one " + unit + ", full" + of},
+          {t + 1, "two " + unit + "s, the last partial (1 element)" + of},
+          {2 * t, "two " + unit + "s, full" + of},
+          {3 * t - 1, "many " + unit + "s, the last partial" + of},
+          {3 * t, "many " + unit + "s, full" + of}};
+}
+
+// A dim cut by both the grid (g parts, fixed) and the loop (tile t): per trip count F of one,
+// two and three, every tile full; the last tile partial; the last part's loop shortened to one
+// iteration (F > 1); the last part's last iteration holding one element.
+std::vector<std::pair<int64_t, std::string>> splitCases(const DynamicCut& cut) {
+  const int64_t g = cut.parts;
+  const int64_t t = cut.tile;
+  const std::string of = " (" + std::to_string(g) + " parts, loop tile " + std::to_string(t) + ")";
+  std::vector<std::pair<int64_t, std::string>> cases;
+  for (int64_t f = 1; f <= 3; ++f) {
+    const std::string trips = std::to_string(f) + " iteration(s)";
+    cases.push_back({g * f * t, trips + ", every tile full" + of});
+    cases.push_back({g * f * t - 1, trips + ", the last tile partial" + of});
+    cases.push_back({(g - 1) * f * t + (f - 1) * t + 1,
+                     trips + ", the last part's last iteration 1 element" + of});
+    if (f > 1)
+      cases.push_back({(g - 1) * f * t + 1, trips + ", the last part's loop shortened" + of});
+  }
+  return cases;
+}
+
+}  // namespace
+
+std::vector<LengthCase> lengthsCoveringRange(const graph::KernelGraph& schedule) {
+  std::map<graph::DimValues, std::string> chosen;
+  const auto add = [&](const graph::DimValues& values, const std::string& why) {
+    std::string& reasons = chosen[values];
+    if (reasons.find(why) == std::string::npos) reasons += (reasons.empty() ? "" : "; ") + why;
+  };
+  const graph::DimValues reference = graph::referenceValues(schedule);
+  const std::vector<DynamicCut> cuts = graph::dynamicCuts(schedule);
+  graph::DimValues allMin;
+  for (size_t j = 0; j < schedule.dims.size(); ++j) {
+    const graph::DynamicDim& dim = schedule.dims[j];
+    allMin[dim.name] = dim.min;
+    const auto at = [&](int64_t n) {
+      graph::DimValues values = reference;
+      values[dim.name] = n;
+      return values;
+    };
+    add(at(dim.min), "the range's min");
+    add(at(dim.max), "the range's max");
+    for (const DynamicCut& cut : cuts) {
+      if (cut.dim != static_cast<int>(j) || cut.tile < 1) continue;
+      const bool split = cut.loop && cut.gridAxis != graph::kReplicated;
+      for (const auto& [n, why] : split ? splitCases(cut) : singleCutCases(cut)) {
+        if (n < dim.min || n > dim.max) continue;
+        const CutCounts counts = graph::cutCounts(cut, n);
+        if (!counts.unreachable.empty()) continue;
+        add(at(n), dim.name + ": " + why);
+      }
+    }
+  }
+  if (schedule.dims.size() > 1) add(allMin, "every dim at its min");
+  std::vector<LengthCase> lengths;
+  for (const auto& [values, why] : chosen) lengths.push_back({values, why});
+  return lengths;
+}
+
+}  // namespace mugraph::verify
