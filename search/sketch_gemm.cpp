@@ -16,8 +16,10 @@ namespace {
 constexpr int64_t kRowsPerConsumer = 64;
 constexpr int kWarpgroupThreads = 128;
 constexpr int64_t kTileRows[] = {64, 128, 256};
-// The wgmma widths the warpgroup path emits.
-constexpr int64_t kTileColumns[] = {64, 128, 256};
+// Result columns of a block: wgmma widths (plan/paths/warpgroup_ring.h) whose tiles split the
+// mid-size shapes into about a wave (768 x 3072: 96 tiles of 128 x 192 where 128 x 128 gives
+// 144, 12 of them in a second wave).
+constexpr int64_t kTileColumns[] = {64, 96, 128, 192, 256};
 // One 128-byte swizzled row of 16-bit elements: the box a bulk copy moves along K.
 constexpr int64_t kStepK = 64;
 constexpr int kConsumers[] = {1, 2};

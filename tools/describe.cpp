@@ -45,8 +45,13 @@ std::string planText(const KernelGraph& lowered, int k, const plan::Target& targ
   const BlockGraph& block = *lowered.ops[k].block;
   std::ostringstream out;
   out << "grid (" << block.grid[0] << ", " << block.grid[1] << ", " << block.grid[2]
-      << ") = " << block.blocks() << " blocks, threads " << block.threads << ", forloop "
-      << block.forloop << ", shared memory " << kernel.sharedBytes << " B on " << target.name;
+      << ") = " << block.blocks() << " blocks";
+  if (block.clusterBlocks() > 1) {
+    out << " in clusters of (" << block.cluster[0] << ", " << block.cluster[1] << ", "
+        << block.cluster[2] << ")";
+  }
+  out << ", threads " << block.threads << ", forloop " << block.forloop << ", shared memory "
+      << kernel.sharedBytes << " B on " << target.name;
   if (kernel.pipelineStages > 1) out << ", " << kernel.pipelineStages << " pipeline stages";
   if (const plan::WarpgroupMmaPlan* gemm = kernel.as<plan::WarpgroupMmaPlan>()) {
     const plan::WarpgroupMmaPlan& wg = *gemm;

@@ -71,7 +71,7 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   wg.m = aTile.shape[rank - 2];
   wg.k = aTile.shape[rank - 1];
   wg.n = bTile.shape[rank - 1];
-  if (wg.n != 64 && wg.n != 128 && wg.n != 256) return std::nullopt;  // the wgmma widths we emit
+  if (!isWgmmaWidth(wg.n)) return std::nullopt;
   if (wg.k % 16 != 0) return std::nullopt;
 
   if (block.threads % limits.threads != 0) return std::nullopt;

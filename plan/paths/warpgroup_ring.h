@@ -19,6 +19,16 @@ namespace mugraph::plan {
 
 struct KernelPlan;
 
+// The result widths N of the m64nNk16 wgmma wrappers the device header has
+// (codegen/device/generate_wgmma.cmake prints them; a codegen test checks they agree).
+inline constexpr int64_t kWgmmaWidths[] = {64, 96, 128, 192, 256};
+inline bool isWgmmaWidth(int64_t n) {
+  for (int64_t w : kWgmmaWidths) {
+    if (w == n) return true;
+  }
+  return false;
+}
+
 // What cuTensorMapEncodeTiled needs to describe one device tensor to the bulk tensor copy
 // engine (sm_90): the kernel receives the encoded map by value, after its pointer parameters;
 // the manifest carries this description and the host encodes it (codegen/README.md).

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/device_header.h"
 #include "codegen/emit/kernel.h"
 #include "graph/files.h"
 #include "plan/schedule_plan.h"
@@ -71,6 +72,25 @@ TEST(WarpgroupConstants, TheAttentionEmitterPrintsTheTargetsLimits) {
   ASSERT_NE(attention, nullptr);
   EXPECT_EQ(attention->stagesOffset % 2048, 0);
   expectFollows(emitSchedule(planned).source, *attention);
+}
+
+}  // namespace
+}  // namespace mugraph::codegen
+
+namespace mugraph::codegen {
+namespace {
+
+// Every wgmma width the plan accepts (plan::kWgmmaWidths) has its wrappers in the device
+// library the kernels include (generated from codegen/device/generate_wgmma.cmake).
+TEST(WarpgroupConstants, EveryWgmmaWidthThePlanAcceptsHasItsWrappers) {
+  std::string library;
+  for (const DeviceHeader& header : deviceHeaders()) library += header.source;
+  for (int64_t width : plan::kWgmmaWidths) {
+    for (const std::string suffix : {"k16(", "k16_rs("}) {
+      const std::string name = "void wgmma_m64n" + std::to_string(width) + suffix;
+      EXPECT_NE(library.find(name), std::string::npos) << name;
+    }
+  }
 }
 
 }  // namespace

@@ -102,7 +102,15 @@ TEST(DynamicLengths, AScheduleRightAtOneLengthIsCaughtAtAnother) {
   for (const LengthVerdict& v : range.lengths) {
     if (!v.equivalent) caught.insert(v.length.values.at("s"));
   }
-  EXPECT_EQ(caught, (std::set<int64_t>{65, 128, 191, 192, 2048}));
+  // The missing rescale shows wherever a later tile raises a row's max. At s = 65 that takes
+  // the one key of the second tile to beat the 64 of the first in some row and trial: likely,
+  // not certain, for fresh inputs. From 128 on every row has even odds or better, over 32
+  // rows and several trials: those lengths always catch it. s = 64 (one iteration) never can.
+  EXPECT_EQ(caught.count(64), 0u);
+  for (int64_t s : {128, 191, 192, 2048}) EXPECT_EQ(caught.count(s), 1u) << s;
+  for (int64_t s : caught) {
+    EXPECT_TRUE((std::set<int64_t>{65, 128, 191, 192, 2048}).count(s)) << s;
+  }
 }
 
 TEST(DynamicLengths, ALengthASplitCannotReachIsAnErrorNamingIt) {
