@@ -95,9 +95,15 @@ void WarpgroupPrinter::storeAccumulators(int outputOp, const std::string& acc, i
   out_.open("for (int t = 0; t < " + str(mTiles) + "; ++t)");
   out_.line("#pragma unroll");
   const int64_t rowElements = limits.swizzleRowBytes / graph::dtypeBytes(dest.dtype);
-  out_.open("for (int q = 0; q < " + str(n / rowElements) + "; ++q)");
+  // n need not be whole swizzled rows (96 = 64 + 32): the last one holds n % rowElements
+  // columns, and chunks past n are neither staged nor stored.
+  const int64_t swizzledRows = (n + rowElements - 1) / rowElements;
+  const bool ragged = n % rowElements != 0;
+  const std::string past = "q * " + str(rowElements) + " + ";
+  out_.open("for (int q = 0; q < " + str(swizzledRows) + "; ++q)");
   out_.line("#pragma unroll");
   out_.open("for (int jj = 0; jj < 8; ++jj)");
+  if (ragged) out_.line("if (" + past + "jj * 8 >= " + str(n) + ") continue;");
   out_.line("#pragma unroll");
   out_.open("for (int h = 0; h < 2; ++h)");
   out_.line("const int r = (lane >> 2) + h * 8;");
@@ -117,6 +123,7 @@ void WarpgroupPrinter::storeAccumulators(int outputOp, const std::string& acc, i
                          str(rowElements) + " + chunk * 8";
   const std::string from = "staging + r * " + rowBytes + " + ((chunk ^ (r & 7)) << 4)";
   if (!realRows.empty()) out_.line("if (row >= realRows) continue;");
+  if (ragged) out_.line("if (" + past + "chunk * 8 >= " + str(n) + ") continue;");
   if (!realCols.empty()) {
     // The chunk that straddles the end goes element by element; none past it.
     out_.line("const int left = realCols - (q * " + str(rowElements) + " + chunk * 8);");
