@@ -83,6 +83,9 @@ ProgramRun runProgram(const RunOptions& callerOptions) {
   const RunOptions options = onThisRank(callerOptions);
   const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(options.profile);
   if (!options.dims.empty()) throw UserError("--dim", "applies to ONNX models only");
+  if (!options.dimRanges.empty()) {
+    throw UserError("--dim-range", "applies to ONNX models only (a program declares its dims)");
+  }
   const graph::Program program = search::loadProgramOrBuiltin(options.program);
   return superoptimizeProgram(program, options, gpu.get());
 }

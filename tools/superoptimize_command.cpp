@@ -129,7 +129,11 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_flag("--no-split", o->noSplit,
                 "search the whole program only, never in pieces joined afterwards");
   sub->add_option("--dim", o->dims,
-                  "for an ONNX model: pin a dynamic dim, name=value (repeatable)");
+                  "for an ONNX model: pin a symbolic dim (ONNX dim_param) to a static size, "
+                  "name=value (repeatable; takes precedence over --dim-range)");
+  sub->add_option("--dim-range", o->dimRanges,
+                  "for an ONNX model: the range of a symbolic dim left dynamic, name=min:max "
+                  "(repeatable; default 1:65536; the search runs at the max)");
   return {sub, [o, json]() {
             // Under mpirun every rank runs the search and computes the same result; rank 0
             // alone prints it.
