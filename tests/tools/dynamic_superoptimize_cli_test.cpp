@@ -96,7 +96,7 @@ TEST_F(DynamicSuperoptimizeCli, ADynamicDimNoScheduleCanTileIsABadInput) {
   std::ofstream(scratch_ / "norm.mg") << "program norm_dynamic\n"
                                          "dim h in [1, 1024]\n"
                                          "input X f16 [8, h]\n"
-                                         "Y = rms_norm(X)\n"
+                                         "Y = rms_norm(X, dim=1)\n"
                                          "output Y\n";
   const CliResult r = run("superoptimize " + (scratch_ / "norm.mg").string() + " --threads 1");
   EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
