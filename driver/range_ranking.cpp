@@ -18,6 +18,7 @@ nlohmann::json finiteOrNull(double x) {
 RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Program& program,
                                const plan::Target& target, uint64_t seed) {
   RangeRun range;
+  range.searchedAt = graph::referenceValues(program);
   range.rankingLengths = search::rankingLengths(program);
   verify::EquivalenceOptions options;
   options.seed = seed;
@@ -54,11 +55,11 @@ nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& r
   }
   nlohmann::json dropped = nlohmann::json::array();
   for (const std::string& name : range.dropped) {
-    dropped.push_back({{"name", name},
-                       {"range_check", verify::rangeReportJson(range.variants.at(name).check)}});
+    dropped.push_back(
+        {{"name", name}, {"range_check", verify::rangeReportJson(range.variants.at(name).check)}});
   }
   return {{"dims", dims},
-          {"searched_at", graph::referenceValues(program)},
+          {"searched_at", range.searchedAt},
           {"ranked_over", range.rankingLengths},
           {"aggregate", search::kRangeRankingAggregate},
           {"dropped_by_range_check", dropped}};

@@ -25,6 +25,7 @@ struct RangeVariant {
 };
 
 struct RangeRun {
+  graph::DimValues searchedAt;  // the reference length: every dim at its max
   std::vector<graph::DimValues> rankingLengths;
   std::map<std::string, RangeVariant> variants;  // by variant name, the kept and the dropped
   std::vector<std::string> dropped;              // not equivalent over the range, by name

@@ -29,8 +29,8 @@ void requireLengthIndependentCandidates(const graph::Program& program,
             std::to_string(d.max) + "]";
   }
   throw UserError(program.name,
-                  "no length-independent schedule of this dynamic program was found (dims " +
-                      dims + "): every candidate must cut each dynamic dim by the grid or by the "
+                  "no length-independent schedule of this dynamic program was found (dims " + dims +
+                      "): every candidate must cut each dynamic dim by the grid or by the "
                       "for-loop with a fixed tile, and none within the search's limits does (" +
                       whyNoVariants(result, {}) + ")");
 }

@@ -164,8 +164,8 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
 }
 
 int writeVariants(const search::SearchResult& result, const ProfileRanking& ranking,
-                  const plan::Target& target, const std::string& out,
-                  const graph::Program* program, const RangeRun* range) {
+                  const plan::Target& target, const std::string& out, const graph::Program* program,
+                  const RangeRun* range) {
   int withoutCode = 0;
   std::filesystem::create_directories(out);
   for (const search::VerifiedVariant& v : result.variants) {
@@ -188,7 +188,8 @@ int writeVariants(const search::SearchResult& result, const ProfileRanking& rank
       ++withoutCode;
     }
   }
-  graph::writeFileAtomic(out + "/summary.json", summaryJson(result, ranking, program, range).dump(2) + "\n");
+  graph::writeFileAtomic(out + "/summary.json",
+                         summaryJson(result, ranking, program, range).dump(2) + "\n");
   return withoutCode;
 }
 

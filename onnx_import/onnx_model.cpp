@@ -244,7 +244,8 @@ Value describeValue(const std::string& name, const onnx::TypeProto& type, Symbol
       return v;
     }
   }
-  if (std::any_of(dynamic.begin(), dynamic.end(), [](const std::string& n) { return !n.empty(); })) {
+  if (std::any_of(dynamic.begin(), dynamic.end(),
+                  [](const std::string& n) { return !n.empty(); })) {
     v.dynamicDims = std::move(dynamic);
   }
   if (!graph::checkedElementCount(dims)) {

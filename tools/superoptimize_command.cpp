@@ -25,8 +25,9 @@ void printRange(const driver::ProgramRun& run) {
   for (const graph::DimValues& values : range.rankingLengths) {
     lengths += (lengths.empty() ? "" : "; ") + graph::dimValuesText(values);
   }
-  std::printf("ranked over the range by the cost model: %s, at %s\n",
-              search::kRangeRankingAggregate, lengths.c_str());
+  std::printf("ranked over the range by the cost model: %s, at %s (cost above: at %s)\n",
+              search::kRangeRankingAggregate, lengths.c_str(),
+              graph::dimValuesText(range.searchedAt).c_str());
   for (const search::VerifiedVariant& v : run.result.variants) {
     const driver::RangeVariant& rv = range.variants.at(v.name);
     std::printf("  %-18s  range score %.3f, equivalent at %zu lengths:", v.name.c_str(), rv.score,
@@ -77,7 +78,8 @@ Command addSuperoptimizeCommand(CLI::App& app) {
       "superoptimize",
       "Search schedules of PROGRAM (a built-in: " + builtins +
           "; a program file; or an ONNX model, model.onnx, whose maximal supported subgraphs are "
-          "each searched, the rest listed with the reason), verify the best (on scaled twins where map dims allow, verify/README.md), rank "
+          "each searched, the rest listed with the reason), verify the best (on scaled twins where "
+          "map dims allow, verify/README.md), rank "
           "them by the cost model. A program with dynamic dims (`dim s in [1, 65536]`) is "
           "searched at the range's max for schedules with fixed tiles along every dynamic dim, "
           "each variant checked at lengths covering the range (dropped if not equivalent at "

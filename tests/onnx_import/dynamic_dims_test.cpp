@@ -33,8 +33,8 @@ TEST(OnnxDynamicDims, TheSameNameIsTheSameProgramDim) {
   for (graph::TensorId in : p.inputs) {
     const graph::TensorDesc& t = p.tensors[in];
     if (t.name == "W") {
-      EXPECT_TRUE(t.dynamicDims.empty() ||
-                  graph::dynamicDimOf(t, 0) == graph::kStaticDim) << t.name;
+      EXPECT_TRUE(t.dynamicDims.empty() || graph::dynamicDimOf(t, 0) == graph::kStaticDim)
+          << t.name;
       continue;
     }
     EXPECT_EQ(t.shape, (graph::Dims{65536, 64})) << t.name;
