@@ -32,6 +32,7 @@ struct RunOptions {
   bool noGridSplit = false;
   bool noSplit = false;
   std::vector<std::string> dims;  // name=value pins of an ONNX model's dynamic dims
+  std::vector<std::string> dimRanges;  // name=min:max ranges of an ONNX model's dynamic dims
 };
 
 // The search space for one program: its kind's defaults, then the options. Throws UserError

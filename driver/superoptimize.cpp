@@ -9,17 +9,48 @@
 
 namespace mugraph::driver {
 
+namespace {
+
+// A dynamic program's search options: whole-program candidates only (the pieces of a split
+// program are searched as static programs of their own).
+search::SearchOptions dynamicSearchOptions(search::SearchOptions options) {
+  options.config.splitLargePrograms = false;
+  return options;
+}
+
+// A dynamic program for which the search built no length-independent candidate: bad input
+// (exit 2), never "0 variants".
+void requireLengthIndependentCandidates(const graph::Program& program,
+                                        const search::SearchResult& result) {
+  if (result.summary.candidates > 0) return;
+  std::string dims;
+  for (const graph::DynamicDim& d : program.dims) {
+    dims += (dims.empty() ? "" : ", ") + d.name + " in [" + std::to_string(d.min) + ", " +
+            std::to_string(d.max) + "]";
+  }
+  throw UserError(program.name,
+                  "no length-independent schedule of this dynamic program was found (dims " + dims +
+                      "): every candidate must cut each dynamic dim by the grid or by the "
+                      "for-loop with a fixed tile, and none within the search's limits does (" +
+                      whyNoVariants(result, {}) + ")");
+}
+
+}  // namespace
+
 ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions& options,
                                 const runtime::CudaDriver* gpu) {
-  if (!program.dims.empty()) {
-    throw UserError(program.name,
-                    "the program has dynamic dims: searching a dynamic program comes in a later "
-                    "slice of issue 28 (check and replay a dynamic schedule with --dim)");
+  const bool dynamic = !program.dims.empty();
+  if (dynamic && gpu) {
+    throw UserError("--profile",
+                    "the program has dynamic dims: timing kernels that take the lengths comes in "
+                    "a later slice of issue 28 (rank by the cost model over the range)");
   }
-  const search::SearchOptions searchOptions = searchOptionsFor(program, options);
+  search::SearchOptions searchOptions = searchOptionsFor(program, options);
+  if (dynamic) searchOptions = dynamicSearchOptions(std::move(searchOptions));
   const plan::Target& target = *searchOptions.config.target;
   ProgramRun run;
-  // Search and verify: enumerate, prune, rank by the cost model, verify the best.
+  // Search and verify: enumerate, prune, rank by the cost model, verify the best. A dynamic
+  // program is searched at its reference length, length-independent candidates only.
   run.result = search::superoptimize(program, searchOptions);
   if (run.result.summary.pieces > 0 && !searchOptions.checkpointPath.empty() &&
       distributed::isRoot()) {
@@ -27,6 +58,12 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
               << run.result.summary.pieces
               << " pieces, which are not checkpointed; a rerun searches them again\n";
   }
+  // A dynamic program: check every variant over the range, rank by the cost over the range.
+  if (dynamic) {
+    requireLengthIndependentCandidates(program, run.result);
+    run.range = checkAndRankOverRange(run.result, program, target, searchOptions.verifySeed);
+  }
+  const RangeRun* range = run.range ? &*run.range : nullptr;
   // Profile: generate, check against the interpreter and time on the GPU; drop what does not
   // match, rank the rest by measured time.
   if (gpu) {
@@ -35,10 +72,10 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
   }
   // Write: every variant's code and the summary.
   if (!options.out.empty()) {
-    run.withoutCode = writeVariants(run.result, run.ranking, target, options.out);
+    run.withoutCode = writeVariants(run.result, run.ranking, target, options.out, &program, range);
   }
-  run.noVariants = whyNoVariants(run.result, run.ranking);
-  run.summary = summaryJson(run.result, run.ranking);
+  run.noVariants = whyNoVariants(run.result, run.ranking, range);
+  run.summary = summaryJson(run.result, run.ranking, &program, range);
   return run;
 }
 
@@ -46,6 +83,9 @@ ProgramRun runProgram(const RunOptions& callerOptions) {
   const RunOptions options = onThisRank(callerOptions);
   const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(options.profile);
   if (!options.dims.empty()) throw UserError("--dim", "applies to ONNX models only");
+  if (!options.dimRanges.empty()) {
+    throw UserError("--dim-range", "applies to ONNX models only (a program declares its dims)");
+  }
   const graph::Program program = search::loadProgramOrBuiltin(options.program);
   return superoptimizeProgram(program, options, gpu.get());
 }

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "driver/gpu_profile.h"
+#include "driver/range_ranking.h"
 #include "driver/run_options.h"
 #include "graph/ir.h"
 #include "runtime/cuda_driver.h"
@@ -17,13 +19,17 @@ namespace mugraph::driver {
 struct ProgramRun {
   search::SearchResult result;  // the verified variants, best first
   ProfileRanking ranking;       // --profile: measured times and the variants dropped
+  std::optional<RangeRun> range;  // a dynamic program: its range check and ranking
   int withoutCode = 0;          // verified variants that got no code (an internal error)
   std::string noVariants;       // why no variant is left; empty when there are variants
   nlohmann::json summary;       // what out/summary.json holds
 };
 
 // Search, verify, (with `gpu`) generate, check and time on the GPU and re-rank, then write
-// the variants under options.out when it is set.
+// the variants under options.out when it is set. A dynamic program (dims declared) is
+// searched at its reference length for length-independent schedules only, which are checked
+// and ranked over the range (range_ranking.h); UserError when none can be built, and for
+// --profile (kernels taking the extents come in a later slice of issue 28).
 ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions& options,
                                 const runtime::CudaDriver* gpu);
 

@@ -30,6 +30,16 @@ onnx_import::DimPins dimPins(const std::vector<std::string>& flags) {
   return pins;
 }
 
+onnx_import::DimRanges dimRanges(const std::vector<std::string>& flags) {
+  onnx_import::DimRanges ranges;
+  for (const std::string& flag : flags) {
+    const auto [name, range] = onnx_import::parseDimRange(flag);
+    if (ranges.count(name)) throw UserError("--dim-range", "'" + name + "' is given twice");
+    ranges[name] = range;
+  }
+  return ranges;
+}
+
 nlohmann::json bestJson(const search::SearchResult& result, const Measurements& measured) {
   if (result.variants.empty()) return nullptr;
   const search::VerifiedVariant& v = result.variants.front();
@@ -77,6 +87,13 @@ nlohmann::json runSubgraph(const onnx_import::Subgraph& s, const std::string& la
                                            variants.front().verification.level + ")")
                 << ", " << static_cast<int>(run.result.summary.seconds + 0.5) << " s\n";
     }
+  } catch (const UserError& e) {
+    // A dynamic subgraph no length-independent schedule covers: the subgraph has no variant.
+    entry["verified"] = 0;
+    entry["best"] = nullptr;
+    entry["no_variants"] = graph::escapeForDisplay(e.what());
+    ++model.subgraphsWithoutVariants;
+    std::cerr << label << s.name << ": 0 verified (" << graph::escapeForDisplay(e.what()) << ")\n";
   } catch (const std::exception& e) {
     ++model.internalErrors;
     entry["verified"] = 0;
@@ -96,8 +113,8 @@ ModelRun runModel(const RunOptions& callerOptions) {
     throw UserError("--checkpoint", "applies to one program, not to a model's subgraphs");
   }
   const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(options.profile);
-  const onnx_import::ImportedModel model =
-      onnx_import::importModel(options.program, dimPins(options.dims));
+  const onnx_import::ImportedModel model = onnx_import::importModel(
+      options.program, dimPins(options.dims), dimRanges(options.dimRanges));
   ModelRun run;
   const nlohmann::json unsupported = onnx_import::leftOutJson(model);
   const size_t total = model.subgraphs.size();

@@ -25,9 +25,15 @@ std::string gridsOf(const graph::KernelGraph& graph) {
   return grids;
 }
 
-std::string whyNoVariants(const search::SearchResult& result, const ProfileRanking& ranking) {
+std::string whyNoVariants(const search::SearchResult& result, const ProfileRanking& ranking,
+                          const RangeRun* range) {
   if (!result.variants.empty()) return "";
   const search::SearchSummary& s = result.summary;
+  if (range && !range->dropped.empty()) {
+    return std::to_string(range->dropped.size()) +
+           " variant(s) verified at the reference length, each not equivalent at some length of "
+           "the range (summary.json: range.dropped_by_range_check)";
+  }
   if (!ranking.dropped.empty()) {
     return std::to_string(ranking.dropped.size()) +
            " verified variant(s), each dropped: its GPU result does not match the interpreter";
@@ -93,7 +99,8 @@ nlohmann::json workJson(const search::WorkTimes& times) {
 
 }  // namespace
 
-nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRanking& ranking) {
+nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRanking& ranking,
+                           const graph::Program* program, const RangeRun* range) {
   const search::SearchSummary& s = result.summary;
   nlohmann::json pruned = nlohmann::json::object();
   for (const auto& [name, count] : search::pruneCountsByName(s.stats.pruned)) pruned[name] = count;
@@ -112,6 +119,7 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
     if (!v.verification.scaledTwin.empty()) {
       variants.back()["scaled_twin"] = v.verification.scaledTwin;
     }
+    if (range) variants.back().update(rangeVariantJson(range->variants.at(v.name)));
   }
   nlohmann::json summary = {
       {"states", s.stats.states},
@@ -136,6 +144,10 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
       {"variants", variants},
       {"ranks", ranksJson(s.ranks)},
       {"work", workJson(s.times)}};
+  if (range && program) {
+    summary["ranked_by"] = "cost_model_over_range";
+    summary["range"] = rangeSummaryJson(*program, *range);
+  }
   if (!ranking.dropped.empty()) {
     nlohmann::json dropped = nlohmann::json::array();
     for (const DroppedVariant& d : ranking.dropped) {
@@ -146,13 +158,14 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
   }
   // A program searched in pieces: the counts above are summed over the pieces' searches.
   if (s.pieces > 0) summary["pieces"] = s.pieces;
-  const std::string why = whyNoVariants(result, ranking);
+  const std::string why = whyNoVariants(result, ranking, range);
   if (!why.empty()) summary["no_variants"] = why;
   return summary;
 }
 
 int writeVariants(const search::SearchResult& result, const ProfileRanking& ranking,
-                  const plan::Target& target, const std::string& out) {
+                  const plan::Target& target, const std::string& out, const graph::Program* program,
+                  const RangeRun* range) {
   int withoutCode = 0;
   std::filesystem::create_directories(out);
   for (const search::VerifiedVariant& v : result.variants) {
@@ -162,6 +175,10 @@ int writeVariants(const search::SearchResult& result, const ProfileRanking& rank
     const auto profiled = ranking.measured.find(v.name);
     if (profiled != ranking.measured.end() && std::isfinite(profiled->second)) continue;
     std::filesystem::create_directories(dir);
+    if (!v.schedule.program.dims.empty()) {
+      graph::saveSchedule(dir + "/schedule.json", v.schedule);
+      continue;
+    }
     try {
       codegen::writeGeneratedCode(variantCode(v.schedule, target), dir);  // + schedule.json
     } catch (const std::exception& e) {
@@ -171,7 +188,8 @@ int writeVariants(const search::SearchResult& result, const ProfileRanking& rank
       ++withoutCode;
     }
   }
-  graph::writeFileAtomic(out + "/summary.json", summaryJson(result, ranking).dump(2) + "\n");
+  graph::writeFileAtomic(out + "/summary.json",
+                         summaryJson(result, ranking, program, range).dump(2) + "\n");
   return withoutCode;
 }
 

@@ -8,6 +8,7 @@
 
 #include "codegen/generate.h"
 #include "driver/gpu_profile.h"
+#include "driver/range_ranking.h"
 #include "graph/ir.h"
 #include "plan/target.h"
 #include "search/superoptimize.h"
@@ -22,13 +23,21 @@ std::string gridsOf(const graph::KernelGraph& graph);
 
 // Why a search ended with no verified variant, in one sentence for the summary; empty when
 // it has variants.
-std::string whyNoVariants(const search::SearchResult& result, const ProfileRanking& ranking);
+std::string whyNoVariants(const search::SearchResult& result, const ProfileRanking& ranking,
+                          const RangeRun* range = nullptr);
 
-nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRanking& ranking);
+// `range` (a dynamic program: the range check and ranking) adds "range" and each variant's
+// range fields, and "ranked_by" says the ranking is over the range.
+nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRanking& ranking,
+                           const graph::Program* program = nullptr,
+                           const RangeRun* range = nullptr);
 
 // Writes every variant's folder under `out` and out/summary.json; returns how many verified
-// variants got no code (a code generator bug: the rest is still written).
+// variants got no code (a code generator bug: the rest is still written). A dynamic variant's
+// folder holds its schedule.json only: its kernels are generated per length by
+// `mugraph replay schedule.json --dim NAME=LENGTH`.
 int writeVariants(const search::SearchResult& result, const ProfileRanking& ranking,
-                  const plan::Target& target, const std::string& out);
+                  const plan::Target& target, const std::string& out,
+                  const graph::Program* program = nullptr, const RangeRun* range = nullptr);
 
 }  // namespace mugraph::driver

@@ -152,7 +152,7 @@ Model modelFromGraphJson(const nlohmann::json& json, const std::string& source) 
       model.producers[out] = static_cast<int>(model.nodes.size());
       if (!model.values.count(out)) {
         model.values[out] =
-            Value{out, "", std::nullopt, std::nullopt, "its shape is unknown", false, false};
+            Value{out, "", std::nullopt, std::nullopt, "its shape is unknown", false, false, {}};
       }
     }
     model.nodes.push_back(std::move(node));

@@ -278,8 +278,8 @@ std::optional<Subgraph> tryFolded(const FoldedHeads& folded, const std::vector<i
 
 }  // namespace
 
-ImportedModel importModel(const std::string& path, const DimPins& pins) {
-  return partitionModel(loadModel(path, pins));
+ImportedModel importModel(const std::string& path, const DimPins& pins, const DimRanges& ranges) {
+  return partitionModel(loadModel(path, pins, ranges));
 }
 
 ImportedModel partitionModel(const Model& loaded) {

@@ -44,7 +44,8 @@ struct ImportedModel {
 
 // Throws UserError for a file that cannot be read as a model (onnx_model.h). loadModel, then
 // partitionModel.
-ImportedModel importModel(const std::string& path, const DimPins& pins);
+ImportedModel importModel(const std::string& path, const DimPins& pins,
+                          const DimRanges& ranges = {});
 
 // The partition of a model already read into records (by loadModel, or by another front end
 // writing the same ONNX op vocabulary): shapes inferred where missing, nodes classified and

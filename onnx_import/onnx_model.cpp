@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <sstream>
 
 #include "graph/display_text.h"
+#include "graph/dynamic_dims.h"
 #include "graph/error.h"
 
 namespace mugraph::onnx_import {
@@ -188,9 +190,31 @@ void noteCausalMask(Model& model, const std::string& name, const onnx::TensorPro
   }
 }
 
-// A value's element type and shape from its TypeProto; symbolic dims take their pins.
-Value describeValue(const std::string& name, const onnx::TypeProto& type, const DimPins& pins,
-                    std::set<std::string>& usedPins) {
+// The symbolic dims of a model as loadModel meets them: pinned (static) or dynamic, and
+// which of the user's pins and ranges named a dim of the file.
+struct SymbolicDims {
+  const DimPins& pins;
+  const DimRanges& ranges;
+  std::set<std::string> used;
+  std::vector<graph::DynamicDim> dims;  // in order of first appearance
+
+  // The reference extent of dim `name` (its pin, or its range's max), declaring it.
+  int64_t extent(const std::string& name) {
+    used.insert(name);
+    if (pins.count(name)) return pins.at(name);
+    for (const graph::DynamicDim& d : dims) {
+      if (d.name == name) return d.max;
+    }
+    const auto range = ranges.find(name);
+    const DimRange r = range == ranges.end() ? DimRange{} : range->second;
+    dims.push_back(graph::DynamicDim{name, r.min, r.max});
+    return r.max;
+  }
+};
+
+// A value's element type and shape from its TypeProto; symbolic dims take their pins, or are
+// dynamic at their reference extent.
+Value describeValue(const std::string& name, const onnx::TypeProto& type, SymbolicDims& symbols) {
   Value v;
   v.name = name;
   if (!type.has_tensor_type()) {
@@ -206,20 +230,23 @@ Value describeValue(const std::string& name, const onnx::TypeProto& type, const 
     return v;
   }
   graph::Dims dims;
+  std::vector<std::string> dynamic;
   for (int d = 0; d < tensor.shape().dim_size(); ++d) {
     const onnx::TensorShapeProto_Dimension& dim = tensor.shape().dim(d);
+    dynamic.emplace_back();
     if (dim.has_dim_value() && dim.dim_value() > 0) {
       dims.push_back(dim.dim_value());
-    } else if (dim.has_dim_param() && pins.count(dim.dim_param())) {
-      dims.push_back(pins.at(dim.dim_param()));
-      usedPins.insert(dim.dim_param());
     } else if (dim.has_dim_param()) {
-      v.whyNoShape = "dim " + std::to_string(d) + " ('" + dim.dim_param() + "') is dynamic";
-      return v;
+      dims.push_back(symbols.extent(dim.dim_param()));
+      if (!symbols.pins.count(dim.dim_param())) dynamic.back() = dim.dim_param();
     } else {
       v.whyNoShape = "dim " + std::to_string(d) + " has no static size";
       return v;
     }
+  }
+  if (std::any_of(dynamic.begin(), dynamic.end(),
+                  [](const std::string& n) { return !n.empty(); })) {
+    v.dynamicDims = std::move(dynamic);
   }
   if (!graph::checkedElementCount(dims)) {
     v.whyNoShape = "its " + graph::formatDims(dims) + " elements do not fit in 64 bits";
@@ -399,7 +426,31 @@ std::pair<std::string, int64_t> parseDimPin(const std::string& text) {
   return {text.substr(0, eq), n};
 }
 
-Model loadModel(const std::string& path, const DimPins& pins) {
+std::pair<std::string, DimRange> parseDimRange(const std::string& text) {
+  const size_t eq = text.find('=');
+  const size_t colon = text.find(':', eq == std::string::npos ? 0 : eq);
+  const auto number = [&](const std::string& digits, int64_t& out) {
+    size_t used = 0;
+    try {
+      out = std::stoll(digits, &used);
+    } catch (const std::exception&) {
+      return false;
+    }
+    return used == digits.size() && !digits.empty();
+  };
+  DimRange range;
+  if (eq == std::string::npos || eq == 0 || colon == std::string::npos ||
+      !number(text.substr(eq + 1, colon - eq - 1), range.min) ||
+      !number(text.substr(colon + 1), range.max)) {
+    throw UserError("--dim-range", "'" + text + "' is not name=min:max (e.g. seq=1:8192)");
+  }
+  if (auto problem = graph::dimDeclarationProblem(text.substr(0, eq), range.min, range.max, {})) {
+    throw UserError("--dim-range", "'" + text + "': " + problem->reason);
+  }
+  return {text.substr(0, eq), range};
+}
+
+Model loadModel(const std::string& path, const DimPins& pins, const DimRanges& ranges) {
   const onnx::ModelProto proto = parseFile(path);
   Model model;
   model.path = path;
@@ -413,7 +464,7 @@ Model loadModel(const std::string& path, const DimPins& pins) {
   const onnx::GraphProto& g = proto.graph();
   checkNames(g, path);
   model.graphName = g.name();
-  std::set<std::string> usedPins;
+  SymbolicDims symbols{pins, ranges, {}, {}};
   for (const onnx::TensorProto& t : g.initializer()) {
     model.values[t.name()] = describeInitializer(t);
     if (std::optional<Constant> c = readConstant(t)) model.constants[t.name()] = *c;
@@ -421,33 +472,39 @@ Model loadModel(const std::string& path, const DimPins& pins) {
   }
   for (const onnx::ValueInfoProto& info : g.value_info()) {
     if (model.values.count(info.name())) continue;  // an initializer's own dims are exact
-    model.values[info.name()] = describeValue(info.name(), info.type(), pins, usedPins);
+    model.values[info.name()] = describeValue(info.name(), info.type(), symbols);
   }
   for (const onnx::ValueInfoProto& info : g.output()) {
-    model.values[info.name()] = describeValue(info.name(), info.type(), pins, usedPins);
+    model.values[info.name()] = describeValue(info.name(), info.type(), symbols);
     model.graphOutputs.push_back(info.name());
   }
   for (const onnx::ValueInfoProto& info : g.input()) {
     if (model.values.count(info.name()) && model.values[info.name()].initializer) continue;
-    Value v = describeValue(info.name(), info.type(), pins, usedPins);
+    Value v = describeValue(info.name(), info.type(), symbols);
     v.graphInput = true;
-    if (!v.shape) {
-      std::string reason = "input '" + info.name() + "': " + v.whyNoShape;
-      const size_t quote = v.whyNoShape.find("('");
-      if (quote != std::string::npos) {
-        const std::string dim = v.whyNoShape.substr(quote + 2, v.whyNoShape.find("')") - quote - 2);
-        reason += "; pin it with --dim " + dim + "=N";
-      }
-      throw UserError(path, reason);
-    }
+    if (!v.shape) throw UserError(path, "input '" + info.name() + "': " + v.whyNoShape);
     model.values[info.name()] = v;
     model.graphInputs.push_back(info.name());
   }
   for (const auto& [name, value] : pins) {
-    if (!usedPins.count(name)) {
+    if (!symbols.used.count(name)) {
       throw UserError("--dim", "'" + name + "' names no dynamic dim of " + path);
     }
   }
+  for (const auto& [name, range] : ranges) {
+    if (!symbols.used.count(name)) {
+      throw UserError("--dim-range", "'" + name + "' names no dynamic dim of " + path);
+    }
+  }
+  std::vector<graph::DynamicDim> declared;
+  for (const graph::DynamicDim& d : symbols.dims) {
+    if (auto problem = graph::dimDeclarationProblem(d.name, d.min, d.max, declared)) {
+      throw UserError(path, problem->reason + " (a symbolic dim of the model: pin it with --dim " +
+                                d.name + "=N)");
+    }
+    declared.push_back(d);
+  }
+  model.dims = std::move(declared);
   std::set<std::string> defined;
   for (const auto& [name, value] : model.values) {
     if (value.initializer || value.graphInput) defined.insert(name);
@@ -479,7 +536,7 @@ Model loadModel(const std::string& path, const DimPins& pins) {
       model.producers[out] = static_cast<int>(model.nodes.size());
       if (!model.values.count(out)) {
         model.values[out] = Value{
-            out, "", std::nullopt, std::nullopt, "its shape is not in the file", false, false};
+            out, "", std::nullopt, std::nullopt, "its shape is not in the file", false, false, {}};
       }
     }
     model.nodes.push_back(std::move(node));

@@ -5,8 +5,13 @@
 // needs their shapes and dtypes, never their contents.
 //
 // Everything a user can get wrong is a UserError naming the file and the reason: a file
-// that does not parse, an opset outside 13..21, a graph input with a dynamic dim that no
-// `--dim name=value` pins, a node reading a value nothing defines.
+// that does not parse, an opset outside 13..21, a dim with neither a size nor a name, a node
+// reading a value nothing defines.
+//
+// A symbolic dim (ONNX dim_param) is a dynamic dim of the programs (graph/dynamic_dims.h,
+// issue 28): the same name is the same dim, its range [1, 65536] unless `--dim-range
+// name=min:max` says otherwise, and its extent in every shape the range's max (the reference
+// length). `--dim name=value` pins it to a static size instead, and takes precedence.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/ir.h"
 #include "graph/types.h"
 #include "onnx_import/causal_pattern.h"
 
@@ -27,14 +33,24 @@ inline constexpr int64_t kMaxOpset = 21;
 // `--dim name=value`: symbolic dims (ONNX dim_param) pinned by the user.
 using DimPins = std::map<std::string, int64_t>;
 
+// `--dim-range name=min:max`: the range of a symbolic dim left dynamic.
+struct DimRange {
+  int64_t min = 1;
+  int64_t max = 65536;
+};
+using DimRanges = std::map<std::string, DimRange>;
+
 struct Value {
   std::string name;
   std::string elemType;               // ONNX's name: "float16", "int64", ...
   std::optional<graph::DType> dtype;  // set for f16, bf16 and f32
   std::optional<graph::Dims> shape;   // static shape (rank 0 for scalars)
-  std::string whyNoShape;             // when shape is unset: "dim 1 ('seq') is dynamic", ...
+  std::string whyNoShape;             // when shape is unset: "dim 1 has no static size", ...
   bool initializer = false;
   bool graphInput = false;
+  // Per dim of `shape`, the name of the dynamic dim it is (its extent the range's max), or
+  // "" where static; empty when every dim is static.
+  std::vector<std::string> dynamicDims;
 };
 
 // A constant small enough to be read by the mapping (a scalar, axes, a target shape).
@@ -77,17 +93,21 @@ struct Model {
   std::vector<std::string> graphOutputs;
   std::string graphName;
   std::map<std::string, int> producers;  // value -> the node computing it
+  // The symbolic dims left dynamic, in order of first appearance (graph inputs first).
+  std::vector<graph::DynamicDim> dims;
 
   int producerOf(const std::string& value) const;  // -1 for inputs, initializers, unknown
 };
 
 // Throws UserError(path, reason) for anything the file gets wrong.
-Model loadModel(const std::string& path, const DimPins& pins);
+Model loadModel(const std::string& path, const DimPins& pins, const DimRanges& ranges = {});
 
 // Whether a file should be read as an ONNX model (its extension).
 bool isOnnxPath(const std::string& path);
 
 // "name=value" from `--dim`; throws UserError("--dim", reason).
 std::pair<std::string, int64_t> parseDimPin(const std::string& text);
+// "name=min:max" from `--dim-range`; throws UserError("--dim-range", reason).
+std::pair<std::string, DimRange> parseDimRange(const std::string& text);
 
 }  // namespace mugraph::onnx_import

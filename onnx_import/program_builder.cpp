@@ -6,6 +6,7 @@
 #include <set>
 
 #include "graph/builder.h"
+#include "graph/dynamic_dims.h"
 #include "graph/shape_inference.h"
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/program_builder_impl.h"
@@ -106,12 +107,57 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
     fail("reads '" + value + "' as " + std::string(graph::layoutName(layout)) + " at rank " +
          std::to_string(shape.size()));
   }
-  const TensorId id = builder_.input(irName, *v.dtype, shape, layout);
+  const TensorId id = builder_.input(irName, *v.dtype, shape, layout,
+                                     dynamicRecord(value, shape.size(), transposeHere));
   externals_[key] = {id, rank};
   const auto tiling = tiled_.find(value);
   inputs_.push_back({irName, value, buffer, layout == graph::Layout::Transposed, layout,
                      tiling == tiled_.end() ? Tiling{} : tiling->second});
   return id;
+}
+
+// The dynamic dims (graph/dynamic_dims.h) of an input read from `value` as an IR tensor of
+// rank `rank`, in the IR's dim order; each dim the model leaves dynamic is declared in the
+// program at its first use. Empty where every dim is static. A value computed outside whose
+// dims the file does not name may still follow a dynamic input through the ops before it;
+// one whose shape holds a dynamic dim's reference extent is refused rather than read as a
+// static dim of that size.
+std::vector<int> ProgramBuilder::dynamicRecord(const std::string& value, size_t rank,
+                                               bool transposed) {
+  const Value& v = model_.values.at(value);
+  if (v.dynamicDims.empty()) {
+    if (v.initializer || v.graphInput) return {};  // the file gives their dims
+    for (const graph::DynamicDim& d : model_.dims) {
+      const Dims& shape = onnxShape(value);
+      if (std::find(shape.begin(), shape.end(), d.max) != shape.end()) {
+        fail("reads '" + value + "', whose shape " + graph::formatDims(shape) +
+             " may carry the dynamic dim '" + d.name +
+             "' through ops the importer does not follow dims through (pin it with --dim " +
+             d.name + "=N)");
+      }
+    }
+    return {};
+  }
+  const Dims stripped = stripDims(onnxShape(value));
+  std::vector<int> record;
+  for (size_t d = v.dynamicDims.size() - stripped.size(); d < v.dynamicDims.size(); ++d) {
+    const std::string& name = v.dynamicDims[d];
+    if (name.empty()) {
+      record.push_back(graph::kStaticDim);
+      continue;
+    }
+    std::optional<int> dim = graph::findDim(builder_.graph(), name);
+    if (!dim) {
+      for (const graph::DynamicDim& declared : model_.dims) {
+        if (declared.name == name) builder_.dim(declared);
+      }
+      dim = graph::findDim(builder_.graph(), name);
+    }
+    record.push_back(*dim);
+  }
+  if (transposed) std::swap(record[record.size() - 1], record[record.size() - 2]);
+  while (record.size() < rank) record.insert(record.begin(), graph::kStaticDim);
+  return record;
 }
 
 // The IR tensor of a value at `rank` (inputs are declared at the rank their first use needs).

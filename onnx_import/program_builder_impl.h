@@ -62,6 +62,7 @@ class ProgramBuilder {
   int rankOf(const std::string& value) const;
   TensorId tensor(const std::string& value, int rank);
   TensorId external(const std::string& value, int rank, bool transposeHere = false);
+  std::vector<int> dynamicRecord(const std::string& value, size_t rank, bool transposed);
   std::string fresh(const std::string& base);
   TensorId op(OpKind kind, std::vector<TensorId> in, graph::OpAttrs attrs = {},
               const std::string& base = "");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "graph/dynamic_dims.h"
+
 namespace mugraph::search {
 namespace {
 
@@ -32,11 +34,13 @@ struct Labeller {
   UnionFind sets;
   std::vector<int64_t> extent;
   std::vector<bool> matmulDim, whole;
+  std::vector<int> dynamicDim;
 
   int fresh(int64_t size) {
     extent.push_back(size);
     matmulDim.push_back(false);
     whole.push_back(false);
+    dynamicDim.push_back(graph::kStaticDim);
     return sets.add();
   }
   DimLabel labelFor(int64_t size) { return size == 1 ? DimLabel{} : DimLabel{fresh(size)}; }
@@ -78,8 +82,13 @@ Dataflow buildDataflow(const graph::Program& program) {
   flow.tensors.resize(program.tensors.size());
   for (size_t t = 0; t < program.tensors.size(); ++t) flow.tensors[t].desc = program.tensors[t];
   for (graph::TensorId t : program.inputs) {
-    for (int64_t size : program.tensors[t].shape) {
-      flow.tensors[t].dims.push_back(labeller.labelFor(size));
+    const graph::TensorDesc& desc = program.tensors[t];
+    for (size_t d = 0; d < desc.shape.size(); ++d) {
+      flow.tensors[t].dims.push_back(labeller.labelFor(desc.shape[d]));
+      const int dim = graph::dynamicDimOf(desc, static_cast<int>(d));
+      if (dim != graph::kStaticDim && !flow.tensors[t].dims.back().empty()) {
+        labeller.dynamicDim[flow.tensors[t].dims.back()[0]] = dim;
+      }
     }
   }
   for (const graph::KernelOp& op : program.ops) {
@@ -158,6 +167,7 @@ Dataflow buildDataflow(const graph::Program& program) {
     IndexVar& var = flow.vars[number[root]];
     var.matmulDim = var.matmulDim || labeller.matmulDim[v];
     var.whole = var.whole || labeller.whole[v];
+    if (var.dynamicDim == graph::kStaticDim) var.dynamicDim = labeller.dynamicDim[v];
     return number[root];
   };
   for (FlowTensor& tensor : flow.tensors) {

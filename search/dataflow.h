@@ -17,6 +17,9 @@ struct IndexVar {
   int64_t extent = 1;
   bool matmulDim = false;  // some matmul reads it as M, N or K: keep tiles tensor-core sized
   bool whole = false;      // rms_norm needs it whole in one tile: never split
+  // The program's dynamic dim (graph::KernelGraph::dims) whose length this is, or
+  // graph::kStaticDim; `extent` is then its reference (the range's max).
+  int dynamicDim = graph::kStaticDim;
 };
 
 using DimLabel = std::vector<int>;  // index variables, outermost first; empty: a size-1 dim

@@ -10,6 +10,7 @@
 #include "graph/validate.h"
 #include "plan/kernel_plan.h"
 #include "search/cost_model.h"
+#include "search/dynamic_choices.h"
 #include "search/sketches.h"
 #include "verify/abstract_expr.h"
 
@@ -21,6 +22,16 @@ std::string uniqueName(const graph::GraphBuilder& builder, const std::string& ba
     std::string name = i == 0 ? base : base + std::to_string(i);
     if (!builder.graph().findTensor(name)) return name;
   }
+}
+
+// Whether a predefined op reading `inputs` reads a dynamic dim: its default block graph
+// (plan/lower_predefined_ops.h) cuts by divisors of the reference length, not by declared
+// tiles, so a dynamic program keeps such ops inside block graphs the search builds.
+bool readsDynamicDim(const graph::KernelGraph& graph, const std::vector<graph::TensorId>& inputs) {
+  return std::any_of(inputs.begin(), inputs.end(), [&](graph::TensorId t) {
+    const std::vector<int>& dims = graph.tensors.at(t).dynamicDims;
+    return std::any_of(dims.begin(), dims.end(), [](int d) { return d != graph::kStaticDim; });
+  });
 }
 
 // Adds the partial outputs' dataflow tensors and their combine ops (inserted right after the
@@ -213,6 +224,7 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state,
     if (config_.sketches) {
       mergeSketchChoices(choices, sketchChoices(state.flow, segment, config_));
     }
+    keepLengthIndependent(state.flow, segment, choices);
     for (size_t c = 0; c < choices.size(); ++c) {
       steps.push_back(Step{last, static_cast<int>(c), std::move(choices[c])});
     }
@@ -269,6 +281,9 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
       const FlowOp& op = state.flow.ops[state.position];
       std::vector<graph::TensorId> inputs;
       for (int t : op.inputs) inputs.push_back(state.kernelTensorOf[t]);
+      if (readsDynamicDim(child.builder.graph(), inputs)) {
+        return prune(PruneReason::LengthDependent);
+      }
       const graph::TensorDesc& desc = state.flow.tensors[op.output].desc;
       const graph::TensorId out =
           child.builder.op(op.kind, inputs, op.attrs, uniqueName(child.builder, desc.name));

@@ -20,6 +20,8 @@ const char* pruneReasonName(PruneReason reason) {
       return "duplicate";
     case PruneReason::Dominated:
       return "dominated";
+    case PruneReason::LengthDependent:
+      return "length_dependent";
     case PruneReason::Count:
       break;
   }

@@ -20,6 +20,8 @@ enum class PruneReason {
   Duplicate,           // same canonical schedule hash as a candidate found before
   Dominated,           // a sibling computes the same segment with the same future, cheaper
                        // (enumerate_kernel_graphs.h: only the cheapest few are explored)
+  LengthDependent,     // a predefined op of a dynamic program reads a dynamic dim: its default
+                       // block graph's tiles would follow the length (dynamic_choices.h)
   Count
 };
 

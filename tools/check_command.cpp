@@ -36,7 +36,7 @@ Command addCheckCommand(CLI::App& app) {
             if (!schedule.program.dims.empty() && options->dims.empty()) {
               const verify::RangeReport range = verify::checkOverRange(schedule, verifyOptions);
               if (options->flags.json) {
-                nlohmann::json out = rangeReportJson(range);
+                nlohmann::json out = verify::rangeReportJson(range);
                 out["schedule"] = schedule.name;
                 out["hash"] = graph::hashHex(graph::scheduleHash(schedule));
                 std::cout << out.dump() << "\n";

@@ -86,6 +86,11 @@ int buildCommand(const DatasetFlags& flags) {
     if (flags.programs.empty()) throw UserError("PROGRAM", "name at least one program");
     for (const std::string& p : flags.programs) {
       const graph::Program program = search::loadProgramOrBuiltin(p);
+      if (!program.dims.empty()) {
+        throw UserError(p,
+                        "the program has dynamic dims: a dataset's members are PTX, and kernels "
+                        "that take the lengths come in a later slice of issue 28");
+      }
       driver::RunOptions options;
       options.arch = codegen::archName(codegen::parseArchList(flags.archs).front());
       options.threads = flags.threads;

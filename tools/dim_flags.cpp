@@ -41,19 +41,4 @@ std::string rangeReportToText(const std::string& title, const verify::RangeRepor
   return out.str();
 }
 
-nlohmann::json rangeReportJson(const verify::RangeReport& report) {
-  nlohmann::json lengths = nlohmann::json::array();
-  for (const verify::LengthVerdict& v : report.lengths) {
-    nlohmann::json item{
-        {"dims", v.length.values}, {"cases", v.length.why}, {"equivalent", v.equivalent}};
-    if (v.unreachable.empty()) {
-      item["report"] = verify::equivalenceReportJson(v.report);
-    } else {
-      item["unreachable"] = v.unreachable;
-    }
-    lengths.push_back(std::move(item));
-  }
-  return {{"equivalent", report.equivalent}, {"lengths", std::move(lengths)}};
-}
-
 }  // namespace mugraph::tools

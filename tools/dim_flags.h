@@ -18,6 +18,5 @@ void addDimFlag(CLI::App& command, std::vector<std::string>& dims, const std::st
 graph::DimValues dimValuesFromFlags(const std::vector<std::string>& dims);
 
 std::string rangeReportToText(const std::string& title, const verify::RangeReport& report);
-nlohmann::json rangeReportJson(const verify::RangeReport& report);
 
 }  // namespace mugraph::tools

@@ -11,11 +11,36 @@
 #include "graph/hash.h"
 #include "onnx_import/onnx_model.h"
 #include "search/builtin_programs.h"
+#include "search/range_cost.h"
 #include "tools/commands.h"
 #include "tools/print_model_run.h"
 
 namespace mugraph::tools {
 namespace {
+
+// A dynamic program: the lengths the ranking used and each variant's range verdict.
+void printRange(const driver::ProgramRun& run) {
+  const driver::RangeRun& range = *run.range;
+  std::string lengths;
+  for (const graph::DimValues& values : range.rankingLengths) {
+    lengths += (lengths.empty() ? "" : "; ") + graph::dimValuesText(values);
+  }
+  std::printf("ranked over the range by the cost model: %s, at %s (cost above: at %s)\n",
+              search::kRangeRankingAggregate, lengths.c_str(),
+              graph::dimValuesText(range.searchedAt).c_str());
+  for (const search::VerifiedVariant& v : run.result.variants) {
+    const driver::RangeVariant& rv = range.variants.at(v.name);
+    std::printf("  %-18s  range score %.3f, equivalent at %zu lengths:", v.name.c_str(), rv.score,
+                rv.check.lengths.size());
+    for (const verify::LengthVerdict& l : rv.check.lengths) {
+      std::printf(" %s", graph::dimValuesText(l.length.values).c_str());
+    }
+    std::printf("\n");
+  }
+  for (const std::string& name : range.dropped) {
+    std::printf("  %-18s  dropped: not equivalent over the range\n", name.c_str());
+  }
+}
 
 void printTable(const driver::ProgramRun& run) {
   const search::SearchResult& result = run.result;
@@ -29,6 +54,7 @@ void printTable(const driver::ProgramRun& run) {
                 driver::gridsOf(v.schedule.graph).c_str(), v.verification.level.c_str(),
                 v.verification.falseAcceptBound);
   }
+  if (run.range) printRange(run);
   uint64_t pruned = 0;
   for (uint64_t n : s.stats.pruned) pruned += n;
   std::printf(
@@ -52,8 +78,13 @@ Command addSuperoptimizeCommand(CLI::App& app) {
       "superoptimize",
       "Search schedules of PROGRAM (a built-in: " + builtins +
           "; a program file; or an ONNX model, model.onnx, whose maximal supported subgraphs are "
-          "each searched, the rest listed with the reason), verify the best (on scaled twins where map dims allow, verify/README.md), rank "
-          "them by the cost model. "
+          "each searched, the rest listed with the reason), verify the best (on scaled twins where "
+          "map dims allow, verify/README.md), rank "
+          "them by the cost model. A program with dynamic dims (`dim s in [1, 65536]`) is "
+          "searched at the range's max for schedules with fixed tiles along every dynamic dim, "
+          "each variant checked at lengths covering the range (dropped if not equivalent at "
+          "one) and ranked by the cost model over the range (summary.json 'range'); its folders "
+          "hold schedule.json, whose kernels `mugraph replay --dim` generates per length. "
           "Exit 0 ok, 1 no verified variant (the summary says why; for a model, a subgraph "
           "without one), 2 bad input, 3 a verified variant got no code (an internal error; the "
           "rest is written).");
@@ -100,7 +131,11 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_flag("--no-split", o->noSplit,
                 "search the whole program only, never in pieces joined afterwards");
   sub->add_option("--dim", o->dims,
-                  "for an ONNX model: pin a dynamic dim, name=value (repeatable)");
+                  "for an ONNX model: pin a symbolic dim (ONNX dim_param) to a static size, "
+                  "name=value (repeatable; takes precedence over --dim-range)");
+  sub->add_option("--dim-range", o->dimRanges,
+                  "for an ONNX model: the range of a symbolic dim left dynamic, name=min:max "
+                  "(repeatable; default 1:65536; the search runs at the max)");
   return {sub, [o, json]() {
             // Under mpirun every rank runs the search and computes the same result; rank 0
             // alone prints it.

@@ -31,4 +31,19 @@ nlohmann::json equivalenceReportJson(const EquivalenceReport& report) {
   return out;
 }
 
+nlohmann::json rangeReportJson(const RangeReport& report) {
+  nlohmann::json lengths = nlohmann::json::array();
+  for (const LengthVerdict& v : report.lengths) {
+    nlohmann::json item{
+        {"dims", v.length.values}, {"cases", v.length.why}, {"equivalent", v.equivalent}};
+    if (v.unreachable.empty()) {
+      item["report"] = equivalenceReportJson(v.report);
+    } else {
+      item["unreachable"] = v.unreachable;
+    }
+    lengths.push_back(std::move(item));
+  }
+  return {{"equivalent", report.equivalent}, {"lengths", std::move(lengths)}};
+}
+
 }  // namespace mugraph::verify

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verify/equivalence.h"
+#include "verify/range_check.h"
 
 namespace mugraph::verify {
 
@@ -13,5 +14,10 @@ namespace mugraph::verify {
 //  "false_accept_bound", "max_rel_error"}, plus "level_reason" and "mismatch" when they are
 // not empty. An infinite error is written as null: JSON has no infinity.
 nlohmann::json equivalenceReportJson(const EquivalenceReport& report);
+
+// {"equivalent", "lengths": [{"dims", "cases", "equivalent", and "report" or "unreachable"}]}:
+// a dynamic schedule's verdict over its range (`mugraph check --json`, the summary of
+// `mugraph superoptimize` of a dynamic program).
+nlohmann::json rangeReportJson(const RangeReport& report);
 
 }  // namespace mugraph::verify

@@ -85,18 +85,29 @@ TEST(MalformedModels, TruncatedProtobufIsOneClearError) {
   EXPECT_NE(errorOf(scratch("missing.onnx")).find("no such file"), std::string::npos);
 }
 
-TEST(MalformedModels, DynamicDimNamesTheInputAndTheDimUntilPinned) {
+// A symbolic dim is a dynamic dim of the program (its reference extent the range's max)
+// until --dim pins it to a static size.
+TEST(MalformedModels, DynamicDimIsAProgramDimUntilPinned) {
   for (const char* name : {"llama_mlp_dynamic_seq", "llama_mlp_dynamic_seq_legacy"}) {
-    const std::string error = errorOf(model(name));
-    EXPECT_NE(error.find("input 'x'"), std::string::npos) << error;
-    EXPECT_NE(error.find("dim 1"), std::string::npos) << error;
-    EXPECT_NE(error.find("--dim"), std::string::npos) << error;
-    // The exporters name the dim differently ("seq", "s0"): the error says which to pin.
-    const size_t at = error.find("--dim ");
-    const std::string dim = error.substr(at + 6, error.find('=', at) - at - 6);
-    const ImportedModel m = importModel(model(name), {{dim, 40}});
+    const ImportedModel dynamic = importModel(model(name), {});
+    ASSERT_EQ(dynamic.subgraphs.size(), 1u);
+    const graph::Program& d = dynamic.subgraphs[0].program;
+    ASSERT_EQ(d.dims.size(), 1u);
+    // The exporters name the dim differently ("seq", "s0").
+    const std::string dim = d.dims[0].name;
+    EXPECT_EQ(d.dims[0].min, 1);
+    EXPECT_EQ(d.dims[0].max, 65536);
+    EXPECT_EQ(d.tensors[d.inputs[0]].shape, (graph::Dims{65536, 128}));
+    EXPECT_EQ(d.tensors[d.inputs[0]].dynamicDims, (std::vector<int>{0, graph::kStaticDim}));
+    const ImportedModel ranged = importModel(model(name), {}, {{dim, DimRange{16, 512}}});
+    const graph::Program& r = ranged.subgraphs[0].program;
+    EXPECT_EQ(r.dims.at(0).min, 16);
+    EXPECT_EQ(r.tensors[r.inputs[0]].shape, (graph::Dims{512, 128}));
+    // A pin takes precedence over a range.
+    const ImportedModel m = importModel(model(name), {{dim, 40}}, {{dim, DimRange{16, 512}}});
     ASSERT_EQ(m.subgraphs.size(), 1u);
     const graph::Program& p = m.subgraphs[0].program;
+    EXPECT_TRUE(p.dims.empty());
     EXPECT_EQ(p.tensors[p.inputs[0]].shape, (graph::Dims{40, 128}));
     EXPECT_NE(errorOf(model(name), {{dim, 40}, {"batch", 2}}).find("'batch' names no dynamic dim"),
               std::string::npos);

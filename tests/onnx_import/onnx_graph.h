@@ -4,6 +4,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -19,6 +20,13 @@ class OnnxGraph {
   void input(const std::string& name, std::vector<int64_t> dims,
              int type = onnx::TensorProto_DataType_FLOAT16) {
     describe(graph()->add_input(), name, dims, type);
+  }
+  // An input or output whose dims are sizes ("64") or symbolic names ("seq", ONNX dim_param).
+  void symbolicInput(const std::string& name, const std::vector<std::string>& dims) {
+    describeSymbolic(graph()->add_input(), name, dims);
+  }
+  void symbolicOutput(const std::string& name, const std::vector<std::string>& dims) {
+    describeSymbolic(graph()->add_output(), name, dims);
   }
   void output(const std::string& name, std::vector<int64_t> dims,
               int type = onnx::TensorProto_DataType_FLOAT16) {
@@ -56,12 +64,16 @@ class OnnxGraph {
     a->set_type(onnx::AttributeProto_AttributeType_FLOAT);
     a->set_f(value);
   }
-  ImportedModel import(const std::string& name) {
+  ImportedModel import(const std::string& name, const DimPins& pins = {},
+                       const DimRanges& ranges = {}) {
+    return importModel(write(name), pins, ranges);
+  }
+  std::string write(const std::string& name) {
     const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mugraph_onnx_map";
     std::filesystem::create_directories(dir);
     const std::string path = (dir / (name + ".onnx")).string();
     std::ofstream(path, std::ios::binary) << model_.SerializeAsString();
-    return importModel(path, {});
+    return path;
   }
 
  private:
@@ -72,6 +84,19 @@ class OnnxGraph {
     onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
     t->set_elem_type(type);
     for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  }
+  static void describeSymbolic(onnx::ValueInfoProto* v, const std::string& name,
+                               const std::vector<std::string>& dims) {
+    v->set_name(name);
+    onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto_DataType_FLOAT16);
+    for (const std::string& d : dims) {
+      if (!d.empty() && std::isdigit(static_cast<unsigned char>(d[0]))) {
+        t->mutable_shape()->add_dim()->set_dim_value(std::stoll(d));
+      } else {
+        t->mutable_shape()->add_dim()->set_dim_param(d);
+      }
+    }
   }
   onnx::ModelProto model_;
 };

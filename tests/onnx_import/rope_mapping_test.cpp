@@ -22,12 +22,12 @@ class Records {
     model_.opset = 20;
   }
   void tensor(const std::string& name, graph::Dims shape, bool graphInput = false) {
-    Value v{name, "float16", graph::DType::F16, shape, "", false, graphInput};
+    Value v{name, "float16", graph::DType::F16, shape, "", false, graphInput, {}};
     model_.values[name] = v;
     if (graphInput) model_.graphInputs.push_back(name);
   }
   void constant(const std::string& name, double value) {
-    model_.values[name] = Value{name, "int64", std::nullopt, graph::Dims{1}, "", true, false};
+    model_.values[name] = Value{name, "int64", std::nullopt, graph::Dims{1}, "", true, false, {}};
     model_.constants[name] = Constant{{1}, {value}};
   }
   Node& node(const std::string& op, std::vector<std::string> in, const std::string& out,

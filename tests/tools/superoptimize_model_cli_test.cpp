@@ -81,7 +81,9 @@ TEST_F(SuperoptimizeModelCli, BadModelsExitTwoWithOneLine) {
   std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"'" + truncated + "'", "does not parse"},
-      {"'" + model("llama_mlp_dynamic_seq") + "'", "is dynamic; pin it with --dim"},
+      {"'" + model("llama_mlp_dynamic_seq") + "' --dim-range seq=8:4", "min 8 > max 4"},
+      {"'" + model("llama_mlp_dynamic_seq") + "' --dim-range seq=8", "is not name=min:max"},
+      {"'" + model("llama_mlp") + "' --dim-range seq=1:64", "names no dynamic dim"},
       {"'" + model("llama_mlp") + "' --dim seq=4", "names no dynamic dim"},
       {"'" + model("llama_mlp_dynamic_seq") + "' --dim s0", "is not name=value"},
       {"'" + model("rmsnorm") + "' --checkpoint c.json", "applies to one program"},

@@ -1,0 +1,46 @@
+// The dynamic-program steps of `mugraph superoptimize` (issue 28). The search runs at the
+// reference length (every dynamic dim at its max) and builds only length-independent
+// candidates (search/dynamic_choices.h); its verified variants are then checked over the
+// whole range (verify/range_check.h: every structural case of every cut), those not
+// equivalent at every length are dropped, and the rest are ranked by the cost model over the
+// range (search/range_cost.h). The summary says so and lists the lengths.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "graph/dynamic_dims.h"
+#include "plan/target.h"
+#include "search/superoptimize.h"
+#include "verify/range_check.h"
+
+namespace mugraph::driver {
+
+struct RangeVariant {
+  verify::RangeReport check;
+  std::vector<double> costs;  // microseconds at each of RangeRun::rankingLengths
+  double score = 0;           // search::geometricMeanRelativeCost (1 = best everywhere)
+};
+
+struct RangeRun {
+  graph::DimValues searchedAt;  // the reference length: every dim at its max
+  std::vector<graph::DimValues> rankingLengths;
+  std::map<std::string, RangeVariant> variants;  // by variant name, the kept and the dropped
+  std::vector<std::string> dropped;              // not equivalent over the range, by name
+};
+
+// Checks every variant of `result` over its range with `seed`, removes those not equivalent
+// at every length (RangeRun::dropped) and re-sorts the rest by the range score (then by
+// hash). `result.summary.verified` follows.
+RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Program& program,
+                               const plan::Target& target, uint64_t seed);
+
+// summary["range"]: the dims, the ranking lengths and aggregate, the dropped variants.
+nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& range);
+// The per-variant fields: "range_score", "cost_over_range" (per ranking length) and
+// "range_check" (verify::rangeReportJson).
+nlohmann::json rangeVariantJson(const RangeVariant& variant);
+
+}  // namespace mugraph::driver

@@ -1,0 +1,100 @@
+// ONNX symbolic dims (dim_param) become dynamic dims of the imported programs (issue 28): one
+// program dim per name, its range [1, 65536] or the --dim-range given, every shape at the
+// range's max; --dim pins a name to a static size and takes precedence.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "graph/dynamic_dims.h"
+#include "graph/error.h"
+#include "onnx_import/onnx_graph.h"
+
+namespace mugraph::onnx_import {
+namespace {
+
+// Y = (A + B) · W with A, B [seq, 64]; `bName` names B's first dim.
+OnnxGraph addThenMatmul(const std::string& bName) {
+  OnnxGraph g;
+  g.symbolicInput("A", {"seq", "64"});
+  g.symbolicInput("B", {bName, "64"});
+  g.input("W", {64, 32});
+  g.symbolicOutput("Y", {"seq", "32"});
+  g.node("Add", {"A", "B"}, "S");
+  g.node("MatMul", {"S", "W"}, "Y");
+  return g;
+}
+
+TEST(OnnxDynamicDims, TheSameNameIsTheSameProgramDim) {
+  const ImportedModel m = addThenMatmul("seq").import("dynamic_same_name");
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  const graph::Program& p = m.subgraphs[0].program;
+  ASSERT_EQ(p.dims.size(), 1u);
+  EXPECT_EQ(p.dims[0], (graph::DynamicDim{"seq", 1, 65536}));
+  for (graph::TensorId in : p.inputs) {
+    const graph::TensorDesc& t = p.tensors[in];
+    if (t.name == "W") {
+      EXPECT_TRUE(t.dynamicDims.empty() || graph::dynamicDimOf(t, 0) == graph::kStaticDim)
+          << t.name;
+      continue;
+    }
+    EXPECT_EQ(t.shape, (graph::Dims{65536, 64})) << t.name;
+    EXPECT_EQ(graph::dynamicDimOf(t, 0), 0) << t.name;
+  }
+  const graph::TensorDesc& y = p.tensors[p.outputs.at(0)];
+  EXPECT_EQ(graph::dynamicDimOf(y, 0), 0);
+  // The program runs at any length of the range.
+  const graph::KernelGraph at100 = graph::instantiate(p, {{"seq", 100}});
+  EXPECT_EQ(at100.tensors[at100.outputs.at(0)].shape, (graph::Dims{100, 32}));
+}
+
+TEST(OnnxDynamicDims, ARangeOverridesTheDefaultAndAPinWins) {
+  OnnxGraph g = addThenMatmul("seq");
+  const graph::Program ranged =
+      g.import("dynamic_ranged", {}, {{"seq", DimRange{8, 8192}}}).subgraphs.at(0).program;
+  EXPECT_EQ(ranged.dims.at(0), (graph::DynamicDim{"seq", 8, 8192}));
+  EXPECT_EQ(ranged.tensors[ranged.inputs.at(0)].shape, (graph::Dims{8192, 64}));
+  const graph::Program pinned =
+      g.import("dynamic_pinned", {{"seq", 100}}, {{"seq", DimRange{8, 8192}}})
+          .subgraphs.at(0)
+          .program;
+  EXPECT_TRUE(pinned.dims.empty());
+  EXPECT_EQ(pinned.tensors[pinned.inputs.at(0)].shape, (graph::Dims{100, 64}));
+}
+
+TEST(OnnxDynamicDims, ARangeNamingNoDimOrABadRangeIsOneClearError) {
+  OnnxGraph g = addThenMatmul("seq");
+  try {
+    g.import("dynamic_bad_range", {}, {{"batch", DimRange{1, 8}}});
+    FAIL() << "a range naming no dim was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("'batch' names no dynamic dim"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(parseDimRange("seq=8:4"), UserError);
+  EXPECT_THROW(parseDimRange("seq=8"), UserError);
+  EXPECT_THROW(parseDimRange("seq=0:8"), UserError);
+  const auto [name, range] = parseDimRange("seq=1:8192");
+  EXPECT_EQ(name, "seq");
+  EXPECT_EQ(range.min, 1);
+  EXPECT_EQ(range.max, 8192);
+}
+
+TEST(OnnxDynamicDims, TwoNamesAreTwoDims) {
+  OnnxGraph g;
+  g.symbolicInput("A", {"seq", "64"});
+  g.symbolicInput("C", {"kv", "64"});
+  g.input("W", {64, 32});
+  g.symbolicOutput("Y", {"seq", "32"});
+  g.symbolicOutput("Z", {"kv", "32"});
+  g.node("MatMul", {"A", "W"}, "Y");
+  g.node("MatMul", {"C", "W"}, "Z");
+  const ImportedModel m = g.import("dynamic_two_names");
+  std::set<std::string> names;
+  for (const Subgraph& s : m.subgraphs) {
+    for (const graph::DynamicDim& d : s.program.dims) names.insert(d.name);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"kv", "seq"}));
+}
+
+}  // namespace
+}  // namespace mugraph::onnx_import

@@ -1,0 +1,71 @@
+// Length-independent block choices (search/dynamic_choices.h): for a dynamic program every
+// choice kept cuts each dynamic variable of its inputs by the grid or the loop alone, with a
+// declared tile, and the block graph built from it validates as a dynamic schedule's must.
+#include <gtest/gtest.h>
+
+#include "graph/program_text.h"
+#include "search/block_choices.h"
+#include "search/build_block_graph.h"
+#include "search/dataflow.h"
+#include "search/dynamic_choices.h"
+#include "search/search_config.h"
+#include "search/segment.h"
+
+namespace mugraph::search {
+namespace {
+
+const char* kDynamicGemm =
+    "program g\ndim m in [1, 4096]\ninput A f16 [m, 128]\ninput B f16 [128, 64]\n"
+    "C = matmul(A, B)\noutput C\n";
+
+TEST(DynamicChoices, TheDataflowMarksTheDynamicVariable) {
+  const Dataflow flow = buildDataflow(graph::parseProgramText(kDynamicGemm, "g.mg"));
+  const int m = flow.tensors[flow.inputs[0]].dims[0][0];
+  EXPECT_EQ(flow.vars[m].dynamicDim, 0);
+  EXPECT_EQ(flow.vars[m].extent, 4096);
+  const int k = flow.tensors[flow.inputs[0]].dims[1][0];
+  EXPECT_EQ(flow.vars[k].dynamicDim, graph::kStaticDim);
+}
+
+TEST(DynamicChoices, EveryKeptChoiceDeclaresTheTileOfTheDynamicVariable) {
+  const graph::Program program = graph::parseProgramText(kDynamicGemm, "g.mg");
+  const Dataflow flow = buildDataflow(program);
+  const Segment segment = analyzeSegment(flow, 0, 0);
+  std::vector<BlockChoice> choices =
+      enumerateBlockChoices(flow, segment, defaultConfig(ProgramKind::Gemm));
+  const size_t all = choices.size();
+  keepLengthIndependent(flow, segment, choices);
+  ASSERT_FALSE(choices.empty());
+  EXPECT_LT(choices.size(), all);  // the choices leaving m whole are gone
+  const int m = flow.tensors[flow.inputs[0]].dims[0][0];
+  for (const BlockChoice& choice : choices) {
+    const GridSplit* split = gridSplitOf(choice, m);
+    ASSERT_NE(split, nullptr);  // m is a map dim: only the grid cuts it
+    EXPECT_GT(split->tile, 0);
+    EXPECT_EQ((4096 + split->tile - 1) / split->tile, split->count);
+    const BlockBuildResult built = buildBlockGraph(flow, segment, choice);
+    if (!built.built) continue;
+    for (const graph::BlockOp& op : built.built->block.ops) {
+      if (op.kind == graph::OpKind::Input && op.kernelTensor == 0) {
+        EXPECT_FALSE(op.tile.empty());
+      }
+    }
+  }
+}
+
+TEST(DynamicChoices, AStaticProgramsChoicesPassUnchanged) {
+  const graph::Program program = graph::parseProgramText(
+      "program g\ninput A f16 [4096, 128]\ninput B f16 [128, 64]\nC = matmul(A, B)\noutput C\n",
+      "g.mg");
+  const Dataflow flow = buildDataflow(program);
+  const Segment segment = analyzeSegment(flow, 0, 0);
+  const std::vector<BlockChoice> all =
+      enumerateBlockChoices(flow, segment, defaultConfig(ProgramKind::Gemm));
+  std::vector<BlockChoice> kept = all;
+  keepLengthIndependent(flow, segment, kept);
+  ASSERT_EQ(kept.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) EXPECT_TRUE(kept[i].sameSplits(all[i]));
+}
+
+}  // namespace
+}  // namespace mugraph::search

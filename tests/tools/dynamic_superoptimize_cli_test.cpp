@@ -1,0 +1,107 @@
+// `mugraph superoptimize` of a dynamic program (issue 28): the variants' schedules carry the
+// program's dims, pass `mugraph check` over the range, `replay --dim` generates their code at
+// a length, and the summary says the ranking is over the range and at which lengths. A
+// dynamic program the search cannot cover length-independently is a one-line error (exit 2).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "graph/files.h"
+#include "tools/run_cli.h"
+
+namespace mugraph::testing {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class DynamicSuperoptimizeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    scratch_ = fs::temp_directory_path() /
+               ("mugraph_dynamic_so_test_" + std::to_string(::getpid()) + "_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(scratch_);
+  }
+  void TearDown() override { fs::remove_all(scratch_); }
+  CliResult run(const std::string& args) { return runMugraph(args, scratch_.string()); }
+  static std::string shipped(const std::string& name) {
+    return std::string(MUGRAPH_SOURCE_DIR) + "/schedules/dynamic/" + name;
+  }
+
+  // Superoptimizes `program`, then checks what every variant's folder and summary entry hold.
+  nlohmann::json superoptimize(const std::string& program, const std::string& dim,
+                               const std::string& replayDim) {
+    const std::string out = (scratch_ / "out").string();
+    const CliResult r = run("superoptimize " + program +
+                            " --threads 1 --time-limit 20 --max-variants 2 --json --out " + out);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    const nlohmann::json summary = nlohmann::json::parse(r.out);
+    EXPECT_EQ(summary.at("ranked_by"), "cost_model_over_range");
+    const nlohmann::json& range = summary.at("range");
+    EXPECT_EQ(range.at("dims").at(0).at("name"), dim);
+    EXPECT_THAT(range.at("aggregate").get<std::string>(), HasSubstr("geometric mean"));
+    EXPECT_GE(range.at("ranked_over").size(), 3u);
+    EXPECT_GE(summary.at("variants").size(), 1u);
+    double previous = 0;
+    for (const nlohmann::json& v : summary.at("variants")) {
+      const double score = v.at("range_score").get<double>();
+      EXPECT_GE(score, previous);  // ranked by the range score
+      previous = score;
+      EXPECT_EQ(v.at("cost_over_range").size(), range.at("ranked_over").size());
+      EXPECT_TRUE(v.at("range_check").at("equivalent").get<bool>());
+      EXPECT_GE(v.at("range_check").at("lengths").size(), 3u);
+      const fs::path schedule = fs::path(out) / v.at("name").get<std::string>() / "schedule.json";
+      EXPECT_EQ(graph::loadSchedule(schedule.string()).program.dims.at(0).name, dim);
+      const CliResult check = run("check --trials 1 " + schedule.string());
+      EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
+      EXPECT_THAT(check.out, HasSubstr("over its range: EQUIVALENT"));
+      const fs::path code = scratch_ / ("code_" + v.at("name").get<std::string>());
+      const CliResult replay =
+          run("replay " + schedule.string() + " --dim " + replayDim + " --out " + code.string());
+      EXPECT_EQ(replay.exitCode, 0) << replay.out << replay.err;
+      EXPECT_TRUE(fs::is_regular_file(code / "kernel.cu"));
+      EXPECT_TRUE(fs::is_regular_file(code / "sm_90.ptx"));
+    }
+    EXPECT_EQ(nlohmann::json::parse(std::ifstream(out + "/summary.json")), summary);
+    return summary;
+  }
+
+  fs::path scratch_;
+};
+
+TEST_F(DynamicSuperoptimizeCli, GemmVariantsCarryTheDimAndHoldOverTheRange) {
+  const nlohmann::json summary = superoptimize(shipped("gemm_dynamic_m.mg"), "m", "m=100");
+  EXPECT_EQ(summary.at("range").at("searched_at").at("m"), 4096);
+  EXPECT_EQ(summary.at("range").at("ranked_over").front().at("m"), 1);
+}
+
+TEST_F(DynamicSuperoptimizeCli, AttentionVariantsCarryTheDimAndHoldOverTheRange) {
+  superoptimize(shipped("attention_dynamic_kv.mg"), "s", "s=100");
+}
+
+TEST_F(DynamicSuperoptimizeCli, TheTableSaysTheRankingIsOverTheRange) {
+  const CliResult r = run("superoptimize " + shipped("gemm_dynamic_m.mg") +
+                          " --threads 1 --time-limit 20 --max-variants 1");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("ranked over the range by the cost model"));
+  EXPECT_THAT(r.out, HasSubstr("m=1; m=2; m=4"));
+}
+
+// rms_norm needs its row whole, so a dynamic row length can never be cut with a fixed tile.
+TEST_F(DynamicSuperoptimizeCli, ADynamicDimNoScheduleCanTileIsABadInput) {
+  std::ofstream(scratch_ / "norm.mg") << "program norm_dynamic\n"
+                                         "dim h in [1, 1024]\n"
+                                         "input X f16 [8, h]\n"
+                                         "Y = rms_norm(X, dim=1)\n"
+                                         "output Y\n";
+  const CliResult r = run("superoptimize " + (scratch_ / "norm.mg").string() + " --threads 1");
+  EXPECT_EQ(r.exitCode, 2) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("no length-independent schedule"));
+}
+
+}  // namespace
+}  // namespace mugraph::testing
