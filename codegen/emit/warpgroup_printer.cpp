@@ -146,8 +146,7 @@ void WarpgroupPrinter::gatherBoxes(const plan::BulkOperand& op, const std::strin
   const int64_t steps = op.boxes * op.rows / rowStep;
   const int64_t swizzleChunk = 16;  // bytes XOR-permuted together by the 128-byte swizzle
   const int64_t swizzleRows = rowBytes / swizzleChunk;
-  int rowDim = 1;  // the view dim along the box's rows
-  while (rowDim < view.rank - 1 && view.box[rowDim] == 1) ++rowDim;
+  const int rowDim = op.rowDim;
   const std::string wide = "static_cast<long long>";
   std::string fixed;  // the other dims' offset in bytes
   for (int i = 1; i < view.rank; ++i) {

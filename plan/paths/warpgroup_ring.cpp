@@ -44,16 +44,16 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
   const graph::Dims& tile = block.tensors[op.output].shape;
   const int rank = static_cast<int>(tile.size());
   if (rank != static_cast<int>(source.shape.size()) || rank < 2) return std::nullopt;
-  // A heads_transposed operand's dims are not in storage order; its tensor map is left for a
-  // GPU-tested change: the cp.async copies read it through its strides.
-  if (source.layout == graph::Layout::HeadsTransposed) return std::nullopt;
   for (int d = 0; d < rank - 2; ++d) {
     if (tile[d] != 1) return std::nullopt;  // one matrix per block
   }
-  // Logical dims in storage order, innermost first.
+  // Logical dims in storage order, innermost first: the map's dims go in that order, so its
+  // strides grow (a heads_transposed [h, s, d] is addressed as d, h, s).
   std::vector<int> order;
   for (int d = rank - 1; d >= 0; --d) order.push_back(d);
-  if (source.layout == graph::Layout::Transposed) std::swap(order[0], order[1]);
+  const auto [first, second] = graph::swappedDimsFromEnd(source.layout);
+  if (first > rank) return std::nullopt;
+  if (first > 0) std::swap(order[first - 1], order[second - 1]);
   const int contiguous = order[0];
   const int64_t elementBytes = graph::dtypeBytes(source.dtype);
   const int64_t boxElements = limits.boxElements(elementBytes);

@@ -214,6 +214,31 @@ TEST(WarpgroupAttentionPlan, FlashAttentionRunsItsChainInWgmmaRegisters) {
   EXPECT_EQ(roleOf("out"), FragmentRole::O);
 }
 
+TEST(WarpgroupAttentionPlan, AHeadsTransposedOperandIsAddressedInStorageOrder) {
+  // V [16 heads, 2048, 128] kept as a projection writes it, [2048, 16, 128]: the tensor map
+  // walks d, then heads, then positions (strides growing), and a box's rows run along the
+  // positions with one head.
+  graph::Schedule schedule = shipped("mha_prefill_2048.warpgroups");
+  graph::TensorDesc& v = schedule.graph.tensors[schedule.graph.inputs[2]];
+  ASSERT_EQ(v.name, "V");
+  v.layout = graph::Layout::HeadsTransposed;
+  const KernelPlan plan = planned(schedule);
+  ASSERT_TRUE(plan.as<WarpgroupAttentionPlan>());
+  const WarpgroupAttentionPlan& at = *plan.as<WarpgroupAttentionPlan>();
+  ASSERT_GE(at.v.map, 0);
+  const TensorMapDesc& map = at.maps[at.v.map];
+  EXPECT_EQ(map.rank, 3);
+  EXPECT_EQ((std::array<int64_t, 3>{map.dims[0], map.dims[1], map.dims[2]}),
+            (std::array<int64_t, 3>{128, 16, 2048}));
+  EXPECT_EQ((std::array<int64_t, 3>{map.strideBytes[0], map.strideBytes[1], map.strideBytes[2]}),
+            (std::array<int64_t, 3>{2, 128 * 2, 16 * 128 * 2}));
+  EXPECT_EQ(map.box[1], 1);
+  EXPECT_EQ(map.box[2], at.kv);
+  EXPECT_EQ(at.v.rowDim, 2);
+  EXPECT_FALSE(at.v.kMajor);
+  EXPECT_EQ(at.v.iterationStep[2], at.kv);  // the loop walks the positions
+}
+
 TEST(WarpgroupAttentionPlan, OtherAttentionShapesStayOnTheGeneralPath) {
   // Split-KV partials also store their row max and sum: not this path (yet).
   EXPECT_FALSE(planned(shipped("gqa.split_kv")).as<WarpgroupAttentionPlan>());

@@ -268,9 +268,12 @@ def prefill_case(tokens, name, variants, options, heads=16, d=128, causal=False)
     return result
 
 
-def gqa_prefill_case(q_heads, kv_heads, tokens, d, name, variants, options, causal=False):
-    # GQA prefill, safe program, no mask: each KV head's q_heads / kv_heads query heads folded
-    # into query rows (tools/bench/programs/gqa_prefill_*.mg); SDPA runs with enable_gqa.
+def gqa_prefill_case(q_heads, kv_heads, tokens, d, name, variants, options, causal=False,
+                     v_heads_transposed=False):
+    # GQA prefill, safe program: each KV head's q_heads / kv_heads query heads folded into
+    # query rows (tools/bench/programs/gqa_prefill_*.mg); SDPA runs with enable_gqa.
+    # v_heads_transposed: our V is stored [tokens, kv_heads, d], as the V projection writes it
+    # (schedules/llama_attention_512.mg).
     group = q_heads // kv_heads
     q = torch.randn(1, q_heads, tokens, d, dtype=torch.float16, device="cuda")
     k, v = (torch.randn(1, kv_heads, tokens, d, dtype=torch.float16, device="cuda")
@@ -278,7 +281,8 @@ def gqa_prefill_case(q_heads, kv_heads, tokens, d, name, variants, options, caus
 
     def to_ours(q, k, v):
         return {"Q": q[0].reshape(kv_heads, group * tokens, d).contiguous(),
-                "K": k[0].contiguous(), "V": v[0].contiguous()}
+                "K": k[0].contiguous(),
+                "V": (v[0].transpose(0, 1) if v_heads_transposed else v[0]).contiguous()}
 
     result = attention_case(name, variants, q, k, v, to_ours, 1 / math.sqrt(d),
                             lambda o: o.reshape(1, q_heads, tokens, d), LOGIT_SPREADS, causal)
@@ -395,6 +399,9 @@ def all_cases():
     cases["gqa_prefill_causal_32q8kv_2048_d128"] = functools.partial(
         gqa_prefill_case, 32, 8, 2048, 128, causal=True)
     cases["mha_prefill_16x512_d64"] = functools.partial(prefill_case, 512, heads=16, d=64)
+    # A Llama layer's attention as the torch.compile front end cuts it (hidden 2048).
+    cases["llama_attention_512"] = functools.partial(gqa_prefill_case, 32, 8, 512, 64,
+                                                     causal=True, v_heads_transposed=True)
     return cases
 
 
