@@ -15,6 +15,7 @@ json tensorJson(const GeneratedCode& code, const TensorBinding& binding) {
               {"dtype", std::string(graph::dtypeName(desc.dtype))},
               {"shape", desc.shape},
               {"layout", std::string(graph::layoutName(desc.layout))},
+              {"stored_shape", graph::storedShape(desc.shape, desc.layout)},
               {"bytes", binding.bytes}};
   if (binding.role == TensorRole::Workspace) out["offset"] = binding.offset;
   return out;

@@ -80,12 +80,19 @@ std::string formatDims(const Dims& shape) {
   return out.str();
 }
 
+Dims storedShape(const Dims& logicalShape, Layout layout) {
+  const int rank = static_cast<int>(logicalShape.size());
+  const auto [first, second] = swappedDimsFromEnd(layout);
+  Dims stored = logicalShape;
+  if (first > 0 && rank >= first) std::swap(stored[rank - first], stored[rank - second]);
+  return stored;
+}
+
 std::vector<int64_t> storageStrides(const Dims& logicalShape, Layout layout) {
   const int rank = static_cast<int>(logicalShape.size());
   const auto [first, second] = swappedDimsFromEnd(layout);
   const bool swaps = first > 0 && rank >= first;
-  Dims stored = logicalShape;
-  if (swaps) std::swap(stored[rank - first], stored[rank - second]);
+  const Dims stored = storedShape(logicalShape, layout);
   std::vector<int64_t> storedStride(rank, 1);
   for (int d = rank - 2; d >= 0; --d) storedStride[d] = storedStride[d + 1] * stored[d + 1];
   std::vector<int64_t> logicalStride = storedStride;

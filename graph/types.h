@@ -59,5 +59,7 @@ std::string formatDims(const Dims& shape);  // "[2, 256, 64]"
 
 // Strides of the storage order (row-major over the stored shape) expressed per logical dim.
 std::vector<int64_t> storageStrides(const Dims& logicalShape, Layout layout);
+// The shape as stored, row-major: the dims `layout` swaps in storage, swapped.
+Dims storedShape(const Dims& logicalShape, Layout layout);
 
 }  // namespace mugraph::graph

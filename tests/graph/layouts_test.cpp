@@ -19,6 +19,13 @@ TEST(Layouts, StridesOfEachLayout) {
             (std::vector<int64_t>{2048, 32, 128, 1}));
 }
 
+TEST(Layouts, StoredShapeOfEachLayout) {
+  EXPECT_EQ(storedShape({4, 16, 32}, Layout::RowMajor), (Dims{4, 16, 32}));
+  EXPECT_EQ(storedShape({4, 16, 32}, Layout::Transposed), (Dims{4, 32, 16}));
+  EXPECT_EQ(storedShape({4, 16, 32}, Layout::HeadsTransposed), (Dims{16, 4, 32}));
+  EXPECT_EQ(storedShape({2, 4, 16, 32}, Layout::HeadsTransposed), (Dims{2, 16, 4, 32}));
+}
+
 TEST(Layouts, HeadsTransposedEveryElementHasItsOwnPlace) {
   const Dims shape{3, 5, 8};
   const std::vector<int64_t> s = storageStrides(shape, Layout::HeadsTransposed);

@@ -35,8 +35,13 @@ def program_of(directory):
 
 
 def logical(variant, name, stored):
-    """A tensor's logical view: a transposed tensor is stored with its last two dims swapped."""
-    return stored.transpose(-1, -2) if variant.tensors[name].get("layout") == "transposed" else stored
+    """A tensor's logical view of its stored form (graph::storedShape's swap undone)."""
+    layout = variant.tensors[name].get("layout")
+    if layout == "transposed":
+        return stored.transpose(-1, -2)
+    if layout == "heads_transposed":
+        return stored.transpose(-3, -2)
+    return stored
 
 
 def reference(program, variant, inputs):

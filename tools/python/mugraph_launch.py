@@ -118,12 +118,8 @@ class Variant:
                                      device="cuda")
 
     def storage_shape(self, name):
-        """The shape of the tensor as stored: a transposed tensor swaps its last two dims."""
-        t = self.tensors[name]
-        shape = list(t["shape"])
-        if t.get("layout") == "transposed":
-            shape[-1], shape[-2] = shape[-2], shape[-1]
-        return shape
+        """The shape of the tensor as stored (the manifest's, graph::storedShape)."""
+        return list(self.tensors[name]["stored_shape"])
 
     def empty(self, name):
         t = self.tensors[name]

@@ -21,7 +21,8 @@ class Kernel:
 
 def tensor_json(tensor, role):
     return {"name": tensor.name, "role": role, "dtype": tensor.dtype, "shape": tensor.shape,
-            "layout": tensor.layout, "bytes": tensor.bytes}
+            "layout": tensor.layout, "stored_shape": tensor.storage_shape(),
+            "bytes": tensor.bytes}
 
 
 def write_member(folder, program, output, kernels, ptx, source_name, source_text, source,

@@ -19,10 +19,13 @@ class Tensor:
         return count * _DTYPE_BYTES[self.dtype]
 
     def storage_shape(self):
-        """A transposed tensor is stored with its last two dims swapped."""
+        """The shape as stored (graph::storedShape): transposed swaps the last two dims,
+        heads_transposed the two before the last."""
         shape = list(self.shape)
         if self.layout == "transposed":
             shape[-1], shape[-2] = shape[-2], shape[-1]
+        elif self.layout == "heads_transposed":
+            shape[-2], shape[-3] = shape[-3], shape[-2]
         return shape
 
 
