@@ -122,6 +122,20 @@ def _choose_variant(s, binding, values, graph_report):
     return None, "no variant matches PyTorch: " + "; ".join(reasons)
 
 
+def _dense(graph, node):
+    """`node`, or a contiguous clone of it placed in the graph where its value is strided
+    (RoPE computed on a head-transposed view keeps the [s, h, d] order): our kernels read dense
+    storage, and a copy that is a node of the graph is one Inductor fuses into the kernel that
+    produces the value, where a copy inside the launch would be a kernel of its own."""
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor) or val.is_contiguous():
+        return node
+    clone = graph.call_function(torch.ops.aten.clone.default, (node,),
+                                {"memory_format": torch.contiguous_format})
+    clone.meta["val"] = val.contiguous()
+    return clone
+
+
 def _substitute(gm, s, binding, key, graph_report, replaced):
     """Replaces the subgraph by a launch; `replaced` maps the FX names of values earlier
     substitutions replaced to the nodes that now give them."""
@@ -137,7 +151,7 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
         args = []
         for i, tiled in zip(binding.inputs, binding.tiled):
             if isinstance(i, str):
-                arg = nodes[i]
+                arg = _dense(graph, nodes[i])
             elif i[0] == "repeat":
                 arg = graph.call_function(torch.ops.aten.repeat_interleave.self_int,
                                           (nodes[i[1]], i[2], -3))

@@ -111,6 +111,14 @@ class SubstituteTest(unittest.TestCase):
                 launches = [n for n in optimized.graph.nodes
                             if n.target is torch.ops.mugraph.launch.default]
                 self.assertEqual(len(launches), len(chosen), graph_report.as_dict())
+                # Every launch reads dense values: a strided one (RoPE on a head-transposed
+                # view) through a clone in the graph, which Inductor fuses into its producer.
+                args_in = [a for n in launches for a in n.args[1]]
+                for a in args_in:
+                    val = a.meta.get("val")
+                    if isinstance(val, torch.Tensor):
+                        self.assertTrue(val.is_contiguous(), a.name)
+                self.assertTrue(any(a.target is torch.ops.aten.clone.default for a in args_in))
                 runners = [(optimized, 1e-5)]
                 if name == "llama":  # Inductor around the launches, as the backend runs it
                     runners.append((rest.Rest("inductor").compile(optimized, args), 1e-4))
