@@ -3,177 +3,22 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <limits>
 #include <set>
 #include <sstream>
 
 #include "graph/display_text.h"
 #include "graph/dynamic_dims.h"
 #include "graph/error.h"
+#include "onnx_import/onnx_tensors.h"
 
 namespace mugraph::onnx_import {
 namespace {
 
-// Constants larger than this are weights, not parameters of an op: they are never read.
-constexpr int64_t kMaxReadConstant = 64;
-
-std::optional<graph::DType> floatDtype(int32_t elemType) {
-  switch (elemType) {
-    case onnx::TensorProto_DataType_FLOAT16:
-      return graph::DType::F16;
-    case onnx::TensorProto_DataType_BFLOAT16:
-      return graph::DType::BF16;
-    case onnx::TensorProto_DataType_FLOAT:
-      return graph::DType::F32;
-    default:
-      return std::nullopt;
-  }
-}
-
-std::string elemTypeName(int32_t elemType) {
-  if (!onnx::TensorProto_DataType_IsValid(elemType)) return "type " + std::to_string(elemType);
-  std::string name = onnx::TensorProto_DataType_Name(elemType);
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name;
-}
-
-double halfToDouble(uint16_t h) {
-  const int sign = h >> 15, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-  double value;
-  if (exponent == 0) {
-    value = std::ldexp(mantissa, -24);
-  } else if (exponent == 31) {
-    value = mantissa ? std::numeric_limits<double>::quiet_NaN()
-                     : std::numeric_limits<double>::infinity();
-  } else {
-    value = std::ldexp(mantissa | 0x400, exponent - 25);
-  }
-  return sign ? -value : value;
-}
-
-double bf16ToDouble(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-template <class T>
-std::vector<double> rawValues(const std::string& raw, int64_t count) {
-  std::vector<double> values;
-  if (raw.size() != static_cast<size_t>(count) * sizeof(T)) return values;
-  for (int64_t i = 0; i < count; ++i) {
-    T v;
-    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
-    values.push_back(static_cast<double>(v));
-  }
-  return values;
-}
-
-// The values of a small tensor, or nullopt where it is large or of a type the mapping never
-// reads (strings, complex numbers).
-std::optional<Constant> readConstant(const onnx::TensorProto& t) {
-  Constant c;
-  for (int64_t d : t.dims()) c.shape.push_back(d);
-  const std::optional<int64_t> checkedCount = graph::checkedElementCount(c.shape);
-  if (!checkedCount) return std::nullopt;
-  const int64_t count = *checkedCount;
-  if (count > kMaxReadConstant || t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
-    return std::nullopt;
-  }
-  const std::string& raw = t.raw_data();
-  switch (t.data_type()) {
-    case onnx::TensorProto_DataType_FLOAT:
-      c.values = t.has_raw_data()
-                     ? rawValues<float>(raw, count)
-                     : std::vector<double>(t.float_data().begin(), t.float_data().end());
-      break;
-    case onnx::TensorProto_DataType_DOUBLE:
-      c.values = t.has_raw_data()
-                     ? rawValues<double>(raw, count)
-                     : std::vector<double>(t.double_data().begin(), t.double_data().end());
-      break;
-    case onnx::TensorProto_DataType_INT64:
-      c.values = t.has_raw_data()
-                     ? rawValues<int64_t>(raw, count)
-                     : std::vector<double>(t.int64_data().begin(), t.int64_data().end());
-      break;
-    case onnx::TensorProto_DataType_INT32:
-      c.values = t.has_raw_data()
-                     ? rawValues<int32_t>(raw, count)
-                     : std::vector<double>(t.int32_data().begin(), t.int32_data().end());
-      break;
-    case onnx::TensorProto_DataType_FLOAT16:
-    case onnx::TensorProto_DataType_BFLOAT16: {
-      // Without raw data, 16-bit floats sit in int32_data, one per element.
-      std::vector<uint16_t> bits;
-      if (t.has_raw_data()) {
-        if (raw.size() != static_cast<size_t>(count) * 2) return std::nullopt;
-        bits.resize(count);
-        std::memcpy(bits.data(), raw.data(), raw.size());
-      } else {
-        for (int32_t v : t.int32_data()) bits.push_back(static_cast<uint16_t>(v));
-      }
-      const bool half = t.data_type() == onnx::TensorProto_DataType_FLOAT16;
-      for (uint16_t b : bits) c.values.push_back(half ? halfToDouble(b) : bf16ToDouble(b));
-      break;
-    }
-    default:
-      return std::nullopt;
-  }
-  if (static_cast<int64_t>(c.values.size()) != count) return std::nullopt;
-  return c;
-}
-
 // Larger float tensors are read only to see whether they are a causal mask (causal_pattern.h),
 // element by element, stopping at the first element that does not fit.
 constexpr int64_t kMaxMaskElements = int64_t{1} << 26;
-
-// Element i of a float tensor of `count` elements; nullopt for other types, external data, or
-// data that does not hold `count` elements.
-std::optional<std::function<double(int64_t)>> floatElements(const onnx::TensorProto& t,
-                                                            int64_t count) {
-  if (t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) return std::nullopt;
-  const std::string* raw = &t.raw_data();
-  auto rawOf = [&](size_t bytes) {
-    return t.has_raw_data() && raw->size() == static_cast<size_t>(count) * bytes;
-  };
-  switch (t.data_type()) {
-    case onnx::TensorProto_DataType_FLOAT:
-      if (rawOf(4)) {
-        return [raw](int64_t i) {
-          float v;
-          std::memcpy(&v, raw->data() + i * 4, 4);
-          return double{v};
-        };
-      }
-      if (t.float_data_size() != count) return std::nullopt;
-      return [&t](int64_t i) { return double{t.float_data(static_cast<int>(i))}; };
-    case onnx::TensorProto_DataType_FLOAT16:
-    case onnx::TensorProto_DataType_BFLOAT16: {
-      const bool half = t.data_type() == onnx::TensorProto_DataType_FLOAT16;
-      auto convert = [half](uint16_t b) { return half ? halfToDouble(b) : bf16ToDouble(b); };
-      if (rawOf(2)) {
-        return [raw, convert](int64_t i) {
-          uint16_t b;
-          std::memcpy(&b, raw->data() + i * 2, 2);
-          return convert(b);
-        };
-      }
-      if (t.int32_data_size() != count) return std::nullopt;
-      return [&t, convert](int64_t i) {
-        return convert(static_cast<uint16_t>(t.int32_data(static_cast<int>(i))));
-      };
-    }
-    default:
-      return std::nullopt;
-  }
-}
 
 // Records a float tensor too large to be a constant the mapping reads when its values are a
 // causal mask: the Add of it before a softmax is then read as causal_mask.
