@@ -73,6 +73,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Refind{"gemm_8192.mg", "gemm_8192.warpgroups.json"},
                       Refind{"mha_prefill_256.mg", "mha_prefill_256.warpgroups.json"},
                       Refind{"mha_prefill_1000.mg", "mha_prefill_1000.warpgroups.json"},
+                      Refind{"llama_attention_512.mg", "llama_attention_512.warpgroups.json"},
                       Refind{"gqa_decode_1000.mg", "gqa_decode_1000.split_kv.json", false},
                       Refind{"gqa_decode_5000.mg", "gqa_decode_5000.split_kv.json", false},
                       Refind{"gqa_decode_12345.mg", "gqa_decode_12345.split_kv.json", false}),
