@@ -12,6 +12,12 @@
 #include "runtime/gpu_check.h"
 
 namespace mugraph::driver {
+namespace {
+
+// Under a search's out folder: the folders of the variants --profile dropped.
+constexpr const char* kDroppedFolder = "dropped_on_gpu";
+
+}  // namespace
 
 std::unique_ptr<runtime::CudaDriver> openGpuForProfile(bool profile) {
   if (!profile) return nullptr;
@@ -33,13 +39,13 @@ std::vector<GpuOutcome> measureOnGpu(const runtime::CudaDriver& gpu,
                                           : out;
   std::vector<GpuOutcome> outcomes;
   for (const search::VerifiedVariant& v : result.variants) {
-    GpuOutcome outcome{v.name, std::nullopt, false, 0, 0, ""};
+    GpuOutcome outcome{v.name, std::nullopt, false, 0, 0, "", v.hash};
     try {
       const codegen::GeneratedCode code = variantCode(v.schedule, target);
       const std::string dir = scratch + "/" + v.name;
       codegen::writeGeneratedCode(code, dir);
       const runtime::GpuCheckReport r =
-          runtime::checkOnGpu(gpu, code.schedule, dir, v.hash, /*repetitions=*/50);
+          runtime::checkOnGpu(gpu, code.schedule, dir, outcome.seed, /*repetitions=*/50);
       if (r.matches) {
         outcome.microseconds = r.timing.medianMicroseconds;
       } else {
@@ -70,14 +76,25 @@ ProfileRanking rankByMeasuredTime(search::SearchResult& result,
     const auto found = byName.find(v.name);
     const GpuOutcome* outcome = found == byName.end() ? nullptr : found->second;
     if (outcome && outcome->mismatch) {
+      DroppedVariant dropped{v.name, v.hash, outcome->maxRelError, outcome->seed, ""};
+      if (!out.empty() && std::filesystem::exists(out + "/" + v.name)) {
+        dropped.folder = out + "/" + kDroppedFolder + "/" + v.name;
+        std::filesystem::remove_all(dropped.folder);
+        std::filesystem::create_directories(out + "/" + kDroppedFolder);
+        std::filesystem::rename(out + "/" + v.name, dropped.folder);
+      }
       std::cerr << "mugraph: " << v.name
                 << ": dropped, its GPU result does not match the interpreter (max relative "
                    "error "
                 << outcome->maxRelError;
       if (outcome->nanElements > 0) std::cerr << "; " << outcome->nanElements << " elements NaN";
+      std::cerr << "; inputs seed " << dropped.seed;
+      if (!dropped.folder.empty()) {
+        std::cerr << "; reproduce: mugraph replay " << dropped.folder
+                  << "/schedule.json --run --seed " << dropped.seed;
+      }
       std::cerr << ")\n";
-      ranking.dropped.push_back({v.name, v.hash, outcome->maxRelError});
-      if (!out.empty()) std::filesystem::remove_all(out + "/" + v.name);
+      ranking.dropped.push_back(std::move(dropped));
       continue;
     }
     ranking.measured[v.name] = outcome && outcome->microseconds

@@ -30,12 +30,17 @@ struct GpuOutcome {
   double maxRelError = 0;              // with mismatch, over the finite elements
   int64_t nanElements = 0;             // with mismatch: NaN (computed, or never written)
   std::string notProfiled;             // why it did not run (generation or launch failed)
+  uint64_t seed = 0;                   // the seed of the check's inputs (replay --run --seed)
 };
 
 struct DroppedVariant {
   std::string name;
   uint64_t hash = 0;
   double maxRelError = 0;  // infinite where an output held inf or NaN
+  uint64_t seed = 0;       // the check's input seed: `replay --run --seed` draws the same inputs
+  // Where its folder was kept (under out/dropped_on_gpu/), so the mismatch can be reproduced;
+  // empty when the search wrote no folders.
+  std::string folder;
 };
 
 struct ProfileRanking {
@@ -52,7 +57,8 @@ std::vector<GpuOutcome> measureOnGpu(const runtime::CudaDriver& gpu,
                                      const search::SearchResult& result, const plan::Target& target,
                                      const std::string& out);
 
-// Drops the variants that do not match (and their folders under `out`, if any), ranks the
+// Drops the variants that do not match (moving their folders under `out`, if any, to
+// out/dropped_on_gpu/<variant>/ as evidence, out of the variants' way), ranks the
 // rest by measured time (those not profiled last, in their previous order) and sets the
 // summary's verified count to what is left. Needs no GPU: the outcomes are data.
 ProfileRanking rankByMeasuredTime(search::SearchResult& result,

@@ -151,8 +151,12 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
   if (!ranking.dropped.empty()) {
     nlohmann::json dropped = nlohmann::json::array();
     for (const DroppedVariant& d : ranking.dropped) {
-      dropped.push_back(
-          {{"name", d.name}, {"hash", graph::hashHex(d.hash)}, {"max_rel_error", d.maxRelError}});
+      nlohmann::json entry = {{"name", d.name},
+                              {"hash", graph::hashHex(d.hash)},
+                              {"max_rel_error", d.maxRelError},
+                              {"seed", d.seed}};
+      if (!d.folder.empty()) entry["folder"] = d.folder;
+      dropped.push_back(std::move(entry));
     }
     summary["dropped_on_gpu"] = dropped;
   }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "driver/gpu_profile.h"
 #include "driver/variant_files.h"
@@ -55,17 +56,25 @@ TEST(RankByMeasuredTime, DropsMismatchesAndRanksTheRestByTime) {
   EXPECT_FALSE(summary.contains("no_variants"));
 }
 
-TEST(RankByMeasuredTime, RemovesTheFolderOfADroppedVariant) {
+TEST(RankByMeasuredTime, KeepsTheFolderOfADroppedVariantAsideWithItsSeed) {
   const fs::path out =
       fs::temp_directory_path() / ("mugraph_rank_test_" + std::to_string(getpid()));
   fs::create_directories(out / "wrong");
+  std::ofstream(out / "wrong" / "schedule.json") << "{}";
   fs::create_directories(out / "right");
   search::SearchResult result = resultWith({"wrong", "right"});
-  driver::rankByMeasuredTime(
-      result, {{"wrong", std::nullopt, true, 0.5, 0, ""}, {"right", 1.0, false, 0, 0, ""}},
+  const driver::ProfileRanking ranking = driver::rankByMeasuredTime(
+      result, {{"wrong", std::nullopt, true, 0.5, 0, "", 77}, {"right", 1.0, false, 0, 0, "", 78}},
       out.string());
-  EXPECT_FALSE(fs::exists(out / "wrong"));
+  EXPECT_FALSE(fs::exists(out / "wrong"));  // no longer among the variants
+  EXPECT_TRUE(fs::exists(out / "dropped_on_gpu" / "wrong" / "schedule.json"));
   EXPECT_TRUE(fs::exists(out / "right"));
+  ASSERT_EQ(ranking.dropped.size(), 1u);
+  EXPECT_EQ(ranking.dropped[0].seed, 77u);
+  EXPECT_EQ(ranking.dropped[0].folder, (out / "dropped_on_gpu" / "wrong").string());
+  const nlohmann::json summary = driver::summaryJson(result, ranking);
+  EXPECT_EQ(summary.at("dropped_on_gpu").at(0).at("seed"), 77u);
+  EXPECT_EQ(summary.at("dropped_on_gpu").at(0).at("folder"), ranking.dropped[0].folder);
   fs::remove_all(out);
 }
 
