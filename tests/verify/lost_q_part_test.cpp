@@ -76,13 +76,6 @@ graph::Program wholeMax() {
   return g.finish();
 }
 
-EquivalenceOptions fingerprintsOnly(uint64_t seed) {
-  EquivalenceOptions options;
-  options.seed = seed;
-  options.floatScales = {};  // fingerprints alone must decide
-  return options;
-}
-
 TEST(LostQPart, SqrtAndMaxOfAValueWithoutQPartAgreeWithTheSameValueWithOneAtEverySeed) {
   const uint64_t first = testing::freshSeed();
   SCOPED_TRACE(testing::seedTrace(first));
@@ -90,7 +83,7 @@ TEST(LostQPart, SqrtAndMaxOfAValueWithoutQPartAgreeWithTheSameValueWithOneAtEver
   const graph::Program withoutQPart = sqrtAndMax(Operand::XWithoutQPart);
   for (uint64_t seed = first; seed < first + kSeeds; ++seed) {
     const EquivalenceReport report =
-        checkEquivalence(withQPart, withoutQPart, fingerprintsOnly(seed));
+        checkEquivalence(withQPart, withoutQPart, testing::fingerprintsOnly(seed));
     EXPECT_TRUE(report.equivalent) << "seed " << seed << ": " << report.mismatch;
     EXPECT_EQ(report.level, VerificationLevel::FiniteField);
   }
@@ -102,7 +95,8 @@ TEST(LostQPart, ASplitMaxOverOperandsWithoutQPartSelectsWhatTheWholeMaxSelectsAt
   const graph::Program program = wholeMax();
   const graph::KernelGraph schedule = splitMax(Operand::XWithoutQPart);
   for (uint64_t seed = first; seed < first + kSeeds; ++seed) {
-    const EquivalenceReport report = checkEquivalence(program, schedule, fingerprintsOnly(seed));
+    const EquivalenceReport report =
+        checkEquivalence(program, schedule, testing::fingerprintsOnly(seed));
     EXPECT_TRUE(report.equivalent) << "seed " << seed << ": " << report.mismatch;
     EXPECT_EQ(report.maxMeaning, "selection");
     EXPECT_LE(report.falseAcceptBound, 1e-12);
@@ -117,9 +111,10 @@ TEST(LostQPart, AGraphThatTrulyDiffersIsRejectedAtEverySeed) {
   const graph::Program program = wholeMax();
   const graph::KernelGraph splitMutant = splitMax(Operand::Z);
   for (uint64_t seed = first; seed < first + kSeeds; ++seed) {
-    EXPECT_FALSE(checkEquivalence(withQPart, mutant, fingerprintsOnly(seed)).equivalent)
+    EXPECT_FALSE(checkEquivalence(withQPart, mutant, testing::fingerprintsOnly(seed)).equivalent)
         << "seed " << seed;
-    const EquivalenceReport split = checkEquivalence(program, splitMutant, fingerprintsOnly(seed));
+    const EquivalenceReport split =
+        checkEquivalence(program, splitMutant, testing::fingerprintsOnly(seed));
     EXPECT_FALSE(split.equivalent) << "seed " << seed;
     EXPECT_EQ(split.maxMeaning, "selection");
   }
@@ -132,7 +127,7 @@ TEST(LostQPart, TheRandomScheduleThatFlippedWithTheTrialSeedVerifiesAtEverySeed)
   const graph::Schedule s = mugraph::testing::RandomGraphs(940438052128485560ULL + 438).schedule();
   ASSERT_EQ(s.program.name, "prog_380");
   for (uint64_t seed = 1; seed <= 8; ++seed) {
-    EquivalenceOptions options = fingerprintsOnly(seed);
+    EquivalenceOptions options = testing::fingerprintsOnly(seed);
     options.scaledTwin = false;
     const EquivalenceReport report = checkEquivalence(s.program, s.graph, options);
     EXPECT_TRUE(report.equivalent) << "seed " << seed << ": " << report.mismatch;
