@@ -25,36 +25,43 @@ namespace mugraph::verify {
 // applications a value depends on, the degree (numerator + denominator) of each argument,
 // split by whether the argument's two parts are independent evaluations of it in the field.
 // They are unless it depends on exp (then it has no q-part) or on a max (whose selection
-// couples them). Traits combine by OR, which keeps the interpreter's inner loops cheap.
+// couples them). It records the degrees of max's operands too: max ranks them by their
+// p-parts, so two distinct operands that collide tie. Traits combine by OR, which keeps the
+// interpreter's inner loops cheap.
 struct DegreeValue {
   int32_t num = 0;      // degree of the numerator; -1 for the zero polynomial
   int32_t den = 0;      // degree of the denominator (0: none)
   uint64_t key = 0;     // the value's key
   uint64_t denKey = 1;  // the denominator's key (1: none)
-  uint32_t traits = 0;  // degree::traits bits
+  uint64_t traits = 0;  // degree::traits bits
 };
 
 // The bits of DegreeValue::traits. An argument of degree d sets the bit of its class c, the
-// least with d <= 2^c, in one of two groups of kClasses bits; the top class stands for any
+// least with d <= 2^c, in one of three groups of kClasses bits; the top class stands for any
 // degree above 2^(kClasses - 2), which the bound treats as unbounded.
 namespace degree::traits {
 inline constexpr int kClasses = 15;
-inline constexpr int kPPartShift = kClasses;  // the group of arguments whose p-part alone is free
-inline constexpr uint32_t kAfterExp = 1u << 30;  // depends on exp: no q-part in the field
-inline constexpr uint32_t kAfterMax = 1u << 31;  // depends on a max
+// Where each group's bits start.
+enum class Group : int {
+  kBothParts = 0,          // random-function arguments whose two parts are independent
+  kPPartAlone = kClasses,  // random-function arguments whose p-part alone is free
+  kMaxOperand = 32,        // max's operands
+};
+inline constexpr uint64_t kAfterExp = uint64_t{1} << 30;  // depends on exp: no q-part in the field
+inline constexpr uint64_t kAfterMax = uint64_t{1} << 31;  // depends on a max
 inline constexpr int64_t kUnbounded = INT32_MAX;
 
-inline uint32_t argument(int64_t degree, bool pPartAlone) {
+inline uint64_t argument(int64_t degree, Group group) {
   int c = 0;
   while (c < kClasses - 1 && (int64_t{1} << c) < degree) ++c;
-  return 1u << (c + (pPartAlone ? kPPartShift : 0));
+  return uint64_t{1} << (c + static_cast<int>(group));
 }
 
 // The largest argument degree the bits of one group allow (-1: no argument).
-inline int64_t largestArgument(uint32_t bits, bool pPartAlone) {
-  const uint32_t group = (bits >> (pPartAlone ? kPPartShift : 0)) & ((1u << kClasses) - 1);
-  if (group == 0) return -1;
-  const int c = 31 - __builtin_clz(group);
+inline int64_t largestArgument(uint64_t bits, Group group) {
+  const uint64_t classes = (bits >> static_cast<int>(group)) & ((uint64_t{1} << kClasses) - 1);
+  if (classes == 0) return -1;
+  const int c = 63 - __builtin_clzll(classes);
   return c == kClasses - 1 ? kUnbounded : int64_t{1} << c;
 }
 }  // namespace degree::traits
@@ -91,15 +98,20 @@ inline DegreeValue addLike(const DegreeValue& x, const DegreeValue& y, uint64_t 
       x, y);
 }
 
+// x's degree (numerator plus denominator) as an argument of `group`.
+inline uint64_t argumentOf(const DegreeValue& x, traits::Group group) {
+  return traits::argument(std::max(x.num, 0) + x.den, group);
+}
+
 // A fresh variable of degree 1 standing for a random function's value at x, keyed by x and
 // `tag` (the function); it remembers x's degree as an argument.
 inline DegreeValue randomFunctionValue(const DegreeValue& x, uint64_t tag, bool afterExp) {
   using namespace traits;
   const bool pPartAlone = (x.traits & (kAfterExp | kAfterMax)) != 0;
-  const uint32_t kept = x.traits & ~(kAfterExp | kAfterMax);
-  return DegreeValue{
-      1, 0, mix(x.key + tag), 1,
-      kept | argument(std::max(x.num, 0) + x.den, pPartAlone) | (afterExp ? kAfterExp : 0u)};
+  const uint64_t kept = x.traits & ~(kAfterExp | kAfterMax);
+  return DegreeValue{1, 0, mix(x.key + tag), 1,
+                     kept | argumentOf(x, pPartAlone ? Group::kPPartAlone : Group::kBothParts) |
+                         (afterExp ? kAfterExp : 0)};
 }
 
 }  // namespace degree
@@ -143,22 +155,25 @@ struct NumberDomain<DegreeValue> {
   static D uninterpreted(graph::OpKind kind, const D& x, const TrialMeaning&) {
     return degree::randomFunctionValue(x, degree::mix(static_cast<uint64_t>(kind) + 1), false);
   }
-  // The field's max returns one of its operands, or (arbitrary) a fresh value: either way its
-  // degree is at most the larger operand's, and at least that of one fresh variable.
+  // The field's max returns one of its operands (or, on a tie, their shared p-part), or
+  // (arbitrary) a fresh value: either way its degree is at most the larger operand's, and at
+  // least that of one fresh variable. The operands' degrees bound the chance of a tie.
   static D max(const D& x, const D& y, const TrialMeaning&) {
+    using degree::traits::Group;
     const uint64_t denKey = x.denKey == y.denKey ? x.denKey : degree::mix(x.denKey ^ y.denKey);
     D v =
         degree::inherit(D{std::max({1, x.num, y.num}), std::max(x.den, y.den),
                           degree::mix(x.key ^ degree::mix(y.key + 0x6d61780000000000ULL)), denKey},
                         x, y);
-    v.traits |= degree::traits::kAfterMax;
+    v.traits |= degree::traits::kAfterMax | degree::argumentOf(x, Group::kMaxOperand) |
+                degree::argumentOf(y, Group::kMaxOperand);
     return v;
   }
   static D dot(const D* x, int64_t strideX, const D* y, int64_t strideY, int64_t n) {
     // Fast path for the common case of polynomial operands (no denominators, none zero).
     int32_t num = -1;
     uint64_t key = 0;
-    uint32_t traits = 0;
+    uint64_t traits = 0;
     bool polynomial = true;
     for (int64_t k = 0; k < n && polynomial; ++k) {
       const D& u = x[k * strideX];

@@ -166,12 +166,14 @@ EquivalenceReport checkAtShapes(const graph::KernelGraph& reference,
       const DegreeReport degree =
           differenceDegree(reference, candidate, subSeed(options.seed, 99), cache);
       report.degree = degree.degree;
-      report.perTrialBound = perTrialBound(degree);
-      const int trials = options.trials.value_or(
-          trialsForBound(report.perTrialBound, options.targetBound, options.maxTrials));
       uint64_t stream = 1000;
-      // k trials; returns the first mismatch, or "" when all agree.
-      const auto runTrials = [&](bool arbitraryMax) {
+      // k trials with max meaning `meaning`, k from that meaning's bound; returns the first
+      // mismatch, or "" when all agree.
+      const auto runTrials = [&](MaxMeaning meaning) {
+        const bool arbitraryMax = meaning == MaxMeaning::Any;
+        report.perTrialBound = perTrialBound(degree, meaning);
+        const int trials = options.trials.value_or(
+            trialsForBound(report.perTrialBound, options.targetBound, options.maxTrials));
         report.trials = 0;
         for (int t = 0; t < trials; ++t) {
           for (int attempt = 0;; ++attempt) {
@@ -194,15 +196,15 @@ EquivalenceReport checkAtShapes(const graph::KernelGraph& reference,
         return std::string();
       };
       if (!takesMax(reference) && !takesMax(candidate)) {
-        report.mismatch = runTrials(false);
+        report.mismatch = runTrials(MaxMeaning::Selection);  // no max: no tie either
       } else {
         // Outputs that agree whatever max returns (safe softmax: the max only shifts what
         // exp sees) are decided with max as a free random function; the bound then holds for
         // every meaning of max. Otherwise max selects by each trial's random total order.
         report.maxMeaning = "any";
-        if (!runTrials(true).empty()) {
+        if (!runTrials(MaxMeaning::Any).empty()) {
           report.maxMeaning = "selection";
-          report.mismatch = runTrials(false);
+          report.mismatch = runTrials(MaxMeaning::Selection);
         }
       }
       report.level = VerificationLevel::FiniteField;

@@ -1,6 +1,7 @@
 #include "verify/false_accept_bound.h"
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "graph/error.h"
@@ -35,15 +36,25 @@ int64_t randomFunctionValues(graph::OpKind kind, const graph::OpAttrs& attrs,
   return exp && countExp ? elements : 0;
 }
 
-// Random-function applications of one evaluation of `g`: every kernel op once, every block
-// op once per block and, before the accumulators, once per iteration.
-int64_t randomFunctionApplications(const graph::KernelGraph& g, bool countExp) {
+// How many times max compares two operands in one op on operands of these shapes: at most
+// once per operand element, for reduce_max and accum_max alike.
+int64_t comparisonsOfMax(graph::OpKind kind, const graph::OpAttrs&, const graph::Dims& operand) {
+  const bool max = kind == graph::OpKind::ReduceMax || kind == graph::OpKind::AccumMax;
+  return max ? graph::elementCount(operand) : 0;
+}
+
+// What `perOp` counts over one evaluation of `g` (given each op's kind, attributes and first
+// operand's shape): every kernel op once, every block op once per block and, before the
+// accumulators, once per iteration.
+using PerOpCount =
+    std::function<int64_t(graph::OpKind, const graph::OpAttrs&, const graph::Dims& operand)>;
+int64_t countOverEvaluation(const graph::KernelGraph& g, const PerOpCount& perOp) {
   const KernelPlan plan = planKernelGraph(g);
   int64_t total = 0;
   for (const KernelStep& step : plan.steps) {
     const graph::KernelOp& op = *step.op;
     if (op.kind != graph::OpKind::BlockGraph) {
-      total += randomFunctionValues(op.kind, op.attrs, g.tensors[op.inputs.at(0)].shape, countExp);
+      total += perOp(op.kind, op.attrs, g.tensors[op.inputs.at(0)].shape);
       continue;
     }
     const BlockPlan& block = step.block;
@@ -51,14 +62,25 @@ int64_t randomFunctionApplications(const graph::KernelGraph& g, bool countExp) {
     const auto count = [&](const std::vector<BlockStep>& steps, int64_t times) {
       for (const BlockStep& s : steps) {
         if (s.inputs.empty()) continue;
-        const graph::Dims& operand = block.tileShapes.at(s.inputs[0]);
-        total += times * randomFunctionValues(s.kind, s.attrs, operand, countExp);
+        total += times * perOp(s.kind, s.attrs, block.tileShapes.at(s.inputs[0]));
       }
     };
     count(block.perIteration, blocks * block.forloop);
     count(block.postLoop, blocks);
   }
   return total;
+}
+
+// Both graphs' count of `perOp`.
+int64_t countOverBoth(const graph::KernelGraph& a, const graph::KernelGraph& b,
+                      const PerOpCount& perOp) {
+  return countOverEvaluation(a, perOp) + countOverEvaluation(b, perOp);
+}
+
+// Probability that two distinct values whose difference has a numerator of degree at most
+// 2·`degree` agree on their p-parts in one trial (Schwartz–Zippel over `size` points).
+double pPartsCollide(int64_t degree, uint64_t size) {
+  return 2.0 * static_cast<double>(std::max<int64_t>(degree, 1)) / static_cast<double>(size);
 }
 
 TensorMap<DegreeValue> degreeInputs(const graph::KernelGraph& g, uint64_t seed) {
@@ -99,10 +121,14 @@ DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGr
                             : std::max<int64_t>(int64_t{x.num} + y.den, int64_t{y.num} + x.den);
       report.degree = std::max(report.degree, d);
       for (const DegreeValue* v : {&x, &y}) {
+        using degree::traits::Group;
+        using degree::traits::largestArgument;
         report.argumentDegree =
-            std::max(report.argumentDegree, degree::traits::largestArgument(v->traits, false));
+            std::max(report.argumentDegree, largestArgument(v->traits, Group::kBothParts));
         report.argumentDegreePPart =
-            std::max(report.argumentDegreePPart, degree::traits::largestArgument(v->traits, true));
+            std::max(report.argumentDegreePPart, largestArgument(v->traits, Group::kPPartAlone));
+        report.maxOperandDegree =
+            std::max(report.maxOperandDegree, largestArgument(v->traits, Group::kMaxOperand));
       }
     }
   }
@@ -110,9 +136,13 @@ DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGr
     // An exp is a random function only of an argument that went through exp, which puts that
     // argument among those whose p-part alone is free; then every exp is counted.
     const bool countExp = report.argumentDegreePPart >= 0;
-    report.applications =
-        randomFunctionApplications(a, countExp) + randomFunctionApplications(b, countExp);
+    report.applications = countOverBoth(
+        a, b,
+        [countExp](graph::OpKind kind, const graph::OpAttrs& attrs, const graph::Dims& operand) {
+          return randomFunctionValues(kind, attrs, operand, countExp);
+        });
   }
+  if (report.maxOperandDegree >= 0) report.maxComparisons = countOverBoth(a, b, comparisonsOfMax);
   return report;
 }
 
@@ -121,26 +151,29 @@ double perTrialBound(int64_t degree, bool usesExp) {
   return std::min(1.0, static_cast<double>(degree) / field);
 }
 
-double collisionBound(const DegreeReport& report) {
-  if (report.applications < 2) return 0.0;
-  const double n = static_cast<double>(report.applications);
-  const double pairs = n * (n - 1) / 2;
-  const double p = static_cast<double>(FieldParameters::p);
-  const double q = static_cast<double>(FieldParameters::q);
-  double perPair = 0.0;
-  if (report.argumentDegree >= 0) {
-    const double d = 2.0 * static_cast<double>(std::max<int64_t>(report.argumentDegree, 1));
-    perPair = std::max(perPair, (d / p) * (d / q));
+double collisionBound(const DegreeReport& report, MaxMeaning meaning) {
+  double bound = 0.0;
+  if (report.applications >= 2) {
+    const double n = static_cast<double>(report.applications);
+    double perPair = 0.0;
+    if (report.argumentDegree >= 0) {
+      perPair = std::max(perPair, pPartsCollide(report.argumentDegree, FieldParameters::p));
+    }
+    if (report.argumentDegreePPart >= 0) {
+      perPair = std::max(perPair, pPartsCollide(report.argumentDegreePPart, FieldParameters::q));
+    }
+    bound += n * (n - 1) / 2 * perPair;
   }
-  if (report.argumentDegreePPart >= 0) {
-    const double d = 2.0 * static_cast<double>(std::max<int64_t>(report.argumentDegreePPart, 1));
-    perPair = std::max(perPair, d / q);
+  if (meaning == MaxMeaning::Selection && report.maxOperandDegree >= 0) {
+    bound += static_cast<double>(report.maxComparisons) *
+             pPartsCollide(report.maxOperandDegree, FieldParameters::q);
   }
-  return std::min(1.0, pairs * perPair);
+  return std::min(1.0, bound);
 }
 
-double perTrialBound(const DegreeReport& report) {
-  return std::min(1.0, perTrialBound(report.degree, report.usesExp) + collisionBound(report));
+double perTrialBound(const DegreeReport& report, MaxMeaning meaning) {
+  return std::min(1.0,
+                  perTrialBound(report.degree, report.usesExp) + collisionBound(report, meaning));
 }
 
 double falseAcceptBound(double perTrial, int trials) {

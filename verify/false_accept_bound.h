@@ -6,8 +6,10 @@
 // Per trial: ε = D / p for exp-free programs (Schwartz–Zippel over F_p), ε = D / q when exp
 // occurs (exp values range over the order-q subgroup and are modelled as independent, as in
 // Mirage's theorem), each random function's value (sqrt, silu, exp of an exp) counted as a
-// fresh variable; plus the probability that two distinct arguments of a random function
-// collide in the trial (a union bound over pairs of applications). k independent trials: ε^k.
+// fresh variable; plus the probability that two distinct values the trial hashes or compares
+// by their p-parts collide: arguments of a random function (a union bound over pairs of
+// applications) and, where max selects, the two operands of one max (a union bound over max's
+// comparisons). k independent trials: ε^k.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,12 @@ class ReferenceEvaluations;
 
 namespace mugraph::verify {
 
+// What max means in the trials a bound is for (verify/README.md, "max").
+enum class MaxMeaning {
+  Any,        // a random function of its operands' p-parts: no tie to pay for
+  Selection,  // selection by the trial's random order of p-parts
+};
+
 struct DegreeReport {
   int64_t degree = 0;  // max over output elements of deg(N_a·D_b − N_b·D_a)
   bool usesExp = false;
@@ -31,6 +39,10 @@ struct DegreeReport {
   int64_t argumentDegree = -1;
   int64_t argumentDegreePPart = -1;
   int64_t applications = 0;
+  // The same for max: the largest degree of an operand the outputs depend on (-1: none, rounded
+  // alike), and how many times both graphs compare two operands in all.
+  int64_t maxOperandDegree = -1;
+  int64_t maxComparisons = 0;
 };
 
 // Degree of the difference of `a` and `b` (same inputs and outputs by name), both evaluated
@@ -41,14 +53,16 @@ DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGr
 
 // The Schwartz–Zippel part: D / p, or D / q with exp.
 double perTrialBound(int64_t degree, bool usesExp);
-// Probability that two distinct random-function arguments collide in one trial: for each of
-// the N(N−1)/2 pairs of applications, two distinct arguments differ by a rational function
-// whose numerator has degree at most 2d (d the largest argument degree, as recorded), so they
-// collide with probability at most (2d/p)·(2d/q) when both parts are independent
-// evaluations, 2d/q otherwise.
-double collisionBound(const DegreeReport& report);
+// Probability that two distinct values the trial hashes or compares by p-part alone collide.
+// Random-function arguments: for each of the N(N−1)/2 pairs of applications, two distinct
+// arguments differ by a rational function whose numerator has degree at most 2d (d the largest
+// argument degree, as recorded), so their p-parts agree with probability at most 2d/p when the
+// parts are independent evaluations, 2d/q when the p-part alone is. Under `Selection`, plus
+// 2d/q for each of max's comparisons (d the largest operand degree): two distinct operands that
+// tie make max return neither.
+double collisionBound(const DegreeReport& report, MaxMeaning meaning);
 // One trial: min(1, perTrialBound(D, usesExp) + collisionBound).
-double perTrialBound(const DegreeReport& report);
+double perTrialBound(const DegreeReport& report, MaxMeaning meaning);
 double falseAcceptBound(double perTrial, int trials);  // perTrial^trials
 // Fewest trials whose bound is at most `target` (at least 1), capped at `maxTrials`.
 int trialsForBound(double perTrial, double target, int maxTrials);

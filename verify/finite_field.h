@@ -2,7 +2,8 @@
 // with q prime and q | p - 1: arithmetic is component-wise, and exp maps the q-part b to
 // ω^b mod p, where ω has order q, so exp(x + y) = exp(x) · exp(y) holds exactly in the field.
 // The result of exp has no q-part; exp of such a value, and every op with no algebraic
-// meaning (sqrt, silu, sigmoid), is a per-trial random function of its argument (verify/README.md).
+// meaning (sqrt, silu, sigmoid), is a per-trial random function of its argument's p-part, and
+// max selects by a random order of p-parts (verify/README.md).
 #pragma once
 
 #include <cstdint>
@@ -77,9 +78,12 @@ inline uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Rank of a value in the total order of `key`: injective in the value for every key.
+// Rank of a value in the order of `key`, from its p-part alone: equal real values agree on
+// the p-part whether or not they still carry a q-part (an exp drops it), so they rank alike;
+// distinct p-parts rank apart (mix64 is a bijection). Distinct values sharing a p-part tie, an
+// event the false-accept bound pays for (verify/README.md).
 inline uint64_t orderRank(FieldElement v, uint64_t key) {
-  return mix64(((uint64_t{v.a} << 32) | v.b) ^ key);
+  return mix64(uint64_t{v.a} ^ key);
 }
 
 // The field pair a random 64-bit word stands for.
@@ -88,14 +92,15 @@ inline FieldElement pairFromWord(uint64_t h) {
                       static_cast<uint32_t>((h >> 32) % FieldParameters::q)};
 }
 
-// A value drawn from the pair (x, y) and `key` alone: equal arguments give equal results.
+// A value drawn from the p-parts of (x, y) and `key` alone: equal arguments give equal
+// results, with or without their q-parts.
 inline FieldElement randomFunction(FieldElement x, FieldElement y, uint64_t key) {
   return pairFromWord(mix64(orderRank(x, key) ^ mix64(orderRank(y, ~key))));
 }
 
-// A value drawn from x and `key` alone: equal arguments give equal results, and distinct
-// arguments distinct words (orderRank is injective and mix64 a bijection) before the word is
-// reduced to a pair.
+// A value drawn from x's p-part and `key` alone: equal arguments give equal results, with or
+// without their q-parts, and distinct p-parts distinct words (orderRank and mix64 are
+// injective) before the word is reduced to a pair.
 inline FieldElement randomFunction(FieldElement x, uint64_t key) {
   return pairFromWord(mix64(orderRank(x, key)));
 }
@@ -153,22 +158,27 @@ struct NumberDomain<FieldElement> {
     }
     return F{field::omegaPower(x.b), F::kNoQPart};
   }
-  // An op with no algebraic meaning (sqrt, silu, ...): a random function of the pair, one per
+  // An op with no algebraic meaning (sqrt, silu, ...): a random function of the p-part, one per
   // op kind and trial. Consistent (equal arguments, equal results), so schedules that apply
   // it to algebraically equal arguments agree; no identity of the real function holds.
   static F uninterpreted(graph::OpKind kind, F x, const TrialMeaning& meaning) {
     return field::randomFunction(x, field::functionKey(meaning.key, kind));
   }
-  // Selection by the trial's random total order: the operand of larger rank, where a rank is
-  // a bijective mix of the pair and the trial's key, so distinct values never tie. Selection is
-  // associative, commutative and idempotent like max, so a max split over blocks or
-  // iterations selects exactly what the whole max does. With `arbitraryMax`, a random function
-  // of the ordered pair instead (see TrialMeaning).
+  // Selection by the trial's random order of p-parts: the operand of larger rank. Operands
+  // with one p-part (the same value, one of them without q-part, or distinct values that
+  // collide) give that p-part, with the q-part only where both carry the same one. Selection
+  // is associative, commutative and idempotent like max (a total order of p-parts, and within
+  // one p-part a semilattice), so a max split over blocks or iterations selects exactly what
+  // the whole max does. With `arbitraryMax`, a random function of the ordered pair of p-parts
+  // instead (see TrialMeaning).
   static F max(F x, F y, const TrialMeaning& meaning) {
     if (x.isNegInf()) return y;
     if (y.isNegInf()) return x;
     if (meaning.arbitraryMax) return field::randomFunction(x, y, meaning.key);
-    return field::orderRank(x, meaning.key) >= field::orderRank(y, meaning.key) ? x : y;
+    const uint64_t rankX = field::orderRank(x, meaning.key);
+    const uint64_t rankY = field::orderRank(y, meaning.key);
+    if (rankX != rankY) return rankX > rankY ? x : y;
+    return F{x.a, x.b == y.b ? x.b : F::kNoQPart};
   }
   // Exact: products of residues below 2^32 fit in 64 bits, and up to 2^64 of them in 128.
   static F dot(const F* x, int64_t strideX, const F* y, int64_t strideY, int64_t n) {

@@ -193,7 +193,7 @@ struct DegreeLine {
   int32_t maxNum = -1;
   int32_t den = 0;
   uint64_t denKey = 1;
-  uint32_t traits = 0;
+  uint64_t traits = 0;
 };
 
 // Folds x, the k-th element of a line whose first element is `first`, into `line`.

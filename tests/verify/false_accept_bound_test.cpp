@@ -145,22 +145,64 @@ TEST(FalseAcceptBound, DegreesOfHandCheckedDifferences) {
 TEST(FalseAcceptBound, CollisionTermIsAUnionBoundOverPairsOfApplications) {
   DegreeReport report;
   report.degree = 3;
-  EXPECT_EQ(collisionBound(report), 0.0);  // no random function
+  EXPECT_EQ(collisionBound(report, MaxMeaning::Selection), 0.0);  // no random function, no max
   report.argumentDegree = 2;
   for (int64_t n : {2, 40, 1040}) {
     report.applications = n;
     const double pairs = static_cast<double>(n) * static_cast<double>(n - 1) / 2;
-    // Two distinct arguments differ by a rational function of degree at most 2·2; both parts
-    // are independent evaluations of it, so they collide with probability (4/p)·(4/q).
-    EXPECT_DOUBLE_EQ(collisionBound(report), pairs * (4.0 / kP) * (4.0 / kQ));
-    EXPECT_DOUBLE_EQ(perTrialBound(report), 3.0 / kP + collisionBound(report));
+    // Two distinct arguments differ by a rational function of degree at most 2·2; the random
+    // function sees their p-parts, independent evaluations of it: they collide with
+    // probability 4/p.
+    EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any), pairs * (4.0 / kP));
+    EXPECT_DOUBLE_EQ(perTrialBound(report, MaxMeaning::Any),
+                     3.0 / kP + collisionBound(report, MaxMeaning::Any));
   }
   // An argument through exp (no q-part) or a max: its p-part alone, 2d/q per pair.
   report.argumentDegreePPart = 5;
-  EXPECT_DOUBLE_EQ(collisionBound(report), 1040.0 * 1039.0 / 2 * (10.0 / kQ));
+  EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any), 1040.0 * 1039.0 / 2 * (10.0 / kQ));
   report.applications = int64_t{1} << 20;
-  EXPECT_DOUBLE_EQ(collisionBound(report), 1.0);  // capped: no guarantee
-  EXPECT_DOUBLE_EQ(perTrialBound(report), 1.0);
+  EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any), 1.0);  // capped: no guarantee
+  EXPECT_DOUBLE_EQ(perTrialBound(report, MaxMeaning::Any), 1.0);
+}
+
+TEST(FalseAcceptBound, WhereMaxSelectsEachComparisonMayTieTwoOperandsSharingAPPart) {
+  DegreeReport report;
+  report.degree = 2;
+  report.maxOperandDegree = 2;
+  report.maxComparisons = 1000;
+  // Max as a random function of its operands: a tie is one more collision of its arguments,
+  // which the bound does not count (verify/README.md, "max").
+  EXPECT_EQ(collisionBound(report, MaxMeaning::Any), 0.0);
+  // Selection: each comparison of two distinct operands of degree at most 2 ties with
+  // probability at most 4/q.
+  EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Selection), 1000 * (4.0 / kQ));
+  report.argumentDegree = 2;
+  report.applications = 40;
+  EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Selection),
+                   40.0 * 39.0 / 2 * (4.0 / kP) + 1000 * (4.0 / kQ));
+  report.maxComparisons = int64_t{1} << 40;
+  EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Selection), 1.0);  // capped
+}
+
+TEST(FalseAcceptBound, MaxRecordsItsOperandsDegreeAndEveryComparisonCounts) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  // reduce_max over the rows of X·Y: operands of degree 2, 16 comparisons in each graph (one
+  // per element, an upper bound).
+  const auto rowMax = [](GraphBuilder& g) {
+    graph::OpAttrs attrs;
+    attrs.dim = 1;
+    return g.op(OpKind::ReduceMax, {g.op(OpKind::Mul, {0, 1})}, attrs);
+  };
+  GraphBuilder a("a"), b("b");
+  for (GraphBuilder* g : {&a, &b}) {
+    for (const char* name : {"X", "Y", "Z"}) in(*g, name);
+    g->output(g->op(OpKind::Scale, {rowMax(*g)}, {.scale = 1.0}, "R"));
+  }
+  const DegreeReport report = differenceDegree(a.finish(), b.finish(), seed);
+  EXPECT_EQ(report.maxOperandDegree, 2);
+  EXPECT_EQ(report.maxComparisons, 2 * 16);
+  EXPECT_EQ(report.argumentDegree, -1);  // max's operands are no random function's arguments
 }
 
 TEST(FalseAcceptBound, RandomFunctionValuesAreFreshVariablesOfDegreeOne) {
@@ -235,8 +277,8 @@ TEST(FalseAcceptBound, CollidingArgumentsMakeDifferentProgramsAgreeAndTheCheckRe
   EXPECT_FALSE(report.equivalent);
   EXPECT_EQ(report.level, VerificationLevel::FiniteField);
   const DegreeReport degree = differenceDegree(p.a, p.b, seed);
-  EXPECT_GT(collisionBound(degree), 0.0);
-  EXPECT_DOUBLE_EQ(report.perTrialBound, perTrialBound(degree));
+  EXPECT_GT(collisionBound(degree, MaxMeaning::Selection), 0.0);
+  EXPECT_DOUBLE_EQ(report.perTrialBound, perTrialBound(degree, MaxMeaning::Selection));
 }
 
 TEST(FalseAcceptBound, AFusedRmsNormScheduleChecksInTheFieldWithTheCollisionTerm) {
@@ -256,8 +298,9 @@ TEST(FalseAcceptBound, AFusedRmsNormScheduleChecksInTheFieldWithTheCollisionTerm
   EXPECT_EQ(report.degree, 2);
   EXPECT_EQ(degree.argumentDegree, 2);
   EXPECT_EQ(degree.applications, 16 + 4 * 16);
-  EXPECT_DOUBLE_EQ(report.perTrialBound, 2.0 / kP + collisionBound(degree));
-  EXPECT_EQ(report.trials, 2);
+  EXPECT_DOUBLE_EQ(report.perTrialBound, 2.0 / kP + collisionBound(degree, MaxMeaning::Selection));
+  // 80·79/2 pairs at 4/p each: ε ≈ 2.9e-6, and ε² ≈ 8.7e-12 is not yet 1e-12.
+  EXPECT_EQ(report.trials, 3);
   EXPECT_LE(report.falseAcceptBound, 1e-12);
 }
 

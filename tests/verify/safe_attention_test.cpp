@@ -14,13 +14,6 @@ namespace {
 
 using testing::RescaleMistake;
 
-EquivalenceOptions fingerprintsOnly(uint64_t seed) {
-  EquivalenceOptions options;
-  options.seed = seed;
-  options.floatScales = {};  // fingerprints alone must decide
-  return options;
-}
-
 TEST(SafeAttention, OnlineAndSplitSchedulesEqualTheProgramAtEveryLogitSpread) {
   const uint64_t seed = testing::freshSeed();
   SCOPED_TRACE(testing::seedTrace(seed));
@@ -45,7 +38,8 @@ TEST(SafeAttention, FingerprintsVerifyRescalingForEveryMeaningOfMax) {
   const graph::Program program = testing::safeAttentionProgram(2, 4, 8, 64);
   for (const graph::KernelGraph& schedule :
        {testing::onlineSoftmaxSchedule(program, 4), testing::splitKvSchedule(program, 4, 2)}) {
-    const EquivalenceReport report = checkEquivalence(program, schedule, fingerprintsOnly(seed));
+    const EquivalenceReport report =
+        checkEquivalence(program, schedule, testing::fingerprintsOnly(seed));
     EXPECT_TRUE(report.equivalent) << schedule.name << ": " << report.mismatch;
     EXPECT_EQ(report.level, VerificationLevel::FiniteField);
     EXPECT_EQ(report.maxMeaning, "any");
@@ -66,7 +60,8 @@ TEST(SafeAttention, SafeAndUnsafeSoftmaxAreTheSameFunction) {
   const auto e = b.op(graph::OpKind::Exp, {b.op(graph::OpKind::Matmul, {q, k})}, {}, "E");
   const auto l = b.op(graph::OpKind::ReduceSum, {e}, testing::reduceAttrs(2), "L");
   b.output(b.op(graph::OpKind::Div, {b.op(graph::OpKind::Matmul, {e, v}), l}, {}, "O"));
-  const EquivalenceReport report = checkEquivalence(safe, b.finish(), fingerprintsOnly(seed));
+  const EquivalenceReport report =
+      checkEquivalence(safe, b.finish(), testing::fingerprintsOnly(seed));
   EXPECT_TRUE(report.equivalent) << report.mismatch;
   EXPECT_EQ(report.maxMeaning, "any");
 }
@@ -86,7 +81,8 @@ TEST(SafeAttention, EveryRescalingMistakeIsRejectedByFingerprintsAlone) {
        testing::splitKvSchedule(program, 4, 2, RescaleMistake::WrongPartialMax)},
   };
   for (const auto& [name, mutant] : mutants) {
-    const EquivalenceReport report = checkEquivalence(program, mutant, fingerprintsOnly(seed));
+    const EquivalenceReport report =
+        checkEquivalence(program, mutant, testing::fingerprintsOnly(seed));
     EXPECT_FALSE(report.equivalent) << name;
     EXPECT_EQ(report.level, VerificationLevel::FiniteField) << name;
     EXPECT_EQ(report.maxMeaning, "selection") << name;
@@ -108,7 +104,8 @@ TEST(SafeAttention, ASplitMaxSelectsExactlyWhatTheWholeMaxSelects) {
                {block.op(graph::OpKind::ReduceMax, {x}, testing::reduceAttrs(1), "t")}, {}, "m");
   block.output(m, {0, graph::kReplicated, graph::kReplicated});
   b.output(b.blockGraph("max", block.block(), {0}, {{"out", graph::DType::F32}})[0]);
-  const EquivalenceReport report = checkEquivalence(program, b.finish(), fingerprintsOnly(seed));
+  const EquivalenceReport report =
+      checkEquivalence(program, b.finish(), testing::fingerprintsOnly(seed));
   EXPECT_TRUE(report.equivalent) << report.mismatch;
   EXPECT_EQ(report.level, VerificationLevel::FiniteField);
   EXPECT_EQ(report.maxMeaning, "selection");

@@ -1,5 +1,6 @@
 // Helpers shared by the interpreter tests: fresh seeds (printed through SCOPED_TRACE so a
-// failure can be replayed), one-op programs and a normwise comparison of flat value arrays.
+// failure can be replayed), one-op programs, a normwise comparison of flat value arrays and
+// the options of a check that fingerprints alone decide.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "graph/builder.h"
+#include "verify/equivalence.h"
 #include "verify/host_tensor.h"
 #include "verify/relative_error.h"
 
@@ -44,6 +46,14 @@ inline double normwiseError(const std::vector<double>& got, const std::vector<do
   EXPECT_EQ(got.size(), expected.size());
   if (got.size() != expected.size()) return std::numeric_limits<double>::infinity();
   return normwiseRelativeError(expected, got);
+}
+
+// A check with no float test: fingerprints alone must decide.
+inline EquivalenceOptions fingerprintsOnly(uint64_t seed) {
+  EquivalenceOptions options;
+  options.seed = seed;
+  options.floatScales = {};
+  return options;
 }
 
 }  // namespace mugraph::verify::testing
