@@ -116,6 +116,18 @@ void allocateSharedMemory(KernelPlan& plan, GeneralPlan& general) {
     item.offset = &scratchOffsets[o];
     live.push_back(item);
   }
+  // A warp K split's sums: met right after the multiply, or, for a sum held in registers,
+  // at its output store (splittableAcrossWarps), so from the multiply to the end.
+  for (size_t o = 0; o < block.ops.size(); ++o) {
+    if (!general.ops[o].mma || general.ops[o].mma->warpsK == 1) continue;
+    MmaPlan& mma = *general.ops[o].mma;
+    Live item;
+    item.start = points.ofOp(static_cast<int>(o));
+    item.end = general.ops[o].accumulateInPlace ? points.end() : item.start;
+    item.bytes = mma.scratchBytes();
+    item.offset = &mma.scratchOffset;
+    live.push_back(item);
+  }
   std::stable_sort(live.begin(), live.end(),
                    [](const Live& a, const Live& b) { return a.bytes > b.bytes; });
   std::vector<const Live*> placed;

@@ -60,9 +60,11 @@ __device__ __forceinline__ void load_fragment_x4(unsigned (&r)[4], const void* t
 // A is stored [M][K] or, with AStoredKM, [K][M]; B is stored [N][K] or, with BStoredKN,
 // [K][N]. cols/mask describe each stored tile (row length and swizzle). ARows < 16: A has
 // only that many rows (MI = 1, stored [M][K]); fragment rows from ARows on are padding.
+// k_base: the first of the K columns this warp multiplies (a warp's share of a K split).
 template <class T, int MI, int NI, int K, bool AStoredKM, bool BStoredKN, int ARows = 16>
 __device__ __forceinline__ void mma_warp_tile(float* c, const T* a, int aCols, int aMask,
-                                              const T* b, int bCols, int bMask, int m0, int n0) {
+                                              const T* b, int bCols, int bMask, int m0, int n0,
+                                              int k_base = 0) {
   static_assert(NI % 2 == 0, "B fragments are loaded 16 columns at a time");
 #pragma unroll
   for (int k0 = 0; k0 < K; k0 += 16) {
@@ -70,12 +72,12 @@ __device__ __forceinline__ void mma_warp_tile(float* c, const T* a, int aCols, i
     unsigned bf[NI][2];
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
-      load_fragment_x4<AStoredKM, ARows>(af[mi], a, aCols, aMask, m0 + mi * 16, k0);
+      load_fragment_x4<AStoredKM, ARows>(af[mi], a, aCols, aMask, m0 + mi * 16, k_base + k0);
     }
 #pragma unroll
     for (int nj = 0; nj < NI / 2; ++nj) {
       unsigned r[4];
-      load_fragment_x4<BStoredKN>(r, b, bCols, bMask, n0 + nj * 16, k0);
+      load_fragment_x4<BStoredKN>(r, b, bCols, bMask, n0 + nj * 16, k_base + k0);
       bf[2 * nj][0] = r[0];
       bf[2 * nj + 1][0] = r[1];
       bf[2 * nj][1] = r[2];

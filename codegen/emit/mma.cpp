@@ -30,6 +30,49 @@ void closeWarpBlock(const EmitContext& context) {
   context.out.close();
 }
 
+// A K split (MmaPlan::warpsK > 1): every warp names its group and, within it, the same first
+// row and column as the warp of group 0 whose block it shares.
+void openSplitWarps(const EmitContext& context, const MmaPlan& mma) {
+  CudaWriter& out = context.out;
+  const std::string groupWarps = std::to_string(mma.warpsMN());
+  out.open("");
+  out.line("const int warp = threadIdx.x >> 5;");
+  out.line("const int lane = threadIdx.x & 31;");
+  out.line("(void)lane;");
+  out.line("const int group = warp / " + groupWarps + ";");
+  out.line("const int m0 = ((warp % " + groupWarps + ") / " + std::to_string(mma.warpsN) +
+           ") * " + std::to_string(mma.mi * 16) + ";");
+  out.line("const int n0 = ((warp % " + groupWarps + ") % " + std::to_string(mma.warpsN) +
+           ") * " + std::to_string(mma.ni * 8) + ";");
+}
+
+// The groups' sums meet in group 0's `fragments`: groups 1.. write theirs to shared memory
+// (lane-minor, so each store is one transaction per warp), every thread waits, and group 0
+// adds them. Leaves `if (group == 0)` open, for what group 0 then does with the result.
+void emitSplitReduce(const EmitContext& context, const MmaPlan& mma,
+                     const std::string& fragments) {
+  CudaWriter& out = context.out;
+  const std::string groupWarps = std::to_string(mma.warpsMN());
+  const std::string perWarp = std::to_string(mma.fragments() * 32);
+  const std::string count = std::to_string(mma.fragments());
+  out.line("float* const mg_split = reinterpret_cast<float*>(mg_smem + " +
+           std::to_string(mma.scratchOffset) + ");");
+  out.open("if (group > 0 && group < " + std::to_string(mma.warpsK) + ")");
+  out.line("float* const mine = mg_split + ((group - 1) * " + groupWarps + " + warp % " +
+           groupWarps + ") * " + perWarp + " + lane;");
+  out.line("#pragma unroll");
+  out.line("for (int f = 0; f < " + count + "; ++f) mine[f * 32] = " + fragments + "[f];");
+  out.close();
+  out.line("__syncthreads();");
+  out.open("if (group == 0)");
+  out.open("for (int other = 1; other < " + std::to_string(mma.warpsK) + "; ++other)");
+  out.line("const float* const theirs = mg_split + ((other - 1) * " + groupWarps +
+           " + warp) * " + perWarp + " + lane;");
+  out.line("#pragma unroll");
+  out.line("for (int f = 0; f < " + count + "; ++f) " + fragments + "[f] += theirs[f * 32];");
+  out.close();
+}
+
 // Loops over the thread's fragment elements; `pairs` steps two columns at a time.
 void openFragmentLoop(const EmitContext& context, const MmaPlan& mma, bool pairs) {
   CudaWriter& out = context.out;
@@ -100,7 +143,12 @@ void emitMmaOp(const EmitContext& context, int opIndex) {
       }
     }
   }
-  openWarpBlock(context, mma);
+  const bool split = mma.warpsK > 1;
+  if (split) {
+    openSplitWarps(context, mma);
+  } else {
+    openWarpBlock(context, mma);
+  }
   CudaWriter& out = context.out;
   if (!opPlan.accumulateInPlace) {
     out.line("float frag[" + std::to_string(mma.fragments()) + "];");
@@ -109,19 +157,33 @@ void emitMmaOp(const EmitContext& context, int opIndex) {
   } else if (inPlace->kind == graph::OpKind::AccumRescaledSum) {
     emitRegisterRescale(context, mma, fragments, inPlace->inputs[1]);
   }
-  out.line("mg::mma_warp_tile<" + storageType(mma.dtype) + ", " + std::to_string(mma.mi) + ", " +
-           std::to_string(mma.ni) + ", " + std::to_string(mma.k) + ", " +
-           (mma.aStoredKM ? "true" : "false") + ", " + (mma.bStoredKN ? "true" : "false") +
-           (mma.padded() ? ", " + std::to_string(mma.rows) : "") + ">(" + fragments + ", " +
-           context.tileName(op.inputs[0]) + ", " + std::to_string(a.cols) + ", " +
-           std::to_string(a.swizzleMask) + ", " + context.tileName(op.inputs[1]) + ", " +
-           std::to_string(b.cols) + ", " + std::to_string(b.swizzleMask) + ", m0, n0);");
+  const int64_t k = mma.k / mma.warpsK;
+  const std::string call =
+      "mg::mma_warp_tile<" + storageType(mma.dtype) + ", " + std::to_string(mma.mi) + ", " +
+      std::to_string(mma.ni) + ", " + std::to_string(k) + ", " +
+      (mma.aStoredKM ? "true" : "false") + ", " + (mma.bStoredKN ? "true" : "false") +
+      (mma.padded() ? ", " + std::to_string(mma.rows) : "") + ">(" + fragments + ", " +
+      context.tileName(op.inputs[0]) + ", " + std::to_string(a.cols) + ", " +
+      std::to_string(a.swizzleMask) + ", " + context.tileName(op.inputs[1]) + ", " +
+      std::to_string(b.cols) + ", " + std::to_string(b.swizzleMask) + ", m0, n0" +
+      (split ? ", group * " + std::to_string(k) : "") + ");";
+  if (split) {
+    out.line("if (group < " + std::to_string(mma.warpsK) + ") " + call);
+  } else {
+    out.line(call);
+  }
+  if (split && !opPlan.accumulateInPlace) emitSplitReduce(context, mma, "frag");
   if (!opPlan.accumulateInPlace) {
     openFragmentLoop(context, mma, false);
     emitEpilogue(context, opIndex, "frag[f]", {"0", "0", "i2", "i3"}, "f");
     closeFragmentLoop(context);
   }
-  closeWarpBlock(context);
+  if (split && !opPlan.accumulateInPlace) out.close();  // if (group == 0)
+  if (split) {
+    out.close();
+  } else {
+    closeWarpBlock(context);
+  }
 }
 
 void emitRegisterOutputStore(const EmitContext& context, int opIndex) {
@@ -133,6 +195,14 @@ void emitRegisterOutputStore(const EmitContext& context, int opIndex) {
       context.plan.graph->tensors[context.plan.kernel->outputs[op.kernelTensor]];
   const std::string type = storageType(dest.dtype);
   const std::string values = context.registersName(tile);
+  if (mma.warpsK > 1) {  // the groups' sums meet first (the store is the sum's one reader)
+    openSplitWarps(context, mma);
+    context.out.line("(void)m0;");
+    context.out.line("(void)n0;");
+    emitSplitReduce(context, mma, values);
+    context.out.close();
+    context.out.close();
+  }
   const int64_t elementBytes = graph::dtypeBytes(dest.dtype);
   std::string base;
   static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};

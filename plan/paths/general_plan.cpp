@@ -212,6 +212,45 @@ void choosePipelineStages(KernelPlan& plan, GeneralPlan& g, const Target& target
   useStages(2);
 }
 
+// Shared memory the groups of a warp K split may fill (graph-independent: the split only
+// arises for tiles smaller than one 16 x 16 block per warp, so the bound is rarely reached).
+constexpr int64_t kMaxSplitScratchBytes = 32 * 1024;
+
+// Whether the matmul at `o` may split K across warp groups: its product is reduced across the
+// groups right after the multiply (no accumulator in place), or it accumulates in place into
+// a register sum that only an output store reads, after the loop, where the groups meet. A
+// rescaled sum (flash attention's P·V) rescales per iteration and keeps one group.
+bool splittableAcrossWarps(const KernelPlan& plan, const GeneralPlan& g, int o) {
+  if (!g.ops[o].accumulateInPlace) return true;
+  const graph::BlockGraph& block = *plan.block;
+  for (int accumulatorOp : g.foldedAccumulators) {
+    const graph::BlockOp& acc = block.ops[accumulatorOp];
+    if (acc.inputs[0] != block.ops[o].output) continue;
+    if (acc.kind != OpKind::AccumSum || g.home[acc.output] != TileHome::Registers ||
+        g.materialized[acc.output] || plan.consumers[acc.output].size() != 1) {
+      return false;
+    }
+    return block.ops[plan.consumers[acc.output][0]].kind == OpKind::Output;
+  }
+  return false;
+}
+
+// Warps left idle by a matmul's WarpsM x WarpsN blocks split its K (MmaPlan): the most groups
+// that divide its 16-column steps and fit the block's warps.
+void planWarpKSplits(const KernelPlan& plan, GeneralPlan& g) {
+  const int warps = plan.block->threads / graph::kWarpSize;
+  for (size_t o = 0; o < plan.block->ops.size(); ++o) {
+    if (!g.ops[o].mma || !splittableAcrossWarps(plan, g, static_cast<int>(o))) continue;
+    MmaPlan& mma = *g.ops[o].mma;
+    const int64_t steps = mma.k / 16;
+    for (int groups = warps / mma.warpsMN(); groups > 1; --groups) {
+      mma.warpsK = groups;
+      if (steps % groups == 0 && mma.scratchBytes() <= kMaxSplitScratchBytes) break;
+      mma.warpsK = 1;
+    }
+  }
+}
+
 // Long reductions (32 or more terms) give each output element to a warp; short ones give it
 // to a thread.
 constexpr int64_t kWarpReductionMinTerms = 32;
@@ -267,6 +306,7 @@ void planGeneral(KernelPlan& plan, const Target& target) {
   }
   foldAccumulators(plan, g);
   decideHomes(plan, g);
+  planWarpKSplits(plan, g);
   planRescaleFactors(plan, g);
   layOutSharedTiles(plan, g, transposedInput);
   planWarpReductions(plan, g);

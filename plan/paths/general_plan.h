@@ -23,18 +23,29 @@ enum class TileHome {
 // A matmul on tensor cores: WarpsM x WarpsN warps, each owning a (MI*16) x (NI*8) block. A
 // matmul of fewer than 16 rows (decode's query rows, a few tokens) is padded to one m16
 // fragment row: `rows` says how many are real; the padding rows' products are discarded.
+// Where the block has more warps than such blocks (a small-batch projection: one 16 x 16
+// block, eight warps), WarpsK groups of them each multiply a K/WarpsK slice; the groups' sums
+// meet in shared memory (`scratchOffset`) and group 0, the warps below WarpsM x WarpsN, holds
+// the result: it alone runs the epilogue and stores, as a plan without the split does.
 struct MmaPlan {
   int64_t rows = 0;  // real rows of the result (M); below 16 only when padded
   int warpsM = 1;
   int warpsN = 1;
+  int warpsK = 1;
   int mi = 1;
   int ni = 2;
   int64_t k = 16;
   bool aStoredKM = false;
   bool bStoredKN = true;
   graph::DType dtype = graph::DType::F16;
+  int64_t scratchOffset = 0;  // warpsK > 1: groups 1.. write their sums here
   int fragments() const { return mi * ni * 4; }  // floats per thread
   bool padded() const { return rows < 16; }
+  int warpsMN() const { return warpsM * warpsN; }
+  // Floats the groups other than 0 leave in shared memory: [group][warp][fragment][lane].
+  int64_t scratchBytes() const {
+    return warpsK > 1 ? int64_t{warpsK - 1} * warpsMN() * 32 * fragments() * 4 : 0;
+  }
 };
 
 // How one op is emitted. Ops fused into a producer's epilogue and folded accumulators are

@@ -217,6 +217,18 @@ TEST_F(EmulatedExecution, MatmulsOfFewRowsPaddedOnTensorCoresMatchTheInterpreter
   }
 }
 
+// A narrow tile whose warps split K (MmaPlan::warpsK): their sums meet in shared memory right
+// after the multiply, or, accumulated across the loop in registers, at the store.
+TEST_F(EmulatedExecution, WarpsSplittingKMatchTheInterpreter) {
+  for (int64_t rows : {1, 16}) {
+    for (int64_t forloop : {1, 2}) {
+      expectMatchesInterpreter(plan::testing::narrowMatmul(rows, graph::DType::F16, forloop),
+                               31 + rows + forloop, 1.0);
+    }
+  }
+  expectMatchesInterpreter(plan::testing::narrowMatmul(4, graph::DType::BF16, 2), 29, 1.0);
+}
+
 // Partial tiles (graph/tile_splits.h): a GEMM whose M, N and K all end in a partial tile
 // (declared 64 x 64 x 32 tiles of 100 x 90 x 72, so loads zero-fill and stores stop at the end;
 // B's rows of 180 bytes move in 4-byte chunks), on tensor cores.

@@ -63,6 +63,33 @@ TEST(MemoryBoundPlan, DecodeRunsBothMatmulsOnTensorCoresAndCombinesInRegisters) 
   EXPECT_EQ(combine.as<ThreadOwnedPlan>()->perThread, 1);
 }
 
+// One 16 x 16 block of the product per block and 8 warps: each multiplies an eighth of K, and
+// the 7 other warps' sums meet in shared memory that no tile live at the same time uses.
+TEST(MemoryBoundPlan, WarpsLeftIdleByANarrowTileSplitK) {
+  for (int64_t forloop : {1, 2}) {
+    const graph::Schedule schedule = testing::narrowMatmul(1, graph::DType::F16, forloop);
+    const KernelPlan plan = planKernel(schedule.graph, 0, target());
+    const std::vector<MmaPlan> mma = mmaPlans(plan);
+    ASSERT_EQ(mma.size(), 1u) << schedule.name;
+    EXPECT_EQ(mma[0].warpsMN(), 1) << schedule.name;
+    EXPECT_EQ(mma[0].warpsK, 8) << schedule.name;
+    EXPECT_EQ(mma[0].k / mma[0].warpsK, 512 / forloop / 8) << schedule.name;
+    EXPECT_EQ(mma[0].scratchBytes(), 7 * 32 * mma[0].fragments() * 4) << schedule.name;
+    EXPECT_LE(mma[0].scratchOffset + mma[0].scratchBytes(), plan.sharedBytes) << schedule.name;
+    const GeneralPlan& general = *plan.as<GeneralPlan>();
+    for (size_t t = 0; t < general.shared.size(); ++t) {
+      if (general.home[t] != TileHome::Shared) continue;
+      const SharedTile& tile = general.shared[t];
+      const bool disjoint = tile.offset + tile.bytes * tile.buffers <= mma[0].scratchOffset ||
+                            mma[0].scratchOffset + mma[0].scratchBytes() <= tile.offset;
+      EXPECT_TRUE(disjoint) << schedule.name << ": tile " << t;
+    }
+  }
+  // Where the warps already cover the tile's blocks, nothing splits.
+  EXPECT_EQ(mmaPlans(planKernel(testing::smallRowMatmul(1, graph::DType::F16).graph, 0,
+                                target()))[0].warpsK, 1);
+}
+
 TEST(MemoryBoundPlan, AMatmulOrAReductionKeepsTheSharedMemoryPath) {
   const graph::Schedule schedule = testing::smallRowMatmul(4, graph::DType::F16);
   EXPECT_FALSE(planKernel(schedule.graph, 0, target()).as<ThreadOwnedPlan>());
