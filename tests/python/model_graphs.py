@@ -1,4 +1,5 @@
-"""Aten graphs of real `transformers` decoder architectures, as the mugraph backend sees them:
+"""Aten graphs of real `transformers` decoder architectures, as the mugraph backend sees them,
+and the cases whole-model runs time (a prefill; a decode step over a StaticCache):
 random weights, small configs (GQA, 2 layers), traced by torch.compile through AOTAutograd on
 the CPU. Shared by the CPU tests and the GPU test."""
 import torch
@@ -29,6 +30,11 @@ def causal_lm(name, dtype=torch.float16, device="cpu", **sizes):
 
 def aten_graphs(model, *args, **kwargs):
     """The aten-level GraphModules torch.compile hands a backend for model(*args, **kwargs)."""
+    return traced_graphs(model, lambda m: m(*args, **kwargs))
+
+
+def traced_graphs(model, step):
+    """The aten-level GraphModules torch.compile hands a backend for step(model)."""
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
@@ -41,5 +47,56 @@ def aten_graphs(model, *args, **kwargs):
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=aot_autograd(fw_compiler=capture), dynamic=False)
     with torch.no_grad():
-        compiled(*args, **kwargs)
+        step(compiled)
     return graphs
+
+
+def prefill_case(model, tokens, vocab):
+    ids = torch.randint(0, vocab, (1, tokens), device=model.device)
+    return (lambda m: m(input_ids=ids, use_cache=False).logits), None
+
+
+def decode_case(model, context, vocab):
+    """One token at the last position of a StaticCache of `context` positions whose keys and
+    values are normal random values at the spread of the model's own (measured on a short
+    prompt), so no 4K-token eager prefill is needed."""
+    from transformers import StaticCache
+
+    try:  # transformers 5
+        cache = StaticCache(config=model.config, max_cache_len=context)
+    except TypeError:  # transformers 4
+        cache = StaticCache(config=model.config, max_batch_size=1, max_cache_len=context,
+                            device=model.device, dtype=model.dtype)
+    device = model.device
+    prompt = torch.randint(0, vocab, (1, 16), device=device)
+    with torch.no_grad():
+        model(input_ids=prompt, past_key_values=cache, use_cache=True,
+              cache_position=torch.arange(16, device=device))
+    if hasattr(cache, "layers"):
+        kv = [t for layer in cache.layers for t in (layer.keys, layer.values)]
+        # every tensor a layer holds (keys, values, and counters such as cumulative_length)
+        state = [v for layer in cache.layers for v in vars(layer).values()
+                 if isinstance(v, torch.Tensor)]
+    else:
+        kv = list(cache.key_cache) + list(cache.value_cache)
+        state = kv
+    positions = kv[0].shape[-2]
+    for t in kv:
+        spread = t[..., :16, :].float().std().item()
+        t.normal_(0.0, spread)
+    tensors = state
+    token = torch.randint(0, vocab, (1, 1), device=device)
+    position = torch.tensor([positions - 1], device=device)
+    with torch.no_grad():  # the cache's own state settles on its first step
+        model(input_ids=token, past_key_values=cache, use_cache=True, cache_position=position)
+    snapshot = [t.clone() for t in tensors]
+
+    def restore():
+        for t, saved in zip(tensors, snapshot):
+            t.copy_(saved)
+
+    def step(m):
+        return m(input_ids=token, past_key_values=cache, use_cache=True,
+                 cache_position=position).logits
+
+    return step, restore
