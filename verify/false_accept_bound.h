@@ -64,7 +64,10 @@ double collisionBound(const DegreeReport& report, MaxMeaning meaning);
 // One trial: min(1, perTrialBound(D, usesExp) + collisionBound).
 double perTrialBound(const DegreeReport& report, MaxMeaning meaning);
 double falseAcceptBound(double perTrial, int trials);  // perTrial^trials
-// Fewest trials whose bound is at most `target` (at least 1), capped at `maxTrials`.
+// Trials run where the per-trial bound is 1, which no number of trials lowers.
+inline constexpr int kTrialsWithoutBound = 2;
+// Fewest trials whose bound is at most `target` (at least 1), capped at `maxTrials`; where
+// `perTrial` is 1, kTrialsWithoutBound (capped).
 int trialsForBound(double perTrial, double target, int maxTrials);
 
 }  // namespace mugraph::verify

@@ -63,6 +63,10 @@ TEST(FalseAcceptBound, TrialsAreTheFewestReachingTheTarget) {
   EXPECT_EQ(trialsForBound(eps, 1e-9, 64), 1);
   EXPECT_EQ(trialsForBound(0.5, 1e-12, 64), 40);  // 0.5^40 ≈ 9.1e-13
   EXPECT_EQ(trialsForBound(0.5, 1e-12, 10), 10);  // capped
+  // A bound of 1 is 1 after any number of trials: the few that still catch a wrong schedule.
+  EXPECT_EQ(trialsForBound(1.0, 1e-12, 64), kTrialsWithoutBound);
+  EXPECT_EQ(trialsForBound(1.0, 1e-12, 1), 1);
+  EXPECT_EQ(trialsForBound(0.999, 1e-12, 64), 64);  // each trial still lowers it
 }
 
 struct Pair {
