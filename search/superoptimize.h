@@ -102,7 +102,8 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
 VerificationRecord verifySchedule(const graph::Program& program, const graph::KernelGraph& graph,
                                   uint64_t seed,
                                   const std::shared_ptr<verify::ReferenceEvaluations>& cache);
-// Whether a verification is good enough to report the variant.
+// Whether a verification is good enough to report the variant: nothing disagreed (its bound
+// is reported with it, below 1e-12 wherever the trials can reach that).
 bool acceptable(const VerificationRecord& record);
 
 // A string identifying the search space (config and arch), stored in checkpoints.
