@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
 
@@ -180,7 +181,16 @@ int writeVariants(const search::SearchResult& result, const ProfileRanking& rank
     if (profiled != ranking.measured.end() && std::isfinite(profiled->second)) continue;
     std::filesystem::create_directories(dir);
     if (!v.schedule.program.dims.empty()) {
-      graph::saveSchedule(dir + "/schedule.json", v.schedule);
+      // Kernels that take the lengths (one PTX for the range); where a kernel cannot take
+      // them yet, the schedule alone, which replays per length.
+      try {
+        codegen::writeGeneratedCode(variantCode(v.schedule, target), dir);  // + schedule.json
+      } catch (const UserError& e) {
+        graph::saveSchedule(dir + "/schedule.json", v.schedule);
+        std::cerr << "mugraph: " << v.name << ": no kernels that take the lengths (" << e.what()
+                  << "); replay it per length: mugraph replay " << dir
+                  << "/schedule.json --dim NAME=N --static\n";
+      }
       continue;
     }
     try {
