@@ -29,11 +29,11 @@ json tensorJson(const GeneratedCode& code, const TensorBinding& binding) {
   const auto [shape, stored] = shapesJson(graph, desc);
   // A tensor with dynamic dims has as many bytes as its length gives; a workspace tensor's
   // offset leaves room for its bytes at the range's max.
-  const json bytes = desc.dynamicDims.empty()
-                         ? json(binding.bytes)
-                         : graph::dimProductJson(
-                               graph::elementProduct(desc).times(graph::dtypeBytes(desc.dtype)),
-                               graph);
+  const json bytes =
+      desc.dynamicDims.empty()
+          ? json(binding.bytes)
+          : graph::dimProductJson(graph::elementProduct(desc).times(graph::dtypeBytes(desc.dtype)),
+                                  graph);
   json out = {{"name", desc.name},
               {"role", roleName(binding.role)},
               {"dtype", std::string(graph::dtypeName(desc.dtype))},
@@ -67,7 +67,10 @@ json tensorMapJson(const GeneratedCode& code, const plan::TensorMapDesc& map) {
   json box = json::array();
   json elementStrides = json::array();
   for (int i = 0; i < map.rank; ++i) {
-    dims.push_back(map.dims[i]);
+    // A dynamic dim's extent is its length: the map is encoded at launch (a product, `["m"]`).
+    dims.push_back(map.dynamicDims[i] == graph::kStaticDim
+                       ? json(map.dims[i])
+                       : graph::dimProductJson({1, {map.dynamicDims[i]}}, code.schedule.graph));
     if (i > 0) strides.push_back(map.strideBytes[i]);
     box.push_back(map.box[i]);
     elementStrides.push_back(1);
@@ -146,17 +149,17 @@ json manifestJson(const GeneratedCode& code) {
         kernelResourcesJson(code.resources[k], code.emitted.kernels[k].dynamicSharedBytes));
   }
   json manifest = {{"format", kManifestFormat},
-          {"version", kManifestVersion},
-          {"schedule", code.schedule.name},
-          {"schedule_hash", graph::hashHex(graph::scheduleHash(code.schedule))},
-          {"program_hash", graph::hashHex(graph::programHash(code.schedule.program))},
-          {"source", "kernel.cu"},
-          {"ptx", ptx},
-          {"tensors", tensors},
-          {"workspace_bytes", abi.workspaceBytes},
-          {"kernels", kernels},
-          {"resources", {{code.resourceArch, resources}}},
-          {"nvrtc", {{"version", code.nvrtcVersion}, {"options", options}}}};
+                   {"version", kManifestVersion},
+                   {"schedule", code.schedule.name},
+                   {"schedule_hash", graph::hashHex(graph::scheduleHash(code.schedule))},
+                   {"program_hash", graph::hashHex(graph::programHash(code.schedule.program))},
+                   {"source", "kernel.cu"},
+                   {"ptx", ptx},
+                   {"tensors", tensors},
+                   {"workspace_bytes", abi.workspaceBytes},
+                   {"kernels", kernels},
+                   {"resources", {{code.resourceArch, resources}}},
+                   {"nvrtc", {{"version", code.nvrtcVersion}, {"options", options}}}};
   if (!code.schedule.graph.dims.empty()) {
     manifest["dims"] = graph::dynamicDimsToJson(code.schedule.graph.dims);
   }

@@ -98,7 +98,8 @@ KernelLaunchCounts kernelLaunchCounts(const KernelGraph& graph, const KernelOp& 
                           "that takes the lengths cannot run it yet (issue 28, split counts per "
                           "length bucket); generate it for one length with --dim NAME=N --static");
     }
-    if (grid) set(counts.grid[cut.gridAxis], cut, std::string("grid.") + gridAxisName(cut.gridAxis));
+    if (grid)
+      set(counts.grid[cut.gridAxis], cut, std::string("grid.") + gridAxisName(cut.gridAxis));
     if (cut.loop) set(counts.forloop, cut, "the for-loop");
   }
   return counts;

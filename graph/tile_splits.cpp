@@ -250,8 +250,9 @@ TileSplit resultSplit(OpKind kind, const OpAttrs& attrs, const std::vector<const
   throw ShapeError(std::string(info.name) + " has no tile split");
 }
 
-std::vector<TileSplit> blockTileSplits(const BlockGraph& block, const std::vector<Dims>& kernelInputs,
-                                       const std::vector<std::vector<int>>* kernelInputDynamicDims) {
+std::vector<TileSplit> blockTileSplits(
+    const BlockGraph& block, const std::vector<Dims>& kernelInputs,
+    const std::vector<std::vector<int>>* kernelInputDynamicDims) {
   std::vector<TileSplit> splits(block.tensors.size());
   for (const BlockOp& op : block.ops) {
     if (op.kind == OpKind::Output) continue;
@@ -260,7 +261,8 @@ std::vector<TileSplit> blockTileSplits(const BlockGraph& block, const std::vecto
       split = inputSplit(kernelInputs.at(op.kernelTensor), "", block, op);
       if (!kernelInputDynamicDims) continue;
       const std::vector<int>& dynamic = kernelInputDynamicDims->at(op.kernelTensor);
-      for (size_t d = 0; d < dynamic.size() && d < split.size(); ++d) split[d].dynamicDim = dynamic[d];
+      for (size_t d = 0; d < dynamic.size() && d < split.size(); ++d)
+        split[d].dynamicDim = dynamic[d];
       continue;
     }
     std::vector<const TileSplit*> in;

@@ -75,10 +75,11 @@ bool runsInLoop(const KernelPlan& plan, int op);
 // Decides everything for kernel op `kernelIndex` of `graph` (a block graph) on `target`. The
 // plan points into `graph`, which must outlive it. Throws UserError for a kernel that is not
 // a block graph; a plan that does not fit the target is returned (see checkLaunchable). A
-// kernel of a graph with dynamic dims is planned for the lengths as parameters on the general
-// path, the one path that takes run-time extents yet (the warpgroup paths print tensor-map
-// extents, persistent tile counts and last-tile masks as constants); UserError naming the
-// kernel where it cannot (split-KV cuts, causal masks).
+// kernel of a graph with dynamic dims is planned for the lengths as parameters: on the
+// warpgroup GEMM path where it runs at every length of the range (not persistent, no clusters
+// or gathered operands, tensor-map strides and trip count fixed), else on the general path;
+// never on the thread-owned or warpgroup attention paths. UserError naming the kernel where
+// it cannot (split-KV cuts, causal masks).
 KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Target& target);
 
 // Why a planned kernel cannot be launched on `target` (shared memory beyond its limits; grid

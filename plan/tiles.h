@@ -47,11 +47,11 @@ using GridSteps = std::array<graph::DimProduct, graph::kGridAxes>;
 // How an input tile is copied from its device tensor: the stored box (storage order, so
 // the last dim is contiguous in global memory) and the element offsets that move it.
 struct InputCopy {
-  Extent4 boxExtent{};     // tile extents in storage order
-  Stride4 globalStride{};  // element strides of the stored box dims in the device tensor
-  GridSteps blockStep{};   // elements per blockIdx unit
+  Extent4 boxExtent{};              // tile extents in storage order
+  Stride4 globalStride{};           // element strides of the stored box dims in the device tensor
+  GridSteps blockStep{};            // elements per blockIdx unit
   graph::DimProduct iterationStep;  // elements per for-loop iteration (0: same tile every time)
-  int chunkBytes = 0;         // bytes per copy: 16, 8 or 4 with cp.async, else one element
+  int chunkBytes = 0;               // bytes per copy: 16, 8 or 4 with cp.async, else one element
   bool async = false;
   bool perIteration = false;  // loaded every iteration (else once, before the loop)
 };

@@ -62,8 +62,8 @@ std::array<unsigned, 3> gridAt(const Reader& r, const graph::DimValues& dims,
   if (r.size() != 3) r.fail("expected 3 counts");
   std::array<unsigned, 3> grid{};
   for (size_t a = 0; a < 3; ++a) {
-    const int64_t count = graph::evaluateLaunchCountJson(r.at(a).raw(), dims,
-                                                         file + ": $.grid[" + std::to_string(a) + "]");
+    const int64_t count = graph::evaluateLaunchCountJson(
+        r.at(a).raw(), dims, file + ": $.grid[" + std::to_string(a) + "]");
     if (count < 1 || count > 0x7fffffff) r.at(a).fail("is " + std::to_string(count));
     grid[a] = static_cast<unsigned>(count);
   }
@@ -107,7 +107,8 @@ graph::DimValues lengthsFor(const Reader& top, const graph::DimValues& given) {
 
 // A tensor map parameter: every field checked against the limits of the copy engine that
 // matter before the driver sees it.
-ManifestTensorMap readTensorMap(const Reader& r, const std::string& tensor) {
+ManifestTensorMap readTensorMap(const Reader& r, const std::string& tensor,
+                                const graph::DimValues& lengths, const std::string& file) {
   ManifestTensorMap map;
   map.tensor = tensor;
   const auto dtype = graph::parseDType(r.at("dtype").string());
@@ -123,7 +124,11 @@ ManifestTensorMap readTensorMap(const Reader& r, const std::string& tensor) {
     strides.fail("expected rank - 1 entries");
   if (box.size() != static_cast<size_t>(map.rank)) box.fail("expected rank entries");
   for (int i = 0; i < map.rank; ++i) {
-    map.dims[i] = static_cast<uint64_t>(dims.at(i).integer(1));
+    const Reader dim = dims.at(i);
+    map.dims[i] = static_cast<uint64_t>(
+        dim.raw().is_array()
+            ? graph::evaluateDimProductJson(dim.raw(), lengths, file + ": tensor map dims")
+            : dim.integer(1));
     const int64_t extent = box.at(i).integer(1);
     if (extent > 256) box.at(i).fail("a box dim is at most 256");
     map.box[i] = static_cast<uint32_t>(extent);
@@ -180,11 +185,11 @@ Manifest readManifest(const std::string& path, const graph::DimValues& lengths) 
     const Reader shape = t.at("shape");
     for (size_t d = 0; d < shape.size(); ++d) {
       const Reader extent = shape.at(d);
-      tensor.shape.push_back(extent.raw().is_string()
-                                 ? graph::evaluateDimProductJson(json::array({extent.raw()}), m.dims,
-                                                                 path + ": $.tensors[" +
-                                                                     std::to_string(i) + "].shape")
-                                 : extent.integer(1));
+      tensor.shape.push_back(
+          extent.raw().is_string()
+              ? graph::evaluateDimProductJson(json::array({extent.raw()}), m.dims,
+                                              path + ": $.tensors[" + std::to_string(i) + "].shape")
+              : extent.integer(1));
     }
     if (t.has("layout")) {
       const auto layout = graph::parseLayout(t.at("layout").string());
@@ -240,7 +245,7 @@ Manifest readManifest(const std::string& path, const graph::DimValues& lengths) 
         }
         kernel.params.push_back(name);
       } else if (kind == "tensor_map") {
-        kernel.tensorMaps.push_back(readTensorMap(params.at(p), name));
+        kernel.tensorMaps.push_back(readTensorMap(params.at(p), name, m.dims, path));
       } else {
         params.at(p).at("kind").fail("is none of \"pointer\", \"tensor_map\" and \"dim\"");
       }

@@ -42,7 +42,7 @@ struct ManifestKernel {
   unsigned dynamicSharedBytes = 0;
   std::vector<std::string> params;            // pointer parameters: tensor names, in order
   std::vector<ManifestTensorMap> tensorMaps;  // passed by value after the pointers
-  std::vector<int32_t> dimArguments;  // the lengths of the dynamic dims, after the maps
+  std::vector<int32_t> dimArguments;          // the lengths of the dynamic dims, after the maps
 };
 
 struct Manifest {

@@ -23,9 +23,9 @@ nlohmann::json runScheduleOnGpu(const graph::Schedule& schedule, const std::stri
   std::string whyNot;
   const auto driver = runtime::CudaDriver::open(whyNot);
   if (!driver) throw GpuUnavailable("cannot run on a GPU: " + whyNot);
-  return runtime::gpuCheckReportJson(runtime::checkOnGpu(
-      *driver, schedule, dir, seed, repetitions, runtime::GpuInputs{0.5, logitStd, std::nullopt},
-      dims));
+  return runtime::gpuCheckReportJson(
+      runtime::checkOnGpu(*driver, schedule, dir, seed, repetitions,
+                          runtime::GpuInputs{0.5, logitStd, std::nullopt}, dims));
 }
 
 std::string describeGpuRun(const nlohmann::json& report) {

@@ -40,10 +40,10 @@ std::string gridText(const codegen::GeneratedCode& code, const codegen::EmittedK
   const nlohmann::json grid = gridJson(code, kernel);
   std::string text;
   for (const nlohmann::json& count : grid) {
-    text += (text.empty() ? "" : ", ") +
-            (count.is_number() ? count.dump()
-                               : "ceil(" + count["ceil_div"][0].get<std::string>() + " / " +
-                                     count["ceil_div"][1].dump() + ")");
+    text += (text.empty() ? "" : ", ") + (count.is_number()
+                                              ? count.dump()
+                                              : "ceil(" + count["ceil_div"][0].get<std::string>() +
+                                                    " / " + count["ceil_div"][1].dump() + ")");
   }
   return "(" + text + ")";
 }
@@ -64,11 +64,11 @@ nlohmann::json summaryJson(const codegen::GeneratedCode& code, const std::string
                        {"local_bytes", r.localBytes}});
   }
   nlohmann::json summary = {{"schedule", code.schedule.name},
-                             {"schedule_hash", graph::hashHex(graph::scheduleHash(code.schedule))},
-                             {"out", dir},
-                             {"files", files},
-                             {"workspace_bytes", code.emitted.abi.workspaceBytes},
-                             {"kernels", kernels}};
+                            {"schedule_hash", graph::hashHex(graph::scheduleHash(code.schedule))},
+                            {"out", dir},
+                            {"files", files},
+                            {"workspace_bytes", code.emitted.abi.workspaceBytes},
+                            {"kernels", kernels}};
   if (!code.schedule.graph.dims.empty()) {
     summary["lengths"] = "kernel_parameters";
     summary["dims"] = graph::dynamicDimsToJson(code.schedule.graph.dims);
@@ -94,10 +94,10 @@ void printSummary(const codegen::GeneratedCode& code, const std::string& dir,
     const codegen::EmittedKernel& kernel = code.emitted.kernels[k];
     const codegen::KernelResources& r = code.resources[k];
     std::cout << "  " << kernel.entry << "  grid " << gridText(code, kernel) << " x "
-              << kernel.threads << " threads, "
-              << kernel.dynamicSharedBytes << " B shared; " << code.resourceArch << ": "
-              << r.registers << " registers, spills " << r.spillStoreBytes << "/"
-              << r.spillLoadBytes << " B, local " << r.localBytes << " B\n";
+              << kernel.threads << " threads, " << kernel.dynamicSharedBytes << " B shared; "
+              << code.resourceArch << ": " << r.registers << " registers, spills "
+              << r.spillStoreBytes << "/" << r.spillLoadBytes << " B, local " << r.localBytes
+              << " B\n";
   }
   std::cout << "wrote";
   for (const std::string& file : files) std::cout << " " << file;
@@ -111,8 +111,9 @@ graph::Schedule scheduleToReplay(const std::string& file, const graph::DimValues
                                  bool staticLength, const codegen::GenerateOptions& generate) {
   const graph::LoadedFile loaded = graph::loadFile(file);
   if (staticLength && values.empty()) {
-    throw UserError("--static", "needs --dim NAME=LENGTH for each dynamic dim (the length to "
-                                "generate static kernels for)");
+    throw UserError("--static",
+                    "needs --dim NAME=LENGTH for each dynamic dim (the length to "
+                    "generate static kernels for)");
   }
   if (loaded.program.dims.empty() && !values.empty()) {
     throw UserError(file, "the program has no dynamic dims; --dim is for dynamic ones");
@@ -123,9 +124,10 @@ graph::Schedule scheduleToReplay(const std::string& file, const graph::DimValues
     }
     if (loaded.schedule) return *loaded.schedule;
     if (!loaded.program.dims.empty()) {
-      throw UserError(file, "a dynamic program has no default schedule that takes the lengths: "
-                            "replay a schedule (from superoptimize), or pass --dim NAME=LENGTH "
-                            "--static for static kernels of one length");
+      throw UserError(file,
+                      "a dynamic program has no default schedule that takes the lengths: "
+                      "replay a schedule (from superoptimize), or pass --dim NAME=LENGTH "
+                      "--static for static kernels of one length");
     }
     return plan::lowerProgram(loaded.program,
                               plan::targetByName(codegen::archName(generate.archs.front())));
@@ -192,8 +194,9 @@ Command addReplayCommand(CLI::App& app) {
                 scheduleToReplay(options->file, dims, options->staticLength, generate);
             const bool takesLengths = !schedule.program.dims.empty();
             if (options->run && takesLengths && dims.empty()) {
-              throw UserError("--run", "the kernels take the lengths of dynamic dims: pass --dim "
-                                       "NAME=LENGTH for each, the length to launch at");
+              throw UserError("--run",
+                              "the kernels take the lengths of dynamic dims: pass --dim "
+                              "NAME=LENGTH for each, the length to launch at");
             }
             codegen::GeneratedCode code;
             try {
@@ -214,8 +217,7 @@ Command addReplayCommand(CLI::App& app) {
             try {
               const uint64_t seed = options->seed ? *options->seed : std::random_device{}();
               gpu = runScheduleOnGpu(code.schedule, options->out, seed, options->repetitions,
-                                     options->logitStd,
-                                     takesLengths ? dims : graph::DimValues{});
+                                     options->logitStd, takesLengths ? dims : graph::DimValues{});
             } catch (const GpuUnavailable& e) {
               std::cerr << "mugraph: " << e.what() << " (the generated files are in "
                         << options->out << ")\n";

@@ -100,7 +100,8 @@ std::string floatLiteral(double value) {
 
 std::string linearExpression(const std::vector<std::pair<std::string, int64_t>>& terms) {
   std::vector<std::pair<std::string, std::string>> printed;
-  for (const auto& [expression, stride] : terms) printed.emplace_back(expression, std::to_string(stride));
+  for (const auto& [expression, stride] : terms)
+    printed.emplace_back(expression, std::to_string(stride));
   return linearExpression(printed);
 }
 

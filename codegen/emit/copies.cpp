@@ -49,11 +49,11 @@ std::string globalOffset(const EmitContext& context, const std::array<std::strin
   const auto wide = [](const std::string& index) {
     return index == "0" ? index : "static_cast<long long>(" + index + ")";
   };
-  return linearExpression(std::vector<std::pair<std::string, std::string>>{
-      {wide(s[0]), context.product(stride[0])},
-      {wide(s[1]), context.product(stride[1])},
-      {wide(s[2]), context.product(stride[2])},
-      {"col", "1"}});
+  return linearExpression(
+      std::vector<std::pair<std::string, std::string>>{{wide(s[0]), context.product(stride[0])},
+                                                       {wide(s[1]), context.product(stride[1])},
+                                                       {wide(s[2]), context.product(stride[2])},
+                                                       {"col", "1"}});
 }
 
 std::string storedIndex(const SharedTile& tile, const std::string& row, const std::string& col) {

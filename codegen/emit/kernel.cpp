@@ -24,7 +24,8 @@ std::string countText(const graph::LaunchCount& count, const graph::KernelGraph&
 graph::KernelLaunchCounts launchCountsOf(const KernelPlan& plan) {
   if (plan.launchCounts) return *plan.launchCounts;
   graph::KernelLaunchCounts counts;
-  for (int axis = 0; axis < graph::kGridAxes; ++axis) counts.grid[axis].constant = plan.block->grid[axis];
+  for (int axis = 0; axis < graph::kGridAxes; ++axis)
+    counts.grid[axis].constant = plan.block->grid[axis];
   counts.forloop.constant = plan.block->forloop;
   return counts;
 }
@@ -37,9 +38,8 @@ void emitKernel(const EmitContext& context) {
   const graph::KernelLaunchCounts counts = launchCountsOf(plan);
   out.line("// " + context.kernel.entry + ": grid (" + countText(counts.grid[0], graph) + ", " +
            countText(counts.grid[1], graph) + ", " + countText(counts.grid[2], graph) + "), " +
-           std::to_string(block.threads) + " threads, forloop " +
-           countText(counts.forloop, graph) + ", " + std::to_string(plan.sharedBytes) +
-           " bytes of dynamic shared memory.");
+           std::to_string(block.threads) + " threads, forloop " + countText(counts.forloop, graph) +
+           ", " + std::to_string(plan.sharedBytes) + " bytes of dynamic shared memory.");
   // The warpgroup path promises one block per multiprocessor: setmaxnreg needs that cap.
   const std::string minBlocks =
       plan.minBlocksPerSm > 1 || plan.ring() ? ", " + std::to_string(plan.minBlocksPerSm) : "";
@@ -55,8 +55,8 @@ void emitKernel(const EmitContext& context) {
   for (size_t p = 0; p < context.kernel.params.size(); ++p) {
     const KernelParam& param = context.kernel.params[p];
     const graph::TensorDesc& desc = plan.graph->tensors[param.tensor];
-    params.push_back((param.written ? "" : "const ") + storageType(desc.dtype) +
-                     "* __restrict__ " + context.paramName(static_cast<int>(p)));
+    params.push_back((param.written ? "" : "const ") + storageType(desc.dtype) + "* __restrict__ " +
+                     context.paramName(static_cast<int>(p)));
   }
   const std::vector<plan::TensorMapDesc>& maps = tensorMapsOf(plan);
   for (size_t m = 0; m < maps.size(); ++m) {

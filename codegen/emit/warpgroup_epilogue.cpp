@@ -27,8 +27,12 @@ std::string realOutputExtent(const KernelPlan& plan, graph::TensorId tile, int d
   const graph::TileSplit& split = plan.splits.at(tile);
   const graph::DimSplit& cut = split.at(split.size() - static_cast<size_t>(dimFromEnd));
   if (!cut.partial()) return "";
-  return "mg::tile_extent(" + std::to_string(cut.extent) + ", " + std::to_string(cut.blockTile) +
-         ", " + std::to_string(cut.tile) + ", " +
+  // A dynamic dim's extent is its length parameter (a grid cut: the part is its declared tile).
+  const std::string extent = cut.dynamicDim == graph::kStaticDim
+                                 ? std::to_string(cut.extent)
+                                 : dimParamName(plan.graph->dims.at(cut.dynamicDim).name);
+  return "mg::tile_extent(" + extent + ", " + std::to_string(cut.blockTile) + ", " +
+         std::to_string(cut.tile) + ", " +
          (cut.gridAxis == graph::kReplicated ? "0" : kWarpgroupTile[cut.gridAxis]) + ", 0)";
 }
 

@@ -42,9 +42,13 @@ struct Fixture {
 std::vector<Fixture> fixtures() {
   using mugraph::testing::dynamicAttentionSchedule;
   using mugraph::testing::dynamicGemmSchedule;
-  return {{dynamicGemmSchedule(), dynamicGemmSchedule(3001), "m",
+  return {{dynamicGemmSchedule(),
+           dynamicGemmSchedule(3001),
+           "m",
            {1, 63, 64, 65, 127, 128, 129, 1000, mugraph::testing::kDynamicGemmMax}},
-          {dynamicAttentionSchedule(), dynamicAttentionSchedule(false, 1999), "s",
+          {dynamicAttentionSchedule(),
+           dynamicAttentionSchedule(false, 1999),
+           "s",
            {1, 63, 64, 65, 1000, mugraph::testing::kDynamicAttentionMax}}};
 }
 
@@ -70,7 +74,7 @@ TEST(DynamicKernels, TheLoopOverTheDynamicKeysRunsItsTripCountFromTheLength) {
 
 TEST(DynamicKernels, TheManifestGivesShapesSizesAndGridsAsFormulasOfTheDims) {
   const graph::Schedule schedule = mugraph::testing::dynamicGemmSchedule();
-  const GeneratedCode& code = compiledOnce("dynamic_gemm", [&] { return schedule; }, {80, 90});
+  const GeneratedCode& code = compiledOnce("dynamic_m", [&] { return schedule; }, {90});
   const nlohmann::json manifest = manifestJson(code);
   EXPECT_EQ(manifest.at("dims"), nlohmann::json::parse(R"([{"name":"m","min":1,"max":4096}])"));
   const nlohmann::json& tensors = manifest.at("tensors");
@@ -81,6 +85,11 @@ TEST(DynamicKernels, TheManifestGivesShapesSizesAndGridsAsFormulasOfTheDims) {
   EXPECT_EQ(kernel.at("grid"), nlohmann::json::parse(R"([{"ceil_div": ["m", 128]}, 1, 1])"));
   EXPECT_EQ(kernel.at("params").back(),
             nlohmann::json::parse(R"({"kind": "dim", "dim": "m", "dtype": "i32"})"));
+  // On sm_90 the GEMM takes the warpgroup path: A's tensor map is encoded at launch for m rows.
+  const nlohmann::json& mapOfA = kernel.at("params").at(3);
+  EXPECT_EQ(mapOfA.at("kind"), "tensor_map");
+  EXPECT_EQ(mapOfA.at("tensor"), "A");
+  EXPECT_EQ(mapOfA.at("dims"), nlohmann::json::parse(R"([128, ["m"]])"));
   // The formula gives the grid graph::instantiate computes, at every length, partial last
   // tiles and one row included.
   for (int64_t m : {1, 2, 127, 128, 129, 1000, 4095, 4096}) {
@@ -118,14 +127,24 @@ TEST(DynamicKernels, TheRuntimeReadsADynamicManifestAtTheLengthsItIsGiven) {
   std::filesystem::remove_all(folder);
 }
 
+// The general path on sm_80 and the sm_90 plan (the warpgroup GEMM path for the GEMM).
 TEST(DynamicKernels, EveryKernelCompilesWithNvrtcForEachTarget) {
   for (const Fixture& f : fixtures()) {
-    SCOPED_TRACE(f.schedule.name);
-    const GeneratedCode& code =
-        compiledOnce("dynamic_" + f.dim, [&] { return f.schedule; }, {80, 90});
-    EXPECT_THAT(code.ptx.at("sm_90"), HasSubstr(".param .u32 " + code.emitted.kernels[0].entry));
-    for (const KernelResources& r : code.resources) EXPECT_EQ(r.spillStoreBytes, 0) << r.entry;
+    for (int arch : {80, 90}) {
+      SCOPED_TRACE(f.schedule.name + " sm_" + std::to_string(arch));
+      const GeneratedCode& code =
+          compiledOnce("dynamic_" + f.dim, [&] { return f.schedule; }, {arch});
+      const std::string& ptx = code.ptx.at(archName(arch));
+      // The length is a 32-bit parameter after the pointers (and tensor maps).
+      EXPECT_THAT(ptx, HasSubstr(".param .u32 " + code.emitted.kernels[0].entry + "_param_"));
+      for (const KernelResources& r : code.resources) EXPECT_EQ(r.spillStoreBytes, 0) << r.entry;
+    }
   }
+  const std::string gemm90 =
+      compiledOnce("dynamic_m", [] { return mugraph::testing::dynamicGemmSchedule(); }, {90})
+          .emitted.source;
+  EXPECT_THAT(gemm90, HasSubstr("wgmma"));
+  EXPECT_THAT(gemm90, HasSubstr("const int realRows = mg::tile_extent(dim_m, 128, 128, bx, 0);"));
 }
 
 TEST(DynamicKernels, OneSourceMatchesTheInterpreterAtEveryLength) {

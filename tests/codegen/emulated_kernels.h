@@ -183,21 +183,22 @@ class EmulatedKernels {
       for (const KernelParam& param : kernel.params) closure.args.push_back(pointer[param.tensor]);
       // An int argument travels in the low half of its integer register (x86-64 System V).
       for (const graph::DynamicDim& dim : dims) {
-        closure.args.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(lengths.at(dim.name))));
+        closure.args.push_back(
+            reinterpret_cast<void*>(static_cast<intptr_t>(lengths.at(dim.name))));
       }
       const EmittedKernel& launch = emitted.kernels[k];
       std::array<int64_t, graph::kGridAxes> grid = launch.grid;
       if (launch.launchCounts) {
         for (int axis = 0; axis < graph::kGridAxes; ++axis) {
           const graph::LaunchCount& count = launch.launchCounts->grid[axis];
-          grid[axis] = count.isStatic() ? count.constant
-                                        : count.at(lengths.at(dims.at(count.dim).name));
+          grid[axis] =
+              count.isStatic() ? count.constant : count.at(lengths.at(dims.at(count.dim).name));
         }
       }
       char error[256] = {0};
-      if (launch_(&invoke, &closure, static_cast<unsigned>(grid[0]),
-                  static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
-                  static_cast<unsigned>(launch.threads), error, sizeof error) != 0) {
+      if (launch_(&invoke, &closure, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
+                  static_cast<unsigned>(grid[2]), static_cast<unsigned>(launch.threads), error,
+                  sizeof error) != 0) {
         throw UserError(kernel.entry, error);
       }
       // The manifest's dynamic shared memory (the plan's bytes) must cover every byte used.

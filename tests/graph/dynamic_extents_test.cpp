@@ -17,8 +17,7 @@ TEST(DynamicExtents, StridesFollowTheLengthsInStorageOrder) {
   const Schedule attention = testing::dynamicAttentionSchedule();
   const TensorDesc& k = attention.graph.tensors.at(*attention.graph.findTensor("K"));
   // K [2, 32, s] row-major: strides 32·s, s, 1.
-  EXPECT_EQ(storageStrideProducts(k),
-            (std::vector<DimProduct>{{32, {0}}, {1, {0}}, {1, {}}}));
+  EXPECT_EQ(storageStrideProducts(k), (std::vector<DimProduct>{{32, {0}}, {1, {0}}, {1, {}}}));
   EXPECT_EQ(elementProduct(k), (DimProduct{64, {0}}));
   // Stored transposed ([2, s, 32]): strides 32·s, 1, 32.
   TensorDesc transposed = k;

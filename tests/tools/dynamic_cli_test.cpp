@@ -79,14 +79,14 @@ TEST_F(DynamicCliTest, BadDimsAreOneLineErrors) {
   const CliResult malformed = run("check " + gemm + " --dim m");
   EXPECT_EQ(malformed.exitCode, 2);
   EXPECT_THAT(malformed.err, HasSubstr("--dim: expected NAME=LENGTH"));
-  const CliResult replay =
-      run("replay " + gemm + " --static --out " + (scratch_ / "out").string());
+  const CliResult replay = run("replay " + gemm + " --static --out " + (scratch_ / "out").string());
   EXPECT_EQ(replay.exitCode, 2);
   EXPECT_THAT(replay.err, HasSubstr("--static: needs --dim NAME=LENGTH"));
   const CliResult runWithout =
       run("replay " + gemm + " --run --out " + (scratch_ / "run").string());
   EXPECT_EQ(runWithout.exitCode, 2);
-  EXPECT_THAT(runWithout.err, HasSubstr("pass --dim NAME=LENGTH for each, the length to launch at"));
+  EXPECT_THAT(runWithout.err,
+              HasSubstr("pass --dim NAME=LENGTH for each, the length to launch at"));
   const CliResult outsideReplay =
       run("replay " + gemm + " --dim m=0 --out " + (scratch_ / "zero").string());
   EXPECT_EQ(outsideReplay.exitCode, 2);

@@ -60,16 +60,16 @@ class DynamicSuperoptimizeCli : public ::testing::Test {
       const fs::path schedule = folder / "schedule.json";
       EXPECT_EQ(graph::loadSchedule(schedule.string()).program.dims.at(0).name, dim);
       EXPECT_TRUE(fs::is_regular_file(folder / "sm_90.ptx"));
-      const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(folder / "manifest.json"));
+      const nlohmann::json manifest =
+          nlohmann::json::parse(std::ifstream(folder / "manifest.json"));
       EXPECT_EQ(manifest.at("dims").at(0).at("name"), dim);
       EXPECT_EQ(manifest.at("kernels").at(0).at("params").back().at("kind"), "dim");
       const CliResult check = run("check --trials 1 " + schedule.string());
       EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
       EXPECT_THAT(check.out, HasSubstr("over its range: EQUIVALENT"));
       const fs::path code = scratch_ / ("code_" + v.at("name").get<std::string>());
-      const CliResult replay =
-          run("replay " + schedule.string() + " --dim " + replayDim + " --static --out " +
-              code.string());
+      const CliResult replay = run("replay " + schedule.string() + " --dim " + replayDim +
+                                   " --static --out " + code.string());
       EXPECT_EQ(replay.exitCode, 0) << replay.out << replay.err;
       EXPECT_TRUE(fs::is_regular_file(code / "kernel.cu"));
       EXPECT_TRUE(fs::is_regular_file(code / "sm_90.ptx"));

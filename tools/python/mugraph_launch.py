@@ -52,9 +52,11 @@ def _check(result, what):
         raise RuntimeError(f"{what}: CUDA driver error {result}")
 
 
-def encode_tensor_map(param, address):
-    """The 128-byte CUtensorMap of a "tensor_map" parameter for a tensor at `address`."""
+def encode_tensor_map(param, address, lengths=None):
+    """The 128-byte CUtensorMap of a "tensor_map" parameter for a tensor at `address`; a dim
+    given as a product of dynamic dims is evaluated at `lengths`."""
     rank = param["rank"]
+    dims = [evaluate_product(d, lengths or {}) for d in param["dims"]]
     if param.get("interleave", "none") != "none" or param.get("oob_fill", "none") != "none":
         raise ValueError(f"tensor map of {param['tensor']}: unsupported interleave or fill")
     # CUtensorMap is 128 bytes aligned to 64: the map is the aligned part of a larger buffer.
@@ -62,7 +64,7 @@ def encode_tensor_map(param, address):
     address_of_map = (ctypes.addressof(storage) + 63) // 64 * 64
     _check(_cuda_driver().cuTensorMapEncodeTiled(
         ctypes.c_void_p(address_of_map), _MAP_DTYPES[param["dtype"]], ctypes.c_uint32(rank),
-        ctypes.c_void_p(address), (ctypes.c_uint64 * rank)(*param["dims"]),
+        ctypes.c_void_p(address), (ctypes.c_uint64 * rank)(*dims),
         (ctypes.c_uint64 * max(1, rank - 1))(*param["strides_bytes"]),
         (ctypes.c_uint32 * rank)(*param["box"]),
         (ctypes.c_uint32 * rank)(*param["element_strides"]), 0,
@@ -214,7 +216,7 @@ class Variant:
                 keep.append(value)
                 addresses.append(ctypes.addressof(value))
             elif p.get("kind") == "tensor_map":
-                storage, address = encode_tensor_map(p, pointers[p["tensor"]])
+                storage, address = encode_tensor_map(p, pointers[p["tensor"]], lengths)
                 keep.append(storage)
                 addresses.append(address)
             else:
