@@ -80,7 +80,8 @@ def dim_lengths(manifest, dims):
     declared = {d["name"]: d for d in manifest.get("dims", [])}
     for name in dims:
         if name not in declared:
-            raise ValueError(f"no dynamic dim {name!r} (the variant has {sorted(declared) or 'none'})")
+            have = sorted(declared) or "none"
+            raise ValueError(f"no dynamic dim {name!r} (the variant has {have})")
     for name, d in declared.items():
         if name not in dims:
             raise ValueError(f"the kernels take the length of {name!r}: give dims={{{name!r}: N}}, "
