@@ -127,33 +127,29 @@ void useWarpgroupPath(KernelPlan& plan, Path path) {
   plan.path = std::move(path);
 }
 
-// Why the warpgroup GEMM plan `wg` of a kernel that takes the lengths cannot run at every
-// length of the range, or "": its tensor maps are encoded at launch from the lengths, and its
-// epilogue masks the last tile's rows with the length, but a persistent kernel's tile count,
-// clusters, gathered operands, a trip count or a map stride that follows a length are
-// compiled in.
-std::string lengthsProblem(const KernelPlan& plan, const WarpgroupMmaPlan& wg) {
-  if (wg.persistent) return "persistent";
-  if (wg.clusterBlocks > 1 || plan.block->clusterBlocks() > 1) return "clusters";
-  if (wg.a.map < 0 || wg.b.map < 0) return "a gathered operand";
-  if (!plan.launchCounts->forloop.isStatic()) return "a trip count that follows a length";
+// Whether the warpgroup GEMM plan `wg` of a kernel that takes the lengths runs at every length
+// of the range: its tensor maps are encoded at launch from the lengths and its epilogue masks
+// the last tile's rows with them, but a persistent kernel's tile count, clusters, gathered
+// operands, and a trip count or a map stride that follows a length are compiled in.
+bool takesEveryLength(const KernelPlan& plan, const WarpgroupMmaPlan& wg) {
+  if (wg.persistent || wg.clusterBlocks > 1 || plan.block->clusterBlocks() > 1) return false;
+  if (wg.a.map < 0 || wg.b.map < 0 || !plan.launchCounts->forloop.isStatic()) return false;
   for (const TensorMapDesc& map : wg.maps) {
     // Dim i's stride is the product of dims 0 .. i-1 (dense storage, innermost first).
     for (int i = 0; i + 1 < map.rank; ++i) {
-      if (map.dynamicDims[i] != graph::kStaticDim)
-        return "a tensor-map stride that follows a length";
+      if (map.dynamicDims[i] != graph::kStaticDim) return false;
     }
   }
-  return "";
+  return true;
 }
 
 // A kernel that takes the dynamic dims' lengths: the warpgroup GEMM path where it can run at
-// every length (lengthsProblem), else the general path, whose copies, real extents and loop
+// every length (takesEveryLength), else the general path, whose copies, real extents and loop
 // bounds are printed from the lengths (the counts from graph::kernelLaunchCounts).
 void planForLengths(KernelPlan& plan, const Target& target) {
   plan.launchCounts = graph::kernelLaunchCounts(*plan.graph, *plan.kernel);
   if (std::optional<WarpgroupMmaPlan> gemm = planWarpgroupMma(plan, target)) {
-    if (lengthsProblem(plan, *gemm).empty()) {
+    if (takesEveryLength(plan, *gemm)) {
       useWarpgroupPath(plan, std::move(*gemm));
       return;
     }
