@@ -29,6 +29,10 @@ std::string sanitizeIdentifier(const std::string& name) {
   return out.empty() ? "op" : out;
 }
 
+std::string dimParamName(const std::string& name) {
+  return "dim_" + sanitizeIdentifier(name);
+}
+
 ScheduleAbi planAbi(const graph::KernelGraph& graph) {
   ScheduleAbi abi;
   abi.bindingOf.assign(graph.tensors.size(), -1);

@@ -51,4 +51,9 @@ ScheduleAbi planAbi(const graph::KernelGraph& graph);
 // A C identifier from any name: letters, digits and '_' kept, everything else '_'.
 std::string sanitizeIdentifier(const std::string& name);
 
+// The kernel parameter holding dynamic dim `name`'s length: `int dim_<name>`. Every kernel of
+// a schedule with dynamic dims takes one per dim, in declaration order, after its pointers and
+// tensor maps.
+std::string dimParamName(const std::string& name);
+
 }  // namespace mugraph::codegen

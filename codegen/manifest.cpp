@@ -1,22 +1,46 @@
 // manifest.json and resources.json (see manifest.h).
 #include "codegen/manifest.h"
 
+#include "graph/dynamic_extents.h"
 #include "graph/hash.h"
+#include "graph/json_reader.h"
 
 namespace mugraph::codegen {
 namespace {
 
 using nlohmann::json;
 
+// The shape and the stored shape, a dynamic dim by its name.
+std::pair<json, json> shapesJson(const graph::KernelGraph& graph, const graph::TensorDesc& desc) {
+  if (desc.dynamicDims.empty()) {
+    return {desc.shape, graph::storedShape(desc.shape, desc.layout)};
+  }
+  const json shape = graph::tensorDescToJson(desc, graph.dims)["shape"];
+  graph::Dims logicalOf(desc.shape.size());
+  for (size_t d = 0; d < logicalOf.size(); ++d) logicalOf[d] = static_cast<int64_t>(d);
+  json stored = json::array();
+  for (int64_t d : graph::storedShape(logicalOf, desc.layout)) stored.push_back(shape[d]);
+  return {shape, stored};
+}
+
 json tensorJson(const GeneratedCode& code, const TensorBinding& binding) {
-  const graph::TensorDesc& desc = code.schedule.graph.tensors[binding.tensor];
+  const graph::KernelGraph& graph = code.schedule.graph;
+  const graph::TensorDesc& desc = graph.tensors[binding.tensor];
+  const auto [shape, stored] = shapesJson(graph, desc);
+  // A tensor with dynamic dims has as many bytes as its length gives; a workspace tensor's
+  // offset leaves room for its bytes at the range's max.
+  const json bytes =
+      desc.dynamicDims.empty()
+          ? json(binding.bytes)
+          : graph::dimProductJson(graph::elementProduct(desc).times(graph::dtypeBytes(desc.dtype)),
+                                  graph);
   json out = {{"name", desc.name},
               {"role", roleName(binding.role)},
               {"dtype", std::string(graph::dtypeName(desc.dtype))},
-              {"shape", desc.shape},
+              {"shape", shape},
               {"layout", std::string(graph::layoutName(desc.layout))},
-              {"stored_shape", graph::storedShape(desc.shape, desc.layout)},
-              {"bytes", binding.bytes}};
+              {"stored_shape", stored},
+              {"bytes", bytes}};
   if (binding.role == TensorRole::Workspace) out["offset"] = binding.offset;
   return out;
 }
@@ -43,7 +67,10 @@ json tensorMapJson(const GeneratedCode& code, const plan::TensorMapDesc& map) {
   json box = json::array();
   json elementStrides = json::array();
   for (int i = 0; i < map.rank; ++i) {
-    dims.push_back(map.dims[i]);
+    // A dynamic dim's extent is its length: the map is encoded at launch (a product, `["m"]`).
+    dims.push_back(map.dynamicDims[i] == graph::kStaticDim
+                       ? json(map.dims[i])
+                       : graph::dimProductJson({1, {map.dynamicDims[i]}}, code.schedule.graph));
     if (i > 0) strides.push_back(map.strideBytes[i]);
     box.push_back(map.box[i]);
     elementStrides.push_back(1);
@@ -96,8 +123,17 @@ json manifestJson(const GeneratedCode& code) {
     }
     for (const plan::TensorMapDesc& map : emitted.tensorMaps)
       params.push_back(tensorMapJson(code, map));
+    json grid = emitted.grid;
+    if (emitted.launchCounts) {
+      for (const graph::DynamicDim& dim : code.schedule.graph.dims) {
+        params.push_back({{"kind", "dim"}, {"dim", dim.name}, {"dtype", "i32"}});
+      }
+      for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+        grid[axis] = graph::launchCountJson(emitted.launchCounts->grid[axis], code.schedule.graph);
+      }
+    }
     json entry{{"entry", kernel.entry},
-               {"grid", emitted.grid},
+               {"grid", grid},
                {"block", {emitted.threads, 1, 1}},
                {"dynamic_shared_bytes", emitted.dynamicSharedBytes},
                {"params", params}};
@@ -112,18 +148,22 @@ json manifestJson(const GeneratedCode& code) {
     resources.push_back(
         kernelResourcesJson(code.resources[k], code.emitted.kernels[k].dynamicSharedBytes));
   }
-  return {{"format", kManifestFormat},
-          {"version", kManifestVersion},
-          {"schedule", code.schedule.name},
-          {"schedule_hash", graph::hashHex(graph::scheduleHash(code.schedule))},
-          {"program_hash", graph::hashHex(graph::programHash(code.schedule.program))},
-          {"source", "kernel.cu"},
-          {"ptx", ptx},
-          {"tensors", tensors},
-          {"workspace_bytes", abi.workspaceBytes},
-          {"kernels", kernels},
-          {"resources", {{code.resourceArch, resources}}},
-          {"nvrtc", {{"version", code.nvrtcVersion}, {"options", options}}}};
+  json manifest = {{"format", kManifestFormat},
+                   {"version", kManifestVersion},
+                   {"schedule", code.schedule.name},
+                   {"schedule_hash", graph::hashHex(graph::scheduleHash(code.schedule))},
+                   {"program_hash", graph::hashHex(graph::programHash(code.schedule.program))},
+                   {"source", "kernel.cu"},
+                   {"ptx", ptx},
+                   {"tensors", tensors},
+                   {"workspace_bytes", abi.workspaceBytes},
+                   {"kernels", kernels},
+                   {"resources", {{code.resourceArch, resources}}},
+                   {"nvrtc", {{"version", code.nvrtcVersion}, {"options", options}}}};
+  if (!code.schedule.graph.dims.empty()) {
+    manifest["dims"] = graph::dynamicDimsToJson(code.schedule.graph.dims);
+  }
+  return manifest;
 }
 
 }  // namespace mugraph::codegen

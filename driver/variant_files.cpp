@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "graph/error.h"
 #include "graph/files.h"
 #include "graph/hash.h"
 
@@ -179,14 +180,19 @@ int writeVariants(const search::SearchResult& result, const ProfileRanking& rank
     const auto profiled = ranking.measured.find(v.name);
     if (profiled != ranking.measured.end() && std::isfinite(profiled->second)) continue;
     std::filesystem::create_directories(dir);
-    if (!v.schedule.program.dims.empty()) {
-      graph::saveSchedule(dir + "/schedule.json", v.schedule);
-      continue;
-    }
+    // A dynamic program's variant gets kernels that take the lengths (one PTX for the range).
+    const bool dynamic = !v.schedule.program.dims.empty();
     try {
       codegen::writeGeneratedCode(variantCode(v.schedule, target), dir);  // + schedule.json
     } catch (const std::exception& e) {
       graph::saveSchedule(dir + "/schedule.json", v.schedule);
+      if (dynamic && dynamic_cast<const UserError*>(&e)) {
+        // A kernel that cannot take the lengths yet: the schedule alone, replayed per length.
+        std::cerr << "mugraph: " << v.name << ": no kernels that take the lengths (" << e.what()
+                  << "); replay it per length: mugraph replay " << dir
+                  << "/schedule.json --dim NAME=N --static\n";
+        continue;
+      }
       std::cerr << "mugraph: internal error: " << v.name
                 << ": verified, but no code was generated: " << e.what() << "\n";
       ++withoutCode;

@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "graph/dynamic_extents.h"
 #include "graph/error.h"
 #include "graph/syntax.h"
 
@@ -262,8 +263,10 @@ std::pair<std::string, int64_t> parseDimValue(std::string_view text, const std::
 CutCounts cutCounts(const DynamicCut& cut, int64_t n) {
   CutCounts counts;
   const bool grid = cut.gridAxis != kReplicated;
-  if (grid && !cut.loop) counts.parts = ceilDiv(n, cut.tile);
-  if (cut.loop && !grid) counts.forloop = ceilDiv(n, cut.tile);
+  // A cut by the grid or the loop alone: the count kernels that take the lengths compute.
+  const LaunchCount single{1, cut.dim, cut.tile};
+  if (grid && !cut.loop) counts.parts = single.at(n);
+  if (cut.loop && !grid) counts.forloop = single.at(n);
   if (cut.loop && grid) {
     // Split-KV: the schedule fixes the parts; the trips follow, and some lengths need a
     // different number of parts than the schedule has.

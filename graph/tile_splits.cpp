@@ -87,6 +87,7 @@ DimSplit combineDims(const DimSplit& a, const DimSplit& b, int64_t na, int64_t n
 }  // namespace
 
 bool DimSplit::partial() const {
+  if (dynamicDim != kStaticDim) return true;
   return parts() * blockTile != extent || (loop && iterations() * tile != blockTile);
 }
 
@@ -249,13 +250,19 @@ TileSplit resultSplit(OpKind kind, const OpAttrs& attrs, const std::vector<const
   throw ShapeError(std::string(info.name) + " has no tile split");
 }
 
-std::vector<TileSplit> blockTileSplits(const BlockGraph& block,
-                                       const std::vector<Dims>& kernelInputs) {
+std::vector<TileSplit> blockTileSplits(
+    const BlockGraph& block, const std::vector<Dims>& kernelInputs,
+    const std::vector<std::vector<int>>* kernelInputDynamicDims) {
   std::vector<TileSplit> splits(block.tensors.size());
   for (const BlockOp& op : block.ops) {
     if (op.kind == OpKind::Output) continue;
     if (op.kind == OpKind::Input) {
-      splits.at(op.output) = inputSplit(kernelInputs.at(op.kernelTensor), "", block, op);
+      TileSplit& split = splits.at(op.output);
+      split = inputSplit(kernelInputs.at(op.kernelTensor), "", block, op);
+      if (!kernelInputDynamicDims) continue;
+      const std::vector<int>& dynamic = kernelInputDynamicDims->at(op.kernelTensor);
+      for (size_t d = 0; d < dynamic.size() && d < split.size(); ++d)
+        split[d].dynamicDim = dynamic[d];
       continue;
     }
     std::vector<const TileSplit*> in;

@@ -34,6 +34,10 @@ struct DimSplit {
   int64_t blockTile = 1;       // t1: elements between consecutive blocks' parts
   bool loop = false;           // the for-loop cuts the part into iterations
   int64_t tile = 1;            // t2: the tile (elements between consecutive iterations)
+  // The dynamic dim whose length `extent` is at the reference (graph/dynamic_dims.h), where
+  // the caller of blockTileSplits gave the records: a kernel that takes the length treats the
+  // cut as partial, since some lengths make it so.
+  int dynamicDim = kStaticDim;
 
   bool partial() const;  // some block or iteration sees fewer than `tile` real elements
   // Position in the device dim of the tile's first element in block part `part` (along
@@ -68,9 +72,12 @@ TileSplit resultSplit(OpKind kind, const OpAttrs& attrs, const std::vector<const
                       const std::vector<const Dims*>& shapes, const Dims& resultShape);
 
 // The cut of every tile of `block`, whose kernel inputs have shapes `kernelInputs`, up to its
-// first output whose op is not yet there (tiles not yet defined stay empty).
-std::vector<TileSplit> blockTileSplits(const BlockGraph& block,
-                                       const std::vector<Dims>& kernelInputs);
+// first output whose op is not yet there (tiles not yet defined stay empty). With
+// `kernelInputDynamicDims` (per kernel input, TensorDesc::dynamicDims) the cuts of dynamic
+// dims carry their dim (DimSplit::dynamicDim) through the block graph.
+std::vector<TileSplit> blockTileSplits(
+    const BlockGraph& block, const std::vector<Dims>& kernelInputs,
+    const std::vector<std::vector<int>>* kernelInputDynamicDims = nullptr);
 
 // Whether any tile dim of `block` is partial.
 bool hasPartialTiles(const std::vector<TileSplit>& splits);

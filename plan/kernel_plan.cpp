@@ -38,14 +38,22 @@ int widestChunk(int64_t rowBytes, const std::vector<int64_t>& byteOffsets) {
   return 0;
 }
 
+// Byte offsets for widestChunk: a step that follows a dynamic length keeps only the
+// alignment of its constant factor (the length may be odd).
+void addByteOffsets(std::vector<int64_t>& offsets, const Stride4& strides, const GridSteps& steps,
+                    int64_t elementBytes) {
+  for (int k = 0; k < 3; ++k) offsets.push_back(strides[k].coefficient * elementBytes);
+  for (const graph::DimProduct& step : steps) offsets.push_back(step.coefficient * elementBytes);
+}
+
 void planInputCopy(KernelPlan& plan, int opIndex) {
   const graph::BlockGraph& block = *plan.block;
   const graph::BlockOp& op = block.ops[opIndex];
   const graph::TensorDesc& source = plan.graph->tensors[plan.kernel->inputs[op.kernelTensor]];
   const graph::Dims& tileShape = block.tensors[op.output].shape;
   const int pad = graph::kMaxRank - static_cast<int>(tileShape.size());
-  const std::vector<int64_t> strides = graph::storageStrides(source.shape, source.layout);
-  Extent4 logicalStride{0, 0, 0, 0};
+  const std::vector<graph::DimProduct> strides = graph::storageStrideProducts(source);
+  Stride4 logicalStride{};
   for (size_t d = 0; d < strides.size(); ++d) logicalStride[pad + d] = strides[d];
   const Extent4 extent = padTo4(tileShape);
   std::array<int, graph::kMaxRank> order{0, 1, 2, 3};
@@ -59,16 +67,15 @@ void planInputCopy(KernelPlan& plan, int opIndex) {
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     const int dim = op.imap[axis];
     if (block.grid[axis] == 1 || dim == graph::kReplicated) continue;
-    copy.blockStep[axis] = plan.splits[op.output][dim].blockTile * strides[dim];
+    copy.blockStep[axis] = strides[dim].times(plan.splits[op.output][dim].blockTile);
   }
   if (block.forloop > 1 && op.fmap != graph::kReplicated) {
-    copy.iterationStep = tileShape[op.fmap] * strides[op.fmap];
+    copy.iterationStep = strides[op.fmap].times(tileShape[op.fmap]);
     copy.perIteration = true;
   }
   const int64_t elementBytes = graph::dtypeBytes(source.dtype);
-  std::vector<int64_t> offsets{copy.iterationStep * elementBytes};
-  for (int k = 0; k < 3; ++k) offsets.push_back(copy.globalStride[k] * elementBytes);
-  for (int64_t step : copy.blockStep) offsets.push_back(step * elementBytes);
+  std::vector<int64_t> offsets{copy.iterationStep.coefficient * elementBytes};
+  addByteOffsets(offsets, copy.globalStride, copy.blockStep, elementBytes);
   copy.chunkBytes = widestChunk(copy.boxExtent[3] * elementBytes, offsets);
   copy.async = copy.chunkBytes != 0;
   if (!copy.async) copy.chunkBytes = static_cast<int>(elementBytes);
@@ -81,19 +88,21 @@ void planOutputCopy(KernelPlan& plan, int opIndex) {
   const graph::TensorDesc& dest = plan.graph->tensors[plan.kernel->outputs[op.kernelTensor]];
   const graph::Dims& tileShape = block.tensors[op.inputs[0]].shape;
   const int pad = graph::kMaxRank - static_cast<int>(tileShape.size());
-  const std::vector<int64_t> strides = graph::storageStrides(dest.shape, graph::Layout::RowMajor);
+  graph::TensorDesc rowMajor = dest;
+  rowMajor.layout = graph::Layout::RowMajor;
+  const std::vector<graph::DimProduct> strides = graph::storageStrideProducts(rowMajor);
   OutputCopy copy;
   for (size_t d = 0; d < strides.size(); ++d) copy.globalStride[pad + d] = strides[d];
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     if (block.grid[axis] == 1) continue;
     const int dim = op.omap[axis];
     const graph::DimSplit& cut = plan.splits[op.inputs[0]][dim];
-    copy.blockStep[axis] = (cut.gridAxis == axis ? cut.blockTile : tileShape[dim]) * strides[dim];
+    copy.blockStep[axis] =
+        strides[dim].times(cut.gridAxis == axis ? cut.blockTile : tileShape[dim]);
   }
   const int64_t elementBytes = graph::dtypeBytes(dest.dtype);
   std::vector<int64_t> offsets;
-  for (int k = 0; k < 3; ++k) offsets.push_back(copy.globalStride[k] * elementBytes);
-  for (int64_t step : copy.blockStep) offsets.push_back(step * elementBytes);
+  addByteOffsets(offsets, copy.globalStride, copy.blockStep, elementBytes);
   const int64_t rowBytes = padTo4(tileShape)[3] * elementBytes;
   copy.chunkBytes = widestChunk(rowBytes, offsets);
   if (copy.chunkBytes < elementBytes) copy.chunkBytes = static_cast<int>(elementBytes);
@@ -118,6 +127,45 @@ void useWarpgroupPath(KernelPlan& plan, Path path) {
   plan.path = std::move(path);
 }
 
+// Whether the warpgroup GEMM plan `wg` of a kernel that takes the lengths runs at every length
+// of the range: its tensor maps are encoded at launch from the lengths and its epilogue masks
+// the last tile's rows with them, but a persistent kernel's tile count, clusters, gathered
+// operands, and a trip count or a map stride that follows a length are compiled in.
+bool takesEveryLength(const KernelPlan& plan, const WarpgroupMmaPlan& wg) {
+  if (wg.persistent || wg.clusterBlocks > 1 || plan.block->clusterBlocks() > 1) return false;
+  if (wg.a.map < 0 || wg.b.map < 0 || !plan.launchCounts->forloop.isStatic()) return false;
+  for (const TensorMapDesc& map : wg.maps) {
+    // Dim i's stride is the product of dims 0 .. i-1 (dense storage, innermost first).
+    for (int i = 0; i + 1 < map.rank; ++i) {
+      if (map.dynamicDims[i] != graph::kStaticDim) return false;
+    }
+  }
+  return true;
+}
+
+// A kernel that takes the dynamic dims' lengths: the warpgroup GEMM path where it can run at
+// every length (takesEveryLength), else the general path, whose copies, real extents and loop
+// bounds are printed from the lengths (the counts from graph::kernelLaunchCounts).
+void planForLengths(KernelPlan& plan, const Target& target) {
+  plan.launchCounts = graph::kernelLaunchCounts(*plan.graph, *plan.kernel);
+  if (std::optional<WarpgroupMmaPlan> gemm = planWarpgroupMma(plan, target)) {
+    if (takesEveryLength(plan, *gemm)) {
+      useWarpgroupPath(plan, std::move(*gemm));
+      return;
+    }
+  }
+  for (const graph::BlockOp& op : plan.block->ops) {
+    if (op.kind == OpKind::CausalMask) {
+      throw UserError("kernel '" + plan.kernel->name + "'",
+                      "has a causal mask: the general path places it with compile-time "
+                      "extents, so a kernel that takes the lengths cannot run it yet; generate "
+                      "it for one length with --dim NAME=N --static");
+    }
+  }
+  planCopies(plan, true);
+  planGeneral(plan, target);
+}
+
 }  // namespace
 
 const WarpgroupRing* KernelPlan::ring() const {
@@ -135,10 +183,20 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
   plan.block = &*plan.kernel->block;
   collectGraphFacts(plan);
   std::vector<graph::Dims> inputShapes;
-  for (graph::TensorId t : plan.kernel->inputs) inputShapes.push_back(graph.tensors[t].shape);
-  plan.splits = graph::blockTileSplits(*plan.block, inputShapes);
+  std::vector<std::vector<int>> inputDynamicDims;
+  for (graph::TensorId t : plan.kernel->inputs) {
+    inputShapes.push_back(graph.tensors[t].shape);
+    inputDynamicDims.push_back(graph.tensors[t].dynamicDims);
+  }
+  const bool dynamic = !graph.dims.empty();
+  plan.splits =
+      graph::blockTileSplits(*plan.block, inputShapes, dynamic ? &inputDynamicDims : nullptr);
   plan.partial = graph::hasPartialTiles(plan.splits);
   plan.shortenedLoop = graph::shortenedLoop(plan.splits);
+  if (dynamic) {
+    planForLengths(plan, target);
+    return plan;
+  }
 
   // Partial tiles run on the general path (shared tiles padded, loads and stores masked) or
   // on the warpgroup path (the copy engine zero-fills past a tensor's end, stores masked).

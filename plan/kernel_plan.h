@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "graph/dynamic_extents.h"
 #include "graph/ir.h"
 #include "graph/tile_splits.h"
 #include "graph/validate.h"
@@ -51,6 +52,10 @@ struct KernelPlan {
   int pipelineStages = 1;   // buffers of prefetched input tiles (2 to Target::maxPipelineStages)
   int64_t sharedBytes = 0;  // dynamic shared memory of one block
   int minBlocksPerSm = 1;   // promised to ptxas through __launch_bounds__
+  // Where the graph has dynamic dims the kernel takes their lengths as parameters (the graph is
+  // planned at its reference extents, every cut of a dynamic dim partial): how its grid and
+  // trip count follow them. Nothing for a static graph.
+  std::optional<graph::KernelLaunchCounts> launchCounts;
   PathPlan path;
 
   // The path's plan, or null where the block graph runs on another path.
@@ -69,7 +74,12 @@ bool runsInLoop(const KernelPlan& plan, int op);
 
 // Decides everything for kernel op `kernelIndex` of `graph` (a block graph) on `target`. The
 // plan points into `graph`, which must outlive it. Throws UserError for a kernel that is not
-// a block graph; a plan that does not fit the target is returned (see checkLaunchable).
+// a block graph; a plan that does not fit the target is returned (see checkLaunchable). A
+// kernel of a graph with dynamic dims is planned for the lengths as parameters: on the
+// warpgroup GEMM path where it runs at every length of the range (not persistent, no clusters
+// or gathered operands, tensor-map strides and trip count fixed), else on the general path;
+// never on the thread-owned or warpgroup attention paths. UserError naming the kernel where
+// it cannot (split-KV cuts, causal masks).
 KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Target& target);
 
 // Why a planned kernel cannot be launched on `target` (shared memory beyond its limits; grid

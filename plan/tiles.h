@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 
+#include "graph/dynamic_extents.h"
 #include "graph/ir.h"
 
 namespace mugraph::plan {
@@ -38,22 +39,27 @@ SharedTile rowMajorTile(const graph::Dims& shape, graph::DType dtype, bool swizz
 // The layout of an input tile of a transposed device tensor, kept in its storage order.
 SharedTile transposedTile(const graph::Dims& shape, graph::DType dtype);
 
+// Element strides and steps in a device tensor: products of the dynamic dims' lengths where
+// the tensor has them (graph/dynamic_extents.h), plain numbers otherwise.
+using Stride4 = std::array<graph::DimProduct, graph::kMaxRank>;
+using GridSteps = std::array<graph::DimProduct, graph::kGridAxes>;
+
 // How an input tile is copied from its device tensor: the stored box (storage order, so
 // the last dim is contiguous in global memory) and the element offsets that move it.
 struct InputCopy {
-  Extent4 boxExtent{};     // tile extents in storage order
-  Extent4 globalStride{};  // element strides of the stored box dims in the device tensor
-  std::array<int64_t, graph::kGridAxes> blockStep{0, 0, 0};  // elements per blockIdx unit
-  int64_t iterationStep = 0;  // elements per for-loop iteration (0: same tile every time)
-  int chunkBytes = 0;         // bytes per copy: 16, 8 or 4 with cp.async, else one element
+  Extent4 boxExtent{};              // tile extents in storage order
+  Stride4 globalStride{};           // element strides of the stored box dims in the device tensor
+  GridSteps blockStep{};            // elements per blockIdx unit
+  graph::DimProduct iterationStep;  // elements per for-loop iteration (0: same tile every time)
+  int chunkBytes = 0;               // bytes per copy: 16, 8 or 4 with cp.async, else one element
   bool async = false;
   bool perIteration = false;  // loaded every iteration (else once, before the loop)
 };
 
 // How an output tile is written to its (row-major) device tensor.
 struct OutputCopy {
-  Extent4 globalStride{};
-  std::array<int64_t, graph::kGridAxes> blockStep{0, 0, 0};
+  Stride4 globalStride{};
+  GridSteps blockStep{};
   int chunkBytes = 0;  // bytes per store along the last dim (16/8/4 or one element)
 };
 

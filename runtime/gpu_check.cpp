@@ -45,9 +45,10 @@ double gpuTolerance(graph::DType dtype) {
 
 GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
                           const std::string& dir, uint64_t seed, int repetitions,
-                          const GpuInputs& draw) {
-  return checkAgainstReference(driver, referenceRun(schedule.program, seed, draw), dir,
-                               repetitions);
+                          const GpuInputs& draw, const graph::DimValues& dims) {
+  const graph::Program program =
+      dims.empty() ? schedule.program : graph::instantiate(schedule.program, dims);
+  return checkAgainstReference(driver, referenceRun(program, seed, draw), dir, repetitions, dims);
 }
 
 ProgramReference referenceRun(const graph::Program& program, uint64_t seed, const GpuInputs& draw) {
@@ -82,8 +83,9 @@ ProgramReference referenceRun(const graph::Program& program, uint64_t seed, cons
 }
 
 GpuCheckReport checkAgainstReference(const CudaDriver& driver, const ProgramReference& reference,
-                                     const std::string& dir, int repetitions) {
-  GpuSchedule gpu(driver, readManifest(dir + "/manifest.json"), dir);
+                                     const std::string& dir, int repetitions,
+                                     const graph::DimValues& dims) {
+  GpuSchedule gpu(driver, readManifest(dir + "/manifest.json", dims), dir);
   GpuCheckReport report;
   report.device = driver.deviceName();
   report.ptxArch = gpu.ptxArch();

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "graph/dynamic_dims.h"
 #include "graph/ir.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/gpu_schedule.h"
@@ -46,9 +47,11 @@ struct GpuInputs {
 };
 
 // `dir` is what `mugraph replay` wrote (manifest.json and PTX). `repetitions` = 0 skips timing.
+// A dynamic schedule whose kernels take the lengths runs at `dims` (one length per dim), and
+// the interpreter evaluates its program there (graph::instantiate).
 GpuCheckReport checkOnGpu(const CudaDriver& driver, const graph::Schedule& schedule,
                           const std::string& dir, uint64_t seed, int repetitions,
-                          const GpuInputs& draw = {});
+                          const GpuInputs& draw = {}, const graph::DimValues& dims = {});
 
 // A program's inputs drawn once, rounded to their dtypes, and its outputs by the interpreter
 // in double: shared by every implementation checked on the same draw, so a class of a large
@@ -66,7 +69,9 @@ ProgramReference referenceRun(const graph::Program& program, uint64_t seed,
 // Kernels that come with a manifest (what `mugraph replay` writes, or a dataset's external
 // member from another compiler) checked against a reference of the program they claim to
 // compute. UserError when the manifest's inputs or outputs are not the program's.
+// `dims`: the lengths to launch kernels that take them at (readManifest).
 GpuCheckReport checkAgainstReference(const CudaDriver& driver, const ProgramReference& reference,
-                                     const std::string& dir, int repetitions);
+                                     const std::string& dir, int repetitions,
+                                     const graph::DimValues& dims = {});
 
 }  // namespace mugraph::runtime

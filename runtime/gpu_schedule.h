@@ -1,6 +1,9 @@
 // A schedule loaded on the GPU from its manifest and PTX (kernel_launcher.h), with one device
 // buffer per input and output and one workspace of its own. It launches
-// the whole schedule and times it with CUDA events over graph replays.
+// the whole schedule and times it with CUDA events over graph replays. Kernels that take the
+// lengths of dynamic dims run at the lengths their manifest was read at
+// (readManifest(path, {{"s", n}})): buffers, grids and length arguments follow them, and the
+// same PTX serves every length.
 #pragma once
 
 #include <map>

@@ -139,6 +139,8 @@ void KernelLauncher::launch(const std::vector<CUdeviceptr>& tensors, CUdeviceptr
     std::vector<void*> args;
     for (CUdeviceptr& p : pointers) args.push_back(&p);
     for (CUtensorMap& map : tensorMaps_[i]) args.push_back(&map);
+    std::vector<int32_t> lengths = k.dimArguments;
+    for (int32_t& length : lengths) args.push_back(&length);
     driver_.check(
         driver_.launchKernel(functions_[i], k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
                              k.block[2], k.dynamicSharedBytes, stream, args.data(), nullptr),

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/dynamic_extents.h"
 #include "graph/error.h"
 #include "graph/files.h"
 #include "graph/json_reader.h"
@@ -55,9 +56,59 @@ std::array<unsigned, 3> dim3(const Reader& r) {
           static_cast<unsigned>(r.at(2).integer(1))};
 }
 
+// A grid of counts (an integer or {"ceil_div": [dim, tile]} each) at the lengths `dims`.
+std::array<unsigned, 3> gridAt(const Reader& r, const graph::DimValues& dims,
+                               const std::string& file) {
+  if (r.size() != 3) r.fail("expected 3 counts");
+  std::array<unsigned, 3> grid{};
+  for (size_t a = 0; a < 3; ++a) {
+    const int64_t count = graph::evaluateLaunchCountJson(
+        r.at(a).raw(), dims, file + ": $.grid[" + std::to_string(a) + "]");
+    if (count < 1 || count > 0x7fffffff) r.at(a).fail("is " + std::to_string(count));
+    grid[a] = static_cast<unsigned>(count);
+  }
+  return grid;
+}
+
+// The lengths to read a manifest at: one per dim of its "dims", inside the range; none for a
+// manifest without.
+graph::DimValues lengthsFor(const Reader& top, const graph::DimValues& given) {
+  graph::DimValues values;
+  if (!top.has("dims")) {
+    if (!given.empty()) {
+      top.fail("has no dynamic dims, but lengths were given (" + graph::dimValuesText(given) + ")");
+    }
+    return values;
+  }
+  const Reader dims = top.at("dims");
+  std::string names;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const std::string name = dims.at(i).at("name").string();
+    const int64_t min = dims.at(i).at("min").integer(1);
+    const int64_t max = dims.at(i).at("max").integer(min);
+    names += (names.empty() ? "" : ", ") + name + " in [" + std::to_string(min) + ", " +
+             std::to_string(max) + "]";
+    const auto it = given.find(name);
+    if (it == given.end()) {
+      dims.at(i).fail("kernels take the length of '" + name + "': give one (--dim " + name +
+                      "=N, N in [" + std::to_string(min) + ", " + std::to_string(max) + "])");
+    }
+    if (it->second < min || it->second > max) {
+      dims.at(i).fail(name + "=" + std::to_string(it->second) + " is outside [" +
+                      std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    values[name] = it->second;
+  }
+  for (const auto& [name, value] : given) {
+    if (!values.count(name)) dims.fail("has no dim '" + name + "' (it has " + names + ")");
+  }
+  return values;
+}
+
 // A tensor map parameter: every field checked against the limits of the copy engine that
 // matter before the driver sees it.
-ManifestTensorMap readTensorMap(const Reader& r, const std::string& tensor) {
+ManifestTensorMap readTensorMap(const Reader& r, const std::string& tensor,
+                                const graph::DimValues& lengths, const std::string& file) {
   ManifestTensorMap map;
   map.tensor = tensor;
   const auto dtype = graph::parseDType(r.at("dtype").string());
@@ -73,7 +124,11 @@ ManifestTensorMap readTensorMap(const Reader& r, const std::string& tensor) {
     strides.fail("expected rank - 1 entries");
   if (box.size() != static_cast<size_t>(map.rank)) box.fail("expected rank entries");
   for (int i = 0; i < map.rank; ++i) {
-    map.dims[i] = static_cast<uint64_t>(dims.at(i).integer(1));
+    const Reader dim = dims.at(i);
+    map.dims[i] = static_cast<uint64_t>(
+        dim.raw().is_array()
+            ? graph::evaluateDimProductJson(dim.raw(), lengths, file + ": tensor map dims")
+            : dim.integer(1));
     const int64_t extent = box.at(i).integer(1);
     if (extent > 256) box.at(i).fail("a box dim is at most 256");
     map.box[i] = static_cast<uint32_t>(extent);
@@ -103,12 +158,13 @@ const ManifestTensor& Manifest::tensor(const std::string& name) const {
   throw UserError("manifest", "no tensor '" + name + "'");
 }
 
-Manifest readManifest(const std::string& path) {
+Manifest readManifest(const std::string& path, const graph::DimValues& lengths) {
   const json document = graph::parseJsonText(graph::readFileText(path), path);
   const Reader top(document, path, "$");
   if (top.at("format").string() != "mugraph.manifest") top.at("format").fail("not a manifest");
   if (top.at("version").integer() != 1) top.at("version").fail("unsupported manifest version");
   Manifest m;
+  m.dims = lengthsFor(top, lengths);
   m.schedule = top.at("schedule").string();
   m.scheduleHash = top.at("schedule_hash").string();
   const Reader ptx = top.at("ptx");
@@ -127,13 +183,21 @@ Manifest readManifest(const std::string& path) {
     if (!dtype) t.at("dtype").fail("unknown dtype");
     tensor.dtype = *dtype;
     const Reader shape = t.at("shape");
-    for (size_t d = 0; d < shape.size(); ++d) tensor.shape.push_back(shape.at(d).integer(1));
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const Reader extent = shape.at(d);
+      tensor.shape.push_back(
+          extent.raw().is_string()
+              ? graph::evaluateDimProductJson(json::array({extent.raw()}), m.dims,
+                                              path + ": $.tensors[" + std::to_string(i) + "].shape")
+              : extent.integer(1));
+    }
     if (t.has("layout")) {
       const auto layout = graph::parseLayout(t.at("layout").string());
       if (!layout) t.at("layout").fail("unknown layout");
       tensor.layout = *layout;
     }
-    tensor.bytes = t.at("bytes").integer(1);
+    tensor.bytes = graph::evaluateDimProductJson(
+        t.at("bytes").raw(), m.dims, path + ": $.tensors[" + std::to_string(i) + "].bytes");
     const std::optional<int64_t> count = graph::checkedElementCount(tensor.shape);
     int64_t bytes = 0;
     if (!count || __builtin_mul_overflow(*count, graph::dtypeBytes(tensor.dtype), &bytes)) {
@@ -156,11 +220,18 @@ Manifest readManifest(const std::string& path) {
     const Reader k = kernels.at(i);
     ManifestKernel kernel;
     kernel.entry = k.at("entry").string();
-    kernel.grid = dim3(k.at("grid"));
+    kernel.grid = m.dims.empty() ? dim3(k.at("grid")) : gridAt(k.at("grid"), m.dims, path);
     kernel.block = dim3(k.at("block"));
     kernel.dynamicSharedBytes = static_cast<unsigned>(k.at("dynamic_shared_bytes").integer());
     const Reader params = k.at("params");
     for (size_t p = 0; p < params.size(); ++p) {
+      if (params.at(p).has("kind") && params.at(p).at("kind").string() == "dim") {
+        const std::string dim = params.at(p).at("dim").string();
+        if (!m.dims.count(dim)) params.at(p).at("dim").fail("names no dim of $.dims");
+        kernel.dimArguments.push_back(static_cast<int32_t>(m.dims.at(dim)));
+        continue;
+      }
+      if (!kernel.dimArguments.empty()) params.at(p).fail("a parameter after a dim");
       const Reader param = params.at(p).at("tensor");
       const std::string name = param.string();
       bool known = false;
@@ -174,9 +245,9 @@ Manifest readManifest(const std::string& path) {
         }
         kernel.params.push_back(name);
       } else if (kind == "tensor_map") {
-        kernel.tensorMaps.push_back(readTensorMap(params.at(p), name));
+        kernel.tensorMaps.push_back(readTensorMap(params.at(p), name, m.dims, path));
       } else {
-        params.at(p).at("kind").fail("is neither \"pointer\" nor \"tensor_map\"");
+        params.at(p).at("kind").fail("is none of \"pointer\", \"tensor_map\" and \"dim\"");
       }
     }
     m.kernels.push_back(std::move(kernel));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/dynamic_dims.h"
 #include "graph/types.h"
 
 namespace mugraph::runtime {
@@ -41,6 +42,7 @@ struct ManifestKernel {
   unsigned dynamicSharedBytes = 0;
   std::vector<std::string> params;            // pointer parameters: tensor names, in order
   std::vector<ManifestTensorMap> tensorMaps;  // passed by value after the pointers
+  std::vector<int32_t> dimArguments;          // the lengths of the dynamic dims, after the maps
 };
 
 struct Manifest {
@@ -50,11 +52,16 @@ struct Manifest {
   std::vector<ManifestTensor> tensors;
   int64_t workspaceBytes = 0;
   std::vector<ManifestKernel> kernels;
+  // The dynamic dims' lengths the shapes, bytes, grids and dim arguments above were evaluated
+  // at (a manifest of kernels that take the lengths); empty for a static manifest.
+  graph::DimValues dims;
 
   const ManifestTensor& tensor(const std::string& name) const;
 };
 
-// UserError naming the file and JSON path of the first problem.
-Manifest readManifest(const std::string& path);
+// UserError naming the file and JSON path of the first problem. A manifest with "dims" (kernels
+// that take the lengths, codegen/README.md) is read at `dims`, one length per dim inside its
+// range (graph/dynamic_extents.h evaluates its products and counts); a static one takes none.
+Manifest readManifest(const std::string& path, const graph::DimValues& dims = {});
 
 }  // namespace mugraph::runtime

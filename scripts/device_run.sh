@@ -30,7 +30,8 @@ if [[ $step == all || $step == python ]]; then
   export MUGRAPH_BUILD_DIR="$PWD/devbuild" PYTHONPATH="$PWD/python:${PYTHONPATH:-}"
   export MUGRAPH_CACHE_DIR="${MUGRAPH_CACHE_DIR:-$PWD/device_cache}"
   if [[ -z ${SKIP_PYTHON_TESTS:-} ]]; then
-    (cd tests/python && python3 -m unittest -v test_gpu_backend) 2>&1 | tee "$out/python_gpu_tests.log" | tail -25
+    (cd tests/python && python3 -m unittest -v test_gpu_backend test_gpu_launch_dims) 2>&1 |
+      tee "$out/python_gpu_tests.log" | tail -25
   fi
   python3 tools/python/model_bench.py --out "$out/model_bench.json" ${MODEL_BENCH_ARGS:-} \
     2>&1 | tee "$out/model_bench.log" | grep -v "^  " | grep -E "^(llama|qwen3|mistral)|mugraph:|Error|error" | head -80

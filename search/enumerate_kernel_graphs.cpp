@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "graph/error.h"
 #include "graph/hash.h"
 #include "graph/shape_inference.h"
 #include "graph/validate.h"
@@ -352,6 +353,10 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
     child.kernelTerms = verify::abstractExpressions(child.builder.graph());
   } catch (const graph::ShapeError&) {
     return prune(PruneReason::Shape);
+  } catch (const UserError&) {
+    // A kernel of a dynamic program that cannot take the lengths (plan/kernel_plan.h).
+    if (state.builder.graph().dims.empty()) throw;
+    return prune(PruneReason::LengthDependent);
   }
   ++stats.states;
   return true;

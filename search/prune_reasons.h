@@ -21,7 +21,8 @@ enum class PruneReason {
   Dominated,           // a sibling computes the same segment with the same future, cheaper
                        // (enumerate_kernel_graphs.h: only the cheapest few are explored)
   LengthDependent,     // a predefined op of a dynamic program reads a dynamic dim: its default
-                       // block graph's tiles would follow the length (dynamic_choices.h)
+                       // block graph's tiles would follow the length (dynamic_choices.h); or
+                       // a block graph's kernel cannot take the lengths (plan/kernel_plan.h)
   Count
 };
 

@@ -35,12 +35,24 @@ output O
 
 inline constexpr int64_t kGemmRowTile = 128;
 inline constexpr int64_t kAttentionKvTile = 64;
+inline constexpr int64_t kDynamicGemmMax = 4096;
+inline constexpr int64_t kDynamicAttentionMax = 2048;
 
-// One kernel: grid (⌈m/128⌉, 1, 1), the loop over k in tiles of 64; A declares its tile.
-inline graph::Schedule dynamicGemmSchedule() {
+// `text` with its dim's range ending at `max` instead (the range's text is "[1, <default>]").
+inline std::string withRangeMax(const char* text, int64_t defaultMax, int64_t max) {
+  std::string changed = text;
+  const std::string range = "[1, " + std::to_string(defaultMax) + "]";
+  changed.replace(changed.find(range), range.size(), "[1, " + std::to_string(max) + "]");
+  return changed;
+}
+
+// One kernel: grid (⌈m/128⌉, 1, 1), the loop over k in tiles of 64; A declares its tile. `max`:
+// the range's end (the shipped schedule's by default).
+inline graph::Schedule dynamicGemmSchedule(int64_t max = kDynamicGemmMax) {
   using graph::OpKind;
   constexpr int kNone = graph::kReplicated;
-  const graph::Program program = graph::parseProgramText(kDynamicGemmText, "gemm_dynamic_m.mg");
+  const graph::Program program = graph::parseProgramText(
+      withRangeMax(kDynamicGemmText, kDynamicGemmMax, max), "gemm_dynamic_m.mg");
   auto b = graph::GraphBuilder::withInputsOf(program, "gemm_dynamic_m.grid128");
   const int64_t m = program.dims.at(0).max;
   graph::BlockGraphBuilder block({(m + kGemmRowTile - 1) / kGemmRowTile, 1, 1}, 128, 2,
@@ -56,11 +68,12 @@ inline graph::Schedule dynamicGemmSchedule() {
 // One kernel per batch: the online-softmax loop over key tiles of 64 (FlashAttention); with
 // `missingRescale` the output accumulates with accum_sum, which is right only while the loop
 // has one iteration (s <= 64).
-inline graph::Schedule dynamicAttentionSchedule(bool missingRescale = false) {
+inline graph::Schedule dynamicAttentionSchedule(bool missingRescale = false,
+                                                int64_t max = kDynamicAttentionMax) {
   using graph::OpKind;
   constexpr int kNone = graph::kReplicated;
-  const graph::Program program =
-      graph::parseProgramText(kDynamicAttentionText, "attention_dynamic_kv.mg");
+  const graph::Program program = graph::parseProgramText(
+      withRangeMax(kDynamicAttentionText, kDynamicAttentionMax, max), "attention_dynamic_kv.mg");
   const std::string name =
       std::string("attention_dynamic_kv.") + (missingRescale ? "missing_rescale" : "online64");
   auto b = graph::GraphBuilder::withInputsOf(program, name);

@@ -18,12 +18,14 @@ double errorOf(const nlohmann::json& value) {
 }  // namespace
 
 nlohmann::json runScheduleOnGpu(const graph::Schedule& schedule, const std::string& dir,
-                                uint64_t seed, int repetitions, std::optional<double> logitStd) {
+                                uint64_t seed, int repetitions, std::optional<double> logitStd,
+                                const graph::DimValues& dims) {
   std::string whyNot;
   const auto driver = runtime::CudaDriver::open(whyNot);
   if (!driver) throw GpuUnavailable("cannot run on a GPU: " + whyNot);
-  return runtime::gpuCheckReportJson(runtime::checkOnGpu(
-      *driver, schedule, dir, seed, repetitions, runtime::GpuInputs{0.5, logitStd, std::nullopt}));
+  return runtime::gpuCheckReportJson(
+      runtime::checkOnGpu(*driver, schedule, dir, seed, repetitions,
+                          runtime::GpuInputs{0.5, logitStd, std::nullopt}, dims));
 }
 
 std::string describeGpuRun(const nlohmann::json& report) {

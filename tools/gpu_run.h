@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "graph/dynamic_dims.h"
 #include "graph/ir.h"
 
 namespace mugraph::tools {
@@ -21,9 +22,11 @@ class GpuUnavailable : public std::runtime_error {
 // `dir` holds what `mugraph replay` wrote for `schedule`. Returns the report as JSON
 // (runtime::gpuCheckReportJson, the report's one schema).
 // `logitStd`: normal inputs whose attention logits have that deviation (runtime::GpuInputs).
+// `dims`: the lengths to launch kernels that take them at (a dynamic schedule).
 nlohmann::json runScheduleOnGpu(const graph::Schedule& schedule, const std::string& dir,
                                 uint64_t seed, int repetitions = 100,
-                                std::optional<double> logitStd = std::nullopt);
+                                std::optional<double> logitStd = std::nullopt,
+                                const graph::DimValues& dims = {});
 
 std::string describeGpuRun(const nlohmann::json& report);  // a few readable lines
 

@@ -99,14 +99,36 @@ std::string floatLiteral(double value) {
 }
 
 std::string linearExpression(const std::vector<std::pair<std::string, int64_t>>& terms) {
+  std::vector<std::pair<std::string, std::string>> printed;
+  for (const auto& [expression, stride] : terms)
+    printed.emplace_back(expression, std::to_string(stride));
+  return linearExpression(printed);
+}
+
+std::string linearExpression(const std::vector<std::pair<std::string, std::string>>& terms) {
   std::string text;
   for (const auto& [expression, stride] : terms) {
-    if (expression == "0" || stride == 0) continue;
+    if (expression == "0" || stride == "0") continue;
     if (!text.empty()) text += " + ";
     const std::string operand = isSimple(expression) ? expression : "(" + expression + ")";
-    text += stride == 1 ? operand : operand + " * " + std::to_string(stride);
+    text += stride == "1" ? operand : operand + " * " + stride;
   }
   return text.empty() ? "0" : text;
+}
+
+std::string EmitContext::product(const graph::DimProduct& value) const {
+  if (value.isStatic()) return std::to_string(value.coefficient);
+  std::string text = value.coefficient == 1 ? "" : std::to_string(value.coefficient) + "LL";
+  for (int dim : value.dims) {
+    const std::string length = dimParamName(plan.graph->dims.at(dim).name);
+    text += text.empty() ? "static_cast<long long>(" + length + ")" : " * " + length;
+  }
+  return "(" + text + ")";
+}
+
+std::string EmitContext::forloop() const {
+  if (plan.launchCounts && !plan.launchCounts->forloop.isStatic()) return "mg_forloop";
+  return std::to_string(block().forloop);
 }
 
 std::string EmitContext::tileName(graph::TensorId tile) const {
@@ -147,11 +169,17 @@ std::string EmitContext::factorElement(graph::TensorId max, const Index4& index)
 
 namespace {
 
-// Real elements of a partial dim cut `cut` at `iteration`, computed in place.
-std::string realExtentExpression(const graph::DimSplit& cut, const std::string& iteration,
-                                 const char* const* kBlock) {
-  return "mg::tile_extent(" + std::to_string(cut.extent) + ", " + std::to_string(cut.blockTile) +
-         ", " + std::to_string(cut.tile) + ", " +
+// Real elements of a partial dim cut `cut` at `iteration`, computed in place. A dynamic dim's
+// extent is its length parameter, and so is the part of a cut by the loop alone.
+std::string realExtentExpression(const EmitContext& context, const graph::DimSplit& cut,
+                                 const std::string& iteration, const char* const* kBlock) {
+  std::string extent = std::to_string(cut.extent);
+  std::string blockTile = std::to_string(cut.blockTile);
+  if (cut.dynamicDim != graph::kStaticDim) {
+    extent = dimParamName(context.plan.graph->dims.at(cut.dynamicDim).name);
+    if (cut.gridAxis == graph::kReplicated) blockTile = extent;
+  }
+  return "mg::tile_extent(" + extent + ", " + blockTile + ", " + std::to_string(cut.tile) + ", " +
          (cut.gridAxis == graph::kReplicated ? "0" : kBlock[cut.gridAxis]) + ", " +
          (cut.loop ? iteration : "0") + ")";
 }
@@ -168,7 +196,7 @@ void declareRealExtents(const EmitContext& context, bool loopDependent) {
     for (size_t d = 0; d < split.size(); ++d) {
       if (!split[d].partial() || split[d].loop != loopDependent) continue;
       context.out.line("const int " + realExtentName(static_cast<graph::TensorId>(t), d) + " = " +
-                       realExtentExpression(split[d], "it", context.blockIndex) + ";");
+                       realExtentExpression(context, split[d], "it", context.blockIndex) + ";");
     }
   }
 }
@@ -191,7 +219,7 @@ std::string EmitContext::realExtent(graph::TensorId tile, int dim,
   if (!cut.partial()) return std::to_string(cut.tile);
   // Declared once per block (grid cuts) or per iteration (loop cuts): see declareRealExtents.
   if (!cut.loop || iteration == "it") return realExtentName(tile, static_cast<size_t>(dim - pad));
-  return realExtentExpression(cut, iteration, blockIndex);
+  return realExtentExpression(*this, cut, iteration, blockIndex);
 }
 
 std::string EmitContext::tileStart(graph::TensorId tile, int dim,

@@ -78,6 +78,11 @@ struct EmitContext {
   std::string materializedName(graph::TensorId tile) const;
   std::string factorName(graph::TensorId max) const;  // its rescale factor array
   std::string paramName(int param) const;
+  // A stride or step as a 64-bit expression: its number, or its product of the dims' length
+  // parameters (graph/dynamic_extents.h).
+  std::string product(const graph::DimProduct& value) const;
+  // The for-loop's trip count: its number, or `mg_forloop` where it follows a length.
+  std::string forloop() const;
   // Element (logical index) of a shared tile, as a buffer index expression.
   std::string sharedIndex(graph::TensorId tile, const Index4& index) const;
   // f32 value of a shared tile's element; size-1 dims of the tile broadcast.
@@ -101,8 +106,10 @@ struct EmitContext {
 
 std::string storageType(graph::DType dtype);  // "float", "mg::f16", "mg::bf16"
 std::string floatLiteral(double value);       // "0.125f"
-// Expression for sum of index*stride, skipping zero indices and strides.
+// Expression for sum of index*stride, skipping zero indices and strides ("0"), and strides of
+// "1".
 std::string linearExpression(const std::vector<std::pair<std::string, int64_t>>& terms);
+std::string linearExpression(const std::vector<std::pair<std::string, std::string>>& terms);
 
 // Opens `for (variable = start; variable < elements; variable += stride)` over the elements
 // of `extent` (stride 0: the block's thread count) and names the element's index i0..i3.
@@ -116,8 +123,8 @@ Index4 nameElementIndex(const EmitContext& context, const Extent4& extent,
 
 // Element offset of a block's tile in its device tensor: blockIdx times the per-axis steps
 // plus `iteration` times the per-iteration step ("0" when there is none).
-std::string baseOffset(const std::array<int64_t, graph::kGridAxes>& blockStep,
-                       int64_t iterationStep, const std::string& iteration);
+std::string baseOffset(const EmitContext& context, const plan::GridSteps& blockStep,
+                       const graph::DimProduct& iterationStep, const std::string& iteration);
 
 // f32 expression of element-wise op `kind` applied to operand expressions `x`.
 std::string elementwiseExpression(graph::OpKind kind, const graph::OpAttrs& attrs,

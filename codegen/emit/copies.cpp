@@ -5,19 +5,19 @@
 #include "codegen/emit/context.h"
 
 namespace mugraph::codegen {
-std::string baseOffset(const std::array<int64_t, graph::kGridAxes>& blockStep,
-                       int64_t iterationStep, const std::string& iteration) {
+std::string baseOffset(const EmitContext& context, const plan::GridSteps& blockStep,
+                       const graph::DimProduct& iterationStep, const std::string& iteration) {
   static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   std::string text;
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
-    if (blockStep[axis] == 0) continue;
+    if (blockStep[axis].coefficient == 0) continue;
     if (!text.empty()) text += " + ";
     text += "static_cast<long long>(" + std::string(kBlock[axis]) + ") * " +
-            std::to_string(blockStep[axis]);
+            context.product(blockStep[axis]);
   }
-  if (iterationStep != 0) {
+  if (iterationStep.coefficient != 0) {
     if (!text.empty()) text += " + ";
-    text += "static_cast<long long>(" + iteration + ") * " + std::to_string(iterationStep);
+    text += "static_cast<long long>(" + iteration + ") * " + context.product(iterationStep);
   }
   return text.empty() ? "0" : text;
 }
@@ -44,12 +44,16 @@ std::array<std::string, 3> splitRow(CudaWriter& out, const Extent4& extent) {
 }
 
 // Element offset of (s0, s1, s2, col) in global memory, in 64-bit arithmetic.
-std::string globalOffset(const std::array<std::string, 3>& s, const Extent4& stride) {
+std::string globalOffset(const EmitContext& context, const std::array<std::string, 3>& s,
+                         const plan::Stride4& stride) {
   const auto wide = [](const std::string& index) {
     return index == "0" ? index : "static_cast<long long>(" + index + ")";
   };
   return linearExpression(
-      {{wide(s[0]), stride[0]}, {wide(s[1]), stride[1]}, {wide(s[2]), stride[2]}, {"col", 1}});
+      std::vector<std::pair<std::string, std::string>>{{wide(s[0]), context.product(stride[0])},
+                                                       {wide(s[1]), context.product(stride[1])},
+                                                       {wide(s[2]), context.product(stride[2])},
+                                                       {"col", "1"}});
 }
 
 std::string storedIndex(const SharedTile& tile, const std::string& row, const std::string& col) {
@@ -120,14 +124,14 @@ void emitInputLoad(const EmitContext& context, int opIndex, const std::string& b
   out.open("");
   out.line("const " + storageType(tile.dtype) +
            "* const src = " + context.paramName(context.kernel.inputParams[op.kernelTensor]) +
-           " + (" + baseOffset(copy.blockStep, copy.iterationStep, iteration) + ");");
+           " + (" + baseOffset(context, copy.blockStep, copy.iterationStep, iteration) + ");");
   out.open("for (int c = threadIdx.x; c < " + std::to_string(rows * chunksPerRow) +
            "; c += " + std::to_string(context.threads()) + ")");
   out.line("const int row = c / " + std::to_string(chunksPerRow) + ";");
   out.line("const int col = (c % " + std::to_string(chunksPerRow) + ") * " +
            std::to_string(chunkElements) + ";");
   const std::array<std::string, 3> s = splitRow(out, copy.boxExtent);
-  out.line("const long long g = " + globalOffset(s, copy.globalStride) + ";");
+  out.line("const long long g = " + globalOffset(context, s, copy.globalStride) + ";");
   const std::string destination = buffer + " + " + storedIndex(tile, "row", "col");
   const RealBox real = realBox(context, op, iteration);
   if (real.partial()) {
@@ -167,7 +171,7 @@ void emitOutputStore(const EmitContext& context, int opIndex) {
   out.open("");
   out.line(type +
            "* const dst = " + context.paramName(context.kernel.outputParams[op.kernelTensor]) +
-           " + (" + baseOffset(copy.blockStep, 0, "") + ");");
+           " + (" + baseOffset(context, copy.blockStep, {}, "") + ");");
   out.open("for (int c = threadIdx.x; c < " +
            std::to_string(extent[0] * extent[1] * extent[2] * chunksPerRow) +
            "; c += " + std::to_string(context.threads()) + ")");
@@ -175,7 +179,7 @@ void emitOutputStore(const EmitContext& context, int opIndex) {
   out.line("const int col = (c % " + std::to_string(chunksPerRow) + ") * " +
            std::to_string(chunkElements) + ";");
   const std::array<std::string, 3> s = splitRow(out, extent);
-  out.line("const long long g = " + globalOffset(s, copy.globalStride) + ";");
+  out.line("const long long g = " + globalOffset(context, s, copy.globalStride) + ";");
   const RealBox real = realBox(context, tile, false, "0");
   if (real.partial()) {
     // Only the real elements of a partial tile exist: whole chunks as usual, the chunk that

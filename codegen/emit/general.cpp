@@ -124,7 +124,7 @@ void emitLoop(const EmitContext& context) {
                                           ? "0"
                                           : kBlock[plan.shortenedLoop->gridAxis]);
   if (block.forloop > 1) {
-    out.open("for (int it = 0; it < " + std::to_string(block.forloop) + "; ++it)");
+    out.open("for (int it = 0; it < " + context.forloop() + "; ++it)");
     // Iterations past the block's last real one are empty (graph/tile_splits.h).
     if (shortened) out.line("if (it >= mg_iterations) break;");
   } else {
@@ -136,7 +136,7 @@ void emitLoop(const EmitContext& context) {
   declareRealExtents(context, true);
   if (!prefetched.empty()) {
     const std::string ahead = "it + " + std::to_string(stages - 1);
-    out.open("if (" + ahead + " < " + std::to_string(block.forloop) + ")");
+    out.open("if (" + ahead + " < " + context.forloop() + ")");
     for (int op : prefetched) {
       emitInputLoad(context, op,
                     sharedPointer(context, block.ops[op].output, "(" + ahead + ") " + stageOf),

@@ -14,13 +14,31 @@ const std::vector<plan::TensorMapDesc>& tensorMapsOf(const KernelPlan& plan) {
   return plan.ring() ? plan.ring()->maps : none;
 }
 
+// "8", or "ceil_div(s, 64)" where the count follows a length.
+std::string countText(const graph::LaunchCount& count, const graph::KernelGraph& graph) {
+  if (count.isStatic()) return std::to_string(count.constant);
+  return "ceil_div(" + graph.dims.at(count.dim).name + ", " + std::to_string(count.tile) + ")";
+}
+
+// The kernel's launch counts: the plan's formulas where the kernel takes the lengths.
+graph::KernelLaunchCounts launchCountsOf(const KernelPlan& plan) {
+  if (plan.launchCounts) return *plan.launchCounts;
+  graph::KernelLaunchCounts counts;
+  for (int axis = 0; axis < graph::kGridAxes; ++axis)
+    counts.grid[axis].constant = plan.block->grid[axis];
+  counts.forloop.constant = plan.block->forloop;
+  return counts;
+}
+
 void emitKernel(const EmitContext& context) {
   const KernelPlan& plan = context.plan;
   const graph::BlockGraph& block = context.block();
+  const graph::KernelGraph& graph = *plan.graph;
   CudaWriter& out = context.out;
-  out.line("// " + context.kernel.entry + ": grid (" + std::to_string(block.grid[0]) + ", " +
-           std::to_string(block.grid[1]) + ", " + std::to_string(block.grid[2]) + "), " +
-           std::to_string(block.threads) + " threads, forloop " + std::to_string(block.forloop) +
+  const graph::KernelLaunchCounts counts = launchCountsOf(plan);
+  out.line("// " + context.kernel.entry + ": grid (" + countText(counts.grid[0], graph) + ", " +
+           countText(counts.grid[1], graph) + ", " + countText(counts.grid[2], graph) + "), " +
+           std::to_string(block.threads) + " threads, forloop " + countText(counts.forloop, graph) +
            ", " + std::to_string(plan.sharedBytes) + " bytes of dynamic shared memory.");
   // The warpgroup path promises one block per multiprocessor: setmaxnreg needs that cap.
   const std::string minBlocks =
@@ -33,20 +51,28 @@ void emitKernel(const EmitContext& context) {
                                         std::to_string(block.cluster[2]) + ") ";
   out.line("extern \"C\" __global__ void " + cluster + "__launch_bounds__(" +
            std::to_string(block.threads) + minBlocks + ") " + context.kernel.entry + "(");
+  std::vector<std::string> params;
   for (size_t p = 0; p < context.kernel.params.size(); ++p) {
     const KernelParam& param = context.kernel.params[p];
     const graph::TensorDesc& desc = plan.graph->tensors[param.tensor];
-    const std::string type =
-        (param.written ? "" : "const ") + storageType(desc.dtype) + "* __restrict__ ";
-    const bool last = p + 1 == context.kernel.params.size() && tensorMapsOf(plan).empty();
-    out.line("    " + type + context.paramName(static_cast<int>(p)) + (last ? ") {" : ","));
+    params.push_back((param.written ? "" : "const ") + storageType(desc.dtype) + "* __restrict__ " +
+                     context.paramName(static_cast<int>(p)));
   }
   const std::vector<plan::TensorMapDesc>& maps = tensorMapsOf(plan);
   for (size_t m = 0; m < maps.size(); ++m) {
-    out.line("    const __grid_constant__ mg::TensorMap mg_map" + std::to_string(m) +
-             (m + 1 == maps.size() ? ") {" : ","));
+    params.push_back("const __grid_constant__ mg::TensorMap mg_map" + std::to_string(m));
+  }
+  for (const graph::DynamicDim& dim : graph.dims) params.push_back("int " + dimParamName(dim.name));
+  for (size_t p = 0; p < params.size(); ++p) {
+    out.line("    " + params[p] + (p + 1 == params.size() ? ") {" : ","));
   }
   out.enter();
+  if (!counts.forloop.isStatic()) {
+    // The trip count follows the length (graph::LaunchCount; the manifest has the formula).
+    const std::string tile = std::to_string(counts.forloop.tile);
+    out.line("const int mg_forloop = (" + dimParamName(graph.dims.at(counts.forloop.dim).name) +
+             " + " + tile + " - 1) / " + tile + ";");
+  }
   if (plan.as<plan::ThreadOwnedPlan>()) {
     emitThreadOwnedBody(context);
   } else if (plan.as<plan::WarpgroupMmaPlan>()) {
@@ -80,6 +106,7 @@ EmittedSource emitSchedule(const plan::SchedulePlan& planned) {
     EmittedKernel emitted;
     emitted.entry = kernel.entry;
     emitted.grid = plan.block->grid;
+    emitted.launchCounts = plan.launchCounts;
     emitted.cluster = plan.block->cluster;
     emitted.threads = plan.block->threads;
     emitted.dynamicSharedBytes = plan.sharedBytes;

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ namespace mugraph::codegen {
 struct EmittedKernel {
   std::string entry;
   std::array<int64_t, graph::kGridAxes> grid{1, 1, 1};
+  // Where the kernel takes the dynamic dims' lengths: its grid as they give it (`grid` is the
+  // grid at the reference lengths).
+  std::optional<graph::KernelLaunchCounts> launchCounts;
   // Thread-block clusters, fixed in the kernel (__cluster_dims__): launches need not set them.
   std::array<int64_t, graph::kGridAxes> cluster{1, 1, 1};
   int threads = 128;

@@ -207,9 +207,9 @@ void emitRegisterOutputStore(const EmitContext& context, int opIndex) {
   std::string base;
   static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
-    if (copy.blockStep[axis] == 0) continue;
+    if (copy.blockStep[axis].coefficient == 0) continue;
     base += " + static_cast<long long>(" + std::string(kBlock[axis]) + ") * " +
-            std::to_string(copy.blockStep[axis]);
+            context.product(copy.blockStep[axis]);
   }
   openWarpBlock(context, mma);
   CudaWriter& out = context.out;
@@ -217,7 +217,7 @@ void emitRegisterOutputStore(const EmitContext& context, int opIndex) {
            context.paramName(context.kernel.outputParams[op.kernelTensor]) + base + ";");
   openFragmentLoop(context, mma, true);
   out.line("const long long g = static_cast<long long>(i2) * " +
-           std::to_string(copy.globalStride[2]) + " + i3;");
+           context.product(copy.globalStride[2]) + " + i3;");
   const std::string realRows = context.realExtent(tile, 2, "0");
   const std::string realCols = context.realExtent(tile, 3, "0");
   const Extent4 extent = padTo4(context.block().tensors[tile].shape);

@@ -138,12 +138,12 @@ class ThreadOwnedEmitter {
     std::array<int, graph::kMaxRank> order{0, 1, 2, 3};
     if (source.layout == graph::Layout::Transposed) std::swap(order[2], order[3]);
     const Index4 index = tileIndex(context_, op.output, index_);
-    std::vector<std::pair<std::string, int64_t>> terms;
+    std::vector<std::pair<std::string, std::string>> terms;
     for (int k = 0; k < graph::kMaxRank; ++k) {
-      terms.push_back({wide(index[order[k]]), copy.globalStride[k]});
+      terms.push_back({wide(index[order[k]]), context_.product(copy.globalStride[k])});
     }
     return "mg::to_f32(" + context_.paramName(context_.kernel.inputParams[op.kernelTensor]) + "[" +
-           baseOffset(copy.blockStep, copy.iterationStep, iteration) + " + " +
+           baseOffset(context_, copy.blockStep, copy.iterationStep, iteration) + " + " +
            linearExpression(terms) + "])";
   }
 
@@ -193,15 +193,15 @@ class ThreadOwnedEmitter {
     const graph::TensorDesc& dest = plan_.graph->tensors[plan_.kernel->outputs[op.kernelTensor]];
     const Index4 index = tileIndex(context_, op.inputs[0], index_);
     std::string owner;
-    std::vector<std::pair<std::string, int64_t>> terms;
+    std::vector<std::pair<std::string, std::string>> terms;
     for (int d = 0; d < graph::kMaxRank; ++d) {
       if (index[d] == "0" && index_[d] != "0") {
         owner += std::string(owner.empty() ? "" : " && ") + index_[d] + " == 0";
       }
-      terms.push_back({wide(index[d]), copy.globalStride[d]});
+      terms.push_back({wide(index[d]), context_.product(copy.globalStride[d])});
     }
     const std::string target = context_.paramName(context_.kernel.outputParams[op.kernelTensor]) +
-                               "[" + baseOffset(copy.blockStep, 0, "") + " + " +
+                               "[" + baseOffset(context_, copy.blockStep, {}, "") + " + " +
                                linearExpression(terms) + "]";
     const std::string line =
         target + " = mg::from_f32<" + storageType(dest.dtype) + ">(" + values_[op.inputs[0]] + ");";

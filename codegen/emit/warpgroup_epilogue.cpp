@@ -10,12 +10,12 @@ namespace {
 
 // Element offset of the block's output tile (context.h's baseOffset with the tile's
 // coordinates in place of blockIdx).
-std::string tileOffset(const std::array<int64_t, graph::kGridAxes>& blockStep) {
+std::string tileOffset(const EmitContext& context, const plan::GridSteps& blockStep) {
   std::string text;
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
-    if (blockStep[axis] == 0) continue;
+    if (blockStep[axis].coefficient == 0) continue;
     text += (text.empty() ? "" : " + ") + std::string("static_cast<long long>(") +
-            kWarpgroupTile[axis] + ") * " + std::to_string(blockStep[axis]);
+            kWarpgroupTile[axis] + ") * " + context.product(blockStep[axis]);
   }
   return text.empty() ? "0" : text;
 }
@@ -27,8 +27,12 @@ std::string realOutputExtent(const KernelPlan& plan, graph::TensorId tile, int d
   const graph::TileSplit& split = plan.splits.at(tile);
   const graph::DimSplit& cut = split.at(split.size() - static_cast<size_t>(dimFromEnd));
   if (!cut.partial()) return "";
-  return "mg::tile_extent(" + std::to_string(cut.extent) + ", " + std::to_string(cut.blockTile) +
-         ", " + std::to_string(cut.tile) + ", " +
+  // A dynamic dim's extent is its length parameter (a grid cut: the part is its declared tile).
+  const std::string extent = cut.dynamicDim == graph::kStaticDim
+                                 ? std::to_string(cut.extent)
+                                 : dimParamName(plan.graph->dims.at(cut.dynamicDim).name);
+  return "mg::tile_extent(" + extent + ", " + std::to_string(cut.blockTile) + ", " +
+         std::to_string(cut.tile) + ", " +
          (cut.gridAxis == graph::kReplicated ? "0" : kWarpgroupTile[cut.gridAxis]) + ", 0)";
 }
 
@@ -49,11 +53,11 @@ void WarpgroupPrinter::storeAccumulators(int outputOp, const std::string& acc, i
     if (context_.kernel.params[p].tensor == tensor) param = static_cast<int>(p);
   }
   const std::string rows = str(rowsPerConsumer);
-  const std::string stride = str(copy.globalStride[2]);
+  const std::string stride = context_.product(copy.globalStride[2]);
   const std::string type = storageType(dest.dtype);
   out_.line("// output " + context_.block().tensors[output.inputs[0]].name);
   out_.line(type + "* const out = " + context_.paramName(param) + " + (" +
-            tileOffset(copy.blockStep) + ");");
+            tileOffset(context_, copy.blockStep) + ");");
   // A partial tile stores its real rows and columns only.
   std::string realRows = realOutputExtent(plan, output.inputs[0], 2);
   std::string realCols = realOutputExtent(plan, output.inputs[0], 1);
@@ -61,7 +65,7 @@ void WarpgroupPrinter::storeAccumulators(int outputOp, const std::string& acc, i
   if (!realCols.empty()) out_.line("const int realCols = " + realCols + ";");
   if (ring_.epilogueOffset < 0) {
     // Pairs where a row's pairs are aligned (an even row stride), else element by element.
-    const bool pairs = copy.globalStride[2] % 2 == 0 && realCols.empty();
+    const bool pairs = copy.globalStride[2].coefficient % 2 == 0 && realCols.empty();
     out_.line("#pragma unroll");
     out_.open("for (int t = 0; t < " + str(mTiles) + "; ++t)");
     out_.line("#pragma unroll");

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "graph/cuda_limits.h"
+#include "graph/dynamic_dims.h"
 #include "plan/kernel_plan.h"
 #include "plan/shared_memory_allocator.h"
 
@@ -80,6 +81,7 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
   for (int i = 0; i < rank; ++i) {
     const int d = order[i];
     map.dims[i] = source.shape[d];
+    map.dynamicDims[i] = graph::dynamicDimOf(source, d);
     map.strideBytes[i] = i == 0 ? elementBytes : strides[d] * elementBytes;
     map.box[i] = i == 0 ? boxElements : (d == other ? operand.rows : 1);
     if (i > 0 && map.strideBytes[i] % 16 != 0) addressable = false;  // the copy engine's rule

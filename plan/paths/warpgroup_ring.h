@@ -42,6 +42,10 @@ struct TensorMapDesc {
   std::array<int64_t, graph::kMaxRank> strideBytes{0, 0, 0, 0};
   std::array<int64_t, graph::kMaxRank> box{1, 1, 1, 1};
   int swizzleBytes = 128;  // the box lands swizzled in rows of this many bytes
+  // Per dim (innermost first): the dynamic dim whose length it is (its entry in `dims` is the
+  // reference), or kStaticDim; the map is then encoded at launch from the length.
+  std::array<int, graph::kMaxRank> dynamicDims{graph::kStaticDim, graph::kStaticDim,
+                                               graph::kStaticDim, graph::kStaticDim};
 };
 
 // One operand copied into the ring: per stage, `boxes` boxes of [rows][box[0]] elements side
@@ -54,15 +58,15 @@ struct TensorMapDesc {
 // bytes) into the same swizzled layout, zero-filling past the tensor's end as the copy engine
 // does, so the multiplies read either alike.
 struct BulkOperand {
-  int op = -1;         // the Input block op
-  int map = -1;        // index into the plan's maps, or -1 where the operand is gathered
-  TensorMapDesc view;  // the tensor as the copies address it (the map's description)
+  int op = -1;               // the Input block op
+  int map = -1;              // index into the plan's maps, or -1 where the operand is gathered
+  TensorMapDesc view;        // the tensor as the copies address it (the map's description)
   int gatherChunkBytes = 0;  // > 0: gathered with cp.async chunks of this many bytes
   // > 1: the operand's tile is alike in every block of a cluster of this many: block rank r
   // copies rows [r, r + 1) * rows / multicast of each box (the map's box holds that slice)
   // and multicasts them to every block of the cluster.
   int multicast = 1;
-  int rowDim = 1;  // the view dim along a box's rows
+  int rowDim = 1;      // the view dim along a box's rows
   bool kMajor = true;  // the contiguous dim is K (else M or N)
   int64_t rows = 0;    // rows of a box (the other matrix dim of the tile)
   int boxes = 1;

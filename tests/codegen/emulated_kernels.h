@@ -141,9 +141,13 @@ class EmulatedKernels {
   EmulatedKernels(const EmulatedKernels&) = delete;
   EmulatedKernels& operator=(const EmulatedKernels&) = delete;
 
-  // Runs every kernel of `emitted` (for `graph`) on `inputs` (logical order, by name).
+  // Runs every kernel of `emitted` (for `graph`) on `inputs` (logical order, by name). Kernels
+  // that take the lengths of dynamic dims `dims` (declaration order) run at `lengths`: `graph`
+  // is then the schedule instantiated there (its tensors' sizes), `emitted` the dynamic one's.
   EmulatedRun run(const graph::KernelGraph& graph, const EmittedSource& emitted,
-                  const verify::TensorMap<double>& inputs) {
+                  const verify::TensorMap<double>& inputs,
+                  const std::vector<graph::DynamicDim>& dims = {},
+                  const graph::DimValues& lengths = {}) {
     const ScheduleAbi& abi = emitted.abi;
     std::vector<std::unique_ptr<AlignedBuffer>> buffers;
     std::vector<std::pair<const unsigned char*, std::string>> guarded;
@@ -157,8 +161,9 @@ class EmulatedKernels {
         continue;
       }
       // Guard bytes past every tensor stay poisoned unless a kernel writes past its end.
-      buffers.push_back(std::make_unique<AlignedBuffer>(binding.bytes + kGuardBytes));
-      guarded.push_back({buffers.back()->data.get() + binding.bytes, desc.name});
+      const int64_t bytes = graph::elementCount(desc.shape) * graph::dtypeBytes(desc.dtype);
+      buffers.push_back(std::make_unique<AlignedBuffer>(bytes + kGuardBytes));
+      guarded.push_back({buffers.back()->data.get() + bytes, desc.name});
       pointer[binding.tensor] = buffers.back()->data.get();
       if (binding.role != TensorRole::Input) continue;
       const verify::HostTensor<double>& given = inputs.at(desc.name);
@@ -176,11 +181,24 @@ class EmulatedKernels {
       closure.function = dlsym(handle_, kernel.entry.c_str());
       if (!closure.function) throw UserError(kernel.entry, "is not in the emulated library");
       for (const KernelParam& param : kernel.params) closure.args.push_back(pointer[param.tensor]);
+      // An int argument travels in the low half of its integer register (x86-64 System V).
+      for (const graph::DynamicDim& dim : dims) {
+        closure.args.push_back(
+            reinterpret_cast<void*>(static_cast<intptr_t>(lengths.at(dim.name))));
+      }
       const EmittedKernel& launch = emitted.kernels[k];
+      std::array<int64_t, graph::kGridAxes> grid = launch.grid;
+      if (launch.launchCounts) {
+        for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+          const graph::LaunchCount& count = launch.launchCounts->grid[axis];
+          grid[axis] =
+              count.isStatic() ? count.constant : count.at(lengths.at(dims.at(count.dim).name));
+        }
+      }
       char error[256] = {0};
-      if (launch_(&invoke, &closure, static_cast<unsigned>(launch.grid[0]),
-                  static_cast<unsigned>(launch.grid[1]), static_cast<unsigned>(launch.grid[2]),
-                  static_cast<unsigned>(launch.threads), error, sizeof error) != 0) {
+      if (launch_(&invoke, &closure, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
+                  static_cast<unsigned>(grid[2]), static_cast<unsigned>(launch.threads), error,
+                  sizeof error) != 0) {
         throw UserError(kernel.entry, error);
       }
       // The manifest's dynamic shared memory (the plan's bytes) must cover every byte used.

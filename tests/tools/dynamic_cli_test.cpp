@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "graph/files.h"
@@ -77,9 +79,45 @@ TEST_F(DynamicCliTest, BadDimsAreOneLineErrors) {
   const CliResult malformed = run("check " + gemm + " --dim m");
   EXPECT_EQ(malformed.exitCode, 2);
   EXPECT_THAT(malformed.err, HasSubstr("--dim: expected NAME=LENGTH"));
-  const CliResult replay = run("replay " + gemm + " --out " + (scratch_ / "out").string());
+  const CliResult replay = run("replay " + gemm + " --static --out " + (scratch_ / "out").string());
   EXPECT_EQ(replay.exitCode, 2);
-  EXPECT_THAT(replay.err, HasSubstr("pass --dim NAME=LENGTH"));
+  EXPECT_THAT(replay.err, HasSubstr("--static: needs --dim NAME=LENGTH"));
+  const CliResult runWithout =
+      run("replay " + gemm + " --run --out " + (scratch_ / "run").string());
+  EXPECT_EQ(runWithout.exitCode, 2);
+  EXPECT_THAT(runWithout.err,
+              HasSubstr("pass --dim NAME=LENGTH for each, the length to launch at"));
+  const CliResult outsideReplay =
+      run("replay " + gemm + " --dim m=0 --out " + (scratch_ / "zero").string());
+  EXPECT_EQ(outsideReplay.exitCode, 2);
+  EXPECT_THAT(outsideReplay.err, HasSubstr("m=0 is outside the range [1, 4096]"));
+}
+
+// Without --dim (or with it, without --static) a dynamic schedule becomes kernels that take the
+// lengths; --static generates static kernels for one length as before.
+TEST_F(DynamicCliTest, ReplayWritesKernelsThatTakeTheLengthsOrStaticOnesWithStatic) {
+  const std::string gemm = shipped("gemm_dynamic_m.grid128.json");
+  const CliResult dynamic = run("replay " + gemm + " --json --out " + (scratch_ / "d").string());
+  ASSERT_EQ(dynamic.exitCode, 0) << dynamic.err;
+  const nlohmann::json summary = nlohmann::json::parse(dynamic.out);
+  EXPECT_EQ(summary.at("lengths"), "kernel_parameters");
+  EXPECT_EQ(summary.at("kernels").at(0).at("grid"),
+            nlohmann::json::parse(R"([{"ceil_div": ["m", 128]}, 1, 1])"));
+  const CliResult withDim =
+      run("replay " + gemm + " --dim m=100 --out " + (scratch_ / "d100").string());
+  ASSERT_EQ(withDim.exitCode, 0) << withDim.err;
+  EXPECT_THAT(withDim.out, HasSubstr("kernels take the lengths as parameters: m in [1, 4096]"));
+  // One PTX for the range: the same whatever length --dim names.
+  std::ifstream a(scratch_ / "d" / "sm_90.ptx");
+  std::ifstream b(scratch_ / "d100" / "sm_90.ptx");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}),
+            std::string(std::istreambuf_iterator<char>(b), {}));
+  const CliResult fixed =
+      run("replay " + gemm + " --dim m=100 --static --json --out " + (scratch_ / "s").string());
+  ASSERT_EQ(fixed.exitCode, 0) << fixed.err;
+  const nlohmann::json staticSummary = nlohmann::json::parse(fixed.out);
+  EXPECT_FALSE(staticSummary.contains("lengths"));
+  EXPECT_EQ(staticSummary.at("kernels").at(0).at("grid"), nlohmann::json::parse("[1, 1, 1]"));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // `mugraph superoptimize` of a dynamic program (issue 28): the variants' schedules carry the
-// program's dims, pass `mugraph check` over the range, `replay --dim` generates their code at
-// a length, and the summary says the ranking is over the range and at which lengths. A
+// program's dims, pass `mugraph check` over the range, each variant's folder holds kernels that
+// take the lengths (kernel.cu, PTX and a manifest with the dims), `replay --dim --static`
+// generates static code at a length, and the summary says the ranking is over the range and at
+// which lengths. A
 // dynamic program the search cannot cover length-independently is a one-line error (exit 2).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -54,14 +56,20 @@ class DynamicSuperoptimizeCli : public ::testing::Test {
       EXPECT_EQ(v.at("cost_over_range").size(), range.at("ranked_over").size());
       EXPECT_TRUE(v.at("range_check").at("equivalent").get<bool>());
       EXPECT_GE(v.at("range_check").at("lengths").size(), 3u);
-      const fs::path schedule = fs::path(out) / v.at("name").get<std::string>() / "schedule.json";
+      const fs::path folder = fs::path(out) / v.at("name").get<std::string>();
+      const fs::path schedule = folder / "schedule.json";
       EXPECT_EQ(graph::loadSchedule(schedule.string()).program.dims.at(0).name, dim);
+      EXPECT_TRUE(fs::is_regular_file(folder / "sm_90.ptx"));
+      const nlohmann::json manifest =
+          nlohmann::json::parse(std::ifstream(folder / "manifest.json"));
+      EXPECT_EQ(manifest.at("dims").at(0).at("name"), dim);
+      EXPECT_EQ(manifest.at("kernels").at(0).at("params").back().at("kind"), "dim");
       const CliResult check = run("check --trials 1 " + schedule.string());
       EXPECT_EQ(check.exitCode, 0) << check.out << check.err;
       EXPECT_THAT(check.out, HasSubstr("over its range: EQUIVALENT"));
       const fs::path code = scratch_ / ("code_" + v.at("name").get<std::string>());
-      const CliResult replay =
-          run("replay " + schedule.string() + " --dim " + replayDim + " --out " + code.string());
+      const CliResult replay = run("replay " + schedule.string() + " --dim " + replayDim +
+                                   " --static --out " + code.string());
       EXPECT_EQ(replay.exitCode, 0) << replay.out << replay.err;
       EXPECT_TRUE(fs::is_regular_file(code / "kernel.cu"));
       EXPECT_TRUE(fs::is_regular_file(code / "sm_90.ptx"));

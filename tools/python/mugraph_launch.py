@@ -13,6 +13,12 @@ A dataset's external members (kernels from Triton or CUTLASS, dataset/external_m
 the same manifest: their compiler-added parameters (Triton's scratch pointers) are workspace
 tensors, so `Variant` launches them unchanged; `dataset_members` lists every member of a
 dataset, ours and external, that is not kept out of its class.
+
+A variant of a program with dynamic dims (the manifest's "dims") has kernels that take the
+lengths as `int` parameters (kind "dim", after the pointers and tensor maps): shapes and bytes
+name the dims, and each grid entry is a number or {"ceil_div": [dim, tile]}. Give the lengths
+as a dict, `Variant(folder, dims={"s": 1000})` or per launch, `launch(tensors, dims=...)`;
+one PTX serves every length in the range.
 """
 import ctypes
 import json
@@ -46,9 +52,11 @@ def _check(result, what):
         raise RuntimeError(f"{what}: CUDA driver error {result}")
 
 
-def encode_tensor_map(param, address):
-    """The 128-byte CUtensorMap of a "tensor_map" parameter for a tensor at `address`."""
+def encode_tensor_map(param, address, lengths=None):
+    """The 128-byte CUtensorMap of a "tensor_map" parameter for a tensor at `address`; a dim
+    given as a product of dynamic dims is evaluated at `lengths`."""
     rank = param["rank"]
+    dims = [evaluate_product(d, lengths or {}) for d in param["dims"]]
     if param.get("interleave", "none") != "none" or param.get("oob_fill", "none") != "none":
         raise ValueError(f"tensor map of {param['tensor']}: unsupported interleave or fill")
     # CUtensorMap is 128 bytes aligned to 64: the map is the aligned part of a larger buffer.
@@ -56,13 +64,50 @@ def encode_tensor_map(param, address):
     address_of_map = (ctypes.addressof(storage) + 63) // 64 * 64
     _check(_cuda_driver().cuTensorMapEncodeTiled(
         ctypes.c_void_p(address_of_map), _MAP_DTYPES[param["dtype"]], ctypes.c_uint32(rank),
-        ctypes.c_void_p(address), (ctypes.c_uint64 * rank)(*param["dims"]),
+        ctypes.c_void_p(address), (ctypes.c_uint64 * rank)(*dims),
         (ctypes.c_uint64 * max(1, rank - 1))(*param["strides_bytes"]),
         (ctypes.c_uint32 * rank)(*param["box"]),
         (ctypes.c_uint32 * rank)(*param["element_strides"]), 0,
         _MAP_SWIZZLE[param["swizzle"]], _MAP_L2_PROMOTION[param["l2_promotion"]], 0),
         f"encoding the tensor map of {param['tensor']}")
     return storage, address_of_map
+
+
+def dim_lengths(manifest, dims):
+    """The lengths a manifest is launched at: {name: length} for each of its "dims", inside
+    the range; {} for a manifest without (where `dims` must be empty too)."""
+    dims = dict(dims or {})
+    declared = {d["name"]: d for d in manifest.get("dims", [])}
+    for name in dims:
+        if name not in declared:
+            have = sorted(declared) or "none"
+            raise ValueError(f"no dynamic dim {name!r} (the variant has {have})")
+    for name, d in declared.items():
+        if name not in dims:
+            raise ValueError(f"the kernels take the length of {name!r}: give dims={{{name!r}: N}}, "
+                             f"N in [{d['min']}, {d['max']}]")
+        if not d["min"] <= dims[name] <= d["max"]:
+            raise ValueError(f"{name}={dims[name]} is outside [{d['min']}, {d['max']}]")
+    return dims
+
+
+def evaluate_product(value, lengths):
+    """A size of the manifest: an integer, or a list of integers and dim names multiplied
+    (graph/dynamic_extents.h)."""
+    if isinstance(value, int):
+        return value
+    product = 1
+    for factor in value:
+        product *= lengths[factor] if isinstance(factor, str) else factor
+    return product
+
+
+def evaluate_count(value, lengths):
+    """A grid count of the manifest: an integer or {"ceil_div": [dim, tile]}."""
+    if isinstance(value, int):
+        return value
+    dim, tile = value["ceil_div"]
+    return -(-lengths[dim] // tile)
 
 
 def relative_error(got, want):
@@ -93,8 +138,10 @@ def dataset_members(dataset):
 
 
 class Variant:
-    def __init__(self, directory):
+    def __init__(self, directory, dims=None):
+        """`dims`: the default lengths of the dynamic dims (a dict), if the variant has any."""
         self.directory = directory
+        self.dims = dims
         with open(os.path.join(directory, "manifest.json")) as f:
             self.manifest = json.load(f)
         if self.manifest.get("format") != "mugraph.manifest" or self.manifest.get("version") != 1:
@@ -114,48 +161,63 @@ class Variant:
             fn.max_dynamic_shared_size_bytes = k["dynamic_shared_bytes"]
             self.kernels.append((fn, k))
         self.tensors = {t["name"]: t for t in self.manifest["tensors"]}
+        # With dynamic dims, the workspace is sized for the range's max.
         self.workspace = torch.empty(max(1, self.manifest["workspace_bytes"]), dtype=torch.uint8,
                                      device="cuda")
 
-    def storage_shape(self, name):
-        """The shape of the tensor as stored (the manifest's, graph::storedShape)."""
-        return list(self.tensors[name]["stored_shape"])
+    def lengths(self, dims=None):
+        """The dims to launch at: `dims`, else the variant's default."""
+        return dim_lengths(self.manifest, dims if dims is not None else self.dims)
 
-    def empty(self, name):
+    def storage_shape(self, name, dims=None):
+        """The shape of the tensor as stored (the manifest's, graph::storedShape), at `dims`."""
+        lengths = self.lengths(dims)
+        return [evaluate_product(e, lengths) for e in self.tensors[name]["stored_shape"]]
+
+    def empty(self, name, dims=None):
         t = self.tensors[name]
-        return torch.empty(self.storage_shape(name), dtype=_TORCH_DTYPES[t["dtype"]], device="cuda")
+        return torch.empty(self.storage_shape(name, dims), dtype=_TORCH_DTYPES[t["dtype"]],
+                           device="cuda")
 
-    def launch(self, tensors):
+    def launch(self, tensors, dims=None):
         """Runs every kernel once. `tensors` maps input and output names to contiguous torch
-        tensors in storage layout (inputs read, outputs written)."""
+        tensors in storage layout (inputs read, outputs written); `dims` gives the lengths of
+        dynamic dims (else the variant's default)."""
+        lengths = self.lengths(dims)
         pointers = {}
         for name, t in self.tensors.items():
             if t["role"] == "workspace":
                 pointers[name] = self.workspace.data_ptr() + t["offset"]
                 continue
             tensor = tensors[name]
-            if list(tensor.shape) != self.storage_shape(name) or not tensor.is_contiguous():
+            shape = self.storage_shape(name, lengths)
+            if list(tensor.shape) != shape or not tensor.is_contiguous():
                 raise ValueError(f"{name}: expected a contiguous tensor of shape "
-                                 f"{self.storage_shape(name)}, got {list(tensor.shape)}")
+                                 f"{shape}, got {list(tensor.shape)}")
             if tensor.dtype != _TORCH_DTYPES[t["dtype"]]:
                 raise ValueError(f"{name}: expected {t['dtype']}, got {tensor.dtype}")
             pointers[name] = tensor.data_ptr()
         stream = cupy.cuda.ExternalStream(torch.cuda.current_stream().cuda_stream)
         with stream:
             for fn, k in self.kernels:
+                grid = tuple(evaluate_count(c, lengths) for c in k["grid"])
                 if any(p.get("kind") == "tensor_map" for p in k["params"]):
-                    self._launch_with_tensor_maps(fn, k, pointers, stream.ptr)
+                    self._launch_with_tensor_maps(fn, k, grid, pointers, lengths, stream.ptr)
                     continue
-                args = tuple(np.uint64(pointers[p["tensor"]]) for p in k["params"])
-                fn(tuple(k["grid"]), tuple(k["block"]), args,
-                   shared_mem=k["dynamic_shared_bytes"])
+                args = tuple(np.int32(lengths[p["dim"]]) if p.get("kind") == "dim"
+                             else np.uint64(pointers[p["tensor"]]) for p in k["params"])
+                fn(grid, tuple(k["block"]), args, shared_mem=k["dynamic_shared_bytes"])
 
-    def _launch_with_tensor_maps(self, fn, k, pointers, stream):
-        """cuLaunchKernel with each parameter's bytes: pointers, then encoded tensor maps."""
+    def _launch_with_tensor_maps(self, fn, k, grid, pointers, lengths, stream):
+        """cuLaunchKernel with each parameter's bytes: pointers, encoded tensor maps, lengths."""
         keep, addresses = [], []
         for p in k["params"]:
-            if p.get("kind") == "tensor_map":
-                storage, address = encode_tensor_map(p, pointers[p["tensor"]])
+            if p.get("kind") == "dim":
+                value = ctypes.c_int32(lengths[p["dim"]])
+                keep.append(value)
+                addresses.append(ctypes.addressof(value))
+            elif p.get("kind") == "tensor_map":
+                storage, address = encode_tensor_map(p, pointers[p["tensor"]], lengths)
                 keep.append(storage)
                 addresses.append(address)
             else:
@@ -163,7 +225,7 @@ class Variant:
                 keep.append(value)
                 addresses.append(ctypes.addressof(value))
         args = (ctypes.c_void_p * len(addresses))(*addresses)
-        grid, block = k["grid"], k["block"]
+        block = k["block"]
         _check(_cuda_driver().cuLaunchKernel(
             ctypes.c_void_p(getattr(fn, "kernel", fn).ptr), grid[0], grid[1], grid[2], block[0], block[1], block[2],
             k["dynamic_shared_bytes"], ctypes.c_void_p(stream), args, None),

@@ -1,0 +1,187 @@
+// Kernels that take the lengths of dynamic dims as parameters (issue 28): the GEMM with
+// dynamic rows cut by the grid in tiles of 128 and the attention with a dynamic key length cut
+// by the loop in tiles of 64 (tests/dynamic_schedules.h) become one kernel.cu whose kernels
+// take `int dim_<name>`, whose manifest gives every shape, size and grid as a formula of the
+// dims, and which compiles with NVRTC. The one source, built for the CPU emulation of CUDA,
+// matches the interpreter of the schedule instantiated at lengths around each tile boundary,
+// at 1 and at the range's max, on fresh normal random inputs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "codegen/manifest.h"
+#include "codegen_test_support.h"
+#include "dynamic_schedules.h"
+#include "emulated_kernels.h"
+#include "graph/dynamic_extents.h"
+#include "runtime/manifest_reader.h"
+
+namespace mugraph::codegen::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The source without its first line (which names the schedule's hash, and so its range).
+std::string withoutHeader(const std::string& source) {
+  return source.substr(source.find('\n') + 1);
+}
+
+uint64_t freshSeed() {
+  return std::random_device{}();
+}
+
+struct Fixture {
+  graph::Schedule schedule;
+  graph::Schedule otherRange;  // the same schedule over a range with another max
+  std::string dim;
+  std::vector<int64_t> lengths;
+};
+
+std::vector<Fixture> fixtures() {
+  using mugraph::testing::dynamicAttentionSchedule;
+  using mugraph::testing::dynamicGemmSchedule;
+  return {{dynamicGemmSchedule(),
+           dynamicGemmSchedule(3001),
+           "m",
+           {1, 63, 64, 65, 127, 128, 129, 1000, mugraph::testing::kDynamicGemmMax}},
+          {dynamicAttentionSchedule(),
+           dynamicAttentionSchedule(false, 1999),
+           "s",
+           {1, 63, 64, 65, 1000, mugraph::testing::kDynamicAttentionMax}}};
+}
+
+TEST(DynamicKernels, TheSourceTakesTheLengthAndNamesNoLengthOfTheRange) {
+  for (const Fixture& f : fixtures()) {
+    SCOPED_TRACE(f.schedule.name);
+    const std::string source = emitSchedule(f.schedule).source;
+    EXPECT_THAT(source, HasSubstr("int dim_" + f.dim + ") {"));
+    EXPECT_THAT(source, HasSubstr("mg::tile_extent(dim_" + f.dim));
+    // No number derived from the range's max (the reference extents the schedule is planned
+    // at): a range with another max prints the same kernels.
+    EXPECT_EQ(withoutHeader(source), withoutHeader(emitSchedule(f.otherRange).source));
+  }
+}
+
+TEST(DynamicKernels, TheLoopOverTheDynamicKeysRunsItsTripCountFromTheLength) {
+  const std::string source = emitSchedule(mugraph::testing::dynamicAttentionSchedule()).source;
+  EXPECT_THAT(source, HasSubstr("const int mg_forloop = (dim_s + 64 - 1) / 64;"));
+  EXPECT_THAT(source, HasSubstr("for (int it = 0; it < mg_forloop; ++it)"));
+  // K [2, 32, s] has rows of s elements: their stride is the length.
+  EXPECT_THAT(source, HasSubstr("(32LL * dim_s)"));
+}
+
+TEST(DynamicKernels, TheManifestGivesShapesSizesAndGridsAsFormulasOfTheDims) {
+  const graph::Schedule schedule = mugraph::testing::dynamicGemmSchedule();
+  const GeneratedCode& code = compiledOnce("dynamic_m", [&] { return schedule; }, {90});
+  const nlohmann::json manifest = manifestJson(code);
+  EXPECT_EQ(manifest.at("dims"), nlohmann::json::parse(R"([{"name":"m","min":1,"max":4096}])"));
+  const nlohmann::json& tensors = manifest.at("tensors");
+  EXPECT_EQ(tensors.at(0).at("shape"), nlohmann::json::parse(R"(["m", 128])"));
+  EXPECT_EQ(tensors.at(0).at("bytes"), nlohmann::json::parse(R"([256, "m"])"));
+  EXPECT_EQ(tensors.at(2).at("stored_shape"), nlohmann::json::parse(R"(["m", 64])"));
+  const nlohmann::json& kernel = manifest.at("kernels").at(0);
+  EXPECT_EQ(kernel.at("grid"), nlohmann::json::parse(R"([{"ceil_div": ["m", 128]}, 1, 1])"));
+  EXPECT_EQ(kernel.at("params").back(),
+            nlohmann::json::parse(R"({"kind": "dim", "dim": "m", "dtype": "i32"})"));
+  // On sm_90 the GEMM takes the warpgroup path: A's tensor map is encoded at launch for m rows.
+  const nlohmann::json& mapOfA = kernel.at("params").at(3);
+  EXPECT_EQ(mapOfA.at("kind"), "tensor_map");
+  EXPECT_EQ(mapOfA.at("tensor"), "A");
+  EXPECT_EQ(mapOfA.at("dims"), nlohmann::json::parse(R"([128, ["m"]])"));
+  // The formula gives the grid graph::instantiate computes, at every length, partial last
+  // tiles and one row included.
+  for (int64_t m : {1, 2, 127, 128, 129, 1000, 4095, 4096}) {
+    const graph::DimValues at{{"m", m}};
+    const graph::Schedule instantiated = graph::instantiate(schedule, at);
+    EXPECT_EQ(graph::evaluateLaunchCountJson(kernel.at("grid").at(0), at, "grid"),
+              instantiated.graph.ops.at(0).block->grid[0])
+        << "m=" << m;
+    EXPECT_EQ(graph::evaluateDimProductJson(tensors.at(0).at("bytes"), at, "bytes"), m * 256);
+  }
+}
+
+TEST(DynamicKernels, TheRuntimeReadsADynamicManifestAtTheLengthsItIsGiven) {
+  const graph::Schedule schedule = mugraph::testing::dynamicAttentionSchedule();
+  const GeneratedCode& code = compiledOnce("dynamic_attention", [&] { return schedule; }, {90});
+  const auto folder = scratchFolder("dynamic_manifest");
+  writeGeneratedCode(code, folder.string());
+  const std::string path = (folder / "manifest.json").string();
+  const runtime::Manifest at65 = runtime::readManifest(path, {{"s", 65}});
+  EXPECT_EQ(at65.tensor("K").shape, (graph::Dims{2, 32, 65}));
+  EXPECT_EQ(at65.tensor("V").bytes, 2 * 65 * 32 * 2);
+  EXPECT_EQ(at65.kernels.at(0).grid, (std::array<unsigned, 3>{2, 1, 1}));
+  EXPECT_EQ(at65.kernels.at(0).dimArguments, (std::vector<int32_t>{65}));
+  const auto fails = [&](const graph::DimValues& dims, const std::string& reason) {
+    try {
+      runtime::readManifest(path, dims);
+      ADD_FAILURE() << "read at " << graph::dimValuesText(dims);
+    } catch (const UserError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(reason));
+    }
+  };
+  fails({}, "kernels take the length of 's'");
+  fails({{"s", 2049}}, "s=2049 is outside [1, 2048]");
+  fails({{"s", 5}, {"t", 3}}, "has no dim 't'");
+  std::filesystem::remove_all(folder);
+}
+
+// The general path on sm_80 and the sm_90 plan (the warpgroup GEMM path for the GEMM).
+TEST(DynamicKernels, EveryKernelCompilesWithNvrtcForEachTarget) {
+  for (const Fixture& f : fixtures()) {
+    for (int arch : {80, 90}) {
+      SCOPED_TRACE(f.schedule.name + " sm_" + std::to_string(arch));
+      const GeneratedCode& code =
+          compiledOnce("dynamic_" + f.dim, [&] { return f.schedule; }, {arch});
+      const std::string& ptx = code.ptx.at(archName(arch));
+      // The length is a 32-bit parameter after the pointers (and tensor maps).
+      EXPECT_THAT(ptx, HasSubstr(".param .u32 " + code.emitted.kernels[0].entry + "_param_"));
+      for (const KernelResources& r : code.resources) EXPECT_EQ(r.spillStoreBytes, 0) << r.entry;
+    }
+  }
+  const std::string gemm90 =
+      compiledOnce("dynamic_m", [] { return mugraph::testing::dynamicGemmSchedule(); }, {90})
+          .emitted.source;
+  EXPECT_THAT(gemm90, HasSubstr("wgmma"));
+  EXPECT_THAT(gemm90, HasSubstr("const int realRows = mg::tile_extent(dim_m, 128, 128, bx, 0);"));
+}
+
+TEST(DynamicKernels, OneSourceMatchesTheInterpreterAtEveryLength) {
+  if (!kCanEmulate) GTEST_SKIP() << "the CUDA emulation needs x86-64";
+  for (const Fixture& f : fixtures()) {
+    SCOPED_TRACE(f.schedule.name);
+    const EmittedSource emitted = emitForEmulation(f.schedule);
+    const auto folder = scratchFolder("dynamic_" + f.dim);
+    EmulatedKernels kernels(emitted.source, folder);
+    for (int64_t n : f.lengths) {
+      SCOPED_TRACE(f.dim + "=" + std::to_string(n));
+      const graph::DimValues at{{f.dim, n}};
+      const graph::Schedule instantiated = graph::instantiate(f.schedule, at);
+      const uint64_t seed = freshSeed();
+      SCOPED_TRACE("seed " + std::to_string(seed));
+      const verify::TensorMap<double> inputs =
+          verify::normalInputs(instantiated.program, seed, 1.0);
+      const EmulatedRun run =
+          kernels.run(instantiated.graph, emitted, inputs, f.schedule.graph.dims, at);
+      const verify::TensorMap<double> expected =
+          verify::evaluate<double>(instantiated.graph, run.inputs);
+      for (const auto& [name, want] : expected) {
+        const std::vector<double>& got = run.outputs.at(name).data;
+        ASSERT_EQ(got.size(), want.data.size());
+        double difference = 0;
+        double magnitude = 0;
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_FALSE(std::isnan(got[i])) << name << " element " << i << " is unwritten";
+          difference = std::max(difference, std::abs(got[i] - want.data[i]));
+          magnitude = std::max(magnitude, std::abs(want.data[i]));
+        }
+        EXPECT_LE(difference, 2e-2 * magnitude) << name;
+      }
+    }
+    std::filesystem::remove_all(folder);
+  }
+}
+
+}  // namespace
+}  // namespace mugraph::codegen::testing
