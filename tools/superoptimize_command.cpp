@@ -110,7 +110,14 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--checkpoint-interval", o->checkpointInterval, "seconds between checkpoints")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
-  sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
+  sub->add_flag("--resume", o->resume,
+                "continue the search saved in --checkpoint; for a model, keep the subgraphs "
+                "already finished under --out and search the rest");
+  sub->add_option("--spread", o->spread,
+                  "for a model under mpirun: items (each subgraph whole on one rank, dealt as "
+                  "ranks finish), searches (one after another, each search over every rank) or "
+                  "auto (items when there are at least as many subgraphs as ranks)")
+      ->capture_default_str();
   sub->add_flag(
       "--profile", o->profile,
       "rank variants by their measured GPU time (generated, checked and timed on the GPU); a "
