@@ -4,6 +4,7 @@
 // variant (or why there is none), and every node left to the framework with its reason. The
 // summary is rewritten after each subgraph, so "subgraphs" holds those that finished of
 // "subgraphs_total".
+#include <tbb/info.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -101,7 +102,6 @@ SubgraphOutcome runSubgraph(const onnx_import::Subgraph& s, const RunOptions& op
     entry["seconds"] = run.result.summary.seconds;
     entry["complete"] = run.result.summary.complete;
     if (run.withoutCode > 0) entry["without_code"] = run.withoutCode;
-    if (!run.result.summary.ranks.empty()) entry["threads"] = run.result.summary.ranks[0].threads;
     if (!run.noVariants.empty()) entry["no_variants"] = run.noVariants;
   } catch (const UserError& e) {
     // A dynamic subgraph no length-independent schedule covers: the subgraph has no variant.
@@ -114,6 +114,7 @@ SubgraphOutcome runSubgraph(const onnx_import::Subgraph& s, const RunOptions& op
     entry["error"] = graph::escapeForDisplay(e.what());  // valid UTF-8 in summary.json
   }
   entry["rank"] = distributed::rankInJob();
+  entry["threads"] = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
   if (!subgraph.out.empty()) {
     outcome.files = distributed::packFolder(subgraph.out);
     std::filesystem::remove_all(subgraph.out);
