@@ -352,11 +352,7 @@ Command addDatasetCommand(CLI::App& app) {
   sub->add_flag("--resume", flags->resume,
                 "do not search again the programs whose class is already in the dataset (an "
                 "interrupted run's finished programs)");
-  sub->add_option("--spread", flags->spread,
-                  "under mpirun: items (each program searched and built whole on one rank, "
-                  "dealt as ranks finish), searches (one after another, each search over every "
-                  "rank) or auto (items when there are at least as many programs as ranks)")
-      ->capture_default_str();
+  addSpreadOption(sub, flags->spread, "programs, searched and built");
   CLI::App* check = sub->add_subcommand("check",
                                         "Re-hash and re-parse a dataset; exit 1 on any "
                                         "missing or inconsistent entry.");

@@ -113,11 +113,7 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_flag("--resume", o->resume,
                 "continue the search saved in --checkpoint; for a model, keep the subgraphs "
                 "already finished under --out and search the rest");
-  sub->add_option("--spread", o->spread,
-                  "for a model under mpirun: items (each subgraph whole on one rank, dealt as "
-                  "ranks finish), searches (one after another, each search over every rank) or "
-                  "auto (items when there are at least as many subgraphs as ranks)")
-      ->capture_default_str();
+  addSpreadOption(sub, o->spread, "model's subgraphs, searched");
   sub->add_flag(
       "--profile", o->profile,
       "rank variants by their measured GPU time (generated, checked and timed on the GPU); a "

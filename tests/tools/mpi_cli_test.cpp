@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,35 @@ Outputs readOutputs(const fs::path& dir) {
   return outputs;
 }
 
+// Every file under `dir`, byte for byte, but each summary.json (a model's, and each subgraph's)
+// without what depends on the ranks and the clock.
+std::map<std::string, std::string> filesWithoutTimes(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string relative = fs::relative(entry.path(), dir).string();
+    std::string contents = readWholeFile(entry.path().string());
+    if (entry.path().filename() == "summary.json") {
+      nlohmann::json summary = nlohmann::json::parse(contents);
+      for (const char* varies : {"seconds", "ranks", "oracle", "work", "spread"}) {
+        summary.erase(varies);
+      }
+      if (summary.contains("subgraphs")) {
+        nlohmann::json subgraphs = nlohmann::json::array();
+        for (nlohmann::json subgraph : summary.at("subgraphs")) {
+          subgraph.erase("seconds");
+          subgraph.erase("rank");
+          subgraphs.push_back(subgraph);
+        }
+        summary["subgraphs"] = subgraphs;
+      }
+      contents = summary.dump();
+    }
+    files[relative] = contents;
+  }
+  return files;
+}
+
 class MpiCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -69,6 +99,35 @@ class MpiCli : public ::testing::Test {
   std::string mpirun(int ranks, const std::string& launch = "") const {
     return mpiexec_ + " -np " + std::to_string(ranks) +
            " --oversubscribe --allow-run-as-root --bind-to none " + launch;
+  }
+  // mpirun's launch prefix under which rank 1 kills itself once the shell test `condition`
+  // holds: the run is then part way.
+  static std::string killRankOneOnce(const std::string& condition) {
+    return "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (until " + condition +
+           "; do sleep 0.05; done; kill -9 $$) & fi; exec \"$0\" \"$@\"'";
+  }
+  // Runs `command(out)` as one process, then under 1, 2 and 3 ranks, expecting every file of
+  // the one process from each; `check` looks at each MPI run too. Returns the files.
+  std::map<std::string, std::string> expectTheFilesOfOneProcessOverRanks(
+      const std::function<std::string(const std::string& out)>& command,
+      const std::function<void(int ranks, const CliResult& r, const fs::path& out)>& check) {
+    const CliResult alone = runMugraph(command("alone"), scratch_.string());
+    EXPECT_EQ(alone.exitCode, 0) << alone.err;
+    const std::map<std::string, std::string> expected = filesWithoutTimes(scratch_ / "alone");
+    for (int ranks : {1, 2, 3}) {
+      const std::string out = "ranks" + std::to_string(ranks);
+      const CliResult r = runMugraph(command(out), scratch_.string(), "", mpirun(ranks));
+      EXPECT_EQ(r.exitCode, 0) << ranks << " ranks: " << r.err;
+      EXPECT_EQ(filesWithoutTimes(scratch_ / out), expected) << ranks << " ranks";
+      check(ranks, r, scratch_ / out);
+    }
+    return expected;
+  }
+  std::string modelSearch(const std::string& out) const {
+    return "superoptimize '" + std::string(MUGRAPH_SOURCE_DIR) +
+           "/tests/onnx_import/models/decoder_block.onnx' --threads 1 --max-kernels 2 "
+           "--max-variants 2 --out " +
+           (scratch_ / out).string();
   }
   std::string search(const std::string& out) const {
     return "superoptimize " + program_ + " --threads 1 --max-kernels 3 --max-variants 6 --out " +
@@ -105,9 +164,7 @@ TEST_F(MpiCli, KilledRankFailsTheRunAndResumeEndsWithTheSameResult) {
   ASSERT_EQ(alone.exitCode, 0) << alone.err;
   const std::string checkpoint = (scratch_ / "search.ckpt").string();
   // Rank 1 kills itself once rank 0 has written a checkpoint: the search is then part way.
-  const std::string killRankOne =
-      "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (while [ ! -s " + checkpoint +
-      " ]; do sleep 0.1; done; kill -9 $$) & fi; exec \"$0\" \"$@\"'";
+  const std::string killRankOne = killRankOneOnce("[ -s " + checkpoint + " ]");
   const std::string withCheckpoint = " --checkpoint " + checkpoint + " --checkpoint-interval 0.2";
   const CliResult killed =
       runMugraph(search("killed") + withCheckpoint, scratch_.string(), "", mpirun(2, killRankOne));
@@ -135,52 +192,10 @@ TEST_F(MpiCli, KilledRankFailsTheRunAndResumeEndsWithTheSameResult) {
             summary.at("subtrees").get<int>());
 }
 
-// Every file under `dir`, byte for byte, but each summary.json (a model's, and each subgraph's)
-// without what depends on the ranks and the clock.
-std::map<std::string, std::string> filesWithoutTimes(const fs::path& dir) {
-  std::map<std::string, std::string> files;
-  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(dir)) {
-    if (!entry.is_regular_file()) continue;
-    const std::string relative = fs::relative(entry.path(), dir).string();
-    std::string contents = readWholeFile(entry.path().string());
-    if (entry.path().filename() == "summary.json") {
-      nlohmann::json summary = nlohmann::json::parse(contents);
-      for (const char* varies : {"seconds", "ranks", "oracle", "work", "spread"}) {
-        summary.erase(varies);
-      }
-      if (summary.contains("subgraphs")) {
-        nlohmann::json subgraphs = nlohmann::json::array();
-        for (nlohmann::json subgraph : summary.at("subgraphs")) {
-          subgraph.erase("seconds");
-          subgraph.erase("rank");
-          subgraphs.push_back(subgraph);
-        }
-        summary["subgraphs"] = subgraphs;
-      }
-      contents = summary.dump();
-    }
-    files[relative] = contents;
-  }
-  return files;
-}
-
 // A model's subgraphs dealt out whole to the ranks: every file is the file of one process.
 TEST_F(MpiCli, AModelsSubgraphsOverOneTwoAndThreeRanksWriteWhatOneProcessWrites) {
-  const std::string model =
-      std::string(MUGRAPH_SOURCE_DIR) + "/tests/onnx_import/models/decoder_block.onnx";
-  const auto args = [&](const std::string& out) {
-    return "superoptimize '" + model + "' --threads 1 --max-kernels 2 --max-variants 2 --out " +
-           (scratch_ / out).string();
-  };
-  const CliResult alone = runMugraph(args("alone"), scratch_.string());
-  ASSERT_EQ(alone.exitCode, 0) << alone.err;
-  const std::map<std::string, std::string> expected = filesWithoutTimes(scratch_ / "alone");
-  ASSERT_GT(expected.size(), 8u);
-  for (int ranks : {1, 2, 3}) {
-    const std::string out = "ranks" + std::to_string(ranks);
-    const CliResult r = runMugraph(args(out), scratch_.string(), "", mpirun(ranks));
-    ASSERT_EQ(r.exitCode, 0) << ranks << " ranks: " << r.err;
-    EXPECT_EQ(filesWithoutTimes(scratch_ / out), expected) << ranks << " ranks";
+  const auto command = [&](const std::string& out) { return modelSearch(out); };
+  const auto check = [](int ranks, const CliResult& r, const fs::path& out) {
     // Rank 0 prints one line per subgraph, and the summary records every rank.
     size_t lines = 0;
     for (size_t at = r.err.find("/4] "); at != std::string::npos; at = r.err.find("/4] ", at + 1)) {
@@ -188,7 +203,7 @@ TEST_F(MpiCli, AModelsSubgraphsOverOneTwoAndThreeRanksWriteWhatOneProcessWrites)
     }
     EXPECT_EQ(lines, 4u) << r.err;
     const nlohmann::json summary =
-        nlohmann::json::parse(readWholeFile((scratch_ / out / "summary.json").string()));
+        nlohmann::json::parse(readWholeFile((out / "summary.json").string()));
     EXPECT_EQ(summary.at("spread"), "items");
     ASSERT_EQ(summary.at("ranks").size(), static_cast<size_t>(ranks));
     int subgraphs = 0;
@@ -197,23 +212,17 @@ TEST_F(MpiCli, AModelsSubgraphsOverOneTwoAndThreeRanksWriteWhatOneProcessWrites)
       EXPECT_EQ(rank.at("threads"), rank.at("subgraphs").get<int>() > 0 ? 1 : 0) << summary.dump();
     }
     EXPECT_EQ(subgraphs, 4);
-  }
+  };
+  EXPECT_GT(expectTheFilesOfOneProcessOverRanks(command, check).size(), 8u);
 }
 
 TEST_F(MpiCli, AModelWhoseRankIsKilledResumesItsUnfinishedSubgraphs) {
-  const std::string model =
-      std::string(MUGRAPH_SOURCE_DIR) + "/tests/onnx_import/models/decoder_block.onnx";
-  const auto args = [&](const std::string& out) {
-    return "superoptimize '" + model + "' --threads 1 --max-kernels 2 --max-variants 2 --out " +
-           (scratch_ / out).string();
-  };
+  const auto args = [&](const std::string& out) { return modelSearch(out); };
   const CliResult alone = runMugraph(args("alone"), scratch_.string());
   ASSERT_EQ(alone.exitCode, 0) << alone.err;
   // Rank 1 kills itself once rank 0 has put a first subgraph's folder in place.
   const std::string firstFolder = (scratch_ / "killed" / "node_*" / "program.mg").string();
-  const std::string killRankOne =
-      "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (until ls " + firstFolder +
-      " >/dev/null 2>&1; do sleep 0.05; done; kill -9 $$) & fi; exec \"$0\" \"$@\"'";
+  const std::string killRankOne = killRankOneOnce("ls " + firstFolder + " >/dev/null 2>&1");
   const CliResult killed =
       runMugraph(args("killed"), scratch_.string(), "", mpirun(2, killRankOne));
   ASSERT_NE(killed.exitCode, 0) << killed.err;
@@ -247,22 +256,15 @@ TEST_F(MpiCli, ADatasetsProgramsOverRanksAndAfterAKillAreTheDatasetOfOneProcess)
            programs + "gemm_silu_128.mg --threads 1 --max-variants 2 --out " +
            (scratch_ / out).string();
   };
-  const CliResult alone = runMugraph(args("alone"), scratch_.string());
-  ASSERT_EQ(alone.exitCode, 0) << alone.err;
-  const std::map<std::string, std::string> expected = filesWithoutTimes(scratch_ / "alone");
-  ASSERT_GT(expected.size(), 10u);
-  for (int ranks : {1, 2, 3}) {
-    const std::string out = "ranks" + std::to_string(ranks);
-    const CliResult r = runMugraph(args(out), scratch_.string(), "", mpirun(ranks));
-    ASSERT_EQ(r.exitCode, 0) << ranks << " ranks: " << r.err;
-    EXPECT_EQ(filesWithoutTimes(scratch_ / out), expected) << ranks << " ranks";
+  const auto check = [](int ranks, const CliResult& r, const fs::path&) {
     EXPECT_NE(r.err.find("dataset: rank " + std::to_string(ranks - 1) + ":"), std::string::npos)
         << r.err;
-  }
+  };
+  const std::map<std::string, std::string> expected =
+      expectTheFilesOfOneProcessOverRanks(args, check);
+  ASSERT_GT(expected.size(), 10u);
   const std::string manifest = (scratch_ / "killed" / "manifest.jsonl").string();
-  const std::string killRankOne = "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (until [ -s " +
-                                  manifest +
-                                  " ]; do sleep 0.05; done; kill -9 $$) & fi; exec \"$0\" \"$@\"'";
+  const std::string killRankOne = killRankOneOnce("[ -s " + manifest + " ]");
   const CliResult killed =
       runMugraph(args("killed"), scratch_.string(), "", mpirun(2, killRankOne));
   ASSERT_NE(killed.exitCode, 0) << killed.err;
