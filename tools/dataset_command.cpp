@@ -135,6 +135,8 @@ ClassOutcome searchAndBuild(const graph::Program& program, const DatasetFlags& f
   options.arch = codegen::archName(codegen::parseArchList(flags.archs).front());
   options.threads = flags.threads;
   options.timeLimit = flags.timeLimit;
+  // One progress line, rank 0's: the other ranks' searches run alone, and would draw theirs too.
+  options.progress = distributed::rankInJob() == 0;
   const driver::ProgramRun run = driver::superoptimizeProgram(program, options, nullptr);
   ClassOutcome outcome;
   outcome.rank = distributed::rankInJob();
