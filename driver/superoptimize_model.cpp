@@ -3,7 +3,9 @@
 // out/summary.json: the subgraphs with their ONNX nodes, program, verified count and best
 // variant (or why there is none), and every node left to the framework with its reason. The
 // summary is rewritten after each subgraph, so "subgraphs" holds those that finished of
-// "subgraphs_total".
+// "subgraphs_total". Under mpirun the subgraphs are dealt out whole to the ranks, or searched one
+// after another over every rank (--spread, docs/distributed_search.md); either way a subgraph's
+// folder is written in a scratch folder and rank 0 alone puts it in place, whole.
 #include <tbb/info.h>
 #include <unistd.h>
 
@@ -221,6 +223,19 @@ nlohmann::json ranksJson(const std::vector<distributed::RankShare>& shares,
   return ranks;
 }
 
+// The subgraphs not finished, as rank 0 (which read the summary for --resume) lists them, on
+// every rank: with each search spread, every rank goes through them.
+std::vector<int> subgraphsToSearch(size_t total, const std::map<size_t, nlohmann::json>& finished) {
+  std::string todo;
+  for (size_t i = 0; i < total; ++i) {
+    if (!finished.count(i)) todo += std::to_string(i) + " ";
+  }
+  std::istringstream dealt(distributed::broadcast(todo));
+  std::vector<int> items;
+  for (int item = 0; dealt >> item;) items.push_back(item);
+  return items;
+}
+
 }  // namespace
 
 ModelRun runModel(const RunOptions& options) {
@@ -263,20 +278,12 @@ ModelRun runModel(const RunOptions& options) {
     graph::writeFileAtomic(options.out + "/summary.json", run.summary.dump(2) + "\n");
   };
   writeSummary();
-  distributed::WorkItems work;
-  for (size_t i = 0; i < total; ++i) {
-    if (!finished.count(i)) work.items.push_back(static_cast<int>(i));
-  }
   if (distributed::isRoot() && !finished.empty()) {
     std::cerr << "resuming: " << finished.size() << " of " << total
               << " subgraphs already finished under " << options.out << "\n";
   }
-  // Every rank goes through the same items in kEachSearch (rank 0 read what is finished).
-  std::string todo;
-  for (int item : work.items) todo += std::to_string(item) + " ";
-  std::istringstream dealt(distributed::broadcast(todo));
-  work.items.clear();
-  for (int item = 0; dealt >> item;) work.items.push_back(item);
+  distributed::WorkItems work;
+  work.items = subgraphsToSearch(total, finished);
   work.run = [&](int item) {
     return std::any(runSubgraph(model.subgraphs[item], ranked, gpu.get()));
   };
