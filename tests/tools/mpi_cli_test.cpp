@@ -106,6 +106,11 @@ class MpiCli : public ::testing::Test {
     return "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (until " + condition +
            "; do sleep 0.05; done; kill -9 $$) & fi; exec \"$0\" \"$@\"'";
   }
+  // The environment of a run whose rank is killed: its scratch folders (TMPDIR), which the killed
+  // rank cannot remove, go under the test's own.
+  std::string killedRanksScratch() const {
+    return "TMPDIR=" + scratch_.string();
+  }
   // Runs `command(out)` as one process, then under 1, 2 and 3 ranks, expecting every file of
   // the one process from each; `check` looks at each MPI run too. Returns the files.
   std::map<std::string, std::string> expectTheFilesOfOneProcessOverRanks(
@@ -224,7 +229,7 @@ TEST_F(MpiCli, AModelWhoseRankIsKilledResumesItsUnfinishedSubgraphs) {
   const std::string firstFolder = (scratch_ / "killed" / "node_*" / "program.mg").string();
   const std::string killRankOne = killRankOneOnce("ls " + firstFolder + " >/dev/null 2>&1");
   const CliResult killed =
-      runMugraph(args("killed"), scratch_.string(), "", mpirun(2, killRankOne));
+      runMugraph(args("killed"), scratch_.string(), killedRanksScratch(), mpirun(2, killRankOne));
   ASSERT_NE(killed.exitCode, 0) << killed.err;
   EXPECT_NE(killed.err.find("--resume"), std::string::npos) << killed.err;
   const nlohmann::json before =
@@ -266,7 +271,7 @@ TEST_F(MpiCli, ADatasetsProgramsOverRanksAndAfterAKillAreTheDatasetOfOneProcess)
   const std::string manifest = (scratch_ / "killed" / "manifest.jsonl").string();
   const std::string killRankOne = killRankOneOnce("[ -s " + manifest + " ]");
   const CliResult killed =
-      runMugraph(args("killed"), scratch_.string(), "", mpirun(2, killRankOne));
+      runMugraph(args("killed"), scratch_.string(), killedRanksScratch(), mpirun(2, killRankOne));
   ASSERT_NE(killed.exitCode, 0) << killed.err;
   const CliResult resumed =
       runMugraph(args("killed") + " --resume", scratch_.string(), "", mpirun(2));
