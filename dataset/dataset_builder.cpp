@@ -51,7 +51,8 @@ class Builder {
     rows_ = readManifestRows(options_.outDir + "/" + kManifestFile, /*strict=*/false);
     if (options_.runOnGpu) {
       std::string whyNot;
-      driver_ = runtime::CudaDriver::open(whyNot);
+      driver_ = options_.chooseGpu ? runtime::CudaDriver::open(whyNot, options_.chooseGpu)
+                                   : runtime::CudaDriver::open(whyNot);
       if (!driver_) throw UserError("--run", "cannot run on a GPU: " + whyNot);
     }
   }
@@ -68,7 +69,8 @@ class Builder {
     const std::string dir = options_.outDir + "/" + key;
     ++summary.variants;
     auto existing = rows_.find(key);
-    if (existing != rows_.end() && rowFilesIntact(options_.outDir, existing->second)) {
+    if (options_.alreadyPresent.count(key) ||
+        (existing != rows_.end() && rowFilesIntact(options_.outDir, existing->second))) {
       ++summary.skipped;
       say("skip " + key + " (already in the dataset)");
       return;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct DatasetOptions {
   std::string outDir;
   std::vector<int> archs = {90};  // the first one's plan is generated; see codegen/generate.h
   bool runOnGpu = false;          // measure latency and GPU error (needs a GPU)
+  // Which device runOnGpu uses, from the number of devices (driver::gpuOfThisRank under
+  // mpirun); empty: the first.
+  std::function<int(int deviceCount)> chooseGpu;
+  // Variants ("<class>/<variant>") already intact in the dataset a rank builds a part of
+  // elsewhere (mugraph dataset under mpirun): skipped as rows of outDir are.
+  std::set<std::string> alreadyPresent;
   int gpuRepetitions = 100;
   // One line per event, starting "<event> <class>/<variant>": skip, verify, reject,
   // generate, run, and "wrote" once a variant and the manifest row naming it are on disk.

@@ -6,6 +6,21 @@
 #include <mutex>
 
 namespace mugraph::distributed::detail {
+namespace {
+
+std::atomic<int> gAloneDepth{0};
+
+}  // namespace
+
+AloneInThisProcess::AloneInThisProcess() {
+  ++gAloneDepth;
+}
+AloneInThisProcess::~AloneInThisProcess() {
+  --gAloneDepth;
+}
+bool aloneInThisProcess() {
+  return gAloneDepth.load() > 0;
+}
 
 RankShare runInThisProcess(const WorkItems& work, const std::atomic<bool>& stop) {
   using Clock = std::chrono::steady_clock;

@@ -12,4 +12,15 @@ namespace mugraph::distributed::detail {
 // collecting each result; stops starting items once `stop` holds.
 RankShare runInThisProcess(const WorkItems& work, const std::atomic<bool>& stop);
 
+// While one lives, this process works as a job of its own (WorkItems::alone): rank() is 0 and
+// ranks() 1. One item at a time per process, so one flag for the process.
+class AloneInThisProcess {
+ public:
+  AloneInThisProcess();
+  ~AloneInThisProcess();
+  AloneInThisProcess(const AloneInThisProcess&) = delete;
+  AloneInThisProcess& operator=(const AloneInThisProcess&) = delete;
+};
+bool aloneInThisProcess();
+
 }  // namespace mugraph::distributed::detail

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "distributed/local_work.h"
 #include "distributed/ranks.h"
 
 namespace mugraph::distributed {
@@ -31,8 +32,10 @@ bool startedByMpiLauncher() {
 void onTerminate(int) {
   static const char kMessage[] =
       "mugraph: rank 0 was stopped by the MPI launcher, most likely because another rank died "
-      "(see mpirun's message). The subtrees finished so far are in the --checkpoint file, if "
-      "one was given: rerun with --checkpoint FILE --resume to continue without losing them.\n";
+      "(see mpirun's message). What finished is kept: a search's subtrees in its --checkpoint "
+      "file, if one was given, and a model's subgraphs or a dataset's programs under --out. "
+      "Rerun with --resume (and --checkpoint FILE for a search) to continue without losing "
+      "them.\n";
   const ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   (void)ignored;
   _exit(128 + SIGTERM);
@@ -63,18 +66,22 @@ Session::~Session() {
 }
 
 int rank() {
-  return gRank;
+  return detail::aloneInThisProcess() ? 0 : gRank;
 }
 int ranks() {
-  return gRanks;
+  return detail::aloneInThisProcess() ? 1 : gRanks;
+}
+int rankInJob() {
+  return gRank;
 }
 
+// Ends the whole job, also from inside an item dealt out whole: the other ranks wait on this one.
 void abortAll(int exitCode) {
   if (gRanks > 1) MPI_Abort(MPI_COMM_WORLD, exitCode);
 }
 
 std::string broadcast(const std::string& text) {
-  if (gRanks == 1) return text;
+  if (ranks() == 1) return text;
   unsigned long long size = text.size();
   MPI_Bcast(&size, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
   std::string received = gRank == 0 ? text : std::string(size, '\0');
@@ -83,7 +90,7 @@ std::string broadcast(const std::string& text) {
 }
 
 std::vector<std::string> gather(const std::string& text) {
-  if (gRanks == 1) return {text};
+  if (ranks() == 1) return {text};
   int size = static_cast<int>(text.size());
   std::vector<int> sizes(gRank == 0 ? gRanks : 0);
   MPI_Gather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);

@@ -39,6 +39,12 @@ double secondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+std::any runOne(const WorkItems& work, int item) {
+  if (!work.alone) return work.run(item);
+  const detail::AloneInThisProcess alone;
+  return work.run(item);
+}
+
 // Rank 0's side: the next item to deal, until all are dealt or `stop` holds.
 class Dealer {
  public:
@@ -114,7 +120,7 @@ RankShare runOnRoot(const WorkItems& work, const std::atomic<bool>& stop, int re
     onEachSlot(work.threadsPerRank, [&](int) {
       for (int item = dealer.next(); item >= 0 && !abandon.load(); item = dealer.next()) {
         const Clock::time_point begun = Clock::now();
-        std::any result = work.run(item);
+        std::any result = runOne(work, item);
         const double seconds = secondsSince(begun);
         std::lock_guard lock(mutex);
         work.collect(item, std::move(result), seconds);
@@ -150,7 +156,7 @@ RankShare runOnWorker(const WorkItems& work) {
       if (item < 0) return;
       const Clock::time_point begun = Clock::now();
       message.resize(sizeof header);
-      message += work.encode(work.run(item));
+      message += work.encode(runOne(work, item));
       header.item = item;
       header.seconds = secondsSince(begun);
       std::lock_guard lock(mutex);

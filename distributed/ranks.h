@@ -5,6 +5,7 @@
 // branches everywhere.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,11 +23,22 @@ class Session {
   Session& operator=(const Session&) = delete;
 };
 
-int rank();   // 0 in a single process
-int ranks();  // 1 in a single process
+// The process's place in the job: 0 of 1 in a single process, and inside an item dealt out
+// whole (work_queue.h, WorkItems::alone), where this process works as a job of its own.
+int rank();
+int ranks();
 inline bool isRoot() {
   return rank() == 0;
 }
+// The rank in the whole job, even inside an item dealt out whole: for messages and records.
+int rankInJob();
+
+// The rank among the job's processes on this host, as the launcher sets it
+// (OMPI_COMM_WORLD_LOCAL_RANK, Slurm's SLURM_LOCALID, MPICH's MPI_LOCALRANKID), or the rank in
+// the job where none is set. `environment` reads a variable (std::getenv in the product).
+int localRank(const std::function<const char*(const char*)>& environment, int jobRank);
+// The GPU a rank profiles on: ranks on one host take its devices in turn.
+int deviceForRank(int localRankOnHost, int deviceCount);
 
 // After an error on one rank the others would wait for it forever: ends every rank of the job
 // with `exitCode`. Does nothing in a single process.

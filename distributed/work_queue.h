@@ -27,6 +27,11 @@ struct WorkItems {
   std::function<std::any(const std::string& bytes)> decode;
   // Runs on rank 0 only, one call at a time; `seconds` is how long `run` took.
   std::function<void(int item, std::any&& result, double seconds)> collect;
+  // Each item is a whole job for the rank that takes it (a model's subgraph, a dataset's
+  // program): inside `run` this process is a single rank (rank() 0 of ranks() 1), so the
+  // collective steps of a search there stay in this process and use its threads. Needs
+  // threadsPerRank 1.
+  bool alone = false;
 };
 
 // What one rank did.
@@ -41,5 +46,23 @@ struct RankShare {
 // there (items under way finish; `run` sees the caller's own stop flag). Returns on rank 0 the
 // share of every rank in rank order; on the other ranks, their own only.
 std::vector<RankShare> runOnEveryRank(const WorkItems& work, const std::atomic<bool>& stop);
+
+// How a list of whole jobs (a model's subgraphs, a dataset's programs) goes over the ranks:
+// each job dealt out whole to one rank (WorkItems::alone), or the jobs one after another with
+// each job's own search spread over every rank.
+enum class Spread { kWholeItems, kEachSearch };
+
+// The --spread flag: "items" and "searches" name the two; "auto" deals whole items when there
+// are at least as many as ranks (every rank gets one) and spreads each search otherwise (a
+// model of three subgraphs on eight ranks). Throws std::invalid_argument naming the accepted
+// values, which the caller turns into its flag's error.
+Spread chooseSpread(const std::string& flag, size_t itemCount, int rankCount);
+const char* spreadName(Spread spread);
+
+// Collective: `work` under `spread`. kWholeItems is runOnEveryRank with `alone` (one item at a
+// time per rank) and returns what it returns; kEachSearch runs every item on every rank in
+// order (`run`'s collective steps spread it), collects rank 0's results and returns this
+// rank's share only (each search records its ranks in its own summary).
+std::vector<RankShare> runItems(WorkItems work, Spread spread);
 
 }  // namespace mugraph::distributed

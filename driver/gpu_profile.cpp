@@ -3,10 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <limits>
 
+#include "distributed/ranks.h"
 #include "driver/variant_files.h"
 #include "graph/error.h"
 #include "runtime/gpu_check.h"
@@ -19,10 +21,17 @@ constexpr const char* kDroppedFolder = "dropped_on_gpu";
 
 }  // namespace
 
+int gpuOfThisRank(int deviceCount) {
+  return distributed::deviceForRank(
+      distributed::localRank([](const char* name) { return std::getenv(name); },
+                             distributed::rankInJob()),
+      deviceCount);
+}
+
 std::unique_ptr<runtime::CudaDriver> openGpuForProfile(bool profile) {
   if (!profile) return nullptr;
   std::string whyNot;
-  std::unique_ptr<runtime::CudaDriver> gpu = runtime::CudaDriver::open(whyNot);
+  std::unique_ptr<runtime::CudaDriver> gpu = runtime::CudaDriver::open(whyNot, gpuOfThisRank);
   if (!gpu) {
     throw UserError("--profile",
                     "needs a GPU: " + whyNot + " (drop --profile to rank by the cost model)");

@@ -48,7 +48,12 @@ struct ProfileRanking {
   std::vector<DroppedVariant> dropped;
 };
 
-// Nullptr without `profile`; UserError when it is asked for and there is no GPU.
+// The GPU this process uses out of `deviceCount`: under mpirun the ranks on one host take its
+// GPUs in turn (distributed::deviceForRank), a single process the first.
+int gpuOfThisRank(int deviceCount);
+
+// Nullptr without `profile`; UserError when it is asked for and there is no GPU. The device is
+// gpuOfThisRank's.
 std::unique_ptr<runtime::CudaDriver> openGpuForProfile(bool profile);
 
 // Generates each variant's code into out/<variant>/ (a scratch folder when `out` is empty),

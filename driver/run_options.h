@@ -31,8 +31,11 @@ struct RunOptions {
   std::vector<int> blockThreads;
   bool noGridSplit = false;
   bool noSplit = false;
-  std::vector<std::string> dims;  // name=value pins of an ONNX model's dynamic dims
+  std::vector<std::string> dims;       // name=value pins of an ONNX model's dynamic dims
   std::vector<std::string> dimRanges;  // name=min:max ranges of an ONNX model's dynamic dims
+  // A model's subgraphs over the ranks: "items" (each whole on one rank), "searches" (one after
+  // another, each search spread) or "auto" (distributed/work_queue.h: chooseSpread).
+  std::string spread = "auto";
 };
 
 // The search space for one program: its kind's defaults, then the options. Throws UserError

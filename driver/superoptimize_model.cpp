@@ -3,11 +3,23 @@
 // out/summary.json: the subgraphs with their ONNX nodes, program, verified count and best
 // variant (or why there is none), and every node left to the framework with its reason. The
 // summary is rewritten after each subgraph, so "subgraphs" holds those that finished of
-// "subgraphs_total".
+// "subgraphs_total". Under mpirun the subgraphs are dealt out whole to the ranks, or searched one
+// after another over every rank (--spread, docs/distributed_search.md); either way a subgraph's
+// folder is written in a scratch folder and rank 0 alone puts it in place, whole.
+#include <tbb/info.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <any>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <sstream>
 
+#include "distributed/folder_bytes.h"
 #include "distributed/ranks.h"
+#include "distributed/work_queue.h"
 #include "driver/superoptimize.h"
 #include "graph/display_text.h"
 #include "graph/error.h"
@@ -54,89 +66,252 @@ nlohmann::json bestJson(const search::SearchResult& result, const Measurements& 
   return best;
 }
 
-// One subgraph's entry of the model summary, its search and its files.
-nlohmann::json runSubgraph(const onnx_import::Subgraph& s, const std::string& label,
-                           const RunOptions& options, const runtime::CudaDriver* gpu,
-                           ModelRun& model) {
-  std::cerr << label << s.name << ": " << s.program.ops.size() << " ops, searching\n";
-  nlohmann::json entry = onnx_import::subgraphJson(s);
+// What searching one subgraph gives rank 0: its summary entry, and the files of its folder.
+struct SubgraphOutcome {
+  nlohmann::json entry;
+  std::string files;  // distributed/folder_bytes.h; empty when nothing is written
+};
+
+// A private folder for one subgraph's files on the rank that searches it.
+std::string scratchFolder(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("mugraph-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+// One subgraph's entry of the model summary, its search and its files (written in a scratch
+// folder, handed to rank 0 as bytes).
+SubgraphOutcome runSubgraph(const onnx_import::Subgraph& s, const RunOptions& options,
+                            const runtime::CudaDriver* gpu) {
+  SubgraphOutcome outcome;
+  nlohmann::json& entry = outcome.entry;
+  entry = onnx_import::subgraphJson(s);
   RunOptions subgraph = options;
-  subgraph.out = options.out.empty() ? "" : options.out + "/" + s.name;
+  subgraph.out = options.out.empty() || !distributed::isRoot() ? "" : scratchFolder(s.name);
   subgraph.progress = false;
+  subgraph.resume = false;  // a model resumes whole subgraphs (finishedBefore)
   if (!subgraph.out.empty()) {
+    std::filesystem::remove_all(subgraph.out);
     std::filesystem::create_directories(subgraph.out);
     graph::saveProgram(subgraph.out + "/program.mg", s.program);
     entry["program"] = s.name + "/program.mg";
   }
   try {
     const ProgramRun run = superoptimizeProgram(s.program, subgraph, gpu);
-    model.internalErrors += run.withoutCode;
     const std::vector<search::VerifiedVariant>& variants = run.result.variants;
     entry["verified"] = variants.size();
     entry["best"] = bestJson(run.result, run.ranking.measured);
     entry["seconds"] = run.result.summary.seconds;
     entry["complete"] = run.result.summary.complete;
-    if (!run.noVariants.empty()) {
-      entry["no_variants"] = run.noVariants;
-      ++model.subgraphsWithoutVariants;
-    }
-    if (distributed::isRoot()) {
-      std::cerr << label << s.name << ": " << variants.size() << " verified"
-                << (variants.empty() ? " (" + run.noVariants + ")"
-                                     : ", best " + variants.front().name + " (" +
-                                           variants.front().verification.level + ")")
-                << ", " << static_cast<int>(run.result.summary.seconds + 0.5) << " s\n";
-    }
+    if (run.withoutCode > 0) entry["without_code"] = run.withoutCode;
+    if (!run.noVariants.empty()) entry["no_variants"] = run.noVariants;
   } catch (const UserError& e) {
     // A dynamic subgraph no length-independent schedule covers: the subgraph has no variant.
     entry["verified"] = 0;
     entry["best"] = nullptr;
     entry["no_variants"] = graph::escapeForDisplay(e.what());
-    ++model.subgraphsWithoutVariants;
-    std::cerr << label << s.name << ": 0 verified (" << graph::escapeForDisplay(e.what()) << ")\n";
   } catch (const std::exception& e) {
-    ++model.internalErrors;
     entry["verified"] = 0;
     entry["best"] = nullptr;
     entry["error"] = graph::escapeForDisplay(e.what());  // valid UTF-8 in summary.json
-    std::cerr << "mugraph: internal error: subgraph " << s.name << ": "
-              << graph::escapeForDisplay(e.what()) << "\n";
   }
-  return entry;
+  entry["rank"] = distributed::rankInJob();
+  entry["threads"] = options.threads > 0 ? options.threads : tbb::info::default_concurrency();
+  if (!subgraph.out.empty()) {
+    outcome.files = distributed::packFolder(subgraph.out);
+    std::filesystem::remove_all(subgraph.out);
+  }
+  return outcome;
+}
+
+// The line rank 0 prints when a subgraph is done, `seconds` after it was dealt.
+std::string finishedLine(const nlohmann::json& entry, double seconds) {
+  const std::string name = entry.at("name").get<std::string>();
+  if (entry.contains("error")) {
+    return name + ": internal error: " + entry.at("error").get<std::string>();
+  }
+  std::string line = name + ": " + std::to_string(entry.at("verified").get<int>()) + " verified";
+  if (entry.contains("no_variants")) {
+    line += " (" + entry.at("no_variants").get<std::string>() + ")";
+  } else {
+    line += ", best " + entry.at("best").at("name").get<std::string>() + " (" +
+            entry.at("best").at("level").get<std::string>() + ")";
+  }
+  return line + ", " + std::to_string(static_cast<int>(seconds + 0.5)) + " s (rank " +
+         std::to_string(entry.at("rank").get<int>()) + ")";
+}
+
+// The counts of the exit code, from the entries: one definition for a run and a resumed one.
+void countOutcomes(ModelRun& run) {
+  for (const nlohmann::json& entry : run.summary.at("subgraphs")) {
+    if (entry.contains("error")) ++run.internalErrors;
+    run.internalErrors += entry.value("without_code", 0);
+    if (entry.contains("no_variants")) ++run.subgraphsWithoutVariants;
+  }
+}
+
+// --resume: the entries of out/summary.json whose subgraph is the same program and whose
+// folder is there, by subgraph index. A folder is renamed into place whole, so one that exists
+// is complete.
+std::map<size_t, nlohmann::json> finishedBefore(const onnx_import::ImportedModel& model,
+                                                const std::string& out) {
+  if (out.empty()) throw UserError("--resume", "for a model, resumes from --out DIR");
+  const std::string path = out + "/summary.json";
+  if (!std::filesystem::exists(path)) return {};
+  nlohmann::json saved;
+  try {
+    saved = nlohmann::json::parse(graph::readFileText(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(path, std::string("is not a model summary: ") + e.what());
+  }
+  if (!saved.is_object() || saved.value("model", "") != model.path ||
+      !saved.contains("subgraphs") || !saved.at("subgraphs").is_array()) {
+    throw UserError("--resume", path + " is not the summary of " + model.path);
+  }
+  std::map<size_t, nlohmann::json> finished;
+  for (const nlohmann::json& entry : saved.at("subgraphs")) {
+    for (size_t i = 0; i < model.subgraphs.size(); ++i) {
+      const onnx_import::Subgraph& s = model.subgraphs[i];
+      if (!entry.is_object() || entry.value("name", "") != s.name) continue;
+      const std::string program = out + "/" + s.name + "/program.mg";
+      if (std::filesystem::exists(program) &&
+          graph::readFileText(program) == graph::programToText(s.program)) {
+        finished[i] = entry;
+      }
+    }
+  }
+  return finished;
+}
+
+// Rank 0: puts a subgraph's folder in place (a scratch folder, then one rename).
+void installFolder(const std::string& out, const std::string& name, const std::string& files) {
+  const std::string staging = out + "/.staging-" + name;
+  std::filesystem::remove_all(staging);
+  distributed::unpackFolder(files, staging);
+  std::filesystem::remove_all(out + "/" + name);
+  std::filesystem::rename(staging, out + "/" + name);
+}
+
+std::string encodeOutcome(const SubgraphOutcome& outcome) {
+  const std::string entry = outcome.entry.dump();
+  return std::to_string(entry.size()) + "\n" + entry + outcome.files;
+}
+
+SubgraphOutcome decodeOutcome(const std::string& bytes) {
+  const size_t newline = bytes.find('\n');
+  const size_t size = std::stoull(bytes.substr(0, newline));
+  return {nlohmann::json::parse(bytes.substr(newline + 1, size)), bytes.substr(newline + 1 + size)};
+}
+
+// Per rank: the subgraphs it searched, the threads its searches used, its busy time and when
+// it finished its last subgraph.
+nlohmann::json ranksJson(const std::vector<distributed::RankShare>& shares,
+                         const std::map<size_t, nlohmann::json>& finished) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t r = 0; r < shares.size(); ++r) {
+    int threads = 0;
+    for (const auto& [index, entry] : finished) {
+      if (entry.value("rank", -1) == static_cast<int>(r)) {
+        threads = std::max(threads, entry.value("threads", 0));
+      }
+    }
+    ranks.push_back({{"threads", threads},
+                     {"subgraphs", shares[r].items},
+                     {"busy_seconds", shares[r].busySeconds},
+                     {"seconds", shares[r].seconds}});
+  }
+  return ranks;
+}
+
+// The subgraphs not finished, as rank 0 (which read the summary for --resume) lists them, on
+// every rank: with each search spread, every rank goes through them.
+std::vector<int> subgraphsToSearch(size_t total, const std::map<size_t, nlohmann::json>& finished) {
+  std::string todo;
+  for (size_t i = 0; i < total; ++i) {
+    if (!finished.count(i)) todo += std::to_string(i) + " ";
+  }
+  std::istringstream dealt(distributed::broadcast(todo));
+  std::vector<int> items;
+  for (int item = 0; dealt >> item;) items.push_back(item);
+  return items;
 }
 
 }  // namespace
 
-ModelRun runModel(const RunOptions& callerOptions) {
-  const RunOptions options = onThisRank(callerOptions);
-  if (!options.checkpoint.empty() || options.resume) {
-    throw UserError("--checkpoint", "applies to one program, not to a model's subgraphs");
+ModelRun runModel(const RunOptions& options) {
+  if (!options.checkpoint.empty()) {
+    throw UserError("--checkpoint",
+                    "applies to one program; a model resumes its finished subgraphs from --out "
+                    "with --resume");
   }
-  const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(options.profile);
   const onnx_import::ImportedModel model = onnx_import::importModel(
       options.program, dimPins(options.dims), dimRanges(options.dimRanges));
+  const distributed::Spread spread = [&] {
+    try {
+      return distributed::chooseSpread(options.spread, model.subgraphs.size(),
+                                       distributed::ranks());
+    } catch (const std::invalid_argument& e) {
+      throw UserError("--spread", e.what());
+    }
+  }();
+  // Whole subgraphs: every rank writes (into scratch folders) and profiles its own; each search
+  // spread: rank 0 alone (driver/run_options.h).
+  const RunOptions ranked =
+      spread == distributed::Spread::kWholeItems ? options : onThisRank(options);
+  const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(ranked.profile);
   ModelRun run;
-  const nlohmann::json unsupported = onnx_import::leftOutJson(model);
   const size_t total = model.subgraphs.size();
   run.summary = {{"model", model.path},
                  {"opset", model.opset},
                  {"subgraphs_total", total},
                  {"subgraphs", nlohmann::json::array()},
-                 {"unsupported", unsupported}};
-  // Written before the first search and again after each subgraph, so a run that stops
-  // part way leaves the summary of every subgraph it finished.
+                 {"unsupported", onnx_import::leftOutJson(model)}};
+  std::map<size_t, nlohmann::json> finished;
+  if (options.resume && distributed::isRoot()) finished = finishedBefore(model, options.out);
+  // Written before the first search and again after each subgraph, in subgraph order, so a run
+  // that stops part way leaves the summary of every subgraph it finished.
   const auto writeSummary = [&] {
-    if (options.out.empty()) return;
+    run.summary["subgraphs"] = nlohmann::json::array();
+    for (const auto& [index, entry] : finished) run.summary["subgraphs"].push_back(entry);
+    if (options.out.empty() || !distributed::isRoot()) return;
     std::filesystem::create_directories(options.out);
     graph::writeFileAtomic(options.out + "/summary.json", run.summary.dump(2) + "\n");
   };
   writeSummary();
-  for (size_t i = 0; i < total; ++i) {
-    const std::string label = "[" + std::to_string(i + 1) + "/" + std::to_string(total) + "] ";
-    run.summary["subgraphs"].push_back(
-        runSubgraph(model.subgraphs[i], label, options, gpu.get(), run));
-    writeSummary();
+  if (distributed::isRoot() && !finished.empty()) {
+    std::cerr << "resuming: " << finished.size() << " of " << total
+              << " subgraphs already finished under " << options.out << "\n";
   }
+  distributed::WorkItems work;
+  work.items = subgraphsToSearch(total, finished);
+  work.run = [&](int item) {
+    return std::any(runSubgraph(model.subgraphs[item], ranked, gpu.get()));
+  };
+  work.encode = [](const std::any& r) {
+    return encodeOutcome(std::any_cast<const SubgraphOutcome&>(r));
+  };
+  work.decode = [](const std::string& bytes) { return std::any(decodeOutcome(bytes)); };
+  work.collect = [&](int item, std::any&& result, double seconds) {
+    SubgraphOutcome outcome = std::any_cast<SubgraphOutcome&&>(std::move(result));
+    const std::string& name = model.subgraphs[item].name;
+    if (!options.out.empty()) installFolder(options.out, name, outcome.files);
+    finished[item] = std::move(outcome.entry);
+    writeSummary();
+    std::cerr << "[" << finished.size() << "/" << total << "] "
+              << finishedLine(finished[item], seconds) << "\n";
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<distributed::RankShare> shares = distributed::runItems(work, spread);
+  // Every rank ends with rank 0's summary, so every rank's exit code is rank 0's.
+  if (distributed::isRoot()) {
+    run.summary["spread"] = distributed::spreadName(spread);
+    run.summary["seconds"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.summary["ranks"] = ranksJson(shares, finished);
+  }
+  writeSummary();
+  run.summary = nlohmann::json::parse(distributed::broadcast(run.summary.dump()));
+  countOutcomes(run);
   return run;
 }
 

@@ -18,6 +18,11 @@ void* findSymbol(void* library, std::initializer_list<const char*> names) {
 }  // namespace
 
 std::unique_ptr<CudaDriver> CudaDriver::open(std::string& whyNot, int ordinal) {
+  return open(whyNot, [ordinal](int) { return ordinal; });
+}
+
+std::unique_ptr<CudaDriver> CudaDriver::open(std::string& whyNot,
+                                             const std::function<int(int deviceCount)>& choose) {
   std::unique_ptr<CudaDriver> driver(new CudaDriver());
   driver->library_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!driver->library_) {
@@ -38,8 +43,14 @@ std::unique_ptr<CudaDriver> CudaDriver::open(std::string& whyNot, int ordinal) {
     return nullptr;
   }
   int count = 0;
-  if (driver->deviceGetCount(&count) != CUDA_SUCCESS || count <= ordinal) {
+  if (driver->deviceGetCount(&count) != CUDA_SUCCESS || count <= 0) {
     whyNot = "no CUDA device on this machine";
+    return nullptr;
+  }
+  const int ordinal = choose(count);
+  if (ordinal < 0 || ordinal >= count) {
+    whyNot = "no CUDA device " + std::to_string(ordinal) + " (this machine has " +
+             std::to_string(count) + ")";
     return nullptr;
   }
   try {

@@ -6,6 +6,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -56,6 +57,9 @@ class CudaDriver {
   // Returns null and sets `whyNot` ("no CUDA driver (libcuda.so.1 not found)", "no CUDA
   // device", ...) where that is impossible.
   static std::unique_ptr<CudaDriver> open(std::string& whyNot, int ordinal = 0);
+  // The same for the device `choose` picks from the number of devices.
+  static std::unique_ptr<CudaDriver> open(std::string& whyNot,
+                                          const std::function<int(int deviceCount)>& choose);
   ~CudaDriver();
   CudaDriver(const CudaDriver&) = delete;
   CudaDriver& operator=(const CudaDriver&) = delete;

@@ -4,7 +4,10 @@
 # profiled (`onnx`), and the benchmark against PyTorch; `dataset` checks and times the
 # equivalent-PTX dataset scripts/dataset_must_show.sh built (not part of `all`); `replays`
 # benchmarks replay folders made on the development machine (REPLAYS, CASE or CASE.LABEL
-# each), and `ncu` profiles the schedules NCU_SCHEDULES names (neither is part of `all`).
+# each), and `ncu` profiles the schedules NCU_SCHEDULES names (neither is part of `all`);
+# `distributed` measures gqa, the decoder-block model and a 10-program dataset over 1, 2, 4
+# and 8 MPI ranks against one process with every core (docs/distributed_search.md; not part of
+# `all`; it says so plainly when this machine has no mpirun or the binary cannot load its MPI).
 # Results land in $OUT (or ./device_out). BENCH_ARGS: extra gpu_bench.py arguments (--cases, --no-compile).
 # ONNX_MODELS: the models of tests/onnx_import/models the onnx step searches (default: all exported ones).
 set -uo pipefail
@@ -206,4 +209,24 @@ if [[ $step == ncu ]]; then
     grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|hmma_cycles_active|Stall|Issued Ipc|Registers Per|Achieved Occupancy" \
       "$out/ncu_$name.txt" | head -30
   done
+fi
+
+if [[ $step == distributed ]]; then
+  # The table of docs/distributed_search.md on this machine's cores. Each run's wall time, load
+  # average and output digest land in $out/distributed_*.json; DISTRIBUTED_RANKS overrides 1,2,4,8.
+  echo "== distributed ($(nproc) cores)"
+  if ldd "$mg" | grep -q "not found"; then
+    echo "distributed: $mg cannot load its libraries here:"; ldd "$mg" | grep "not found"
+  else
+    command -v mpirun >/dev/null || echo "distributed: no mpirun on this machine: the MPI rows are not run, only the single-process ones"
+    ranks=${DISTRIBUTED_RANKS:-1,2,4,8}
+    python3 tools/python/distributed_bench.py --binary "$mg" --kind program --program gqa \
+      --search-args="--max-kernels 2" --ranks "$ranks" --out "$out/distributed_gqa.json"
+    python3 tools/python/distributed_bench.py --binary "$mg" --kind model \
+      --program tests/onnx_import/models/decoder_block.onnx --search-args="--max-kernels 2" \
+      --spreads items,searches --ranks "$ranks" --out "$out/distributed_decoder_block.json"
+    python3 tools/python/distributed_bench.py --binary "$mg" --kind dataset \
+      --program "tools/bench/dataset_programs/*.mg" --search-args="--max-variants 4" \
+      --spreads items,searches --ranks "$ranks" --out "$out/distributed_dataset.json"
+  fi
 fi

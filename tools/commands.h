@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
 namespace mugraph::tools {
 
@@ -18,6 +19,17 @@ struct Command {
   CLI::App* subcommand;
   std::function<int()> action;
 };
+
+// --spread, for a command with a list of whole jobs (`items`: a model's subgraphs, a dataset's
+// programs) under mpirun: distributed::chooseSpread reads it.
+inline void addSpreadOption(CLI::App* sub, std::string& spread, const std::string& items) {
+  sub->add_option("--spread", spread,
+                  "under mpirun: items (each of the " + items +
+                      " whole on one rank, dealt as ranks finish), searches (one after "
+                      "another, each search over every rank) or auto (items when there are at "
+                      "least as many as ranks)")
+      ->capture_default_str();
+}
 
 Command addShowCommand(CLI::App& app);
 Command addCheckCommand(CLI::App& app);

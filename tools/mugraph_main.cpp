@@ -47,6 +47,14 @@ int run(int argc, char** argv) {
   return kExitBadInput;
 }
 
+// One write per line, so the lines of several ranks failing at once do not interleave; a rank
+// other than 0 names itself (its host may be the one without a GPU, say).
+void sayError(const std::string& kind, const std::string& message) {
+  const int rank = mugraph::distributed::rankInJob();
+  std::cerr << ("mugraph: " + (rank > 0 ? "rank " + std::to_string(rank) + ": " : std::string()) +
+                kind + message + "\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,11 +65,11 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const mugraph::UserError& e) {
     // A message may quote bytes of a corrupted input: they are printed escaped.
-    std::cerr << "mugraph: error: " << mugraph::graph::escapeForDisplay(e.what()) << "\n";
+    sayError("error: ", mugraph::graph::escapeForDisplay(e.what()));
     mugraph::distributed::abortAll(mugraph::tools::kExitBadInput);
     return mugraph::tools::kExitBadInput;
   } catch (const std::exception& e) {
-    std::cerr << "mugraph: internal error: " << mugraph::graph::escapeForDisplay(e.what()) << "\n";
+    sayError("internal error: ", mugraph::graph::escapeForDisplay(e.what()));
     mugraph::distributed::abortAll(mugraph::tools::kExitInternalError);
     return mugraph::tools::kExitInternalError;
   }

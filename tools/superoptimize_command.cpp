@@ -110,7 +110,10 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_option("--checkpoint-interval", o->checkpointInterval, "seconds between checkpoints")
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str();
-  sub->add_flag("--resume", o->resume, "continue the search saved in --checkpoint");
+  sub->add_flag("--resume", o->resume,
+                "continue the search saved in --checkpoint; for a model, keep the subgraphs "
+                "already finished under --out and search the rest");
+  addSpreadOption(sub, o->spread, "model's subgraphs, searched");
   sub->add_flag(
       "--profile", o->profile,
       "rank variants by their measured GPU time (generated, checked and timed on the GPU); a "

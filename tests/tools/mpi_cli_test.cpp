@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,35 @@ Outputs readOutputs(const fs::path& dir) {
   return outputs;
 }
 
+// Every file under `dir`, byte for byte, but each summary.json (a model's, and each subgraph's)
+// without what depends on the ranks and the clock.
+std::map<std::string, std::string> filesWithoutTimes(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const fs::directory_entry& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string relative = fs::relative(entry.path(), dir).string();
+    std::string contents = readWholeFile(entry.path().string());
+    if (entry.path().filename() == "summary.json") {
+      nlohmann::json summary = nlohmann::json::parse(contents);
+      for (const char* varies : {"seconds", "ranks", "oracle", "work", "spread"}) {
+        summary.erase(varies);
+      }
+      if (summary.contains("subgraphs")) {
+        nlohmann::json subgraphs = nlohmann::json::array();
+        for (nlohmann::json subgraph : summary.at("subgraphs")) {
+          subgraph.erase("seconds");
+          subgraph.erase("rank");
+          subgraphs.push_back(subgraph);
+        }
+        summary["subgraphs"] = subgraphs;
+      }
+      contents = summary.dump();
+    }
+    files[relative] = contents;
+  }
+  return files;
+}
+
 class MpiCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -69,6 +99,40 @@ class MpiCli : public ::testing::Test {
   std::string mpirun(int ranks, const std::string& launch = "") const {
     return mpiexec_ + " -np " + std::to_string(ranks) +
            " --oversubscribe --allow-run-as-root --bind-to none " + launch;
+  }
+  // mpirun's launch prefix under which rank 1 kills itself once the shell test `condition`
+  // holds: the run is then part way.
+  static std::string killRankOneOnce(const std::string& condition) {
+    return "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (until " + condition +
+           "; do sleep 0.05; done; kill -9 $$) & fi; exec \"$0\" \"$@\"'";
+  }
+  // The environment of a run whose rank is killed: its scratch folders (TMPDIR), which the killed
+  // rank cannot remove, go under the test's own.
+  std::string killedRanksScratch() const {
+    return "TMPDIR=" + scratch_.string();
+  }
+  // Runs `command(out)` as one process, then under 1, 2 and 3 ranks, expecting every file of
+  // the one process from each; `check` looks at each MPI run too. Returns the files.
+  std::map<std::string, std::string> expectTheFilesOfOneProcessOverRanks(
+      const std::function<std::string(const std::string& out)>& command,
+      const std::function<void(int ranks, const CliResult& r, const fs::path& out)>& check) {
+    const CliResult alone = runMugraph(command("alone"), scratch_.string());
+    EXPECT_EQ(alone.exitCode, 0) << alone.err;
+    const std::map<std::string, std::string> expected = filesWithoutTimes(scratch_ / "alone");
+    for (int ranks : {1, 2, 3}) {
+      const std::string out = "ranks" + std::to_string(ranks);
+      const CliResult r = runMugraph(command(out), scratch_.string(), "", mpirun(ranks));
+      EXPECT_EQ(r.exitCode, 0) << ranks << " ranks: " << r.err;
+      EXPECT_EQ(filesWithoutTimes(scratch_ / out), expected) << ranks << " ranks";
+      check(ranks, r, scratch_ / out);
+    }
+    return expected;
+  }
+  std::string modelSearch(const std::string& out) const {
+    return "superoptimize '" + std::string(MUGRAPH_SOURCE_DIR) +
+           "/tests/onnx_import/models/decoder_block.onnx' --threads 1 --max-kernels 2 "
+           "--max-variants 2 --out " +
+           (scratch_ / out).string();
   }
   std::string search(const std::string& out) const {
     return "superoptimize " + program_ + " --threads 1 --max-kernels 3 --max-variants 6 --out " +
@@ -105,9 +169,7 @@ TEST_F(MpiCli, KilledRankFailsTheRunAndResumeEndsWithTheSameResult) {
   ASSERT_EQ(alone.exitCode, 0) << alone.err;
   const std::string checkpoint = (scratch_ / "search.ckpt").string();
   // Rank 1 kills itself once rank 0 has written a checkpoint: the search is then part way.
-  const std::string killRankOne =
-      "sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (while [ ! -s " + checkpoint +
-      " ]; do sleep 0.1; done; kill -9 $$) & fi; exec \"$0\" \"$@\"'";
+  const std::string killRankOne = killRankOneOnce("[ -s " + checkpoint + " ]");
   const std::string withCheckpoint = " --checkpoint " + checkpoint + " --checkpoint-interval 0.2";
   const CliResult killed =
       runMugraph(search("killed") + withCheckpoint, scratch_.string(), "", mpirun(2, killRankOne));
@@ -135,8 +197,91 @@ TEST_F(MpiCli, KilledRankFailsTheRunAndResumeEndsWithTheSameResult) {
             summary.at("subtrees").get<int>());
 }
 
-// A dataset's searches spread over the ranks; rank 0 writes it, byte for byte as one process
-// does (manifest.jsonl holds every file's SHA-256).
+// A model's subgraphs dealt out whole to the ranks: every file is the file of one process.
+TEST_F(MpiCli, AModelsSubgraphsOverOneTwoAndThreeRanksWriteWhatOneProcessWrites) {
+  const auto command = [&](const std::string& out) { return modelSearch(out); };
+  const auto check = [](int ranks, const CliResult& r, const fs::path& out) {
+    // Rank 0 prints one line per subgraph, and the summary records every rank.
+    size_t lines = 0;
+    for (size_t at = r.err.find("/4] "); at != std::string::npos; at = r.err.find("/4] ", at + 1)) {
+      ++lines;
+    }
+    EXPECT_EQ(lines, 4u) << r.err;
+    const nlohmann::json summary =
+        nlohmann::json::parse(readWholeFile((out / "summary.json").string()));
+    EXPECT_EQ(summary.at("spread"), "items");
+    ASSERT_EQ(summary.at("ranks").size(), static_cast<size_t>(ranks));
+    int subgraphs = 0;
+    for (const nlohmann::json& rank : summary.at("ranks")) {
+      subgraphs += rank.at("subgraphs").get<int>();
+      EXPECT_EQ(rank.at("threads"), rank.at("subgraphs").get<int>() > 0 ? 1 : 0) << summary.dump();
+    }
+    EXPECT_EQ(subgraphs, 4);
+  };
+  EXPECT_GT(expectTheFilesOfOneProcessOverRanks(command, check).size(), 8u);
+}
+
+TEST_F(MpiCli, AModelWhoseRankIsKilledResumesItsUnfinishedSubgraphs) {
+  const auto args = [&](const std::string& out) { return modelSearch(out); };
+  const CliResult alone = runMugraph(args("alone"), scratch_.string());
+  ASSERT_EQ(alone.exitCode, 0) << alone.err;
+  // Rank 1 kills itself once rank 0 has put a first subgraph's folder in place.
+  const std::string firstFolder = (scratch_ / "killed" / "node_*" / "program.mg").string();
+  const std::string killRankOne = killRankOneOnce("ls " + firstFolder + " >/dev/null 2>&1");
+  const CliResult killed =
+      runMugraph(args("killed"), scratch_.string(), killedRanksScratch(), mpirun(2, killRankOne));
+  ASSERT_NE(killed.exitCode, 0) << killed.err;
+  EXPECT_NE(killed.err.find("--resume"), std::string::npos) << killed.err;
+  const nlohmann::json before =
+      nlohmann::json::parse(readWholeFile((scratch_ / "killed" / "summary.json").string()));
+  const size_t kept = before.at("subgraphs").size();
+  EXPECT_GE(kept, 1u);
+  EXPECT_LT(kept, 4u) << "the kill came after the run";
+
+  const CliResult resumed =
+      runMugraph(args("killed") + " --resume", scratch_.string(), "", mpirun(2));
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming: " + std::to_string(kept) + " of 4"), std::string::npos)
+      << resumed.err;
+  EXPECT_EQ(filesWithoutTimes(scratch_ / "killed"), filesWithoutTimes(scratch_ / "alone"));
+  // Only the subgraphs the killed run had not finished were searched again.
+  const nlohmann::json after =
+      nlohmann::json::parse(readWholeFile((scratch_ / "killed" / "summary.json").string()));
+  int searched = 0;
+  for (const nlohmann::json& rank : after.at("ranks")) searched += rank.at("subgraphs").get<int>();
+  EXPECT_EQ(static_cast<size_t>(searched) + kept, 4u);
+}
+
+// A dataset's programs dealt out whole: every file (manifest.jsonl holds every file's SHA-256)
+// is the file of one process; a run whose rank is killed resumes to that same dataset.
+TEST_F(MpiCli, ADatasetsProgramsOverRanksAndAfterAKillAreTheDatasetOfOneProcess) {
+  const std::string programs = std::string(MUGRAPH_SOURCE_DIR) + "/tools/bench/dataset_programs/";
+  const auto args = [&](const std::string& out) {
+    return "dataset " + programs + "gemm_32x128x128.mg " + programs + "gemm_64x128x64.mg " +
+           programs + "gemm_silu_128.mg --threads 1 --max-variants 2 --out " +
+           (scratch_ / out).string();
+  };
+  const auto check = [](int ranks, const CliResult& r, const fs::path&) {
+    EXPECT_NE(r.err.find("dataset: rank " + std::to_string(ranks - 1) + ":"), std::string::npos)
+        << r.err;
+  };
+  const std::map<std::string, std::string> expected =
+      expectTheFilesOfOneProcessOverRanks(args, check);
+  ASSERT_GT(expected.size(), 10u);
+  const std::string manifest = (scratch_ / "killed" / "manifest.jsonl").string();
+  const std::string killRankOne = killRankOneOnce("[ -s " + manifest + " ]");
+  const CliResult killed =
+      runMugraph(args("killed"), scratch_.string(), killedRanksScratch(), mpirun(2, killRankOne));
+  ASSERT_NE(killed.exitCode, 0) << killed.err;
+  const CliResult resumed =
+      runMugraph(args("killed") + " --resume", scratch_.string(), "", mpirun(2));
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("is already in"), std::string::npos) << resumed.err;
+  EXPECT_EQ(filesWithoutTimes(scratch_ / "killed"), expected);
+}
+
+// A dataset's searches spread over the ranks (--spread searches); rank 0 writes it, byte for
+// byte as one process does (manifest.jsonl holds every file's SHA-256).
 TEST_F(MpiCli, DatasetOverTwoRanksIsTheDatasetOfOneProcess) {
   const std::string gemm = (scratch_ / "gemm.mg").string();
   std::ofstream(gemm) << "program small_gemm\n"
@@ -144,7 +289,8 @@ TEST_F(MpiCli, DatasetOverTwoRanksIsTheDatasetOfOneProcess) {
                          "input B f16 [128, 64]\n"
                          "C = matmul(A, B)\n"
                          "output C\n";
-  const std::string args = "dataset " + gemm + " --threads 1 --max-variants 3 --out ";
+  const std::string args =
+      "dataset " + gemm + " --threads 1 --max-variants 3 --spread searches --out ";
   const CliResult alone = runMugraph(args + (scratch_ / "alone").string(), scratch_.string());
   ASSERT_EQ(alone.exitCode, 0) << alone.err;
   const CliResult two =

@@ -87,6 +87,8 @@ TEST_F(SuperoptimizeModelCli, BadModelsExitTwoWithOneLine) {
       {"'" + model("llama_mlp") + "' --dim seq=4", "names no dynamic dim"},
       {"'" + model("llama_mlp_dynamic_seq") + "' --dim s0", "is not name=value"},
       {"'" + model("rmsnorm") + "' --checkpoint c.json", "applies to one program"},
+      {"'" + model("rmsnorm") + "' --resume", "for a model, resumes from --out DIR"},
+      {"'" + model("rmsnorm") + "' --spread ranks", "is none of auto, items, searches"},
   };
   for (const auto& [args, reason] : cases) {
     const CliResult r = run("superoptimize " + args + " --time-limit 1");

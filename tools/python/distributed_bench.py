@@ -1,17 +1,28 @@
-"""Wall time of `mugraph superoptimize` over MPI ranks on one host, against one process.
+"""Wall time of mugraph's commands over MPI ranks on one host, against one process.
 
-    python3 tools/python/distributed_bench.py --program gqa --search-args="--max-kernels 2" \
-        --ranks 1,2,4 --out docs/measurements/distributed_search_2core.json
+    python3 tools/python/distributed_bench.py --kind program --program gqa \
+        --search-args="--max-kernels 2" --ranks 1,2,4,8 --out docs/measurements/x.json
+    python3 tools/python/distributed_bench.py --kind model \
+        --program tests/onnx_import/models/decoder_block.onnx --search-args="--max-kernels 2" \
+        --spreads items,searches --ranks 1,2,4,8 --out docs/measurements/y.json
+    python3 tools/python/distributed_bench.py --kind dataset \
+        --program "tools/bench/dataset_programs/*.mg" --search-args="--max-variants 4" \
+        --spreads items,searches --ranks 1,2,4,8 --out docs/measurements/z.json
 
-Runs, in turn: one process with --threads 1, one process with every core (--threads
-$(nproc)), then `mpirun -np N ... --threads 1` for each N of --ranks (oversubscribed where N
-exceeds the cores). Every run writes its variants; a digest of their files (all but summary.json) is
-compared with the first run's, so the table also shows the outputs are identical (with a
---time-limit they need not be: each run finishes the subtrees it reaches in time).
-Prints a table; the JSON holds each run's wall time and its summary's "work" and "ranks"
-(docs/distributed_search.md models larger machines from them).
+--kind program runs `mugraph superoptimize PROGRAM`, model `mugraph superoptimize MODEL.onnx`,
+dataset `mugraph dataset PROGRAMS...` (a glob). Runs, in turn: one process with --threads 1,
+one process with every core (--threads $(nproc)), then `mpirun -np N ... --threads 1` for each N
+of --ranks (oversubscribed where N exceeds the cores) and, for a model or a dataset, each
+--spread of --spreads (items: whole subgraphs or programs dealt to the ranks; searches: one
+after another, each search over every rank). Every run writes its outputs; a digest of their
+files (summary.json files left out: they hold times) is compared with the first run's, so the
+table also shows the outputs are identical (with a --time-limit they need not be). The load
+average before and after each run is recorded: on a shared machine it says how far to trust a
+number. Without mpirun on PATH (or with a binary built without MPI) the MPI rows are reported
+as not run, and the reason is printed and stored in the JSON.
 """
 import argparse
+import glob
 import hashlib
 import json
 import os
@@ -23,75 +34,120 @@ import time
 
 
 def outputs_digest(out_dir):
-    """One SHA-256 over every written file but summary.json, with its path."""
+    """One SHA-256 over every written file but summary.json files, with its path."""
     files = {}
     for root, _, names in os.walk(out_dir):
         for name in names:
-            path = os.path.join(root, name)
-            rel = os.path.relpath(path, out_dir)
-            if rel == "summary.json":
+            if name == "summary.json":
                 continue
+            path = os.path.join(root, name)
             with open(path, "rb") as f:
-                files[rel] = hashlib.sha256(f.read()).hexdigest()
+                files[os.path.relpath(path, out_dir)] = hashlib.sha256(f.read()).hexdigest()
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
-def run(binary, program, search_args, threads, ranks, out_dir):
-    command = [binary, "superoptimize", program, "--threads", str(threads), "--json",
-               "--out", out_dir] + search_args
+def command_for(args, programs, threads, ranks, spread, out_dir):
+    if args.kind == "dataset":
+        command = [args.binary, "dataset"] + programs + ["--out", out_dir]
+    else:
+        command = [args.binary, "superoptimize"] + programs + ["--json", "--out", out_dir]
+    command += ["--threads", str(threads)] + args.search_args.split()
+    if spread:
+        command += ["--spread", spread]
     if ranks > 0:
         command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--allow-run-as-root",
                    "--bind-to", "none"] + command
+    return command
+
+
+def run(args, programs, threads, ranks, spread, out_dir):
+    command = command_for(args, programs, threads, ranks, spread, out_dir)
+    load_before = os.getloadavg()[0]
     start = time.monotonic()
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wall = time.monotonic() - start
-    if done.returncode != 0:
-        sys.exit("failed: " + " ".join(command) + "\n" + done.stderr)
-    summary = json.loads(done.stdout)
-    return {"command": " ".join(command), "ranks": max(ranks, 1), "threads_per_rank": threads,
-            "wall_seconds": wall, "search_seconds": summary["seconds"], "work": summary["work"],
-            "rank_work": summary["ranks"], "variants": [v["name"] for v in summary["variants"]],
-            "states": summary["states"], "subtrees_completed": summary["subtrees_completed"],
-            "subtrees": summary["subtrees"], "outputs_sha256": outputs_digest(out_dir)}
+    result = {"command": " ".join(command), "ranks": max(ranks, 1), "threads_per_rank": threads,
+              "spread": spread, "wall_seconds": wall, "load_average_before": load_before,
+              "load_average_after": os.getloadavg()[0], "exit_code": done.returncode}
+    if done.returncode not in (0, 1):
+        result["error"] = done.stderr.strip().splitlines()[-3:]
+        return result
+    if args.kind == "dataset":
+        with open(os.path.join(out_dir, "manifest.jsonl"), "rb") as f:
+            result["manifest_sha256"] = hashlib.sha256(f.read()).hexdigest()
+    else:
+        summary = json.loads(done.stdout)
+        for key in ("seconds", "ranks", "work", "states", "subtrees", "subtrees_completed"):
+            if key in summary:
+                result[key] = summary[key]
+    result["outputs_sha256"] = outputs_digest(out_dir)
+    return result
+
+
+def why_no_mpi(binary):
+    """Why the MPI rows cannot run here, or None."""
+    if shutil.which("mpirun") is None:
+        return "mpirun is not on PATH (install openmpi-bin, and build with libopenmpi-dev)"
+    probe = subprocess.run(["mpirun", "-np", "2", "--oversubscribe", "--allow-run-as-root",
+                            binary, "--version"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    if probe.returncode != 0:
+        return "mpirun -np 2 mugraph --version failed: " + probe.stdout.strip()[-300:]
+    return None
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", default="build/bin/mugraph")
-    parser.add_argument("--program", default="gqa")
-    parser.add_argument("--search-args", default="", help="more flags for superoptimize")
-    parser.add_argument("--ranks", default="1,2,4")
+    parser.add_argument("--kind", choices=["program", "model", "dataset"], default="program")
+    parser.add_argument("--program", default="gqa",
+                        help="built-in name or file; a model; for a dataset, a glob")
+    parser.add_argument("--search-args", default="", help="more flags for the command")
+    parser.add_argument("--ranks", default="1,2,4,8")
+    parser.add_argument("--spreads", default="items",
+                        help="for a model or a dataset: --spread values to run under mpirun")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     cores = os.cpu_count()
-    search_args = args.search_args.split()
-    configs = [("1 process, 1 thread", 1, 0), (f"1 process, {cores} threads", cores, 0)]
-    configs += [(f"mpirun -np {n}, 1 thread each", 1, n) for n in map(int, args.ranks.split(","))]
+    programs = sorted(glob.glob(args.program)) if args.kind == "dataset" else [args.program]
+    if not programs:
+        sys.exit(f"no program matches {args.program}")
+    spreads = args.spreads.split(",") if args.kind != "program" else [""]
+    configs = [("1 process, 1 thread", 1, 0, ""), (f"1 process, {cores} threads", cores, 0, "")]
+    no_mpi = why_no_mpi(args.binary)
+    if no_mpi:
+        print(f"distributed_bench: MPI rows not run: {no_mpi}", file=sys.stderr)
+    else:
+        for n in map(int, args.ranks.split(",")):
+            for spread in spreads:
+                label = f"mpirun -np {n}" + (f", --spread {spread}" if spread else "")
+                configs.append((label, 1, n, spread))
     scratch = tempfile.mkdtemp(prefix="mugraph_distributed_bench_")
     runs = []
     try:
-        for i, (label, threads, ranks) in enumerate(configs):
-            result = run(args.binary, args.program, search_args, threads, ranks,
-                         os.path.join(scratch, str(i)))
+        for i, (label, threads, ranks, spread) in enumerate(configs):
+            result = run(args, programs, threads, ranks, spread, os.path.join(scratch, str(i)))
             result["config"] = label
             result["identical_to_first"] = (
-                result["outputs_sha256"] == runs[0]["outputs_sha256"] if runs else True)
+                runs and "outputs_sha256" in result and
+                result["outputs_sha256"] == runs[0].get("outputs_sha256")) or not runs
             runs.append(result)
-            print(f"{label:32s} {result['wall_seconds']:8.1f} s", file=sys.stderr)
+            print(f"{label:34s} {result['wall_seconds']:8.1f} s  load "
+                  f"{result['load_average_before']:.1f}", file=sys.stderr)
     finally:
         shutil.rmtree(scratch)
-    print(f"{'configuration':32s} {'wall s':>8s} {'speedup':>8s} {'enum s':>8s} {'states':>9s}"
-          f" {'subtrees':>11s} {'verify s':>9s} {'merge s':>8s}  identical")
+    print(f"{'configuration':34s} {'wall s':>8s} {'speedup':>8s} {'load':>5s}  identical")
     for r in runs:
-        w = r["work"]
-        print(f"{r['config']:32s} {r['wall_seconds']:8.1f} "
+        print(f"{r['config']:34s} {r['wall_seconds']:8.1f} "
               f"{runs[0]['wall_seconds'] / r['wall_seconds']:8.2f} "
-              f"{w['enumeration_seconds']:8.1f} {r['states']:9d} "
-              f"{r['subtrees_completed']:5d}/{r['subtrees']:<5d} {w['verification_seconds']:9.1f} "
-              f"{w['merge_seconds']:8.2f}  {'yes' if r['identical_to_first'] else 'NO'}")
+              f"{r['load_average_before']:5.1f}  "
+              f"{'error' if 'error' in r else 'yes' if r['identical_to_first'] else 'NO'}")
+    if no_mpi:
+        print(f"MPI rows not run: {no_mpi}")
     with open(args.out, "w") as f:
-        json.dump({"host": os.uname().nodename, "cores": cores, "program": args.program,
-                   "search_args": args.search_args, "runs": runs}, f, indent=1)
+        json.dump({"host": os.uname().nodename, "cores": cores, "kind": args.kind,
+                   "program": args.program, "search_args": args.search_args,
+                   "mpi": no_mpi or "mpirun found", "runs": runs}, f, indent=1)
         f.write("\n")
 
 
