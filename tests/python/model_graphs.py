@@ -100,3 +100,22 @@ def decode_case(model, context, vocab):
                  cache_position=position).logits
 
     return step, restore
+
+
+def add_case_arguments(parser):
+    """The models, sizes, cases and search time of a whole-model run (model_bench.py,
+    model_search.py)."""
+    parser.add_argument("--models", default="llama,qwen3,mistral")
+    parser.add_argument("--hidden", type=int, default=2048)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=32000)
+    parser.add_argument("--prefill", default="512,2048")
+    parser.add_argument("--decode", default="4096")
+    parser.add_argument("--time-limit", type=int, default=60, help="search seconds per subgraph")
+
+
+def cases(args):
+    """(label, case function, size) for each prefill and decode length of the arguments."""
+    found = [(f"prefill {t}", prefill_case, int(t)) for t in args.prefill.split(",") if t]
+    found += [(f"decode {c}", decode_case, int(c)) for c in args.decode.split(",") if c]
+    return found

@@ -105,13 +105,7 @@ def cached_compile_s(model, step, restore, args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
-    parser.add_argument("--models", default="llama,qwen3,mistral")
-    parser.add_argument("--hidden", type=int, default=2048)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--vocab", type=int, default=32000)
-    parser.add_argument("--prefill", default="512,2048")
-    parser.add_argument("--decode", default="4096")
-    parser.add_argument("--time-limit", type=int, default=60, help="search seconds per subgraph")
+    model_graphs.add_case_arguments(parser)
     parser.add_argument("--no-compile", action="store_true")
     parser.add_argument("--mugraph-rest", default="inductor", choices=rest.RUNNERS,
                         help="how the mugraph row runs the nodes it leaves to PyTorch")
@@ -123,11 +117,7 @@ def main():
     for name in args.models.split(","):
         model = model_graphs.causal_lm(name, device="cuda", hidden=args.hidden,
                                        layers=args.layers, vocab=args.vocab)
-        cases = [(f"prefill {t}", model_graphs.prefill_case, int(t))
-                 for t in args.prefill.split(",") if t]
-        cases += [(f"decode {c}", model_graphs.decode_case, int(c))
-                  for c in args.decode.split(",") if c]
-        for label, make, value in cases:
+        for label, make, value in model_graphs.cases(args):
             args.value = value
             result = run_case(name, model, label, make, args, None)
             results.append(result)

@@ -30,13 +30,7 @@ import model_graphs  # noqa: E402
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default="llama,qwen3,mistral")
-    parser.add_argument("--hidden", type=int, default=2048)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--vocab", type=int, default=32000)
-    parser.add_argument("--prefill", default="512,2048")
-    parser.add_argument("--decode", default="4096")
-    parser.add_argument("--time-limit", type=int, default=60, help="search seconds per subgraph")
+    model_graphs.add_case_arguments(parser)
     parser.add_argument("--target", default="sm_90", choices=("sm_90", "sm_80"))
     parser.add_argument("--list", action="store_true",
                         help="only list each case's subgraph programs and whether they are cached")
@@ -50,7 +44,7 @@ def main():
     for name in args.models.split(","):
         model = model_graphs.causal_lm(name, hidden=args.hidden, layers=args.layers,
                                        vocab=args.vocab)
-        for label, make, value in cases_of(model, args):
+        for label, make, value in model_graphs.cases(args):
             start = time.monotonic()
             step, restore = make(model, value, args.vocab)
             if restore:
@@ -75,14 +69,6 @@ def main():
     return 0
 
 
-def cases_of(model, args):
-    cases = [(f"prefill {t}", model_graphs.prefill_case, int(t))
-             for t in args.prefill.split(",") if t]
-    cases += [(f"decode {c}", model_graphs.decode_case, int(c))
-              for c in args.decode.split(",") if c]
-    return cases
-
-
 def list_programs(args):
     from mugraph import _capi, cache, fx_graph
 
@@ -90,7 +76,7 @@ def list_programs(args):
     for name in args.models.split(","):
         model = model_graphs.causal_lm(name, device=args.device, hidden=args.hidden,
                                        layers=args.layers, vocab=args.vocab)
-        for label, make, value in cases_of(model, args):
+        for label, make, value in model_graphs.cases(args):
             step, restore = make(model, value, args.vocab)
             if restore:
                 restore()
