@@ -188,10 +188,22 @@ def compile_graph(gm, example_inputs, config):
         return gm
 
 
+def aot(forward_compiler):
+    """AOTAutograd as the backend applies it, handing forward_compiler the aten graph.
+
+    An input the model mutates (a KV cache's index_copy_) stays mutated in the graph, as a
+    final copy_ into the input, as torch.compile's own Inductor backend keeps it: Inductor then
+    writes the one new position in place. Without it the graph returns a new copy of every
+    cache, and a wrapper outside the graph copies each back, reading and writing the whole
+    cache twice per step."""
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(fw_compiler=forward_compiler, keep_inference_input_mutations=True)
+
+
 def mugraph_backend(gm, example_inputs, **options):
     """The backend torch.compile finds by name (entry point torch_dynamo_backends)."""
     from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
 
     config = Config.from_torch_compile(**options)
 
@@ -199,7 +211,7 @@ def mugraph_backend(gm, example_inputs, **options):
         compiled = compile_graph(aten_gm, aten_inputs, config)
         return make_boxed_func(compiled)
 
-    return aot_autograd(fw_compiler=forward_compiler)(gm, example_inputs)
+    return aot(forward_compiler)(gm, example_inputs)
 
 
 def compile(model, example_inputs=None, **options):

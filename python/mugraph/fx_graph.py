@@ -465,6 +465,11 @@ def to_graph_json(gm, name="fx"):
         translate = _TRANSLATIONS.get(packet)
         if node.target is operator.getitem:
             translate = _getitem
+        if translate is None and node.target == torch.ops.aten.copy_.default:
+            w.untranslated[node.name] = (f"writes {node.args[0]} in place (model state such "
+                                         "as a KV cache)")
+            _opaque(w, node)
+            continue
         if translate is None:
             w.untranslated[node.name] = f"no mapping for {_target_name(node)}"
             _opaque(w, node)

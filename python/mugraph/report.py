@@ -17,6 +17,7 @@ def search_line(result, cached):
 
 class GraphReport:
     def __init__(self, gm, writer, partition, decisions=None):
+        self.gm = gm  # the aten graph the report describes
         self.decisions = decisions  # cache file of the measured decisions, or None
         self.earlier = cache.load_json(decisions) if decisions else None
         self.writer = writer

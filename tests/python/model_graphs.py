@@ -36,7 +36,8 @@ def aten_graphs(model, *args, **kwargs):
 def traced_graphs(model, step):
     """The aten-level GraphModules torch.compile hands a backend for step(model)."""
     from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
+
+    from mugraph.backend import aot
 
     graphs = []
 
@@ -45,7 +46,7 @@ def traced_graphs(model, step):
         return make_boxed_func(gm.forward)
 
     torch._dynamo.reset()
-    compiled = torch.compile(model, backend=aot_autograd(fw_compiler=capture), dynamic=False)
+    compiled = torch.compile(model, backend=aot(capture), dynamic=False)
     with torch.no_grad():
         step(compiled)
     return graphs

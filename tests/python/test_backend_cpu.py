@@ -25,6 +25,20 @@ class RmsNormMlp(torch.nn.Module):
         return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
 
 
+class CacheStep(torch.nn.Module):
+    """A decode step's shape of state: a cache buffer written at one position in place, then
+    read whole."""
+
+    def __init__(self, positions=16, width=32):
+        super().__init__()
+        self.register_buffer("cache", torch.randn(positions, width))
+        self.proj = torch.nn.Linear(width, width, bias=False)
+
+    def forward(self, x, position):
+        self.cache.index_copy_(0, position, self.proj(x))
+        return torch.softmax(x @ self.cache.t(), dim=-1)
+
+
 class ConfigTest(unittest.TestCase):
     def test_torch_compile_options_split_between_mugraph_and_inductor(self):
         config = backend.Config.from_torch_compile(
@@ -84,6 +98,43 @@ class CpuBackendTest(unittest.TestCase):
                                      "TorchInductor" if rest == "inductor" else "eager")
                     for out in (first, second):
                         torch.testing.assert_close(out, eager, rtol=1e-4, atol=1e-4)
+            finally:
+                del os.environ["MUGRAPH_CACHE_DIR"]
+
+    def test_a_cache_written_in_place_stays_in_place(self):
+        """The mutation stays in the aten graph (a copy_ into the input, which Inductor does in
+        place), not a new cache returned and copied back outside it; the compiled step leaves
+        the cache as eager leaves it."""
+        import copy
+
+        torch.manual_seed(0)
+        eager_model = CacheStep().eval()
+        model = copy.deepcopy(eager_model)
+        x, position = torch.randn(1, 32), torch.tensor([5])
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["MUGRAPH_CACHE_DIR"] = cache
+            try:
+                for rest in ("inductor", "eager"):
+                    backend.REPORTS.clear()
+                    torch._dynamo.reset()
+                    compiled = torch.compile(model, backend="mugraph", dynamic=False,
+                                             options={"time_limit": 3, "max_variants": 1,
+                                                      "rest": rest, "verbose": False})
+                    for step in range(2):
+                        x = torch.randn(1, 32)
+                        position = torch.tensor([3 + 4 * step])
+                        with torch.no_grad():
+                            got, expected = compiled(x, position), eager_model(x, position)
+                        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+                        torch.testing.assert_close(model.cache, eager_model.cache)
+                    (graph_report,) = backend.REPORTS
+                    fx = graph_report.gm.graph
+                    copies = [n for n in fx.nodes if n.target == torch.ops.aten.copy_.default]
+                    self.assertEqual(len(copies), 1, "the cache's update stays in the graph")
+                    self.assertIn("in place", graph_report.writer.untranslated[copies[0].name])
+                    (out,) = [n for n in fx.nodes if n.op == "output"]
+                    shapes = [tuple(a.meta["val"].shape) for a in out.args[0]]
+                    self.assertNotIn((16, 32), shapes, "the graph does not return the cache")
             finally:
                 del os.environ["MUGRAPH_CACHE_DIR"]
 

@@ -64,7 +64,8 @@ def _dtype_name(t):
 def traced_with_inputs(model, **kwargs):
     """(aten GraphModule, its real arguments) of model(**kwargs) under torch.compile."""
     from functorch.compile import make_boxed_func
-    from torch._dynamo.backends.common import aot_autograd
+
+    from mugraph.backend import aot
 
     got = []
 
@@ -75,7 +76,7 @@ def traced_with_inputs(model, **kwargs):
         return make_boxed_func(run)
 
     torch._dynamo.reset()
-    compiled = torch.compile(model, backend=aot_autograd(fw_compiler=capture), dynamic=False)
+    compiled = torch.compile(model, backend=aot(capture), dynamic=False)
     with torch.no_grad():
         compiled(**kwargs)
     return got[0]
