@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "graph/dynamic_dims.h"
+#include "graph/value_ranges.h"
 
 namespace mugraph::search {
 namespace {
@@ -80,7 +81,11 @@ Dataflow buildDataflow(const graph::Program& program) {
   Labeller labeller;
   Dataflow flow;
   flow.tensors.resize(program.tensors.size());
-  for (size_t t = 0; t < program.tensors.size(); ++t) flow.tensors[t].desc = program.tensors[t];
+  const std::vector<bool> squared = graph::squaredRangeTensors(program);
+  for (size_t t = 0; t < program.tensors.size(); ++t) {
+    flow.tensors[t].desc = program.tensors[t];
+    flow.tensors[t].squaredRange = squared[t];
+  }
   for (graph::TensorId t : program.inputs) {
     const graph::TensorDesc& desc = program.tensors[t];
     for (size_t d = 0; d < desc.shape.size(); ++d) {

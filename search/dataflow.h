@@ -27,6 +27,9 @@ using DimLabel = std::vector<int>;  // index variables, outermost first; empty: 
 struct FlowTensor {
   graph::TensorDesc desc;
   std::vector<DimLabel> dims;
+  // Its magnitude can be the square of the program's values' (graph/value_ranges.h): stored
+  // between kernels, it needs more range than 16 bits.
+  bool squaredRange = false;
 };
 
 struct FlowOp {

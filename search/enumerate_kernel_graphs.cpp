@@ -35,6 +35,13 @@ bool readsDynamicDim(const graph::KernelGraph& graph, const std::vector<graph::T
   });
 }
 
+// Whether a kernel writing flow tensor `t` as `stored` keeps, between kernels, a value of
+// squared range (graph/value_ranges.h) in 16 bits. A program output is stored as the program
+// declares it.
+bool storesSquaredRangeNarrow(const Dataflow& flow, int t, graph::DType stored) {
+  return flow.tensors[t].squaredRange && !flow.isProgramOutput(t) && stored != graph::DType::F32;
+}
+
 // Adds the partial outputs' dataflow tensors and their combine ops (inserted right after the
 // segment) for a block graph that split reduction variable `splitVar` `count` ways: a sum
 // over the split, a max of the partial maxes, or, for sums of values a partial max shifted,
@@ -288,6 +295,9 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
       const graph::TensorDesc& desc = state.flow.tensors[op.output].desc;
       const graph::TensorId out =
           child.builder.op(op.kind, inputs, op.attrs, uniqueName(child.builder, desc.name));
+      if (storesSquaredRangeNarrow(state.flow, op.output, child.builder.desc(out).dtype)) {
+        return prune(PruneReason::SquaredRange);
+      }
       child.kernelTensorOf[op.output] = out;
       child.kernelTerms = verify::abstractExpressions(child.builder.graph());
       if (!possibleSubexpression(child.kernelTerms.at(out))) {
@@ -312,6 +322,8 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
       const graph::TensorDesc& desc = state.flow.tensors[o.tensor].desc;
       if (o.partialDim >= 0) {
         outputs.push_back({uniqueName(child.builder, desc.name + "_part"), graph::DType::F32});
+      } else if (storesSquaredRangeNarrow(state.flow, o.tensor, desc.dtype)) {
+        return prune(PruneReason::SquaredRange);
       } else {
         outputs.push_back({uniqueName(child.builder, desc.name), desc.dtype});
       }

@@ -22,6 +22,8 @@ const char* pruneReasonName(PruneReason reason) {
       return "dominated";
     case PruneReason::LengthDependent:
       return "length_dependent";
+    case PruneReason::SquaredRange:
+      return "squared_range";
     case PruneReason::Count:
       break;
   }

@@ -23,6 +23,8 @@ enum class PruneReason {
   LengthDependent,     // a predefined op of a dynamic program reads a dynamic dim: its default
                        // block graph's tiles would follow the length (dynamic_choices.h); or
                        // a block graph's kernel cannot take the lengths (plan/kernel_plan.h)
+  SquaredRange,        // a kernel stores, as a 16-bit intermediate, a value of squared range
+                       // (graph/value_ranges.h): it would overflow where the program does not
   Count
 };
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graph/error.h"
+#include "graph/value_ranges.h"
 
 namespace mugraph::search {
 namespace {
@@ -19,50 +20,13 @@ std::vector<int> producers(const graph::Program& program) {
   return producer;
 }
 
-// Tensors the program's ops make nonnegative whatever their inputs (squares, exponentials,
-// sums and positive multiples of those). Such a tensor crossing a cut becomes an input of the
-// next piece, drawn with either sign by the verifier's tests, so the sqrt or division it fed
-// would be tested where the program never goes (NaN in both): every candidate is refuted.
-std::vector<bool> nonnegative(const graph::Program& program) {
-  std::vector<bool> result(program.tensors.size(), false);
-  for (const graph::KernelOp& op : program.ops) {
-    bool all = !op.inputs.empty();
-    for (graph::TensorId t : op.inputs) all = all && result[t];
-    bool value = false;
-    switch (op.kind) {
-      case graph::OpKind::Square:
-      case graph::OpKind::Exp:
-      case graph::OpKind::Sqrt:
-      case graph::OpKind::Sigmoid:
-        value = true;
-        break;
-      case graph::OpKind::Scale:
-      case graph::OpKind::AddScalar:
-        value = all && op.attrs.scale >= 0;
-        break;
-      case graph::OpKind::ReduceSum:
-      case graph::OpKind::ReduceMax:
-      case graph::OpKind::Add:
-      case graph::OpKind::Mul:
-      case graph::OpKind::Div:
-      case graph::OpKind::Matmul:
-        value = all;
-        break;
-      default:
-        break;
-    }
-    for (graph::TensorId t : op.outputs) result[t] = value;
-  }
-  return result;
-}
-
 // How bad a cut before op `cut` is: the tensors computed before it and read at or after it,
 // worse, with `keepRuns`, a cut between two ops that are not matmuls (a run one block graph
-// could fuse: a residual add and the norm after it), and far worse, any tensor whose sign the
-// cut would lose.
+// could fuse: a residual add and the norm after it), and far worse, any tensor the cut must
+// not cross (`avoid`).
 int cutCost(const graph::Program& program, const std::vector<int>& producer,
-            const std::vector<bool>& signKnown, int cut, bool keepRuns) {
-  constexpr int kLostSign = 1000;
+            const std::vector<bool>& avoid, int cut, bool keepRuns) {
+  constexpr int kAvoided = 1000;
   constexpr int kSplitRun = 100;
   std::set<graph::TensorId> crossed;
   for (size_t i = static_cast<size_t>(cut); i < program.ops.size(); ++i) {
@@ -71,7 +35,7 @@ int cutCost(const graph::Program& program, const std::vector<int>& producer,
     }
   }
   int cost = 0;
-  for (graph::TensorId t : crossed) cost += signKnown[t] ? kLostSign : 1;
+  for (graph::TensorId t : crossed) cost += avoid[t] ? kAvoided : 1;
   const auto isMatmul = [&](int op) { return program.ops[op].kind == graph::OpKind::Matmul; };
   if (keepRuns && cut > 0 && !isMatmul(cut - 1) && !isMatmul(cut)) cost += kSplitRun;
   return cost;
@@ -170,7 +134,15 @@ std::vector<ProgramPiece> splitProgram(const graph::Program& program, int maxOps
 std::vector<ProgramPiece> splitProgram(const graph::Program& program, const PieceLimits& limits) {
   if (limits.ops < 1) throw UserError("split", "a piece needs room for at least one op");
   const std::vector<int> producer = producers(program);
-  const std::vector<bool> signKnown = nonnegative(program);
+  // Tensors no cut should cross (graph/value_ranges.h). A nonnegative one becomes an input of
+  // the next piece, drawn with either sign by the verifier's tests, so the sqrt or division it
+  // fed would be tested where the program never goes (NaN in both): every candidate is
+  // refuted. One of squared range would be stored between the pieces in the program's 16 bits.
+  std::vector<bool> avoid = graph::nonnegativeTensors(program);
+  const std::vector<bool> squared = graph::squaredRangeTensors(program);
+  for (size_t t = 0; t < avoid.size(); ++t) {
+    avoid[t] = avoid[t] || (squared[t] && program.tensors[t].dtype != graph::DType::F32);
+  }
   const int n = static_cast<int>(program.ops.size());
   const auto fits = [&](int first, int end) {
     return end - first <= limits.ops &&
@@ -184,7 +156,7 @@ std::vector<ProgramPiece> splitProgram(const graph::Program& program, const Piec
       int best = -1;
       end = first + 1;
       for (int cut = first + 1; cut < n && fits(first, cut); ++cut) {
-        const int c = cutCost(program, producer, signKnown, cut, limits.kernels > 0);
+        const int c = cutCost(program, producer, avoid, cut, limits.kernels > 0);
         if (best < 0 || c <= best) {
           best = c;
           end = cut;
