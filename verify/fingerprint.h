@@ -30,6 +30,13 @@ TrialOutcome runFingerprintTrial(const graph::KernelGraph& reference,
                                  const graph::KernelGraph& candidate, uint64_t seed,
                                  ReferenceEvaluations* cache = nullptr, bool arbitraryMax = false);
 
+// Whether `graph`'s outputs depend on what max returns: evaluated on one draw of inputs from
+// `seed` with max as two independent random functions (TrialMeaning::maxSalt), all else the
+// same, do they differ? An output that does not depend on max (a softmax, whose max only
+// shifts what exp sees and cancels) agrees always; one that does differs but with probability
+// at most its degree over p (verify/README.md). Throws as runFingerprintTrial does.
+bool outputsDependOnMax(const graph::KernelGraph& graph, uint64_t seed);
+
 // The meaning of the trial drawn from `seed`.
 TrialMeaning trialMeaning(uint64_t seed, bool arbitraryMax);
 

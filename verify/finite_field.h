@@ -174,7 +174,7 @@ struct NumberDomain<FieldElement> {
   static F max(F x, F y, const TrialMeaning& meaning) {
     if (x.isNegInf()) return y;
     if (y.isNegInf()) return x;
-    if (meaning.arbitraryMax) return field::randomFunction(x, y, meaning.key);
+    if (meaning.arbitraryMax) return field::randomFunction(x, y, meaning.key ^ meaning.maxSalt);
     const uint64_t rankX = field::orderRank(x, meaning.key);
     const uint64_t rankY = field::orderRank(y, meaning.key);
     if (rankX != rankY) return rankX > rankY ? x : y;

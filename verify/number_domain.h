@@ -23,6 +23,9 @@ namespace mugraph::verify {
 struct TrialMeaning {
   uint64_t key = 0;
   bool arbitraryMax = false;
+  // Mixed into max's key alone: two meanings that differ only here give max two independent
+  // random functions and everything else the same (a probe of whether outputs depend on max).
+  uint64_t maxSalt = 0;
 };
 
 // The real function of an op that the finite field leaves uninterpreted (OpInfo::uninterpreted).

@@ -60,17 +60,22 @@ inline graph::Program safeAttentionProgram(int64_t batch, int64_t rows, int64_t 
 }
 
 // One kernel: grid (batch, 1), the for-loop over `forloop` tiles of the sequence, running max
-// and rescaled sums, one division after the loop.
+// and rescaled sums, one division after the loop. With `kvTile`, K and V declare tiles of that
+// many positions, so the last iteration may hold fewer (graph/tile_splits.h).
 inline graph::KernelGraph onlineSoftmaxSchedule(const graph::Program& program, int64_t forloop,
-                                                RescaleMistake mistake = RescaleMistake::None) {
+                                                RescaleMistake mistake = RescaleMistake::None,
+                                                int64_t kvTile = 0) {
   using graph::OpKind;
   constexpr int kNone = graph::kReplicated;
   auto b = graph::GraphBuilder::withInputsOf(program, "online");
   graph::BlockGraphBuilder block({b.desc(0).shape[0], 1, 1}, 128, forloop,
                                  {b.desc(0), b.desc(1), b.desc(2)});
+  const int64_t dim = b.desc(0).shape[2];
+  const graph::Dims kTile = kvTile > 0 ? graph::Dims{1, dim, kvTile} : graph::Dims{};
+  const graph::Dims vTile = kvTile > 0 ? graph::Dims{1, kvTile, dim} : graph::Dims{};
   const auto q = block.input(0, {0, kNone, kNone}, kNone, "q");
-  const auto k = block.input(1, {0, kNone, kNone}, 2, "k");
-  const auto v = block.input(2, {0, kNone, kNone}, 1, "v");
+  const auto k = block.input(1, {0, kNone, kNone}, 2, "k", kTile);
+  const auto v = block.input(2, {0, kNone, kNone}, 1, "v", vTile);
   const auto a = block.op(OpKind::Matmul, {q, k}, {}, "a");
   const auto tileMax = block.op(OpKind::ReduceMax, {a}, reduceAttrs(2), "tile_max");
   const auto m = block.op(OpKind::AccumMax, {tileMax}, {}, "m");
