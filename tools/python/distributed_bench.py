@@ -33,8 +33,8 @@ import tempfile
 import time
 
 
-def outputs_digest(out_dir):
-    """One SHA-256 over every written file but summary.json files, with its path."""
+def output_files(out_dir):
+    """SHA-256 of every written file but summary.json files, by path."""
     files = {}
     for root, _, names in os.walk(out_dir):
         for name in names:
@@ -43,7 +43,17 @@ def outputs_digest(out_dir):
             path = os.path.join(root, name)
             with open(path, "rb") as f:
                 files[os.path.relpath(path, out_dir)] = hashlib.sha256(f.read()).hexdigest()
+    return files
+
+
+def outputs_digest(files):
+    """One SHA-256 over output_files' paths and digests."""
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+
+
+def differing_paths(files, first):
+    """The paths whose contents differ between two runs' output_files, or that one lacks."""
+    return sorted(p for p in set(files) | set(first) if files.get(p) != first.get(p))
 
 
 def command_for(args, programs, threads, ranks, spread, out_dir):
@@ -80,7 +90,8 @@ def run(args, programs, threads, ranks, spread, out_dir):
         for key in ("seconds", "ranks", "work", "states", "subtrees", "subtrees_completed"):
             if key in summary:
                 result[key] = summary[key]
-    result["outputs_sha256"] = outputs_digest(out_dir)
+    result["output_files"] = output_files(out_dir)
+    result["outputs_sha256"] = outputs_digest(result["output_files"])
     return result
 
 
@@ -131,6 +142,10 @@ def main():
             result["identical_to_first"] = (
                 runs and "outputs_sha256" in result and
                 result["outputs_sha256"] == runs[0].get("outputs_sha256")) or not runs
+            if not result["identical_to_first"] and "output_files" in result:
+                # Which files differ, so a run that is not identical says where.
+                result["differs_from_first"] = differing_paths(
+                    result["output_files"], runs[0].get("output_files", {}))
             runs.append(result)
             print(f"{label:34s} {result['wall_seconds']:8.1f} s  load "
                   f"{result['load_average_before']:.1f}", file=sys.stderr)
@@ -142,6 +157,10 @@ def main():
               f"{runs[0]['wall_seconds'] / r['wall_seconds']:8.2f} "
               f"{r['load_average_before']:5.1f}  "
               f"{'error' if 'error' in r else 'yes' if r['identical_to_first'] else 'NO'}")
+        if r.get("differs_from_first"):
+            shown = r["differs_from_first"]
+            print(f"    differs in {len(shown)} file(s): {', '.join(shown[:6])}"
+                  f"{' ...' if len(shown) > 6 else ''}")
     if no_mpi:
         print(f"MPI rows not run: {no_mpi}")
     with open(args.out, "w") as f:
