@@ -87,8 +87,9 @@ class CompiledGraph:
     def __call__(self, *args):
         if self.runner is None:
             try:
-                substituted, outputs = substitute.check_and_substitute(
-                    self.gm, list(args), self.report, self.config)
+                with self.report.phase("check_and_substitute"):
+                    substituted, outputs = substitute.check_and_substitute(
+                        self.gm, list(args), self.report, self.config)
             except Exception as e:  # never wrong, never stuck: PyTorch with a warning
                 warnings.warn(f"mugraph: substitution failed, running in PyTorch: {e}")
                 substituted, outputs = None, None
@@ -131,8 +132,9 @@ class CompiledGraph:
             return ours
         from . import timing
 
-        pytorch_us = timing.replay_us(lambda: pytorch(*args))
-        ours_us = timing.replay_us(lambda: ours(*args))
+        with self.report.phase("whole_graph_timing"):
+            pytorch_us = timing.replay_us(lambda: pytorch(*args))
+            ours_us = timing.replay_us(lambda: ours(*args))
         chosen = "mugraph" if ours_us < pytorch_us else "pytorch"
         self.report.finished(chosen, rest.describe(), compiled=why is None, why=why,
                              pytorch_us=pytorch_us, ours_us=ours_us)
@@ -146,7 +148,8 @@ class CompiledGraph:
         if rest.runner == "eager":
             return gm, None
         try:
-            return rest.compile(gm, args), None
+            with self.report.phase("rest_compile"):
+                return rest.compile(gm, args), None
         except Exception as e:
             warnings.warn(f"mugraph: {rest.describe()} failed on {what}, running it eagerly: {e}")
             return gm, f"{rest.runner} failed on {what}: {e}"
@@ -169,17 +172,22 @@ def _decisions(graph, config):
 def compile_graph(gm, example_inputs, config):
     """The aten-level GraphModule's compiled form (a callable on the same arguments)."""
     try:
+        import time
+
+        start = time.monotonic()
         graph, writer = fx_graph.to_graph_json(gm)
         partition = _capi.partition(graph)
         graph_report = report.GraphReport(gm, writer, partition, _decisions(graph, config))
+        graph_report.phases["partition"] = time.monotonic() - start
         REPORTS.append(graph_report)
         target = _target(config)
         subgraphs = partition["subgraphs"]
         for i, s in enumerate(subgraphs):
             label = f"[{i + 1}/{len(subgraphs)}] {s['name']}"
             _log(config, f"{label}: {len(s['nodes'])} nodes, program {s['canonical_hash']}")
-            entry, result, cached = optimize.variants_for(
-                s["canonical_program_text"], s["canonical_hash"], target, config.search)
+            with graph_report.phase("search_or_cache"):
+                entry, result, cached = optimize.variants_for(
+                    s["canonical_program_text"], s["canonical_hash"], target, config.search)
             graph_report.searched(s, entry, result, cached)
             _log(config, f"{label}: " + report.search_line(result, cached))
         return CompiledGraph(gm, config, graph_report)

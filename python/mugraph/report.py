@@ -1,6 +1,8 @@
 """What a compile did, per graph: each subgraph (used, with its measured speedup, or fallen
 back, with why) and every aten node left to PyTorch with its reason."""
+import contextlib
 import sys
+import time
 
 from . import cache
 
@@ -18,6 +20,10 @@ def search_line(result, cached):
 class GraphReport:
     def __init__(self, gm, writer, partition, decisions=None):
         self.gm = gm  # the aten graph the report describes
+        # Seconds of each phase of this graph's compile and first call, summed: partition,
+        # search_or_cache, check_and_substitute (the variants run and timed on the first call's
+        # values), rest_compile (Inductor, each graph it compiled), whole_graph_timing.
+        self.phases = {}
         self.decisions = decisions  # cache file of the measured decisions, or None
         self.earlier = cache.load_json(decisions) if decisions else None
         self.writer = writer
@@ -34,6 +40,15 @@ class GraphReport:
             reasons.setdefault(fx, writer.untranslated.get(fx, left["reason"]))
         self.left_to_pytorch = [(name, reasons.get(name, "read only by nodes left to PyTorch"))
                                 for name in fx_names if name not in in_subgraph]
+
+    @contextlib.contextmanager
+    def phase(self, name):
+        """Adds the seconds the block takes to `phases[name]`."""
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.monotonic() - start
 
     def searched(self, s, entry, result, cached):
         self.entries[s["name"]] = (entry, result)
@@ -100,6 +115,7 @@ class GraphReport:
 
     def as_dict(self):
         return {"subgraphs": list(self.subgraphs.values()), "graph": self.graph,
+                "phases_s": dict(self.phases),
                 "left_to_pytorch": [{"node": n, "reason": r} for n, r in self.left_to_pytorch]}
 
 
@@ -134,6 +150,9 @@ def print_report(graph_report, verbose=True, stream=sys.stderr):
         if whole.get("why"):
             line += f": {whole['why']}"
         print(line, file=stream)
+    if graph_report.phases:
+        print("mugraph: seconds by phase: " + ", ".join(
+            f"{k} {v:.1f}" for k, v in graph_report.phases.items()), file=stream)
     print(f"mugraph: {len(graph_report.left_to_pytorch)} aten nodes left to PyTorch", file=stream)
     for name, reason in graph_report.left_to_pytorch:
         print(f"  {name}: {reason}", file=stream)

@@ -94,6 +94,10 @@ class CpuBackendTest(unittest.TestCase):
                     self.assertIsNone(graph_report.graph["why"],
                                       "Inductor compiled the graph (no fallback to eager)")
                     self.assertTrue(graph_report.graph["compiled"])
+                    phases = set(graph_report.phases)
+                    self.assertLessEqual({"partition", "search_or_cache", "check_and_substitute"},
+                                         phases)
+                    self.assertEqual("rest_compile" in phases, rest == "inductor")
                     self.assertEqual(graph_report.graph["rest"].split()[0],
                                      "TorchInductor" if rest == "inductor" else "eager")
                     for out in (first, second):
@@ -132,6 +136,12 @@ class CpuBackendTest(unittest.TestCase):
                     copies = [n for n in fx.nodes if n.target == torch.ops.aten.copy_.default]
                     self.assertEqual(len(copies), 1, "the cache's update stays in the graph")
                     self.assertIn("in place", graph_report.writer.untranslated[copies[0].name])
+                    # The graph our kernels are substituted into keeps the write too.
+                    from mugraph import substitute
+
+                    kept = substitute.substituted(graph_report.gm, [], graph_report)
+                    self.assertTrue(any(n.target == torch.ops.aten.copy_.default
+                                        for n in kept.graph.nodes))
                     (out,) = [n for n in fx.nodes if n.op == "output"]
                     shapes = [tuple(a.meta["val"].shape) for a in out.args[0]]
                     self.assertNotIn((16, 32), shapes, "the graph does not return the cache")

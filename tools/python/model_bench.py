@@ -62,7 +62,8 @@ def run_case(name, model, label, make, args, reports):
                 row["us"] = gpu_bench.median_us(lambda: step(m))
                 if impl == "mugraph":
                     row["report"] = [r.as_dict() for r in mugraph.backend.REPORTS[first_report:]]
-                    row["cached_compile_s"] = cached_compile_s(model, step, restore, args)
+                    row["cached_compile_s"], row["cached_compile_phases_s"] = \
+                        cached_compile_s(model, step, restore, args)
                 rows.append(row)
             except Exception as e:  # every candidate is reported, then the next runs
                 traceback.print_exc()
@@ -91,15 +92,24 @@ def mugraph_compiled(model, args):
 
 
 def cached_compile_s(model, step, restore, args):
-    """Seconds of a second compile of the model in this process (dynamo reset): the kernel
-    cache and the measured decisions are on disk from the first, Inductor's caches warm."""
+    """(seconds, seconds by phase summed over its graphs: report.GraphReport.phases) of a
+    second compile of the model in this process (dynamo reset): the kernel cache and the
+    measured decisions are on disk from the first, Inductor's caches warm."""
+    import mugraph.backend
+
+    first_report = len(mugraph.backend.REPORTS)
     start = time.monotonic()
     again = mugraph_compiled(model, args)
     if restore:
         restore()
     step(again)
     torch.cuda.synchronize()
-    return time.monotonic() - start
+    seconds = time.monotonic() - start
+    phases = {}
+    for r in mugraph.backend.REPORTS[first_report:]:
+        for name, s in r.phases.items():
+            phases[name] = phases.get(name, 0.0) + s
+    return seconds, phases
 
 
 def main():
@@ -127,6 +137,9 @@ def main():
                          else "")
                 if r.get("cached_compile_s") is not None:
                     extra += f"  compile {r['compile_s']:.0f} s, cached {r['cached_compile_s']:.1f} s"
+                    phases = r.get("cached_compile_phases_s") or {}
+                    if phases:
+                        extra += " (" + ", ".join(f"{k} {v:.1f}" for k, v in phases.items()) + ")"
                 print(f"{name:8} {label:12} {r['impl']:28} {us}{extra}"
                       f"  err {r.get('rel_error', float('nan')):.2e}", flush=True)
             write(args.out, results, bandwidth, transformers.__version__)

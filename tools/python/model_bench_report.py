@@ -54,6 +54,12 @@ def markdown(cases):
                              "kernels" + (f" (whole graph {whole['pytorch_us']:.1f} µs without, "
                                           f"{whole['ours_us']:.1f} µs with)"
                                           if whole.get("ours_us") else "") + ".")
+        if row and row.get("cached_compile_s") is not None:
+            phases = row.get("cached_compile_phases_s") or {}
+            lines.append(f"\nCompile {row['compile_s']:.0f} s; a second compile "
+                         f"{row['cached_compile_s']:.1f} s" +
+                         (" (" + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()) + ")"
+                          if phases else "") + ".")
         subgraphs = subgraph_rows(case)
         if subgraphs:
             lines.append("\n| subgraph | nodes | PyTorch (µs) | ours (µs) | runs | why |")
