@@ -6,6 +6,8 @@ from PyTorch's caching allocator. Nothing synchronizes or allocates outside PyTo
 module calling it captures into CUDA graphs. `register_fake` gives the outputs' shapes from the
 registry, so the op traces under FakeTensor (torch.compile, torch.export).
 """
+import os
+
 import torch
 
 from . import _capi
@@ -67,8 +69,24 @@ class LoadedVariant(BoundVariant):
     """A variant loaded on the GPU (`_capi.Variant`): its kernels run on the current stream."""
 
     def __init__(self, directory, output_shapes, output_strides=None):
-        self.variant = _capi.Variant(directory)
+        self.variant = _loaded(directory)
         super().__init__(directory, self.variant.tensors, output_shapes, output_strides)
+
+
+_LOADED = {}  # a variant folder's real path -> (its manifest's mtime, its _capi.Variant)
+
+
+def _loaded(directory):
+    """The folder's variant, its PTX loaded (JIT-compiled by the driver) once per process: a
+    recompile (a guard that failed, a second torch.compile) reuses it. The cache writes a
+    folder by rename, so a rewritten one has a new manifest and is loaded again."""
+    path = os.path.realpath(directory)
+    stamp = os.stat(os.path.join(path, "manifest.json")).st_mtime_ns
+    hit = _LOADED.get(path)
+    if hit is None or hit[0] != stamp:
+        hit = (stamp, _capi.Variant(directory))
+        _LOADED[path] = hit
+    return hit[1]
 
     def _launch(self, inputs, outputs, device):
         workspace = None
