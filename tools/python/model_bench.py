@@ -62,8 +62,8 @@ def run_case(name, model, label, make, args, reports):
                 row["us"] = gpu_bench.median_us(lambda: step(m))
                 if impl == "mugraph":
                     row["report"] = [r.as_dict() for r in mugraph.backend.REPORTS[first_report:]]
-                    row["cached_compile_s"], row["cached_compile_phases_s"] = \
-                        cached_compile_s(model, step, restore, args)
+                    (row["cached_compile_s"], row["cached_compile_phases_s"],
+                     row["cached_compile_report"]) = cached_compile_s(model, step, restore, args)
                 rows.append(row)
             except Exception as e:  # every candidate is reported, then the next runs
                 traceback.print_exc()
@@ -92,9 +92,10 @@ def mugraph_compiled(model, args):
 
 
 def cached_compile_s(model, step, restore, args):
-    """(seconds, seconds by phase summed over its graphs: report.GraphReport.phases) of a
-    second compile of the model in this process (dynamo reset): the kernel cache and the
-    measured decisions are on disk from the first, Inductor's caches warm."""
+    """(seconds, seconds by phase summed over its graphs: report.GraphReport.phases, its
+    graphs' reports) of a second compile of the model in this process (dynamo reset): the
+    kernel cache and the measured decisions are on disk from the first, Inductor's caches
+    warm."""
     import mugraph.backend
 
     first_report = len(mugraph.backend.REPORTS)
@@ -109,7 +110,8 @@ def cached_compile_s(model, step, restore, args):
     for r in mugraph.backend.REPORTS[first_report:]:
         for name, s in r.phases.items():
             phases[name] = phases.get(name, 0.0) + s
-    return seconds, phases
+    reports = [r.as_dict() for r in mugraph.backend.REPORTS[first_report:]]
+    return seconds, phases, reports
 
 
 def main():
