@@ -5,6 +5,7 @@
 # equivalent-PTX dataset scripts/dataset_must_show.sh built (not part of `all`); `replays`
 # benchmarks replay folders made on the development machine (REPLAYS, CASE or CASE.LABEL
 # each), and `ncu` profiles the schedules NCU_SCHEDULES names (neither is part of `all`);
+# `sweep` runs issue 27's GEMM sweep against cuBLAS (not part of `all`);
 # `distributed` measures gqa, the decoder-block model and a 10-program dataset over 1, 2, 4
 # and 8 MPI ranks against one process with every core (docs/distributed_search.md; not part of
 # `all`; it says so plainly when this machine has no mpirun or the binary cannot load its MPI).
@@ -91,6 +92,37 @@ if [[ $step == search ]]; then
   cases=$(ls /tmp/search_replays | sed 's/\..*//' | sort -u | paste -sd, -)
   PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/search_replays \
     --cases "$cases" --out "$out/bench_search.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_search.log"
+fi
+
+if [[ $step == sweep ]]; then
+  # Issue 27's GEMM sweep (tools/python/gemm_sweep.py): each program searched here
+  # (`superoptimize --profile`, SWEEP_TIME_LIMIT per program), or, with SWEEP_RUNS=DIR, the runs
+  # made on another machine (`scripts/gemm_sweep_search.sh DIR`, carried), the variant timed
+  # against cuBLAS in one bench run, then gemm_sweep.png and gemm_sweep.md. SWEEP_CASES narrows
+  # the points (comma-separated case names). Not part of `all`.
+  echo "== sweep"
+  rm -rf /tmp/sweep_programs /tmp/sweep_replays && mkdir -p /tmp/sweep_replays
+  python3 tools/python/gemm_sweep.py programs /tmp/sweep_programs
+  runs=${SWEEP_RUNS:-/tmp/sweep_runs}
+  for p in /tmp/sweep_programs/*.mg; do
+    c=$(basename "$p" .mg)
+    if [[ -n ${SWEEP_CASES:-} && ",$SWEEP_CASES," != *",$c,"* ]]; then continue; fi
+    if [[ -z ${SWEEP_RUNS:-} ]]; then
+      start=$(date +%s)
+      "$mg" superoptimize "$p" --arch sm_90 --profile --time-limit "${SWEEP_TIME_LIMIT:-30}" \
+        --max-variants "${SWEEP_MAX_VARIANTS:-4}" --out "$runs/$c" >"$out/sweep_$c.txt" 2>"$out/sweep_$c.err"
+      echo "$c: exit $?, $(( $(date +%s) - start )) s"
+    fi
+    python3 tools/python/pick_variants.py "$runs/$c" /tmp/sweep_replays "$c"
+  done
+  cases=$(ls /tmp/sweep_replays | sed 's/\..*//' | sort -u | paste -sd, -)
+  PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/sweep_replays \
+    --cases "$cases" --no-compile --out "$out/bench_sweep.json" 2>&1 | tee "$out/bench_sweep.log"
+  if python3 -c "import matplotlib" 2>/dev/null; then
+    python3 tools/python/bench_plots.py "$out/bench_sweep.json" --out-dir "$out"
+  else
+    echo "no matplotlib here: run tools/python/bench_plots.py bench_sweep.json where it imports"
+  fi
 fi
 
 if [[ $step == all || $step == bench ]]; then

@@ -9,6 +9,11 @@ Writes, from the memory-bound cases of the JSON:
 - matmul_bandwidth.png: the same against the batch M of the matmul_m* cases (ours,
   torch.matmul, torch.compile).
 
+- gemm_sweep.png: TFLOP/s of issue 27's GEMM sweep (tools/python/gemm_sweep.py), ours
+  against torch.matmul (cuBLAS): square GEMMs against n, and the projections against the
+  tokens m, one panel per family and dtype, with each point's ratio in a table
+  (gemm_sweep.md).
+
 Achieved bandwidth is the case's minimal bytes (inputs read once, outputs written once) over
 the measured time; a dashed line marks the copy bandwidth measured in the same run, the most a
 kernel that reads and writes memory once can reach. Needs matplotlib (no GPU).
@@ -63,6 +68,63 @@ def plot(pyplot, lines, copy_tb_per_s, title, xlabel, xticks, path):
     print(f"{path}: written")
 
 
+def tflops(case, row):
+    return case["flops"] / (row["us"] * 1e-6) / 1e12
+
+
+def sweep_plot(pyplot, cases, subtitle, out_dir):
+    """gemm_sweep.png and gemm_sweep.md from the gemm_sweep cases."""
+    panels = {}  # (family, dtype) -> cases
+    for c in cases:
+        family = "projection" if c["b_transposed"] else "square"
+        panels.setdefault((family, c["dtype"]), []).append(c)
+    keys = sorted(panels)
+    figure, axes = pyplot.subplots(len(keys), 1, figsize=(7, 3.6 * len(keys)), squeeze=False)
+    lines = ["| case | ours (TFLOP/s) | torch.matmul (TFLOP/s) | ratio |", "|---|---|---|---|"]
+    ratios = []
+    for axis, key in zip(axes[:, 0], keys):
+        family, dtype = key
+        groups = {}  # line label -> [(x, TFLOP/s)]
+        for c in sorted(panels[key], key=lambda c: (c["k"], c["n"], c["m"])):
+            timed = [r for r in c["rows"] if r.get("us")]
+            ours = [r for r in timed if r["impl"].startswith("mugraph")]
+            cublas = next((r for r in timed if r["impl"] == "torch.matmul"), None)
+            shape = "" if family == "square" else f" [{c['k']}x{c['n']}]"
+            x = c["n"] if family == "square" else c["m"]
+            best = min(ours, key=lambda r: r["us"]) if ours else None
+            if best:
+                groups.setdefault("ours" + shape, []).append((x, tflops(c, best)))
+            if cublas:
+                groups.setdefault("cuBLAS" + shape, []).append((x, tflops(c, cublas)))
+            if best and cublas:
+                ratio = cublas["us"] / best["us"]
+                ratios.append(ratio)
+                lines.append(f"| {c['case']} | {tflops(c, best):.1f} | {tflops(c, cublas):.1f} | "
+                             f"{ratio:.2f}x |")
+        for label, points in sorted(groups.items()):
+            xs, ys = zip(*sorted(points))
+            axis.plot(xs, ys, marker="o", linestyle="-" if label.startswith("ours") else "--",
+                      label=label)
+        axis.set_xscale("log", base=2)
+        axis.set_ylim(bottom=0)
+        axis.set_xlabel("n (C = A·B, all n)" if family == "square" else "tokens m (Y = X·Wᵀ)")
+        axis.set_ylabel("TFLOP/s")
+        axis.set_title(f"{family} GEMMs, {dtype}\n{subtitle}")
+        axis.grid(True, alpha=0.3)
+        axis.legend(fontsize="x-small")
+    figure.tight_layout()
+    path = os.path.join(out_dir, "gemm_sweep.png")
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
+    if ratios:
+        ordered = sorted(ratios)
+        lines.append(f"\n{len(ratios)} points: lowest {ordered[0]:.2f}x, median "
+                     f"{ordered[len(ordered) // 2]:.2f}x of cuBLAS.")
+    with open(os.path.join(out_dir, "gemm_sweep.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"{path}: written")
+
+
 def context_text(context):
     return f"{context // 1024}K" if context % 1024 == 0 else str(context)
 
@@ -107,6 +169,10 @@ def main():
              [(m, str(m)) for m in batches], os.path.join(args.out_dir, "matmul_bandwidth.png"))
     else:
         print("note: no matmul_m* cases in the result; matmul_bandwidth.png not drawn")
+
+    sweep = [c for c in results if c.get("kind") == "gemm_sweep"]
+    if sweep:
+        sweep_plot(pyplot, sweep, subtitle, args.out_dir)
 
 
 if __name__ == "__main__":

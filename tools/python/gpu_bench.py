@@ -29,6 +29,7 @@ import torch
 import triton.testing
 
 sys.path.insert(0, os.path.dirname(__file__))
+import gemm_sweep  # noqa: E402
 from mugraph_launch import Variant, relative_error  # noqa: E402
 
 DECODE_CONTEXTS_K = (1, 2, 4, 8, 16, 32, 64)
@@ -347,6 +348,30 @@ def gemm_case(n, dtype, name, variants, options, k=None, n_cols=None):
     return {"case": name, "kind": "gemm", "flops": 2 * n * k * n_cols, "rows": rows}
 
 
+def sweep_case(m, k, n, dtype, b_transposed, name, variants, options):
+    """A point of the GEMM sweep (tools/python/gemm_sweep.py): C = A·B with A [m, k] ~ N(0, 1);
+    B [k, n] ~ N(0, 1) row-major, or, for a projection, W [n, k] ~ N(0, WEIGHT_STD²) as
+    nn.Linear stores it (the program's B, layout=transposed), against cuBLAS (torch.matmul)."""
+    torch_dtype = {"f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    a = torch.randn(m, k, dtype=torch_dtype, device="cuda")
+    if b_transposed:
+        b = torch.randn(n, k, dtype=torch_dtype, device="cuda") * WEIGHT_STD
+        ref = a.double() @ b.double().t()
+        theirs = lambda: torch.matmul(a, b.t())  # noqa: E731
+    else:
+        b = torch.randn(k, n, dtype=torch_dtype, device="cuda")
+        ref = a.double() @ b.double()
+        theirs = lambda: torch.matmul(a, b)  # noqa: E731
+    rows = [ours_row(label, v, {"A": a, "B": b}, "C", ref) for label, v in variants.items()]
+    rows.append(timed_row("torch.matmul", theirs, ref))
+    if options.compile:
+        rows.append(compiled_row("torch.compile", matmul, (a, b.t() if b_transposed else b),
+                                 ref))
+    return {"case": name, "kind": "gemm_sweep", "m": m, "k": k, "n": n, "dtype": dtype,
+            "b_transposed": b_transposed, "flops": 2 * m * k * n,
+            "bytes": nbytes(a, b) + m * n * a.element_size(), "rows": rows}
+
+
 def vocab_case(m, k, n, name, variants, options):
     """Y = X·Wᵀ, the vocabulary projection of a model: X [m, k] ~ N(0, 1), W [n, k] ~
     N(0, WEIGHT_STD²) as nn.Linear stores it (the program's B [k, n], stored transposed);
@@ -402,6 +427,9 @@ def all_cases():
     # A Llama layer's attention as the torch.compile front end cuts it (hidden 2048).
     cases["llama_attention_512"] = functools.partial(gqa_prefill_case, 32, 8, 512, 64,
                                                      causal=True, v_heads_transposed=True)
+    # Issue 27's sweep (run with --cases of its names: `scripts/device_run.sh sweep`).
+    for case, m, k, n, dtype, b_transposed in gemm_sweep.points():
+        cases[case] = functools.partial(sweep_case, m, k, n, dtype, b_transposed)
     return cases
 
 
@@ -467,8 +495,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replays", required=True, help="folder of `mugraph replay` outputs")
     parser.add_argument("--out", default="bench_gpu.json")
-    parser.add_argument("--cases", default=",".join(cases),
-                        help="comma-separated, from: " + ", ".join(cases))
+    parser.add_argument("--cases", default=",".join(c for c in cases
+                                                    if not c.startswith("gemm_sweep_")),
+                        help="comma-separated, from: " + ", ".join(cases) +
+                        " (default: all but the gemm_sweep_* ones)")
     parser.add_argument("--no-compile", dest="compile", action="store_false",
                         help="leave out the torch.compile baselines (they autotune, slowly)")
     args = parser.parse_args()
