@@ -116,7 +116,6 @@ void requireSameInterface(const graph::KernelGraph& reference,
 
 namespace {
 
-// The whole check of `candidate` against `reference` at their own shapes.
 // Whether the reference's outputs depend on what max returns (outputsDependOnMax), on two
 // draws: a dependent program agrees on both with probability at most (degree/p)², and that
 // mistake can only refute a candidate, never accept one.
@@ -131,11 +130,13 @@ bool referenceDependsOnMax(const graph::KernelGraph& reference, uint64_t seed) {
       if (outputsDependOnMax(reference, subSeed(seed, stream))) return true;
       ++draws;
     } catch (const ZeroDivisorInTrial&) {
+      // this draw hit a zero divisor: draw again
     }
   }
   return false;
 }
 
+// The whole check of `candidate` against `reference` at their own shapes.
 EquivalenceReport checkAtShapes(const graph::KernelGraph& reference,
                                 const graph::KernelGraph& candidate,
                                 const EquivalenceOptions& options) {

@@ -17,6 +17,7 @@ An op we do not map stays in PyTorch; any failure falls back to PyTorch with a w
 """
 import functools
 import sys
+import time
 import warnings
 
 import torch
@@ -172,8 +173,6 @@ def _decisions(graph, config):
 def compile_graph(gm, example_inputs, config):
     """The aten-level GraphModule's compiled form (a callable on the same arguments)."""
     try:
-        import time
-
         start = time.monotonic()
         graph, writer = fx_graph.to_graph_json(gm)
         partition = _capi.partition(graph)

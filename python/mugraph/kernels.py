@@ -72,6 +72,14 @@ class LoadedVariant(BoundVariant):
         self.variant = _loaded(directory)
         super().__init__(directory, self.variant.tensors, output_shapes, output_strides)
 
+    def _launch(self, inputs, outputs, device):
+        workspace = None
+        if self.variant.workspace_bytes:
+            workspace = torch.empty(self.variant.workspace_bytes, dtype=torch.uint8, device=device)
+        addresses = [x.data_ptr() for x in inputs] + [x.data_ptr() for x in outputs]
+        self.variant.launch(addresses, workspace.data_ptr() if workspace is not None else 0,
+                            torch.cuda.current_stream(device).cuda_stream)
+
 
 _LOADED = {}  # a variant folder's real path -> (its manifest's mtime, its _capi.Variant)
 
@@ -87,14 +95,6 @@ def _loaded(directory):
         hit = (stamp, _capi.Variant(directory))
         _LOADED[path] = hit
     return hit[1]
-
-    def _launch(self, inputs, outputs, device):
-        workspace = None
-        if self.variant.workspace_bytes:
-            workspace = torch.empty(self.variant.workspace_bytes, dtype=torch.uint8, device=device)
-        addresses = [x.data_ptr() for x in inputs] + [x.data_ptr() for x in outputs]
-        self.variant.launch(addresses, workspace.data_ptr() if workspace is not None else 0,
-                            torch.cuda.current_stream(device).cuda_stream)
 
 
 def _storage_shape(shape, layout):

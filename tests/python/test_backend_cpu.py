@@ -149,5 +149,51 @@ class CpuBackendTest(unittest.TestCase):
                 del os.environ["MUGRAPH_CACHE_DIR"]
 
 
+class _FakeVariant:
+    """Stands in for _capi.Variant (which needs a GPU): one f32 input and output of 4
+    elements; records every load and launch."""
+    loads = 0
+
+    def __init__(self, directory):
+        type(self).loads += 1
+        self.tensors = [{"name": "x", "role": "input", "dtype": "f32", "layout": "row_major",
+                         "bytes": 16},
+                        {"name": "y", "role": "output", "dtype": "f32", "layout": "row_major",
+                         "bytes": 16}]
+        self.workspace_bytes = 0
+        self.launched = []
+
+    def launch(self, addresses, workspace, stream):
+        self.launched.append(addresses)
+
+
+class LoadedVariantTest(unittest.TestCase):
+    def test_a_folder_loads_once_per_process_and_launches_through_its_variant(self):
+        from unittest import mock
+
+        from mugraph import kernels
+
+        with tempfile.TemporaryDirectory() as folder, \
+                mock.patch.object(kernels._capi, "Variant", _FakeVariant), \
+                mock.patch.object(kernels.torch.cuda, "current_stream",
+                                  lambda device=None: mock.Mock(cuda_stream=0)):
+            manifest = os.path.join(folder, "manifest.json")
+            with open(manifest, "w") as f:
+                f.write("{}")
+            _FakeVariant.loads = 0
+            first = kernels.LoadedVariant(folder, [[4]])
+            second = kernels.LoadedVariant(folder, [[4]])
+            self.assertEqual(_FakeVariant.loads, 1, "a recompile reuses the loaded module")
+            self.assertIs(first.variant, second.variant)
+            x = torch.randn(4)
+            (y,) = first.run([x])
+            self.assertEqual(tuple(y.shape), (4,))
+            self.assertEqual(first.variant.launched, [[x.data_ptr(), y.data_ptr()]])
+            stamp = os.stat(manifest).st_mtime_ns
+            os.utime(manifest, ns=(stamp + 10**9, stamp + 10**9))  # the cache rewrote it
+            kernels.LoadedVariant(folder, [[4]])
+            self.assertEqual(_FakeVariant.loads, 2, "a rewritten folder is loaded again")
+
+
 if __name__ == "__main__":
     unittest.main()
