@@ -99,9 +99,11 @@ if [[ $step == sweep ]]; then
   # (`superoptimize --profile`, SWEEP_TIME_LIMIT per program), or, with SWEEP_RUNS=DIR, the runs
   # made on another machine (`scripts/gemm_sweep_search.sh DIR`, carried), the variant timed
   # against cuBLAS in one bench run, then gemm_sweep.png and gemm_sweep.md. SWEEP_CASES narrows
-  # the points (comma-separated case names). Not part of `all`.
+  # the points (comma-separated case names); carried runs link every variant they wrote, the
+  # bench timing each. The searches' logs come back packed (sweep_logs.tgz). Not part of `all`.
   echo "== sweep"
-  rm -rf /tmp/sweep_programs /tmp/sweep_replays && mkdir -p /tmp/sweep_replays
+  rm -rf /tmp/sweep_programs /tmp/sweep_replays /tmp/sweep_logs
+  mkdir -p /tmp/sweep_replays /tmp/sweep_logs
   python3 tools/python/gemm_sweep.py programs /tmp/sweep_programs
   runs=${SWEEP_RUNS:-/tmp/sweep_runs}
   for p in /tmp/sweep_programs/*.mg; do
@@ -110,11 +112,13 @@ if [[ $step == sweep ]]; then
     if [[ -z ${SWEEP_RUNS:-} ]]; then
       start=$(date +%s)
       "$mg" superoptimize "$p" --arch sm_90 --profile --time-limit "${SWEEP_TIME_LIMIT:-30}" \
-        --max-variants "${SWEEP_MAX_VARIANTS:-4}" --out "$runs/$c" >"$out/sweep_$c.txt" 2>"$out/sweep_$c.err"
+        --max-variants "${SWEEP_MAX_VARIANTS:-4}" --out "$runs/$c" >"/tmp/sweep_logs/$c.txt" \
+        2>"/tmp/sweep_logs/$c.err"
       echo "$c: exit $?, $(( $(date +%s) - start )) s"
     fi
-    python3 tools/python/pick_variants.py "$runs/$c" /tmp/sweep_replays "$c"
+    python3 tools/python/pick_variants.py ${SWEEP_RUNS:+--all} "$runs/$c" /tmp/sweep_replays "$c"
   done
+  tar czf "$out/sweep_logs.tgz" -C /tmp sweep_logs
   cases=$(ls /tmp/sweep_replays | sed 's/\..*//' | sort -u | paste -sd, -)
   PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/sweep_replays \
     --cases "$cases" --no-compile --out "$out/bench_sweep.json" 2>&1 | tee "$out/bench_sweep.log"

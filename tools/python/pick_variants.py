@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Links a superoptimize run's variants into a `gpu_bench.py --replays` folder: the one
 `--profile` measured fastest as CASE (impl "mugraph") and, where it differs, the cost model's
-first choice as CASE.cost_first, so one bench run compares both with PyTorch.
+first choice as CASE.cost_first, so one bench run compares both with PyTorch. With --all
+(a run searched without --profile, on another machine), every variant with code: the cost
+model's first as CASE, the others it costs within 2x of it as CASE.r2, CASE.r3, ..., so the
+bench run measures each.
 
-    python3 tools/python/pick_variants.py RUN_DIR REPLAYS_DIR CASE
+    python3 tools/python/pick_variants.py [--all] RUN_DIR REPLAYS_DIR CASE
 """
 import json
 import os
@@ -11,7 +14,9 @@ import sys
 
 
 def main():
-    run, replays, case = sys.argv[1:4]
+    args = [a for a in sys.argv[1:] if a != "--all"]
+    every = len(args) < len(sys.argv) - 1
+    run, replays, case = args[:3]
     with open(os.path.join(run, "summary.json")) as f:
         summary = json.load(f)
     variants = [v for v in summary.get("variants", [])
@@ -22,9 +27,14 @@ def main():
     measured = [v for v in variants if v.get("measured_us") is not None]
     fastest = min(measured, key=lambda v: v["measured_us"]) if measured else variants[0]
     cost_first = min(variants, key=lambda v: v["cost"])
-    picks = {case: fastest}
-    if cost_first["name"] != fastest["name"]:
-        picks[case + ".cost_first"] = cost_first
+    if every:
+        ranked = sorted(variants, key=lambda v: v["cost"])
+        ranked = [v for v in ranked if v["cost"] <= 2 * ranked[0]["cost"]]
+        picks = {case if i == 0 else f"{case}.r{i + 1}": v for i, v in enumerate(ranked)}
+    else:
+        picks = {case: fastest}
+        if cost_first["name"] != fastest["name"]:
+            picks[case + ".cost_first"] = cost_first
     for folder, v in picks.items():
         os.makedirs(replays, exist_ok=True)
         target = os.path.join(replays, folder)
