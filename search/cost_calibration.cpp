@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "graph/error.h"
 #include "graph/files.h"
@@ -90,6 +91,30 @@ CalibrationData loadCalibrationData(const std::string& path) {
     data.programs.push_back(std::move(program));
   }
   return data;
+}
+
+CalibrationData loadCalibrationData(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw UserError("calibration data", "no file given");
+  CalibrationData merged = loadCalibrationData(paths[0]);
+  std::map<std::string, std::string> seen;  // program -> the file it came from
+  for (const CalibrationProgram& p : merged.programs) seen.emplace(p.program, paths[0]);
+  for (size_t i = 1; i < paths.size(); ++i) {
+    CalibrationData more = loadCalibrationData(paths[i]);
+    if (more.target != merged.target) {
+      throw UserError(paths[i] + ": $.target", "\"" + more.target + "\", but " + paths[0] +
+                                                    " calibrates \"" + merged.target + "\"");
+    }
+    for (CalibrationProgram& p : more.programs) {
+      const auto [at, added] = seen.emplace(p.program, paths[i]);
+      if (!added) {
+        throw UserError(paths[i], "program '" + p.program + "' is in " + at->second + " too");
+      }
+      merged.programs.push_back(std::move(p));
+    }
+    if (more.device != merged.device) merged.device += " + " + more.device;
+    merged.method += "; " + more.method;
+  }
+  return merged;
 }
 
 CalibrationReport evaluateCostModel(const CalibrationData& data, const plan::Target& target,

@@ -42,6 +42,10 @@ struct CalibrationData {
 // UserError naming the file and the JSON path of anything malformed.
 CalibrationData loadCalibrationData(const std::string& path);
 
+// Several files as one: their programs in order, their devices and methods joined. The files
+// must calibrate one target, and no program may appear twice (UserError naming the files).
+CalibrationData loadCalibrationData(const std::vector<std::string>& paths);
+
 struct VariantFit {
   std::string name;
   double estimated = 0;

@@ -52,7 +52,10 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
   const double waves = std::ceil(w.blocks / (sms * w.blocksPerSm));
   const double latency =
       waves * (w.serialSteps * w.stepMicroseconds + w.postLoopMicroseconds) * 1e-6;
-  const double blockLoads = waves * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
+  // What one SM pulls from L2 and memory over the kernel: its share of the blocks (the blocks
+  // resident on it at once share its load rate), each loading bytesPerBlock.
+  const double blocksPerSmOverKernel = std::ceil(w.blocks / sms);
+  const double blockLoads = blocksPerSmOverKernel * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
   return c.launchMicroseconds + 1e6 * std::max({memory, compute, latency, blockLoads});
 }
 

@@ -8,8 +8,9 @@
 //    of the other matmuls at the general (shared-memory, CUDA-core) path's rate, and of the
 //    other ops at CUDA-core peak, all scaled by the fraction of SMs the grid occupies (blocks
 //    vs SMs, the plan's shared memory limiting blocks per SM);
-//  - block time = waves x (bytes one block loads / what one SM can pull from L2 and memory),
-//    so a few blocks streaming a whole KV cache are slow even if the total traffic is small;
+//  - block time = ceil(blocks / SMs) x (bytes one block loads / what one SM can pull from L2
+//    and memory): blocks resident on one SM together share its rate. A few blocks streaming a
+//    whole KV cache are slow even if the total traffic is small;
 //  - loop latency = waves x (for-loop trips x step latency + the ops after the loop), a step
 //    being a fixed latency plus, per op the plan emits in the loop, a barrier and its
 //    elements per thread (thread-owned kernels: a few register operations per element).
@@ -37,11 +38,11 @@ struct CostConstants {
   double vectorFlopsPerSecond = 50e12;  // f32 CUDA cores
   // The general matmul path (operands read from shared memory by every thread).
   double generalMatmulFlopsPerSecond = 7e12;
-  // Re-read tiles mostly hit L2: a byte read again costs this fraction of a device byte.
-  // Not fitted (CostConstantField::fitted): the fit drove it to 0 wherever no program in the
-  // data re-reads operands at scale, and left out, gemm_512x1024x4096 was then ranked 244% off
-  // its fastest. 0.5, about the copy bandwidth over L2's on an H100, was chosen by leaving
-  // each program out in turn (search/README.md, "Ranking and verification").
+  // Re-read tiles mostly hit L2 (whose rate the block-time term bounds): a byte read again
+  // also costs this fraction of a device byte. Not fitted (CostConstantField::fitted): the fit
+  // drove it to 0 wherever no program in the data re-reads operands at scale. The embedded
+  // constants use 0.2, chosen over the calibration data (search/README.md, "Ranking and
+  // verification"); 0.5 ranked skinny projections 89% off their fastest.
   double l2RereadDiscount = 0.5;
   double iterationMicroseconds = 0.25;  // one for-loop step's pipeline latency
   // One for-loop step of a thread-owned kernel (registers only, no barriers).

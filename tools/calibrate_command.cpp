@@ -1,4 +1,4 @@
-// `mugraph calibrate DATA [--fit [--write FILE]] [--json]`: how well the cost model ranks
+// `mugraph calibrate DATA... [--fit [--write FILE]] [--json]`: how well the cost model ranks
 // kernels measured on a GPU (search/cost_calibration.h), and a refit of its constants.
 #include <cstdio>
 #include <iostream>
@@ -51,7 +51,7 @@ nlohmann::json reportJson(const search::CalibrationReport& report) {
 
 Command addCalibrateCommand(CLI::App& app) {
   struct Options {
-    std::string data;
+    std::vector<std::string> data;
     bool fit = false;
     std::string write;
     bool json = false;
@@ -63,10 +63,10 @@ Command addCalibrateCommand(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "calibrate",
       "Judge the cost model on measured kernels (DATA: \"format\": \"mugraph.cost_calibration\", "
-      "e.g. docs/measurements/cost_calibration_h100.json): per program, the variant it ranks "
-      "first against the fastest measured. --fit refits its constants; --write saves them "
+      "e.g. docs/measurements/cost_calibration_h100.json; several files are judged as one): per "
+      "program, the variant it ranks first against the fastest measured. --fit refits its constants; --write saves them "
       "(search/cost_constants.json is what the build embeds). No GPU needed.");
-  sub->add_option("DATA", options->data, "calibration data file")->required();
+  sub->add_option("DATA", options->data, "calibration data files (one target)")->required();
   sub->add_flag("--fit", options->fit, "fit the constants to DATA, starting from the current ones");
   sub->add_option("--write", options->write,
                   "with --fit: write the fitted constants here (e.g. search/cost_constants.json, "
@@ -88,12 +88,14 @@ Command addCalibrateCommand(CLI::App& app) {
           return kExitBadInput;
         }
         const search::CalibrationData data = search::loadCalibrationData(options->data);
-        const plan::Target& target = plan::targetByName(data.target, options->data + ": $.target");
+        std::string files;
+        for (const std::string& path : options->data) files += (files.empty() ? "" : " + ") + path;
+        const plan::Target& target = plan::targetByName(data.target, files + ": $.target");
         const search::CostConstants current = options->constants.empty()
                                                   ? search::calibratedConstants()
                                                   : search::loadCostConstants(options->constants);
         const search::CalibrationReport before = search::evaluateCostModel(data, target, current);
-        nlohmann::json out{{"data", options->data},
+        nlohmann::json out{{"data", files},
                            {"device", data.device},
                            {"target", data.target},
                            {"current", reportJson(before)}};
@@ -103,7 +105,7 @@ Command addCalibrateCommand(CLI::App& app) {
               data, target, options->fromDefaults ? search::CostConstants{} : current);
           const search::CalibrationReport after = search::evaluateCostModel(data, target, fitted);
           const nlohmann::json constants =
-              search::costConstantsJson(fitted, options->data + " (" + data.device + ")");
+              search::costConstantsJson(fitted, files + " (" + data.device + ")");
           out["fitted"] = reportJson(after);
           out["fitted_constants"] = constants;
           if (!options->json) {

@@ -6,6 +6,8 @@
 
 #include "graph/files.h"
 #include "graph/shape_inference.h"
+#include "plan/kernel_plan.h"
+#include "plan/lower_predefined_ops.h"
 #include "search/cost_model.h"
 
 namespace mugraph::search {
@@ -104,6 +106,25 @@ TEST(CostModel, LeavingMostMultiprocessorsIdleCostsMore) {
   }
   const double narrowMicroseconds = estimateCost(narrow.graph, h100()).microseconds;
   EXPECT_GT(narrowMicroseconds * static_cast<double>(rowsOfBlocks), 2 * wideMicroseconds);
+}
+
+TEST(CostModel, AnSmLoadsTheTilesOfEveryBlockItRunsAlsoWhenSeveralAreResident) {
+  // The vocab projection's shipped schedule: 251 blocks of 16 x 128 outputs, each loading a
+  // [16, 64] tile of A and a [64, 128] tile of B (f16) in each of 64 steps, four resident per
+  // SM. With the L2-to-SM rate the only slow thing, the estimate is launch + (blocks an SM
+  // runs over the kernel: 2) x (bytes one block loads) / rate. Blocks resident together share
+  // their SM's rate; charging one wave of resident blocks (1 here) was several times too little.
+  const graph::Schedule vocab = shipped("vocab_16x32001.partial.json");
+  graph::KernelGraph lowered = vocab.graph;
+  lowered.ops.at(0) = plan::lowerKernelOp(vocab.graph, vocab.graph.ops.at(0), h100());
+  const plan::KernelPlan planned = plan::planKernel(lowered, 0, h100());
+  ASSERT_GE(h100().blocksPerSmByShared(planned.sharedBytes), 2);
+  ASSERT_EQ(lowered.ops.at(0).block->blocks(), 251);
+  CostConstants constants;
+  constants.perSmLoadBytesPerSecond = 1e9;
+  const double bytesPerBlock = (16.0 * 64 + 64.0 * 128) * 2 * 64;
+  EXPECT_NEAR(estimateCost(vocab.graph, h100(), constants).microseconds,
+              constants.launchMicroseconds + 1e6 * 2 * bytesPerBlock / 1e9, 1.0);
 }
 
 }  // namespace

@@ -13,14 +13,27 @@ import os
 import sys
 
 
+def with_code(run):
+    """(the run's summary, its variants whose folder holds code)."""
+    with open(os.path.join(run, "summary.json")) as f:
+        summary = json.load(f)
+    return summary, [v for v in summary.get("variants", [])
+                     if os.path.exists(os.path.join(run, v["name"], "manifest.json"))]
+
+
+def every_pick(variants, case):
+    """--all's folders: replay folder name -> variant (the bench's impl is "mugraph" plus
+    what follows CASE). calibration_from_runs.py --bench maps measured rows back through it."""
+    ranked = sorted(variants, key=lambda v: v["cost"])
+    ranked = [v for v in ranked if v["cost"] <= 2 * ranked[0]["cost"]]
+    return {case if i == 0 else f"{case}.r{i + 1}": v for i, v in enumerate(ranked)}
+
+
 def main():
     args = [a for a in sys.argv[1:] if a != "--all"]
     every = len(args) < len(sys.argv) - 1
     run, replays, case = args[:3]
-    with open(os.path.join(run, "summary.json")) as f:
-        summary = json.load(f)
-    variants = [v for v in summary.get("variants", [])
-                if os.path.exists(os.path.join(run, v["name"], "manifest.json"))]
+    summary, variants = with_code(run)
     if not variants:
         print(f"{case}: no variant with code in {run}: {summary.get('no_variants', '')}")
         return 1
@@ -28,9 +41,7 @@ def main():
     fastest = min(measured, key=lambda v: v["measured_us"]) if measured else variants[0]
     cost_first = min(variants, key=lambda v: v["cost"])
     if every:
-        ranked = sorted(variants, key=lambda v: v["cost"])
-        ranked = [v for v in ranked if v["cost"] <= 2 * ranked[0]["cost"]]
-        picks = {case if i == 0 else f"{case}.r{i + 1}": v for i, v in enumerate(ranked)}
+        picks = every_pick(variants, case)
     else:
         picks = {case: fastest}
         if cost_first["name"] != fastest["name"]:
