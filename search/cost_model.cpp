@@ -156,6 +156,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
     }
   }
   if (asynchronous && planned.ring()->stages <= 2) w.tensorFlops /= c.twoStageRingEfficiency;
+  if (asynchronous && planned.ring()->consumers == 1) w.tensorFlops /= c.singleConsumerEfficiency;
   double unique = 0;
   for (graph::TensorId t : op.inputs) unique += bytesOf(g.tensors[t]);
   w.bytes += unique + std::max(0.0, tileReads - unique) * c.l2RereadDiscount;
@@ -179,6 +180,7 @@ const std::vector<CostConstantField>& costConstantFields() {
       {"element_us", &CostConstants::elementMicroseconds},
       {"per_sm_load_bytes_per_s", &CostConstants::perSmLoadBytesPerSecond},
       {"two_stage_ring_efficiency", &CostConstants::twoStageRingEfficiency},
+      {"single_consumer_efficiency", &CostConstants::singleConsumerEfficiency},
   };
   return fields;
 }

@@ -55,6 +55,11 @@ struct CostConstants {
   // the copies' latency shows (measured: gemm_2000's 256 x 128 tiles take 47 us with two
   // stages of k 128, 29 us with four of k 64).
   double twoStageRingEfficiency = 1.0;
+  // The same for a warpgroup kernel with one multiplying warpgroup: its copies' waits, its
+  // epilogue and its loop overhead stall the tensor cores that a second warpgroup would keep
+  // busy (measured: a 512 x 4096 x 4096 GEMM in 128 x 128 tiles takes 29 us with two, 34-35
+  // with one).
+  double singleConsumerEfficiency = 1.0;
 };
 
 // Each constant by its name in search/cost_constants.json; the JSON reader and writer and
