@@ -22,7 +22,9 @@ class GraphReport:
         self.gm = gm  # the aten graph the report describes
         # Seconds of each phase of this graph's compile and first call, summed: partition,
         # search_or_cache, check_and_substitute (the variants run and timed on the first call's
-        # values), rest_compile (Inductor, each graph it compiled), whole_graph_timing.
+        # values; its parts as check_and_substitute/record, /check_variants (within it
+        # /load_variants), /time_subgraphs and /substitute), rest_compile (Inductor, each graph
+        # it compiled), whole_graph_timing.
         self.phases = {}
         self.decisions = decisions  # cache file of the measured decisions, or None
         self.earlier = cache.load_json(decisions) if decisions else None

@@ -103,9 +103,10 @@ def _choose_variant(s, binding, values, graph_report):
     for v in result.get("variants", []):
         key = f"{s['name']}:{v['name']}"
         try:
-            loaded = kernels.LoadedVariant(optimize.variant_directory(entry, v["name"]),
-                                           [list(e.shape) for e in expected],
-                                           [list(e.stride()) for e in expected])
+            with graph_report.phase("check_and_substitute/load_variants"):
+                loaded = kernels.LoadedVariant(optimize.variant_directory(entry, v["name"]),
+                                               [list(e.shape) for e in expected],
+                                               [list(e.stride()) for e in expected])
             ours = loaded.run(inputs)
             torch.cuda.synchronize()
         except Exception as e:  # a variant that cannot run here is skipped, with the reason
@@ -230,29 +231,35 @@ def _topological_order(graph):
 
 def check_and_substitute(gm, args, graph_report, config):
     """(the GraphModule with matching subgraphs replaced, this call's outputs)."""
-    recorder = _Recorder(gm)
-    outputs = recorder.run(*args)
-    values = recorder.values
+    # Its parts are phases of their own ("check_and_substitute/record", ...), so a slow
+    # compile says which part it spent its time in.
+    with graph_report.phase("check_and_substitute/record"):
+        recorder = _Recorder(gm)
+        outputs = recorder.run(*args)
+        values = recorder.values
     fx_nodes = {n.name for n in gm.graph.nodes}
     chosen = []
-    for s in graph_report.partition["subgraphs"]:
-        try:
-            binding = Binding(s, graph_report.writer, fx_nodes)
-        except ValueError as e:
-            graph_report.fallback(s, str(e))
-            continue
-        pick, why = _choose_variant(s, binding, values, graph_report)
-        if pick is None:
-            graph_report.fallback(s, why)
-            continue
-        chosen.append((s, binding, pick))
+    with graph_report.phase("check_and_substitute/check_variants"):
+        for s in graph_report.partition["subgraphs"]:
+            try:
+                binding = Binding(s, graph_report.writer, fx_nodes)
+            except ValueError as e:
+                graph_report.fallback(s, str(e))
+                continue
+            pick, why = _choose_variant(s, binding, values, graph_report)
+            if pick is None:
+                graph_report.fallback(s, why)
+                continue
+            chosen.append((s, binding, pick))
     if config.time_subgraphs:
         from . import timing
 
-        timing.time_subgraphs(gm, values, chosen, graph_report, config.rest)
+        with graph_report.phase("check_and_substitute/time_subgraphs"):
+            timing.time_subgraphs(gm, values, chosen, graph_report, config.rest)
         if config.only_faster:
             chosen = [c for c in chosen if _faster(c[0], graph_report)]
-    return substituted(gm, chosen, graph_report), outputs
+    with graph_report.phase("check_and_substitute/substitute"):
+        return substituted(gm, chosen, graph_report), outputs
 
 
 def substituted(gm, chosen, graph_report):
