@@ -36,13 +36,19 @@ std::string freshName(const Program& program, const GraphBuilder& builder,
   }
 }
 
-// Copies `program` with op `at` replaced by `emit`, then drops ops nothing reads any more.
-Program rebuild(const Program& program, size_t at, const Emit& emit) {
-  GraphBuilder builder = GraphBuilder::withInputsOf(program, program.name);
+// The tensors of `program` as `builder` (made with its inputs) holds them: its inputs so far.
+std::vector<TensorId> inputsRemapped(const Program& program, const GraphBuilder& builder) {
   std::vector<TensorId> remap(program.tensors.size(), -1);
   for (size_t i = 0; i < program.inputs.size(); ++i) {
     remap[program.inputs[i]] = builder.graph().inputs[i];
   }
+  return remap;
+}
+
+// Copies `program` with op `at` replaced by `emit`, then drops ops nothing reads any more.
+Program rebuild(const Program& program, size_t at, const Emit& emit) {
+  GraphBuilder builder = GraphBuilder::withInputsOf(program, program.name);
+  std::vector<TensorId> remap = inputsRemapped(program, builder);
   for (size_t i = 0; i < program.ops.size(); ++i) {
     const KernelOp& op = program.ops[i];
     const TensorId out = op.outputs.at(0);
@@ -192,6 +198,79 @@ std::optional<Program> safeSoftmax(const Program& program, size_t at) {
   });
 }
 
+// The ops a value computed by op `at` is made of back to its "materialized" sources (program
+// inputs and matmul results, which are shared): the indices of the cheap ops that compute it,
+// in program order, or nothing where that is more than kMaxRecomputedOps ops.
+constexpr size_t kMaxRecomputedOps = 16;
+
+std::optional<std::vector<size_t>> cheapCone(const Program& program, size_t at) {
+  std::vector<int> producer(program.tensors.size(), -1);
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    producer[program.ops[i].outputs.at(0)] = static_cast<int>(i);
+  }
+  std::set<size_t> cone = {at};
+  std::vector<size_t> frontier = {at};
+  while (!frontier.empty()) {
+    const size_t i = frontier.back();
+    frontier.pop_back();
+    for (TensorId t : program.ops[i].inputs) {
+      const int p = producer[t];
+      if (p < 0 || program.ops[p].kind == OpKind::Matmul || cone.count(p)) continue;
+      cone.insert(p);
+      if (cone.size() > kMaxRecomputedOps) return std::nullopt;
+      frontier.push_back(p);
+    }
+  }
+  return std::vector<size_t>(cone.begin(), cone.end());
+}
+
+// recomputedPrologues' one step: the value op `at` computes, if several matmuls read it.
+std::optional<Program> recomputePerReader(const Program& program, size_t at) {
+  const TensorId shared = program.ops[at].outputs.at(0);
+  if (program.ops[at].kind == OpKind::Matmul ||
+      std::find(program.outputs.begin(), program.outputs.end(), shared) != program.outputs.end()) {
+    return std::nullopt;
+  }
+  std::vector<size_t> readers;
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const KernelOp& op = program.ops[i];
+    if (std::find(op.inputs.begin(), op.inputs.end(), shared) == op.inputs.end()) continue;
+    if (op.kind != OpKind::Matmul || op.inputs[0] != shared || op.inputs[1] == shared) {
+      return std::nullopt;
+    }
+    readers.push_back(i);
+  }
+  if (readers.size() < 2) return std::nullopt;
+  const std::optional<std::vector<size_t>> cone = cheapCone(program, at);
+  if (!cone) return std::nullopt;
+
+  GraphBuilder builder = GraphBuilder::withInputsOf(program, program.name);
+  std::vector<TensorId> remap = inputsRemapped(program, builder);
+  for (size_t i = 0; i < program.ops.size(); ++i) {
+    const KernelOp& op = program.ops[i];
+    std::vector<TensorId> inputs;
+    for (TensorId t : op.inputs) inputs.push_back(remap[t]);
+    const auto reader = std::find(readers.begin(), readers.end(), i);
+    if (reader != readers.begin() && reader != readers.end()) {
+      // This matmul's own copy of the cone, named after it.
+      std::vector<TensorId> copy = remap;
+      const std::string suffix = "_for_" + program.tensors[op.outputs[0]].name;
+      for (size_t c : *cone) {
+        const KernelOp& coneOp = program.ops[c];
+        std::vector<TensorId> coneInputs;
+        for (TensorId t : coneOp.inputs) coneInputs.push_back(copy[t]);
+        copy[coneOp.outputs[0]] = builder.op(
+            coneOp.kind, coneInputs, coneOp.attrs,
+            freshName(program, builder, program.tensors[coneOp.outputs[0]].name + suffix));
+      }
+      inputs[0] = copy[shared];
+    }
+    remap[op.outputs[0]] = builder.op(op.kind, inputs, op.attrs, program.tensors[op.outputs[0]].name);
+  }
+  for (TensorId t : program.outputs) builder.output(remap[t]);
+  return builder.finish();
+}
+
 using RuleFunction = std::optional<Program> (*)(const Program&, size_t);
 
 struct RuleEntry {
@@ -237,6 +316,22 @@ std::vector<ProgramForm> programForms(const graph::Program& program, int maxForm
     }
   }
   return forms;
+}
+
+std::optional<graph::Program> recomputedPrologues(const graph::Program& program) {
+  std::optional<Program> current;
+  for (bool changed = true; changed;) {
+    changed = false;
+    const Program& from = current ? *current : program;
+    for (size_t at = 0; at < from.ops.size(); ++at) {
+      if (std::optional<Program> next = recomputePerReader(from, at)) {
+        current = std::move(next);
+        changed = true;
+        break;
+      }
+    }
+  }
+  return current;
 }
 
 int unshiftedExps(const graph::Program& program) {

@@ -3,7 +3,7 @@
 // the matmul that follows it (so the whole attention becomes a sum the for-loop or the grid
 // can split), rms_norm before a matmul expanded into a sum of squares applied after it, and a
 // softmax written without max subtraction given it (exp(A − max A): no exp overflows where the
-// softmax is finite).
+// softmax is finite). recomputedPrologues is a rewrite of its own (not a rule of the table).
 // Every rule is an identity of real arithmetic; the verifier still checks each schedule.
 #pragma once
 
@@ -29,6 +29,16 @@ const std::vector<RewriteRule>& rewriteRules();
 // rules, breadth-first, at most `maxForms` in all (the original is always there, even when
 // maxForms < 1). Deterministic.
 std::vector<ProgramForm> programForms(const graph::Program& program, int maxForms);
+
+// The program with every value that several matmuls read as their left operand (a norm
+// before Q, K and V; before gate and up), computed from program inputs and matmul results by
+// at most 16 cheap ops (no matmul), computed once per matmul: each matmul after the first
+// reads its own copy of those ops. Nothing where no value is so shared. The same function,
+// computed more than once. The search gives each op to one kernel, so a shared value is a
+// kernel of its own (a one-block norm at decode) stored for the matmuls to read; in this
+// form each matmul's kernel can compute its prologue itself as its blocks load its operand.
+// superoptimize searches it beside the program (superoptimize.h).
+std::optional<graph::Program> recomputedPrologues(const graph::Program& program);
 
 // How many of the program's exps read something other than x − reduce_max(x) (an exp that can
 // overflow where a softmax over it is finite).

@@ -43,6 +43,10 @@ struct SearchConfig {
   // Search a program beyond one candidate's reach in pieces and join them (split_program.h);
   // false: whole-program candidates only.
   bool splitLargePrograms = true;
+  // Also search the program with each value several matmuls read as their left operand
+  // computed once per matmul (program_rewrites.h, recomputedPrologues), and rank both forms'
+  // variants together.
+  bool recomputePrologues = true;
   // Add the known-fast families' block choices (sketches.h) to the generic ones.
   bool sketches = true;
   // Of the children of a partial schedule that leave the same future, the cheapest this many

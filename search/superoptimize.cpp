@@ -381,7 +381,10 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
 
 }  // namespace
 
-SearchResult superoptimize(const graph::Program& program, const SearchOptions& options) {
+namespace {
+
+// superoptimize of one program form, without recomputedPrologues.
+SearchResult superoptimizeForm(const graph::Program& program, const SearchOptions& options) {
   // Up front when no candidate can cover the whole program, or when the limits leave no room
   // for every matmul as a kernel of its own (not in attention, whose two matmuls the flash
   // sketches fuse into one kernel): pieces that leave that room. After the whole search when
@@ -404,5 +407,67 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
   }
   return whole;
 }
+
+// A variant of `form` (the same inputs and outputs, by name and order) as a schedule of
+// `program`, which computes the same function.
+VerifiedVariant asVariantOf(const graph::Program& program, VerifiedVariant variant) {
+  variant.schedule.program = program;
+  variant.schedule.name = program.name;
+  variant.schedule.name += ".v" + graph::hashHex(graph::scheduleHash(variant.schedule));
+  variant.schedule.graph.name = variant.schedule.name;
+  variant.hash = graph::scheduleHash(variant.schedule);
+  variant.name = graph::variantName(variant.schedule);
+  return variant;
+}
+
+}  // namespace
+
+SearchResult superoptimize(const graph::Program& program, const SearchOptions& options) {
+  const std::optional<graph::Program> recomputed =
+      options.config.recomputePrologues ? recomputedPrologues(program) : std::nullopt;
+  if (!recomputed) return superoptimizeForm(program, options);
+  // Both forms, each with half the time limit; pieces of either are not rewritten again. The
+  // second runs without the checkpoint (a resumed run searches it again).
+  const auto start = std::chrono::steady_clock::now();
+  SearchOptions each = options;
+  each.config.recomputePrologues = false;
+  if (options.timeLimitSeconds > 0) each.timeLimitSeconds = options.timeLimitSeconds / 2;
+  SearchResult result = superoptimizeForm(program, each);
+  if (options.timeLimitSeconds > 0) {
+    const double spent =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    each.timeLimitSeconds = std::max(options.timeLimitSeconds - spent, 0.5);
+  }
+  each.checkpointPath.clear();
+  each.resume = false;
+  SearchResult other = superoptimizeForm(*recomputed, each);
+  SearchSummary& summary = result.summary;
+  addUp(summary, other.summary);
+  summary.complete = summary.complete && other.summary.complete;
+  for (VerifiedVariant& v : other.variants) {
+    VerifiedVariant moved = asVariantOf(program, std::move(v));
+    const bool seen = std::any_of(result.variants.begin(), result.variants.end(),
+                                  [&](const VerifiedVariant& w) { return w.hash == moved.hash; });
+    if (!seen) result.variants.push_back(std::move(moved));
+  }
+  std::stable_sort(result.variants.begin(), result.variants.end(),
+                   [](const VerifiedVariant& a, const VerifiedVariant& b) {
+                     if (a.cost.microseconds != b.cost.microseconds) {
+                       return a.cost.microseconds < b.cost.microseconds;
+                     }
+                     return a.hash < b.hash;
+                   });
+  if (result.variants.size() > static_cast<size_t>(std::max(options.config.maxVariants, 1))) {
+    result.variants.resize(static_cast<size_t>(std::max(options.config.maxVariants, 1)));
+  }
+  summary.verified = result.variants.size();
+  summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+namespace {
+
+}  // namespace
 
 }  // namespace mugraph::search

@@ -12,21 +12,6 @@
 namespace mugraph::search {
 namespace {
 
-void addUp(SearchSummary& total, const SearchSummary& piece) {
-  total.forms += piece.forms;
-  total.subtrees += piece.subtrees;
-  total.subtreesCompleted += piece.subtreesCompleted;
-  total.stoppedByTimeLimit = total.stoppedByTimeLimit || piece.stoppedByTimeLimit;
-  total.stats.states += piece.stats.states;
-  for (int r = 0; r < kPruneReasons; ++r) total.stats.pruned[r] += piece.stats.pruned[r];
-  total.candidates += piece.candidates;
-  total.rejected += piece.rejected;
-  total.notEmittable += piece.notEmittable;
-  total.oracle.queries += piece.oracle.queries;
-  total.oracle.cacheHits += piece.oracle.cacheHits;
-  total.oracle.z3Queries += piece.oracle.z3Queries;
-  total.oracle.timeouts += piece.oracle.timeouts;
-}
 
 // Appends `part`'s kernels to `joined`. Its inputs are tensors `joined` already has (by
 // name); its outputs keep their names, for later pieces to read; its own intermediates get
@@ -102,6 +87,22 @@ CostEstimate totalCost(const std::vector<VerifiedVariant>& best) {
 }
 
 }  // namespace
+
+void addUp(SearchSummary& total, const SearchSummary& part) {
+  total.forms += part.forms;
+  total.subtrees += part.subtrees;
+  total.subtreesCompleted += part.subtreesCompleted;
+  total.stoppedByTimeLimit = total.stoppedByTimeLimit || part.stoppedByTimeLimit;
+  total.stats.states += part.stats.states;
+  for (int r = 0; r < kPruneReasons; ++r) total.stats.pruned[r] += part.stats.pruned[r];
+  total.candidates += part.candidates;
+  total.rejected += part.rejected;
+  total.notEmittable += part.notEmittable;
+  total.oracle.queries += part.oracle.queries;
+  total.oracle.cacheHits += part.oracle.cacheHits;
+  total.oracle.z3Queries += part.oracle.z3Queries;
+  total.oracle.timeouts += part.oracle.timeouts;
+}
 
 SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options,
                                    const PieceLimits& limits) {

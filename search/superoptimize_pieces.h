@@ -18,6 +18,10 @@ namespace mugraph::search {
 // and only where that fails is each piece's variant verified on its own, a refuted one
 // replaced by its piece's best verified variant, and the join verified again.
 // `limits`: how to cut (split_program.h).
+// Adds a search's counts (forms, subtrees, states, prunes, candidates, the oracle's queries)
+// to `total`'s.
+void addUp(SearchSummary& total, const SearchSummary& part);
+
 SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options,
                                    const PieceLimits& limits);
 

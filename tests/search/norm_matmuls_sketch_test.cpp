@@ -17,30 +17,35 @@
 namespace mugraph::search {
 namespace {
 
-// Hidden 1024, 512 rows (the matmuls, not launches, dominate); Q, K and V 1024 wide.
-graph::Program normAndProjections() {
+// A Llama norm and its Q/K/V projections over `rows` rows, hidden 1024, Q 1024 wide and K, V
+// `kvWidth` wide.
+graph::Program normAndProjections(int rows, int kvWidth, const std::string& name) {
+  const std::string kv = std::to_string(kvWidth);
   return graph::parseProgramText(
-      "program norm_qkv\n"
-      "input x0 f16 [512, 1024]\n"
-      "input x1 f16 [1, 1024]\n"
-      "input wq f16 [1024, 1024] layout=transposed\n"
-      "input wk f16 [1024, 1024] layout=transposed\n"
-      "input wv f16 [1024, 1024] layout=transposed\n"
-      "t0 = square(x0)\n"
-      "t1 = reduce_sum(t0, dim=1)\n"
-      "t2 = scale(t1, c=0.0009765625)\n"
-      "t3 = add_scalar(t2, c=1e-06)\n"
-      "t4 = sqrt(t3)\n"
-      "t5 = div(x0, t4)\n"
-      "t6 = mul(x1, t5)\n"
-      "q = matmul(t6, wq)\n"
-      "k = matmul(t6, wk)\n"
-      "v = matmul(t6, wv)\n"
-      "output q\n"
-      "output k\n"
-      "output v\n",
-      "norm_qkv.mg");
+      "program " + name + "\n" +
+          "input x0 f16 [" + std::to_string(rows) + ", 1024]\n" +
+          "input x1 f16 [1, 1024]\n"
+          "input wq f16 [1024, 1024] layout=transposed\n"
+          "input wk f16 [1024, " + kv + "] layout=transposed\n" +
+          "input wv f16 [1024, " + kv + "] layout=transposed\n" +
+          "t0 = square(x0)\n"
+          "t1 = reduce_sum(t0, dim=1)\n"
+          "t2 = scale(t1, c=0.0009765625)\n"
+          "t3 = add_scalar(t2, c=1e-06)\n"
+          "t4 = sqrt(t3)\n"
+          "t5 = div(x0, t4)\n"
+          "t6 = mul(x1, t5)\n"
+          "q = matmul(t6, wq)\n"
+          "k = matmul(t6, wk)\n"
+          "v = matmul(t6, wv)\n"
+          "output q\n"
+          "output k\n"
+          "output v\n",
+      name + ".mg");
 }
+
+// Hidden 1024, 512 rows (the matmuls, not launches, dominate); Q, K and V 1024 wide.
+graph::Program normAndProjections() { return normAndProjections(512, 1024, "norm_qkv"); }
 
 // One projection alone.
 graph::Program standaloneMatmul() {
@@ -112,6 +117,41 @@ TEST(NormMatmulsSearch, TheBestCostsAboutWhatItsMatmulsCostAlone) {
   const double alone = 3 * bestCost(standaloneMatmul(), 1);
   EXPECT_LE(gemms, 1.1 * alone) << "the matmuls alone: " << alone << " us";
   EXPECT_LT(gemms, best.cost.microseconds);
+}
+
+// At decode (one row), the same norm and projections: the norm is worth computing in each
+// projection's kernel (program_rewrites.h, recomputedPrologues) rather than in a kernel of
+// its own whose result the projections read back.
+graph::Program decodeNormAndProjections() {
+  return normAndProjections(1, 128, "norm_qkv_decode");
+}
+
+TEST(NormMatmulsSearch, AtDecodeEachProjectionComputesTheNormItReads) {
+  const graph::Program program = decodeNormAndProjections();
+  SearchOptions options = testing::quietOptions(program);
+  options.config.maxVariants = 1;
+  const SearchResult result = superoptimize(program, options);
+  ASSERT_EQ(result.variants.size(), 1u);
+  const VerifiedVariant& best = result.variants.front();
+  EXPECT_EQ(best.schedule.program, program);
+  EXPECT_EQ(best.verification.level, "finite-field");
+  EXPECT_LE(best.verification.falseAcceptBound, 1e-12);
+  // Three kernels, each writing one projection: no kernel for the norm alone.
+  const graph::KernelGraph& g = best.schedule.graph;
+  ASSERT_EQ(g.ops.size(), 3u);
+  std::set<std::string> written;
+  for (const graph::KernelOp& kernel : g.ops) {
+    ASSERT_EQ(kernel.outputs.size(), 1u);
+    written.insert(g.tensors[kernel.outputs[0]].name);
+  }
+  EXPECT_EQ(written, (std::set<std::string>{"q", "k", "v"}));
+  // Estimated cheaper than the best schedule of the program as written.
+  SearchOptions asWritten = options;
+  asWritten.config.recomputePrologues = false;
+  const SearchResult once = superoptimize(program, asWritten);
+  ASSERT_FALSE(once.variants.empty());
+  EXPECT_EQ(once.variants.front().schedule.graph.ops.size(), 4u);
+  EXPECT_LT(best.cost.microseconds, once.variants.front().cost.microseconds);
 }
 
 }  // namespace

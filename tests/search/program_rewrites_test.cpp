@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -351,6 +352,116 @@ TEST(ProgramForms, SameProgramGivesTheSameFormsEveryTime) {
     EXPECT_EQ(first[i].program, second[i].program);
     EXPECT_EQ(first[i].rulesApplied, second[i].rulesApplied);
   }
+}
+
+// A Llama norm as the FX front end writes it, read by Q, K and V.
+const char* const kNormQkv =
+    "program norm_qkv\n"
+    "input x f16 [2, 64]\n"
+    "input g f16 [1, 64]\n"
+    "input wq f16 [64, 64] layout=transposed\n"
+    "input wk f16 [64, 16] layout=transposed\n"
+    "input wv f16 [64, 16] layout=transposed\n"
+    "t0 = square(x)\n"
+    "t1 = reduce_sum(t0, dim=1)\n"
+    "t2 = scale(t1, c=0.015625)\n"
+    "t3 = add_scalar(t2, c=1e-06)\n"
+    "t4 = sqrt(t3)\n"
+    "t5 = div(x, t4)\n"
+    "t6 = mul(g, t5)\n"
+    "q = matmul(t6, wq)\n"
+    "k = matmul(t6, wk)\n"
+    "v = matmul(t6, wv)\n"
+    "output q\n"
+    "output k\n"
+    "output v\n";
+
+TEST(RecomputedPrologues, EachMatmulAfterTheFirstReadsItsOwnCopyOfTheNorm) {
+  const graph::Program program = parse(kNormQkv);
+  const std::optional<graph::Program> recomputed = recomputedPrologues(program);
+  ASSERT_TRUE(recomputed.has_value());
+  // The norm's seven ops three times, and the three matmuls.
+  EXPECT_EQ(recomputed->ops.size(), 3u * 7 + 3);
+  std::set<graph::TensorId> leftOperands;
+  for (const graph::KernelOp& op : recomputed->ops) {
+    if (op.kind == graph::OpKind::Matmul) leftOperands.insert(op.inputs[0]);
+  }
+  EXPECT_EQ(leftOperands.size(), 3u);
+  EXPECT_EQ(recomputed->inputs.size(), program.inputs.size());
+  ASSERT_EQ(recomputed->outputs.size(), 3u);
+  for (size_t o = 0; o < 3; ++o) {
+    EXPECT_EQ(recomputed->tensors[recomputed->outputs[o]].name,
+              program.tensors[program.outputs[o]].name);
+  }
+  verify::EquivalenceOptions options;
+  options.seed = 5;
+  EXPECT_TRUE(verify::checkEquivalence(program, *recomputed, options).equivalent);
+  // Nothing is shared any more: a second pass changes nothing.
+  EXPECT_FALSE(recomputedPrologues(*recomputed).has_value());
+}
+
+TEST(RecomputedPrologues, SharedMatmulResultsAndOneReaderAreLeftAlone) {
+  // One matmul reading the norm: nothing to copy.
+  EXPECT_FALSE(recomputedPrologues(parse(kRmsNormMatmul)).has_value());
+  // Two matmuls reading a matmul's result: that is computed once (its cone stops there).
+  EXPECT_FALSE(recomputedPrologues(parse("program two_readers\n"
+                                         "input X f16 [4, 16]\n"
+                                         "input W f16 [16, 16]\n"
+                                         "input A f16 [16, 8]\n"
+                                         "input B f16 [16, 8]\n"
+                                         "H = matmul(X, W)\n"
+                                         "Y = matmul(H, A)\n"
+                                         "Z = matmul(H, B)\n"
+                                         "output Y\n"
+                                         "output Z\n"))
+                   .has_value());
+  // A shared value that is also a program output, or read by something other than a matmul's
+  // left operand, is left alone.
+  EXPECT_FALSE(recomputedPrologues(parse("program output_too\n"
+                                         "input X f16 [4, 16]\n"
+                                         "input A f16 [16, 8]\n"
+                                         "input B f16 [16, 8]\n"
+                                         "N = square(X)\n"
+                                         "Y = matmul(N, A)\n"
+                                         "Z = matmul(N, B)\n"
+                                         "output N\n"
+                                         "output Y\n"
+                                         "output Z\n"))
+                   .has_value());
+}
+
+TEST(RecomputedPrologues, ACopyStopsAtMatmulResultsAndKeepsTheirSingleKernel) {
+  // The residual after o_proj feeds a norm read by gate and up: the copy recomputes the add and
+  // the norm, never o_proj.
+  const graph::Program program = parse(
+      "program residual_norm_mlp\n"
+      "input a f16 [2, 32]\n"
+      "input r f16 [2, 32]\n"
+      "input wo f16 [32, 32]\n"
+      "input wg f16 [32, 64]\n"
+      "input wu f16 [32, 64]\n"
+      "o = matmul(a, wo)\n"
+      "h = add(r, o)\n"
+      "n = rms_norm(h, dim=1)\n"
+      "gate = matmul(n, wg)\n"
+      "up = matmul(n, wu)\n"
+      "y = mul(gate, up)\n"
+      "output h\n"
+      "output y\n");
+  const std::optional<graph::Program> recomputed = recomputedPrologues(program);
+  ASSERT_TRUE(recomputed.has_value());
+  int matmuls = 0, adds = 0, norms = 0;
+  for (const graph::KernelOp& op : recomputed->ops) {
+    matmuls += op.kind == graph::OpKind::Matmul;
+    adds += op.kind == graph::OpKind::Add;
+    norms += op.kind == graph::OpKind::RmsNorm;
+  }
+  EXPECT_EQ(matmuls, 3);
+  EXPECT_EQ(adds, 2);
+  EXPECT_EQ(norms, 2);
+  verify::EquivalenceOptions options;
+  options.seed = 9;
+  EXPECT_TRUE(verify::checkEquivalence(program, *recomputed, options).equivalent);
 }
 
 }  // namespace
