@@ -249,20 +249,26 @@ fi
 
 if [[ $step == distributed ]]; then
   # The table of docs/distributed_search.md on this machine's cores. Each run's wall time, load
-  # average and output digest land in $out/distributed_*.json; DISTRIBUTED_RANKS overrides 1,2,4,8.
+  # average and output digest land in $out/distributed_*.json; DISTRIBUTED_RANKS overrides 1,2,4,8
+  # and DISTRIBUTED_KINDS picks benches.
   echo "== distributed ($(nproc) cores)"
   if ldd "$mg" | grep -q "not found"; then
     echo "distributed: $mg cannot load its libraries here:"; ldd "$mg" | grep "not found"
   else
     command -v mpirun >/dev/null || echo "distributed: no mpirun on this machine: the MPI rows are not run, only the single-process ones"
     ranks=${DISTRIBUTED_RANKS:-1,2,4,8}
-    python3 tools/python/distributed_bench.py --binary "$mg" --kind program --program gqa \
-      --search-args="--max-kernels 2" --ranks "$ranks" --out "$out/distributed_gqa.json"
-    python3 tools/python/distributed_bench.py --binary "$mg" --kind model \
-      --program tests/onnx_import/models/decoder_block.onnx --search-args="--max-kernels 2" \
-      --spreads items,searches --ranks "$ranks" --out "$out/distributed_decoder_block.json"
-    python3 tools/python/distributed_bench.py --binary "$mg" --kind dataset \
-      --program "tools/bench/dataset_programs/*.mg" --search-args="--max-variants 4" \
-      --spreads items,searches --ranks "$ranks" --out "$out/distributed_dataset.json"
+    # DISTRIBUTED_KINDS narrows the benches (program, model, dataset: all by default).
+    kinds=",${DISTRIBUTED_KINDS:-program,model,dataset},"
+    [[ $kinds == *,program,* ]] &&
+      python3 tools/python/distributed_bench.py --binary "$mg" --kind program --program gqa \
+        --search-args="--max-kernels 2" --ranks "$ranks" --out "$out/distributed_gqa.json"
+    [[ $kinds == *,model,* ]] &&
+      python3 tools/python/distributed_bench.py --binary "$mg" --kind model \
+        --program tests/onnx_import/models/decoder_block.onnx --search-args="--max-kernels 2" \
+        --spreads items,searches --ranks "$ranks" --out "$out/distributed_decoder_block.json"
+    [[ $kinds == *,dataset,* ]] &&
+      python3 tools/python/distributed_bench.py --binary "$mg" --kind dataset \
+        --program "tools/bench/dataset_programs/*.mg" --search-args="--max-variants 4" \
+        --spreads items,searches --ranks "$ranks" --out "$out/distributed_dataset.json"
   fi
 fi
