@@ -31,6 +31,7 @@ struct RunOptions {
   std::vector<int> blockThreads;
   bool noGridSplit = false;
   bool noSplit = false;
+  bool noRecompute = false;  // search::SearchConfig::recomputePrologues off
   std::vector<std::string> dims;       // name=value pins of an ONNX model's dynamic dims
   std::vector<std::string> dimRanges;  // name=min:max ranges of an ONNX model's dynamic dims
   // A model's subgraphs over the ranks: "items" (each whole on one rank), "searches" (one after

@@ -24,6 +24,7 @@ search::SearchOptions searchOptionsFor(const graph::Program& program, const RunO
   if (!o.blockThreads.empty()) options.config.threadCandidates = o.blockThreads;
   if (o.noGridSplit) options.config.allowGridSplitReduction = false;
   if (o.noSplit) options.config.splitLargePrograms = false;
+  if (o.noRecompute) options.config.recomputePrologues = false;
   for (int t : options.config.threadCandidates) {
     if (t < graph::kWarpSize || t > graph::kMaxThreadsPerBlock || t % graph::kWarpSize != 0) {
       throw UserError("--block-threads", std::to_string(t) + " is not a multiple of " +

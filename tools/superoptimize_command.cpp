@@ -133,6 +133,9 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   sub->add_flag("--no-grid-split", o->noGridSplit, "never split a reduction across the grid");
   sub->add_flag("--no-split", o->noSplit,
                 "search the whole program only, never in pieces joined afterwards");
+  sub->add_flag("--no-recompute", o->noRecompute,
+                "search the program as written only, not also with a value several matmuls "
+                "read (a norm before Q, K and V) computed once per matmul");
   sub->add_option("--dim", o->dims,
                   "for an ONNX model: pin a symbolic dim (ONNX dim_param) to a static size, "
                   "name=value (repeatable; takes precedence over --dim-range)");
