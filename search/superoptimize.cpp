@@ -466,8 +466,4 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
   return result;
 }
 
-namespace {
-
-}  // namespace
-
 }  // namespace mugraph::search
