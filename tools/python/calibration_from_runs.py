@@ -54,8 +54,9 @@ def program_of(run, bench=None):
         program = program or schedule["program"]["name"]
         variants.append((v["cost"], v["name"], measured, schedule))
     if not variants:
-        raise SystemExit(f"{run}: no variant with a measured time and a schedule "
-                         "(was it run with --profile on a GPU?)")
+        hint = (f"does --bench hold a case named {os.path.basename(os.path.normpath(run))}?"
+                if bench else "was it run with --profile on a GPU?")
+        raise SystemExit(f"{run}: no variant with a measured time and a schedule ({hint})")
     variants.sort(key=lambda v: (v[0], v[1]))
     return program, [{"name": name, "measured_us": measured, "schedule": schedule}
                      for _, name, measured, schedule in variants]
