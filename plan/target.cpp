@@ -44,6 +44,7 @@ std::vector<Target> makeTargets() {
              .warpgroupMma = false,
              .warpgroup = {},
              .maxClusterBlocks = 1,
+             .l2LineBytes = 128,
              .memoryBytesPerSecond = 1.7e12,  // nominal 2.0 TB/s HBM2e; copies reach ~85%
              .tensorFlopsPerSecond = 280e12,  // nominal 312 TFLOP/s; cuBLAS reaches ~90%
              .syncMmaFlopsPerSecond = 280e12,
@@ -64,6 +65,7 @@ std::vector<Target> makeTargets() {
              .warpgroupMma = true,
              .warpgroup = kHopperWarpgroup,
              .maxClusterBlocks = 8,
+             .l2LineBytes = 128,
              .memoryBytesPerSecond = 3.0e12,  // H100 device copy, measured 3.02 TB/s
              .tensorFlopsPerSecond = 700e12,  // cuBLAS f16 4096^3 on an H100: 704 TFLOP/s
              // Our mma.sync GEMM at 4096^3 on an H100 (docs/measurements/bench_gpu_*): 267

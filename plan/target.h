@@ -27,8 +27,8 @@ struct WarpgroupLimits {
   // A 16-bit result leaves through a staging buffer per multiplying warp: 16 rows of one
   // swizzled row each.
   int64_t stagingBytesPerWarp;
-  int maxAccumulators;       // f32 accumulator registers per multiplying thread
-  int producerRegisters;     // what a copy-issuing warpgroup keeps (setmaxnreg)
+  int maxAccumulators;    // f32 accumulator registers per multiplying thread
+  int producerRegisters;  // what a copy-issuing warpgroup keeps (setmaxnreg)
   // What a copy warpgroup that gathers with cp.async keeps: each thread holds its chunks'
   // addresses and predicates for a stage (ptxas spills below it).
   int gatheringProducerRegisters;
@@ -65,6 +65,9 @@ struct Target {
   WarpgroupLimits warpgroup;  // meaningful where warpgroupMma
   // Blocks a thread-block cluster may have (the portable limit; 1: no clusters).
   int64_t maxClusterBlocks;
+  // Bytes of one L2 cache line: a copied row that starts off a line boundary spans one line
+  // more than its bytes need.
+  int64_t l2LineBytes;
 
   // Throughput figures for the cost model, measured where the comment says.
   double memoryBytesPerSecond;   // device copy bandwidth

@@ -34,6 +34,9 @@ struct BlockChoice {
   int64_t forloop = 1;
   int64_t loopTile = 0;  // > 0: the loop's tiles do not divide the block's part (partial)
   int threads = 128;
+  // Thread-block clusters along grid x (graph::BlockGraph::cluster): 1, or blocks a sketch
+  // groups so that they multicast the tile they share.
+  int64_t clusterX = 1;
   // Named by a sketch (sketches.h): its family and decisions, e.g. "wgmma_gemm_128x256x64_c2",
   // which become the kernel's name in the schedule; empty otherwise.
   std::string sketch;

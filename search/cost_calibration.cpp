@@ -167,7 +167,9 @@ CostConstants fitCostConstants(const CalibrationData& data, const plan::Target& 
         trial.*field.member *= step;
         // Fractions stay fractions.
         if (field.member == &CostConstants::bandwidthEfficiency ||
-            field.member == &CostConstants::twoStageRingEfficiency) {
+            field.member == &CostConstants::twoStageRingEfficiency ||
+            field.member == &CostConstants::singleConsumerEfficiency ||
+            field.member == &CostConstants::clusterEfficiency) {
           trial.*field.member = std::min(trial.*field.member, 1.0);
         }
         const auto trialBadness = badness(evaluateCostModel(data, target, trial));

@@ -82,6 +82,24 @@ double causalShareOfIterations(const plan::KernelPlan& planned) {
   return 1.0;
 }
 
+// The share of input op `o`'s tile bytes that the SM of one block pulls through L2, on the
+// warpgroup GEMM path: a multicast operand's blocks each copy 1 / multicast of it, and a box
+// whose rows start off L2 lines costs unalignedRowLoadFactor per byte. 1 elsewhere.
+double operandLoadShare(const plan::KernelPlan& planned, int o, const plan::Target& target,
+                        const CostConstants& c) {
+  const plan::WarpgroupMmaPlan* wg = planned.as<plan::WarpgroupMmaPlan>();
+  if (!wg) return 1.0;
+  for (const plan::BulkOperand* operand : {&wg->a, &wg->b}) {
+    if (operand->op != o) continue;
+    bool aligned = true;
+    for (int i = 1; i < operand->view.rank; ++i) {
+      aligned = aligned && operand->view.strideBytes[i] % target.l2LineBytes == 0;
+    }
+    return (aligned ? 1.0 : c.unalignedRowLoadFactor) / operand->multicast;
+  }
+  return 1.0;
+}
+
 KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const plan::Target& target,
                           const CostConstants& c) {
   const graph::KernelOp& op = g.ops[kernelIndex];
@@ -110,6 +128,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
   const double loopShare = causalShareOfIterations(planned);
   w.serialSteps *= loopShare;
   double tileReads = 0;
+  double blockLoadBytes = 0;  // what the blocks' SMs pull through L2 (operandLoadShare)
   for (size_t o = 0; o < block.ops.size(); ++o) {
     const graph::BlockOp& bop = block.ops[o];
     if (bop.kind == OpKind::Output) {
@@ -136,7 +155,10 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
                                          ? static_cast<double>(block.forloop) * loopShare
                                          : 1.0);
     if (bop.kind == OpKind::Input) {
-      tileReads += tileElements * static_cast<double>(graph::dtypeBytes(tile.dtype)) * times;
+      const double bytes =
+          tileElements * static_cast<double>(graph::dtypeBytes(tile.dtype)) * times;
+      tileReads += bytes;
+      blockLoadBytes += bytes * operandLoadShare(planned, static_cast<int>(o), target, c);
     } else if (bop.kind == OpKind::Matmul) {
       // The plan decides whether a matmul runs on tensor cores (a few rows padded to a
       // fragment's 16) or on the general path.
@@ -157,10 +179,11 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
   }
   if (asynchronous && planned.ring()->stages <= 2) w.tensorFlops /= c.twoStageRingEfficiency;
   if (asynchronous && planned.ring()->consumers == 1) w.tensorFlops /= c.singleConsumerEfficiency;
+  if (asynchronous && planned.ring()->clusterBlocks > 1) w.tensorFlops /= c.clusterEfficiency;
   double unique = 0;
   for (graph::TensorId t : op.inputs) unique += bytesOf(g.tensors[t]);
   w.bytes += unique + std::max(0.0, tileReads - unique) * c.l2RereadDiscount;
-  w.bytesPerBlock = tileReads / w.blocks;
+  w.bytesPerBlock = blockLoadBytes / w.blocks;
   return w;
 }
 
@@ -181,6 +204,8 @@ const std::vector<CostConstantField>& costConstantFields() {
       {"per_sm_load_bytes_per_s", &CostConstants::perSmLoadBytesPerSecond},
       {"two_stage_ring_efficiency", &CostConstants::twoStageRingEfficiency},
       {"single_consumer_efficiency", &CostConstants::singleConsumerEfficiency},
+      {"unaligned_row_load_factor", &CostConstants::unalignedRowLoadFactor},
+      {"cluster_efficiency", &CostConstants::clusterEfficiency},
   };
   return fields;
 }

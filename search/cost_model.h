@@ -60,6 +60,16 @@ struct CostConstants {
   // busy (measured: a 512 x 4096 x 4096 GEMM in 128 x 128 tiles takes 29 us with two, 34-35
   // with one).
   double singleConsumerEfficiency = 1.0;
+  // What a block's bulk copies of an operand whose rows do not start on an L2 line (a row
+  // stride not a multiple of Target::l2LineBytes) cost the SM per byte, against aligned rows:
+  // each row of a box asks L2 for two lines (measured on an H200: 1.75 sectors per L2 request
+  // at 1000^3, 3.7 at 1024^3; the same 128 x 64 kernel took 14.3 and 10.0 us).
+  double unalignedRowLoadFactor = 1.0;
+  // The same as singleConsumerEfficiency for a warpgroup kernel in thread-block clusters: a
+  // stage empties only once the consumers of every block of the cluster released it, so each
+  // block also waits on the others (measured: 4096^3 in 128 x 256 tiles, 201 us alone, 213 in
+  // pairs).
+  double clusterEfficiency = 1.0;
 };
 
 // Each constant by its name in search/cost_constants.json; the JSON reader and writer and

@@ -401,6 +401,9 @@ std::optional<ScaledTwin> twinOf(const KernelGraph& reference, const KernelGraph
         const auto [axis, part] = it->second;
         block.grid[axis] -= (cuts[cls].extent - extent) / part;
       }
+      // Clusters group blocks for launch and change nothing a block computes
+      // (graph::BlockGraph::cluster); a shrunk grid need not hold whole clusters.
+      block.cluster = {1, 1, 1};
       // Inputs reading a shrunk dim declare the real tiles, so the parts keep their size.
       for (BlockOp& bop : block.ops) {
         if (bop.kind != OpKind::Input || !bop.tile.empty()) continue;

@@ -7,10 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <set>
 #include <string>
 
 #include "graph/files.h"
 #include "graph/hash.h"
+#include "plan/kernel_plan.h"
+#include "plan/paths/warpgroup_mma_plan.h"
+#include "plan/target.h"
 #include "same_kernels.h"
 #include "search/search_config.h"
 #include "search_support.h"
@@ -84,6 +88,36 @@ INSTANTIATE_TEST_SUITE_P(
       }
       return name;
     });
+
+// The GEMM sketch pairs the blocks of consecutive row tiles into clusters along grid x (pairs
+// only, with two consumers only: search/sketch_gemm.cpp says why); the plan multicasts the B
+// tile they share, and the kernel's name records the cluster.
+TEST(SketchClusters, GemmCandidatesMulticastTheSharedTile) {
+  const graph::Program program = graph::loadProgram(shipped("gemm_1000.mg"));
+  SearchConfig config = narrowConfig(program);
+  config.candidatePool = 100000;
+  std::set<int64_t> clusters;
+  for (const Candidate& c : testing::wholeSpace(program, config).best) {
+    const graph::KernelGraph& g = c.schedule.graph;
+    for (size_t k = 0; k < g.ops.size(); ++k) {
+      if (!g.ops[k].block || g.ops[k].block->clusterBlocks() == 1) continue;
+      const graph::BlockGraph& block = *g.ops[k].block;
+      const int64_t cluster = block.cluster[0];
+      SCOPED_TRACE(g.ops[k].name);
+      EXPECT_EQ(block.clusterBlocks(), cluster);  // along x only
+      EXPECT_NE(g.ops[k].name.find("_c2_x" + std::to_string(cluster)), std::string::npos);
+      const plan::KernelPlan planned =
+          plan::planKernel(g, static_cast<int>(k), plan::targetByName("sm_90"));
+      const plan::WarpgroupMmaPlan* wg = planned.as<plan::WarpgroupMmaPlan>();
+      ASSERT_NE(wg, nullptr);
+      EXPECT_EQ(wg->clusterBlocks, cluster);
+      EXPECT_EQ(wg->b.multicast, cluster);  // B's column tile, alike along x
+      EXPECT_EQ(wg->a.multicast, 1);
+      clusters.insert(cluster);
+    }
+  }
+  EXPECT_EQ(clusters, (std::set<int64_t>{2}));
+}
 
 }  // namespace
 }  // namespace mugraph::search

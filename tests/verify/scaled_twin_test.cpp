@@ -46,6 +46,29 @@ TEST(ScaledTwin, GemmShrinksRowsAndColumnsAndKeepsTheContraction) {
   EXPECT_EQ(report.scaledTwin, twin->describe());
 }
 
+TEST(ScaledTwin, ClustersLaunchTheTwinWithoutThem) {
+  // 1000 rows in 8 parts of 128, blocks in clusters of 8 along them: the twin keeps two parts,
+  // which hold no whole cluster. A cluster changes nothing a block computes, so the twin's
+  // blocks launch alone and the check stays on the twin.
+  graph::Schedule s = shipped("gemm_1000.cluster2.json");
+  graph::BlockGraph& block = *s.graph.ops.at(0).block;
+  ASSERT_EQ(block.grid[0], 8);
+  block.cluster = {8, 1, 1};
+  graph::validateKernelGraph(s.graph);
+  const std::optional<ScaledTwin> twin = scaledTwin(s.program, s.graph);
+  ASSERT_TRUE(twin);
+  const graph::BlockGraph& shrunk = *twin->candidate.ops.at(0).block;
+  EXPECT_LT(shrunk.grid[0], 8);
+  EXPECT_EQ(shrunk.clusterBlocks(), 1);
+  EquivalenceOptions options;
+  options.seed = testing::freshSeed();
+  SCOPED_TRACE(testing::seedTrace(options.seed));
+  options.floatScales = {1.0};
+  const EquivalenceReport report = checkEquivalence(s.program, s.graph, options);
+  EXPECT_TRUE(report.equivalent) << report.mismatch;
+  EXPECT_EQ(report.scaledTwin, twin->describe());
+}
+
 TEST(ScaledTwin, PartialLastPartsKeepTheirSize) {
   // 1030 = 8 x 128 + 6: the twin keeps the partial part of 6 after one whole period.
   const graph::Schedule s = shipped("gemm_1030.tiled.json");
