@@ -2,6 +2,7 @@
 #include "codegen/generate.h"
 
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
 #include "codegen/manifest.h"
@@ -65,12 +66,30 @@ GeneratedCode generateCode(const graph::Schedule& schedule, const GenerateOption
       compileWithNvrtc(code.emitted.source, code.schedule.name, options.archs.front(), true,
                        code.emitted.archSpecific);
   code.cubin = assembled.cubin;
+  // Registers, barriers and the stack frame from the cubin; spills, static shared memory and
+  // serialized wgmma from ptxas's report, which NVRTC's log does not always hold
+  // (cubinResources).
   const std::vector<KernelResources> reported = parsePtxasReport(assembled.log);
+  const std::vector<KernelResources> assembledFacts = cubinResources(assembled.cubin);
   for (const EmittedKernel& kernel : code.emitted.kernels) {
     KernelResources resources;
     resources.entry = kernel.entry;
+    bool inReport = false;
     for (const KernelResources& r : reported) {
-      if (r.entry == kernel.entry) resources = r;
+      if (r.entry != kernel.entry) continue;
+      resources = r;
+      inReport = true;
+    }
+    for (const KernelResources& r : assembledFacts) {
+      if (r.entry != kernel.entry) continue;
+      resources.registers = r.registers;
+      resources.barriers = r.barriers;
+      resources.localBytes = r.localBytes;
+    }
+    if (!inReport) {
+      std::cerr << "warning: schedule '" << schedule.name << "': NVRTC's log has no ptxas "
+                << "report for " << kernel.entry
+                << "; its spills and static shared memory are given as 0\n";
     }
     code.resources.push_back(resources);
   }
@@ -82,9 +101,8 @@ GeneratedCode generateCode(const graph::Schedule& schedule, const GenerateOption
       code.options[name] = assembled.options;
       continue;
     }
-    const NvrtcOutput compiled =
-        compileWithNvrtc(code.emitted.source, code.schedule.name, arch, false,
-                         code.emitted.archSpecific);
+    const NvrtcOutput compiled = compileWithNvrtc(code.emitted.source, code.schedule.name, arch,
+                                                  false, code.emitted.archSpecific);
     code.ptx[name] = compiled.ptx;
     code.options[name] = compiled.options;
   }

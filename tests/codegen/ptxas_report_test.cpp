@@ -1,8 +1,15 @@
 // The ptxas -v report NVRTC returns is read per entry: registers, spills, stack, shared memory.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
+#include "codegen/emit/kernel.h"
 #include "codegen/nvrtc_compiler.h"
 #include "codegen/ptxas_report.h"
+#include "graph/files.h"
+#include "plan/schedule_plan.h"
+#include "plan/target.h"
 
 namespace mugraph::codegen {
 namespace {
@@ -62,6 +69,49 @@ TEST(PtxasReport, NvrtcReportsTheResourcesOfARealCompile) {
   EXPECT_EQ(entries[0].entry, "mugraph_k0_t");
   EXPECT_GT(entries[0].registers, 0);
   EXPECT_FALSE(out.cubin.empty());
+}
+
+// The cubin's own records give what the report gives (cubinResources): every shipped schedule
+// (general, warpgroup GEMM and attention, split-KV, clusters, gathered operands), each entry's
+// registers, barriers and stack frame, plus a kernel with a barrier and a local array.
+TEST(PtxasReport, TheCubinRecordsWhatTheReportSays) {
+  std::vector<std::pair<std::string, NvrtcOutput>> compiled;
+  compiled.push_back(
+      {"local", compileWithNvrtc("#include \"mugraph_device.cuh\"\n"
+                                 "extern \"C\" __global__ void mugraph_k0_s(float* o, int i) {\n"
+                                 "  __shared__ float s[300]; float l[64];\n"
+                                 "  for (int j = 0; j < 64; ++j) l[j] = o[j * i];\n"
+                                 "  s[threadIdx.x] = l[i & 63]; __syncthreads();\n"
+                                 "  o[threadIdx.x] = s[299 - threadIdx.x]; }\n",
+                                 "local", 90, true)});
+  int kernels = 0;
+  for (const auto& file :
+       std::filesystem::directory_iterator(std::string(MUGRAPH_SOURCE_DIR) + "/schedules")) {
+    if (file.path().extension() != ".json") continue;
+    const graph::Schedule schedule = graph::loadSchedule(file.path().string());
+    const EmittedSource emitted =
+        emitSchedule(plan::planSchedule(schedule, plan::targetByName("sm_90")));
+    compiled.push_back({schedule.name, compileWithNvrtc(emitted.source, schedule.name, 90, true,
+                                                        emitted.archSpecific)});
+  }
+  for (const auto& [name, out] : compiled) {
+    const std::vector<KernelResources> reported = parsePtxasReport(out.log);
+    const std::vector<KernelResources> read = cubinResources(out.cubin);
+    ASSERT_FALSE(reported.empty()) << name;
+    ASSERT_EQ(read.size(), reported.size()) << name;
+    for (const KernelResources& r : reported) {
+      SCOPED_TRACE(name + ": " + r.entry);
+      const auto found = std::find_if(read.begin(), read.end(),
+                                      [&](const KernelResources& c) { return c.entry == r.entry; });
+      ASSERT_NE(found, read.end());
+      EXPECT_EQ(found->registers, r.registers);
+      EXPECT_EQ(found->barriers, r.barriers);
+      EXPECT_EQ(found->localBytes, r.localBytes);
+      ++kernels;
+    }
+  }
+  EXPECT_GT(kernels, 30);
+  EXPECT_TRUE(cubinResources("not an ELF file").empty());
 }
 
 TEST(NvrtcCompiler, ErrorsCarryTheScheduleTheEntryAndTheLog) {
