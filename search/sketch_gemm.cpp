@@ -15,21 +15,22 @@ namespace {
 // Rows of one wgmma instruction: each consumer warpgroup owns a multiple of them.
 constexpr int64_t kRowsPerConsumer = 64;
 constexpr int kWarpgroupThreads = 128;
-constexpr int64_t kTileRows[] = {64, 128, 256};
+// 192 rows: three consumers of 64 (cuBLAS runs 3000^3 in 192 x 192 tiles on an H200).
+constexpr int64_t kTileRows[] = {64, 128, 192, 256};
 // Result columns of a block: wgmma widths (plan/paths/warpgroup_ring.h) whose tiles split the
 // mid-size shapes into about a wave (768 x 3072: 96 tiles of 128 x 192 where 128 x 128 gives
 // 144, 12 of them in a second wave).
 constexpr int64_t kTileColumns[] = {64, 96, 128, 192, 256};
 // One 128-byte swizzled row of 16-bit elements: the box a bulk copy moves along K.
 constexpr int64_t kStepK = 64;
-constexpr int kConsumers[] = {1, 2};
+constexpr int kConsumers[] = {1, 2, 3};
 // Blocks of a cluster along grid x (consecutive row tiles, which read the same column tile of
 // B): the copy engine multicasts that tile to all of them, so each SM asks L2 for half of it.
 // Where rows straddle L2 lines the loads bound the kernel and that pays (H200, session 43's
 // sweep: 3000^3 in 128 x 192 tiles 128 -> 100 us); where the multiplies bound it, waiting on
 // the other block's releases costs a few percent (4096^3: 201 -> 213 us). Clusters of 4 and 8
 // were slower at every point of the sweep (1000^3: 17.8 us against 14.0 in pairs; 4096^3:
-// 296-359 us), so pairs only. With two consumers only: one cannot hide the other block's waits.
+// 296-359 us), so pairs only. With two or more consumers: one cannot hide the other block's waits.
 constexpr int64_t kClusterBlocks[] = {1, 2};
 
 bool sixteenBit(graph::DType dtype) {

@@ -90,7 +90,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 // The GEMM sketch pairs the blocks of consecutive row tiles into clusters along grid x (pairs
-// only, with two consumers only: search/sketch_gemm.cpp says why); the plan multicasts the B
+// only, with two or three consumers: search/sketch_gemm.cpp says why); the plan multicasts the B
 // tile they share, and the kernel's name records the cluster.
 TEST(SketchClusters, GemmCandidatesMulticastTheSharedTile) {
   const graph::Program program = graph::loadProgram(shipped("gemm_1000.mg"));
@@ -105,7 +105,8 @@ TEST(SketchClusters, GemmCandidatesMulticastTheSharedTile) {
       const int64_t cluster = block.cluster[0];
       SCOPED_TRACE(g.ops[k].name);
       EXPECT_EQ(block.clusterBlocks(), cluster);  // along x only
-      EXPECT_NE(g.ops[k].name.find("_c2_x" + std::to_string(cluster)), std::string::npos);
+      EXPECT_NE(g.ops[k].name.find("_x" + std::to_string(cluster)), std::string::npos);
+      EXPECT_EQ(g.ops[k].name.find("_c1_"), std::string::npos);  // two or three consumers
       const plan::KernelPlan planned =
           plan::planKernel(g, static_cast<int>(k), plan::targetByName("sm_90"));
       const plan::WarpgroupMmaPlan* wg = planned.as<plan::WarpgroupMmaPlan>();
