@@ -8,6 +8,7 @@
 // families add their own choices (sketches.h).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,9 +35,9 @@ struct BlockChoice {
   int64_t forloop = 1;
   int64_t loopTile = 0;  // > 0: the loop's tiles do not divide the block's part (partial)
   int threads = 128;
-  // Thread-block clusters along grid x (graph::BlockGraph::cluster): 1, or blocks a sketch
+  // Thread-block clusters per grid axis (graph::BlockGraph::cluster): 1, or blocks a sketch
   // groups so that they multicast the tile they share.
-  int64_t clusterX = 1;
+  std::array<int64_t, graph::kGridAxes> cluster{1, 1, 1};
   // Named by a sketch (sketches.h): its family and decisions, e.g. "wgmma_gemm_128x256x64_c2",
   // which become the kernel's name in the schedule; empty otherwise.
   std::string sketch;

@@ -227,7 +227,7 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
       built.outputs.push_back(output);
     }
     built.block = builder.block();
-    built.block.cluster[0] = choice.clusterX;
+    built.block.cluster = choice.cluster;
     fuseEpilogues(built.block);
     result.built = std::move(built);
   } catch (const graph::ShapeError&) {

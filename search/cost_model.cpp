@@ -32,6 +32,8 @@ struct KernelWork {
   double stepMicroseconds = 0;      // latency of one for-loop step
   double postLoopMicroseconds = 0;  // of the ops after the loop
   double bytesPerBlock = 0;         // tiles one block loads over the whole loop
+  // Below 1 for blocks in clusters: each waits on the others' releases, whatever bounds it.
+  double clusterEfficiency = 1;
 };
 
 double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const CostConstants& c) {
@@ -61,7 +63,8 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
   // resident on it at once share its load rate), each loading bytesPerBlock.
   const double blocksPerSmOverKernel = std::ceil(w.blocks / sms);
   const double blockLoads = blocksPerSmOverKernel * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
-  return c.launchMicroseconds + 1e6 * std::max({memory, compute * tail, latency, blockLoads});
+  return c.launchMicroseconds +
+         1e6 * std::max({memory, compute * tail, latency, blockLoads}) / w.clusterEfficiency;
 }
 
 // The share of its loop iterations a kernel runs: below 1 for causal attention on the warpgroup
@@ -87,9 +90,10 @@ double causalShareOfIterations(const plan::KernelPlan& planned) {
   return 1.0;
 }
 
-// The share of input op `o`'s tile bytes that the SM of one block pulls through L2, on the
-// warpgroup GEMM path: a multicast operand's blocks each copy 1 / multicast of it, and a box
-// whose rows start off L2 lines costs unalignedRowLoadFactor per byte. 1 elsewhere.
+// What input op `o`'s tile bytes cost the SM of one block per byte, on the warpgroup GEMM
+// path: a box whose rows start off L2 lines costs unalignedRowLoadFactor per byte, less where
+// the blocks of a cluster multicast it (each asks L2 for 1 / multicast of it), never less than
+// an aligned byte. 1 elsewhere.
 double operandLoadShare(const plan::KernelPlan& planned, int o, const plan::Target& target,
                         const CostConstants& c) {
   const plan::WarpgroupMmaPlan* wg = planned.as<plan::WarpgroupMmaPlan>();
@@ -100,7 +104,10 @@ double operandLoadShare(const plan::KernelPlan& planned, int o, const plan::Targ
     for (int i = 1; i < operand->view.rank; ++i) {
       aligned = aligned && operand->view.strideBytes[i] % target.l2LineBytes == 0;
     }
-    return (aligned ? 1.0 : c.unalignedRowLoadFactor) / operand->multicast;
+    // A multicast copy still lands the whole tile in every block's shared memory; it halves
+    // the requests L2 serves, which bind only where rows straddle lines (measured: pairs of
+    // blocks gain at 1000^3 and 3000^3, lose at 1024^3, 2048^3 and 4096^3).
+    return std::max(1.0, (aligned ? 1.0 : c.unalignedRowLoadFactor) / operand->multicast);
   }
   return 1.0;
 }
@@ -184,7 +191,7 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
   }
   if (asynchronous && planned.ring()->stages <= 2) w.tensorFlops /= c.twoStageRingEfficiency;
   if (asynchronous && planned.ring()->consumers == 1) w.tensorFlops /= c.singleConsumerEfficiency;
-  if (asynchronous && planned.ring()->clusterBlocks > 1) w.tensorFlops /= c.clusterEfficiency;
+  if (asynchronous && planned.ring()->clusterBlocks > 1) w.clusterEfficiency = c.clusterEfficiency;
   double unique = 0;
   for (graph::TensorId t : op.inputs) unique += bytesOf(g.tensors[t]);
   w.bytes += unique + std::max(0.0, tileReads - unique) * c.l2RereadDiscount;

@@ -65,10 +65,10 @@ struct CostConstants {
   // each row of a box asks L2 for two lines (measured on an H200: 1.75 sectors per L2 request
   // at 1000^3, 3.7 at 1024^3; the same 128 x 64 kernel took 14.3 and 10.0 us).
   double unalignedRowLoadFactor = 1.0;
-  // The same as singleConsumerEfficiency for a warpgroup kernel in thread-block clusters: a
-  // stage empties only once the consumers of every block of the cluster released it, so each
-  // block also waits on the others (measured: 4096^3 in 128 x 256 tiles, 201 us alone, 213 in
-  // pairs).
+  // The share of its time a warpgroup kernel in thread-block clusters keeps: a stage empties
+  // only once the consumers of every block of the cluster released it, so each block also
+  // waits on the others, whether copies or multiplies bound it (measured: 4096^3 in 128 x 256
+  // tiles, 201 us alone, 213 in pairs; 1024^3 in 128 x 64, 9.6 and 10.8-11.1).
   double clusterEfficiency = 1.0;
 };
 

@@ -24,14 +24,16 @@ constexpr int64_t kTileColumns[] = {64, 96, 128, 192, 256};
 // One 128-byte swizzled row of 16-bit elements: the box a bulk copy moves along K.
 constexpr int64_t kStepK = 64;
 constexpr int kConsumers[] = {1, 2, 3};
-// Blocks of a cluster along grid x (consecutive row tiles, which read the same column tile of
-// B): the copy engine multicasts that tile to all of them, so each SM asks L2 for half of it.
-// Where rows straddle L2 lines the loads bound the kernel and that pays (H200, session 43's
-// sweep: 3000^3 in 128 x 192 tiles 128 -> 100 us); where the multiplies bound it, waiting on
-// the other block's releases costs a few percent (4096^3: 201 -> 213 us). Clusters of 4 and 8
-// were slower at every point of the sweep (1000^3: 17.8 us against 14.0 in pairs; 4096^3:
-// 296-359 us), so pairs only. With two or more consumers: one cannot hide the other block's waits.
-constexpr int64_t kClusterBlocks[] = {1, 2};
+// Pairs of blocks in a cluster along grid x (consecutive row tiles, which read the same column
+// tile of B) or along y (column tiles, which read the same rows of A): the copy engine
+// multicasts the shared tile to both, so each SM asks L2 for half of it. Where rows straddle
+// L2 lines the loads bound the kernel and that pays (H200, session 43's sweep: 3000^3 in
+// 128 x 192 tiles 128 -> 100 us); where the multiplies bound it, waiting on the other block's
+// releases costs a few percent (4096^3: 201 -> 213 us). Clusters of 4 and 8 were slower at
+// every point of the sweep (1000^3: 17.8 us against 14.0 in pairs; 4096^3: 296-359 us), so
+// pairs only. With two or more consumers: one cannot hide the other block's waits.
+constexpr int64_t kClusterBlocks = 2;
+constexpr size_t kClusterAxes = 2;  // x and y: the row and column tiles
 
 bool sixteenBit(graph::DType dtype) {
   return dtype == graph::DType::F16 || dtype == graph::DType::BF16;
@@ -67,15 +69,15 @@ std::vector<BlockChoice> warpgroupGemm(const Dataflow& flow, const Segment& segm
         choice->sketch = "wgmma_gemm_" + std::to_string(rows) + "x" + std::to_string(columns) +
                          "x" + std::to_string(kStepK) + "_c" + std::to_string(consumers);
         choice->sketchOnWarpgroupPath = true;
-        // The plan declines a cluster whose blocks share no tile it can multicast.
-        for (int64_t cluster : kClusterBlocks) {
-          if (cluster > 1 &&
-              (consumers < 2 || choice->grid.empty() || choice->grid[0].count % cluster != 0)) {
-            continue;
-          }
+        // The plan declines a cluster whose blocks share no tile it can multicast, and one
+        // along y in a persistent kernel.
+        choices.push_back(*choice);
+        if (consumers < 2) continue;
+        for (size_t axis = 0; axis < kClusterAxes && axis < choice->grid.size(); ++axis) {
+          if (choice->grid[axis].count % kClusterBlocks != 0) continue;
           BlockChoice clustered = *choice;
-          clustered.clusterX = cluster;
-          if (cluster > 1) clustered.sketch += "_x" + std::to_string(cluster);
+          clustered.cluster[axis] = kClusterBlocks;
+          clustered.sketch += std::string(axis == 0 ? "_x" : "_y") + std::to_string(kClusterBlocks);
           choices.push_back(std::move(clustered));
         }
       }

@@ -89,7 +89,8 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
       planOperand(plan, limits, bOp, rank - 1, rank - 2, wg.maps, wg.producer);
   if (!a || !b) return std::nullopt;
   countFillArrivals(wg, {&*a, &*b});
-  // Blocks of a cluster (along x) multicast the operand they share; the copy warpgroup issues.
+  // Blocks of a cluster multicast the operand they share (B along x, A along y); the copy
+  // warpgroup issues.
   if (block.clusterBlocks() > 1 && (!wg.producer || !planMulticast(wg, block, {&*a, &*b}))) {
     return std::nullopt;
   }
@@ -110,10 +111,11 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   wg.launchGrid = block.grid;
   if (wg.producer && tiles > target.streamingMultiprocessors) {
     // The blocks of a cluster walk consecutive tiles, which share their column of tiles (grid
-    // x and each raster group hold whole clusters), and the same number of them.
+    // x and each raster group hold whole clusters), and the same number of them: clusters
+    // along x only.
     const int64_t cluster = wg.clusterBlocks;
     const int64_t group = std::min<int64_t>(limits.rasterGroup, block.grid[0]);
-    if (group % cluster != 0) return std::nullopt;
+    if (group % cluster != 0 || block.cluster[0] != cluster) return std::nullopt;
     wg.persistent = true;
     wg.launchGrid = {target.streamingMultiprocessors / cluster * cluster, 1, 1};
     wg.rasterGroup = static_cast<int>(group);

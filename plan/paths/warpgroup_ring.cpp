@@ -118,11 +118,16 @@ bool planMulticast(WarpgroupRing& ring, const graph::BlockGraph& block,
                    std::initializer_list<BulkOperand*> operands) {
   const int64_t blocks = block.clusterBlocks();
   if (blocks == 1) return true;
-  if (block.cluster[0] != blocks) return false;
+  // Clusters along one grid axis: the operand alike along it is shared.
+  int axis = -1;
+  for (int a = 0; a < graph::kGridAxes; ++a) {
+    if (block.cluster[a] == blocks) axis = a;
+  }
+  if (axis < 0) return false;
   constexpr int64_t kSwizzleAtomRows = 8;
   for (BulkOperand* operand : operands) {
     bool alike = true;
-    for (const auto& step : operand->blockStep) alike = alike && step[0] == 0;
+    for (const auto& step : operand->blockStep) alike = alike && step[axis] == 0;
     if (!alike || operand->map < 0 || operand->rows % (kSwizzleAtomRows * blocks) != 0) continue;
     operand->multicast = static_cast<int>(blocks);
     ring.maps[operand->map].box[operand->rowDim] = operand->rows / blocks;

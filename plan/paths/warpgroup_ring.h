@@ -122,7 +122,7 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
                                        std::vector<TensorMapDesc>& maps, bool mayGather = false);
 
 // Shares the copies of the operand of `operands` that is alike in every block of `block`'s
-// cluster (clusters along grid x only) by multicast: false where there is no such operand,
+// cluster (clusters along one grid axis) by multicast: false where there is no such operand,
 // it is gathered, or its box rows do not split into whole swizzle atoms per block.
 bool planMulticast(WarpgroupRing& ring, const graph::BlockGraph& block,
                    std::initializer_list<BulkOperand*> operands);

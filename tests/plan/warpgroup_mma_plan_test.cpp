@@ -152,11 +152,21 @@ TEST(WarpgroupMmaPlan, ClustersMulticastTheOperandTheirBlocksShare) {
   EXPECT_EQ(wg.launchGrid[0] % 2, 0);     // whole clusters of persistent blocks
   EXPECT_EQ(wg.rasterGroup % 2, 0);       // a raster group holds whole clusters
 
-  // Along y the blocks would share A, but clusters are planned along x only; on sm_80 there
-  // are none.
+  // Along y the blocks share A's rows: in a persistent kernel, whose blocks walk tiles down
+  // grid x, no such pair exists and the plan declines; with one tile per block, A is
+  // multicast. On sm_80 there are no clusters.
   graph::Schedule alongY = shipped("gemm_4096.warpgroups");
   alongY.graph.ops[0].block->cluster = {1, 2, 1};
   EXPECT_FALSE(planned(alongY).as<WarpgroupMmaPlan>());
+  graph::Schedule oneWave = shipped("gemm_1000.cluster2");  // 8 x 8 tiles of 128 x 128
+  oneWave.graph.ops[0].block->cluster = {1, 2, 1};
+  const KernelPlan yPlan = planned(oneWave);
+  ASSERT_TRUE(yPlan.as<WarpgroupMmaPlan>());
+  const WarpgroupMmaPlan& y = *yPlan.as<WarpgroupMmaPlan>();
+  EXPECT_FALSE(y.persistent);
+  EXPECT_EQ(y.clusterBlocks, 2);
+  EXPECT_EQ(y.a.multicast, 2);  // A's rows are alike along y
+  EXPECT_EQ(y.b.multicast, 1);
   const KernelPlan sm80 = planned(schedule, "sm_80");
   EXPECT_NE(launchProblem(sm80, targetByName("sm_80")).find("clusters of 2 blocks"),
             std::string::npos);

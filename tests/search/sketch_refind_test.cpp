@@ -89,35 +89,37 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-// The GEMM sketch pairs the blocks of consecutive row tiles into clusters along grid x (pairs
-// only, with two or three consumers: search/sketch_gemm.cpp says why); the plan multicasts the B
-// tile they share, and the kernel's name records the cluster.
+// The GEMM sketch pairs the blocks of consecutive row tiles (along grid x) or column tiles
+// (along y) into clusters (pairs only, with two or three consumers: search/sketch_gemm.cpp
+// says why); the plan multicasts the tile they share, B along x and A along y, and the
+// kernel's name records the cluster.
 TEST(SketchClusters, GemmCandidatesMulticastTheSharedTile) {
   const graph::Program program = graph::loadProgram(shipped("gemm_1000.mg"));
   SearchConfig config = narrowConfig(program);
   config.candidatePool = 100000;
-  std::set<int64_t> clusters;
+  std::set<std::string> clusters;
   for (const Candidate& c : testing::wholeSpace(program, config).best) {
     const graph::KernelGraph& g = c.schedule.graph;
     for (size_t k = 0; k < g.ops.size(); ++k) {
       if (!g.ops[k].block || g.ops[k].block->clusterBlocks() == 1) continue;
       const graph::BlockGraph& block = *g.ops[k].block;
-      const int64_t cluster = block.cluster[0];
+      const bool alongX = block.cluster[0] == 2;
       SCOPED_TRACE(g.ops[k].name);
-      EXPECT_EQ(block.clusterBlocks(), cluster);  // along x only
-      EXPECT_NE(g.ops[k].name.find("_x" + std::to_string(cluster)), std::string::npos);
+      EXPECT_EQ(block.clusterBlocks(), 2);
+      EXPECT_TRUE(alongX || block.cluster[1] == 2);
+      EXPECT_NE(g.ops[k].name.find(alongX ? "_x2" : "_y2"), std::string::npos);
       EXPECT_EQ(g.ops[k].name.find("_c1_"), std::string::npos);  // two or three consumers
       const plan::KernelPlan planned =
           plan::planKernel(g, static_cast<int>(k), plan::targetByName("sm_90"));
       const plan::WarpgroupMmaPlan* wg = planned.as<plan::WarpgroupMmaPlan>();
       ASSERT_NE(wg, nullptr);
-      EXPECT_EQ(wg->clusterBlocks, cluster);
-      EXPECT_EQ(wg->b.multicast, cluster);  // B's column tile, alike along x
-      EXPECT_EQ(wg->a.multicast, 1);
-      clusters.insert(cluster);
+      EXPECT_EQ(wg->clusterBlocks, 2);
+      EXPECT_EQ(wg->b.multicast, alongX ? 2 : 1);  // B's column tile, alike along x
+      EXPECT_EQ(wg->a.multicast, alongX ? 1 : 2);  // A's row tile, alike along y
+      clusters.insert(alongX ? "x" : "y");
     }
   }
-  EXPECT_EQ(clusters, (std::set<int64_t>{2}));
+  EXPECT_EQ(clusters, (std::set<std::string>{"x", "y"}));
 }
 
 }  // namespace
