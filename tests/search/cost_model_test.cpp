@@ -4,6 +4,8 @@
 // one that fills the GPU.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "graph/files.h"
 #include "graph/shape_inference.h"
 #include "plan/kernel_plan.h"
@@ -125,6 +127,38 @@ TEST(CostModel, AnSmLoadsTheTilesOfEveryBlockItRunsAlsoWhenSeveralAreResident) {
   const double bytesPerBlock = (16.0 * 64 + 64.0 * 128) * 2 * 64;
   EXPECT_NEAR(estimateCost(vocab.graph, h100(), constants).microseconds,
               constants.launchMicroseconds + 1e6 * 2 * bytesPerBlock / 1e9, 1.0);
+}
+
+// A pair of blocks in a cluster multicasts the tile they share: every block still receives the
+// whole tile, but L2 serves half the requests, which bind only where rows straddle L2 lines.
+// With the L2-to-SM rate the only slow thing, the pair is estimated faster where rows do not
+// start on a line (1000: rows of 2000 bytes) and slower where they do (1024), by exactly the
+// unaligned factor over the pair's efficiency, and by the efficiency alone.
+TEST(CostModel, AClusterPaysWhereRowsStraddleL2LinesAndCostsItsWaitsElsewhere) {
+  CostConstants constants;
+  constants.perSmLoadBytesPerSecond = 1e9;
+  constants.unalignedRowLoadFactor = 1.8;
+  constants.clusterEfficiency = 0.9;
+  const auto loadMicroseconds = [&](const graph::Schedule& s, std::array<int64_t, 3> cluster) {
+    graph::KernelGraph g = s.graph;
+    g.ops.at(0).block->cluster = cluster;
+    return estimateCost(g, h100(), constants).microseconds - constants.launchMicroseconds;
+  };
+  // 8 x 16 blocks of 128 x 64 (two consumers): x pairs share B, y pairs share A.
+  const graph::Schedule aligned = shipped("gemm_1024.warpgroups.json");
+  const graph::Schedule unaligned =
+      shipped("found/gemm_sweep_1000x1000x1000_bf16.v9ab468f594ec2749.json");
+  ASSERT_EQ(unaligned.graph.ops.at(0).block->cluster, (std::array<int64_t, 3>{1, 2, 1}));
+  const double alone = loadMicroseconds(aligned, {1, 1, 1});
+  EXPECT_NEAR(loadMicroseconds(aligned, {2, 1, 1}), alone / 0.9, 1e-6 * alone);
+  EXPECT_NEAR(loadMicroseconds(aligned, {1, 2, 1}), alone / 0.9, 1e-6 * alone);
+  // Unaligned, alone: both operands at 1.8 per byte; paired along y, A at 1 (1.8 / 2 < 1).
+  const double a = 128.0 * 1024 * 2, b = 1024.0 * 64 * 2;  // one block: 16 steps of K 64
+  const double unalignedAlone = loadMicroseconds(unaligned, {1, 1, 1});
+  EXPECT_NEAR(unalignedAlone, 1e6 * 1.8 * (a + b) / 1e9, 0.02 * unalignedAlone);
+  EXPECT_NEAR(loadMicroseconds(unaligned, {1, 2, 1}), 1e6 * (a + 1.8 * b) / 1e9 / 0.9,
+              0.02 * unalignedAlone);
+  EXPECT_LT(loadMicroseconds(unaligned, {1, 2, 1}), unalignedAlone);
 }
 
 }  // namespace
