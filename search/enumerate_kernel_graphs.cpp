@@ -1,6 +1,7 @@
 #include "search/enumerate_kernel_graphs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 #include "plan/kernel_plan.h"
 #include "search/cost_model.h"
 #include "search/dynamic_choices.h"
+#include "search/range_cost.h"
 #include "search/sketches.h"
 #include "verify/abstract_expr.h"
 
@@ -374,6 +376,20 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
   return true;
 }
 
+// The pool's order, which decides what is verified: the estimate at the program's shapes; for
+// a dynamic program, the geometric mean of the estimates at the lengths the range ranking
+// costs (search/range_cost.h), which orders candidates as that ranking's aggregate does (its
+// per-length best divides every candidate alike), so a tile that wins the short lengths is
+// verified, not only those that win at the reference length.
+double KernelGraphEnumerator::candidateCost(const graph::Schedule& schedule) const {
+  if (schedule.graph.dims.empty()) return estimateCost(schedule.graph, *config_.target).microseconds;
+  const std::vector<double> costs =
+      costOverRange(schedule, rankingLengths(schedule.graph), *config_.target);
+  double logs = 0;
+  for (double c : costs) logs += std::log(c);
+  return std::exp(logs / static_cast<double>(costs.size()));
+}
+
 void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome& outcome) const {
   graph::GraphBuilder builder = state.builder;
   for (int t : state.flow.outputs) builder.output(state.kernelTensorOf[t]);
@@ -395,7 +411,7 @@ void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome&
   }
   candidate.schedule.name = program_.name + ".v" + graph::hashHex(candidate.hash);
   candidate.schedule.graph.name = candidate.schedule.name;
-  candidate.cost = estimateCost(candidate.schedule.graph, *config_.target).microseconds;
+  candidate.cost = candidateCost(candidate.schedule);
   keepInPool(outcome.best, std::move(candidate), static_cast<size_t>(config_.candidatePool));
 }
 

@@ -16,6 +16,7 @@
 
 #include "distributed/ranks.h"
 #include "distributed/work_queue.h"
+#include "graph/dynamic_dims.h"
 #include "graph/error.h"
 #include "graph/hash.h"
 #include "plan/schedule_plan.h"
@@ -54,7 +55,15 @@ VerificationRecord verifySchedule(const graph::Program& program, const graph::Ke
   options.targetBound = 1e-12;
   VerificationRecord record;
   try {
-    const verify::EquivalenceReport report = verify::checkEquivalence(program, graph, options);
+    // A dynamic program's candidate is checked here at the reference length (every dim at its
+    // max), as the static pair graph::instantiate gives, which the scaled twins take (the
+    // range check covers the other lengths, driver/range_ranking.h).
+    const verify::EquivalenceReport report =
+        graph.dims.empty()
+            ? verify::checkEquivalence(program, graph, options)
+            : verify::checkEquivalence(graph::instantiate(program, graph::referenceValues(program)),
+                                       graph::instantiate(graph, graph::referenceValues(graph)),
+                                       options);
     record.equivalent = report.equivalent;
     record.level = verify::levelName(report.level);
     record.falseAcceptBound = report.falseAcceptBound;

@@ -99,6 +99,41 @@ TEST_F(DynamicSuperoptimizeCli, TheTableSaysTheRankingIsOverTheRange) {
   EXPECT_THAT(r.out, HasSubstr("m=1; m=2; m=4"));
 }
 
+// At its reference length this GEMM has more tiles than the target has multiprocessors, where
+// a static one runs persistent. A grid that follows the length launches a block per tile
+// instead, so the sketch's warpgroup kernels (a copy warpgroup and multiplying ones) take the
+// lengths; before, every one of them was persistent and fell off the warpgroup path. Their
+// pool order and verification follow the range (at the reference length, on scaled twins).
+TEST_F(DynamicSuperoptimizeCli, AGemmOfManyTilesGetsTheSketchsWarpgroupKernelsForEveryLength) {
+  std::ofstream(scratch_ / "proj.mg") << "program proj_dynamic\n"
+                                         "dim m in [1, 4096]\n"
+                                         "input A f16 [m, 512]\n"
+                                         "input B f16 [512, 1024] layout=transposed\n"
+                                         "C = matmul(A, B)\n"
+                                         "output C\n";
+  const std::string out = (scratch_ / "out").string();
+  const CliResult r = run("superoptimize " + (scratch_ / "proj.mg").string() +
+                          " --threads 1 --time-limit 30 --max-variants 8 --json --out " + out);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_LT(summary.at("seconds").get<double>(), 30.0);
+  int sketched = 0;
+  for (const nlohmann::json& v : summary.at("variants")) {
+    const fs::path folder = fs::path(out) / v.at("name").get<std::string>();
+    const graph::Schedule schedule = graph::loadSchedule((folder / "schedule.json").string());
+    const std::string& kernel = schedule.graph.ops.at(0).name;
+    if (kernel.find("wgmma_gemm") == std::string::npos) continue;
+    ++sketched;
+    EXPECT_THAT(kernel, ::testing::Not(HasSubstr("_x2")));  // clusters need a fixed grid
+    const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(folder / "manifest.json"));
+    const nlohmann::json& k = manifest.at("kernels").at(0);
+    EXPECT_TRUE(k.at("grid").at(0).is_object() || k.at("grid").at(1).is_object())
+        << kernel << ": " << k.at("grid").dump();  // a block per tile, as many as m needs
+    EXPECT_EQ(k.at("params").back().at("kind"), "dim");
+  }
+  EXPECT_GE(sketched, 1) << r.out;
+}
+
 // rms_norm needs its row whole, so a dynamic row length can never be cut with a fixed tile.
 TEST_F(DynamicSuperoptimizeCli, ADynamicDimNoScheduleCanTileIsABadInput) {
   std::ofstream(scratch_ / "norm.mg") << "program norm_dynamic\n"
