@@ -45,6 +45,22 @@ RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Progra
                    });
   result.variants = std::move(kept);
   result.summary.verified = result.variants.size();
+  if (program.dims.size() == 1 && !result.variants.empty()) {
+    range.dispatchDim = program.dims.front().name;
+    std::vector<int64_t> lengths;
+    for (const graph::DimValues& values : range.rankingLengths) {
+      lengths.push_back(values.at(range.dispatchDim));
+    }
+    std::vector<std::vector<double>> rows;
+    for (const search::VerifiedVariant& v : result.variants) {
+      rows.push_back(range.variants.at(v.name).costs);
+    }
+    for (const search::LengthBucket& b : search::lengthBuckets(
+             lengths, program.dims.front().min, rows, search::kDispatchMargin)) {
+      range.dispatch.push_back({b.min, b.max, result.variants[static_cast<size_t>(b.variant)].name,
+                                b.microseconds});
+    }
+  }
   return range;
 }
 
@@ -58,11 +74,37 @@ nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& r
     dropped.push_back(
         {{"name", name}, {"range_check", verify::rangeReportJson(range.variants.at(name).check)}});
   }
-  return {{"dims", dims},
-          {"searched_at", range.searchedAt},
-          {"ranked_over", range.rankingLengths},
-          {"aggregate", search::kRangeRankingAggregate},
-          {"dropped_by_range_check", dropped}};
+  nlohmann::json summary = {{"dims", dims},
+                             {"searched_at", range.searchedAt},
+                             {"ranked_over", range.rankingLengths},
+                             {"aggregate", search::kRangeRankingAggregate},
+                             {"dropped_by_range_check", dropped}};
+  if (!range.dispatch.empty()) {
+    nlohmann::json buckets = nlohmann::json::array();
+    for (const DispatchBucket& b : range.dispatch) {
+      buckets.push_back({{"min", b.min},
+                         {"max", b.max},
+                         {"variant", b.variant},
+                         {"cost_at_max_us", finiteOrNull(b.microseconds)}});
+    }
+    summary["dispatch"] = {{"dim", range.dispatchDim},
+                           {"margin", search::kDispatchMargin},
+                           {"buckets", buckets}};
+  }
+  return summary;
+}
+
+nlohmann::json dispatchJson(const graph::Program& program, const RangeRun& range) {
+  nlohmann::json dims = nlohmann::json::array();
+  for (const graph::DynamicDim& d : program.dims) {
+    dims.push_back({{"name", d.name}, {"min", d.min}, {"max", d.max}});
+  }
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const DispatchBucket& b : range.dispatch) {
+    buckets.push_back({{"min", b.min}, {"max", b.max}, {"variant", b.variant}});
+  }
+  return {{"format", "mugraph.dispatch"}, {"version", 1},        {"program", program.name},
+          {"dims", dims},                 {"dim", range.dispatchDim}, {"buckets", buckets}};
 }
 
 nlohmann::json rangeVariantJson(const RangeVariant& variant) {

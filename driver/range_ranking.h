@@ -24,11 +24,23 @@ struct RangeVariant {
   double score = 0;           // search::geometricMeanRelativeCost (1 = best everywhere)
 };
 
+// One bucket of a dispatch: lengths [min, max] of the dim run variant `variant`.
+struct DispatchBucket {
+  int64_t min = 0;
+  int64_t max = 0;
+  std::string variant;
+  double microseconds = 0;  // the cost model's estimate at `max`
+};
+
 struct RangeRun {
   graph::DimValues searchedAt;  // the reference length: every dim at its max
   std::vector<graph::DimValues> rankingLengths;
   std::map<std::string, RangeVariant> variants;  // by variant name, the kept and the dropped
   std::vector<std::string> dropped;              // not equivalent over the range, by name
+  // A program of one dynamic dim: which variant runs which of its lengths
+  // (search::lengthBuckets over the ranking lengths, search::kDispatchMargin); empty else.
+  std::string dispatchDim;
+  std::vector<DispatchBucket> dispatch;
 };
 
 // Checks every variant of `result` over its range with `seed`, removes those not equivalent
@@ -37,8 +49,14 @@ struct RangeRun {
 RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Program& program,
                                const plan::Target& target, uint64_t seed);
 
-// summary["range"]: the dims, the ranking lengths and aggregate, the dropped variants.
+// summary["range"]: the dims, the ranking lengths and aggregate, the dropped variants, and
+// the dispatch (its buckets), where there is one.
 nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& range);
+
+// dispatch.json ("format": "mugraph.dispatch", version 1) beside the variants' folders: the
+// program's dims and, per bucket, the lengths it serves and the folder of the variant whose
+// kernels run them (mugraph_launch.py's Dispatch reads it; codegen/README.md).
+nlohmann::json dispatchJson(const graph::Program& program, const RangeRun& range);
 // The per-variant fields: "range_score", "cost_over_range" (per ranking length) and
 // "range_check" (verify::rangeReportJson).
 nlohmann::json rangeVariantJson(const RangeVariant& variant);

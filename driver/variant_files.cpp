@@ -198,6 +198,21 @@ int writeVariants(const search::SearchResult& result, const ProfileRanking& rank
       ++withoutCode;
     }
   }
+  // The dispatch over the lengths, where every variant it names has kernels that take them
+  // (none from an earlier run is left behind).
+  std::filesystem::remove(out + "/dispatch.json");
+  if (range && program && !range->dispatch.empty()) {
+    std::string missing;
+    for (const DispatchBucket& b : range->dispatch) {
+      if (!std::filesystem::exists(out + "/" + b.variant + "/manifest.json")) missing = b.variant;
+    }
+    if (missing.empty()) {
+      graph::writeFileAtomic(out + "/dispatch.json", dispatchJson(*program, *range).dump(2) + "\n");
+    } else {
+      std::cerr << "mugraph: no dispatch.json: variant " << missing
+                << " of one of its buckets has no kernels that take the lengths\n";
+    }
+  }
   graph::writeFileAtomic(out + "/summary.json",
                          summaryJson(result, ranking, program, range).dump(2) + "\n");
   return withoutCode;

@@ -5,7 +5,9 @@
 # equivalent-PTX dataset scripts/dataset_must_show.sh built (not part of `all`); `replays`
 # benchmarks replay folders made on the development machine (REPLAYS, CASE or CASE.LABEL
 # each), and `ncu` profiles the schedules NCU_SCHEDULES names (neither is part of `all`);
-# `sweep` runs issue 27's GEMM sweep against cuBLAS (not part of `all`);
+# `sweep` runs issue 27's GEMM sweep against cuBLAS (not part of `all`); `runs` times carried
+# superoptimize runs (RUNS) against PyTorch, `dynamic` issue 28's dispatch over lengths
+# (DYNAMIC_RUNS) against static variants and cuBLAS (neither part of `all`);
 # `distributed` measures gqa, the decoder-block model and a 10-program dataset over 1, 2, 4
 # and 8 MPI ranks against one process with every core (docs/distributed_search.md; not part of
 # `all`; it says so plainly when this machine has no mpirun or the binary cannot load its MPI).
@@ -92,6 +94,32 @@ if [[ $step == search ]]; then
   cases=$(ls /tmp/search_replays | sed 's/\..*//' | sort -u | paste -sd, -)
   PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/search_replays \
     --cases "$cases" --out "$out/bench_search.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_search.log"
+fi
+
+if [[ $step == runs ]]; then
+  # Superoptimize runs made on the development machine (RUNS=DIR, one folder per gpu_bench case,
+  # carried; e.g. issue 24's programs of tools/bench/programs/ searched without --profile):
+  # every variant the cost model costs within 2x of its first, timed against PyTorch's best
+  # (torch.compile included; BENCH_ARGS adds gpu_bench.py arguments). Not part of `all`.
+  echo "== runs"
+  rm -rf /tmp/run_replays && mkdir -p /tmp/run_replays
+  for r in "${RUNS:?RUNS=DIR of superoptimize runs}"/*/; do
+    python3 tools/python/pick_variants.py --all "$r" /tmp/run_replays "$(basename "$r")"
+  done
+  cases=$(ls /tmp/run_replays | sed 's/\..*//' | sort -u | paste -sd, -)
+  PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/run_replays \
+    --cases "$cases" --out "$out/bench_runs.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_runs.log" |
+    grep -v "logit std"
+fi
+
+if [[ $step == dynamic ]]; then
+  # Issue 28's dynamic-length GEMM (DYNAMIC_RUNS=DIR from scripts/dynamic_bench_search.sh,
+  # carried): the dispatch over m at each length against the static search's variants and
+  # cuBLAS. Not part of `all`.
+  echo "== dynamic"
+  runs=${DYNAMIC_RUNS:?DYNAMIC_RUNS=DIR from scripts/dynamic_bench_search.sh}
+  PYTHONUNBUFFERED=1 python3 tools/python/dynamic_bench.py --dispatch "$runs/dispatch" \
+    --static "$runs/static" --out "$out/dynamic_gemm.json" 2>&1 | tee "$out/dynamic_gemm.log"
 fi
 
 if [[ $step == sweep ]]; then

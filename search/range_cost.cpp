@@ -61,4 +61,37 @@ std::vector<double> geometricMeanRelativeCost(const std::vector<std::vector<doub
   return score;
 }
 
+std::vector<LengthBucket> lengthBuckets(const std::vector<int64_t>& lengths, int64_t dimMin,
+                                        const std::vector<std::vector<double>>& costs,
+                                        double margin) {
+  std::vector<LengthBucket> buckets;
+  if (costs.empty()) return buckets;
+  int64_t from = dimMin;
+  for (size_t l = 0; l < lengths.size(); ++l) {
+    int best = -1;
+    for (size_t v = 0; v < costs.size(); ++v) {
+      const double c = costs[v].at(l);
+      if (std::isfinite(c) && (best < 0 || c < costs[static_cast<size_t>(best)][l])) {
+        best = static_cast<int>(v);
+      }
+    }
+    const int64_t to = lengths[l];
+    if (best >= 0) {
+      const double first = costs.front()[l];
+      if (std::isfinite(first) && first <= costs[static_cast<size_t>(best)][l] * (1.0 + margin)) {
+        best = 0;
+      }
+      const double at = costs[static_cast<size_t>(best)][l];
+      if (!buckets.empty() && buckets.back().variant == best && buckets.back().max + 1 == from) {
+        buckets.back().max = to;
+        buckets.back().microseconds = at;
+      } else {
+        buckets.push_back({from, to, best, at});
+      }
+    }
+    from = to + 1;
+  }
+  return buckets;
+}
+
 }  // namespace mugraph::search

@@ -37,6 +37,29 @@ std::vector<double> costOverRange(const graph::Schedule& schedule,
 // cost at a length where another is finite gets +infinity.
 std::vector<double> geometricMeanRelativeCost(const std::vector<std::vector<double>>& costs);
 
+// A dispatch over the lengths of one dynamic dim (issue 28's per-length buckets): which
+// variant serves which lengths, so that a short length runs a small tile and a long one a
+// large tile, each from one PTX that takes the lengths. Bucket i serves the lengths in
+// (lengths[i - 1], lengths[i]] (the first from the dim's min) and is given the variant the
+// cost model estimates cheapest at lengths[i], unless the first-ranked variant (row 0) is
+// within `margin` of it there: a switch must pay for itself. Adjacent buckets of one variant
+// are merged. A length no variant can run at gets none (a gap, which the summary shows).
+struct LengthBucket {
+  int64_t min = 0;
+  int64_t max = 0;
+  int variant = 0;  // row of `costs`
+  double microseconds = 0;  // its estimate at `max`
+};
+
+// costs[v][l]: variant v's estimate at lengths[l] (lengths sorted, increasing, within
+// [dimMin, ...]); variants in rank order.
+std::vector<LengthBucket> lengthBuckets(const std::vector<int64_t>& lengths, int64_t dimMin,
+                                        const std::vector<std::vector<double>>& costs,
+                                        double margin);
+
+// What a switch of variant must save at a bucket's length (lengthBuckets' `margin`).
+inline constexpr double kDispatchMargin = 0.03;
+
 // "geometric mean over lengths of the cost relative to the best candidate at each length":
 // what the summary says the ranking is.
 inline constexpr const char* kRangeRankingAggregate =

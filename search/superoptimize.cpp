@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -24,6 +26,7 @@
 #include "search/program_rewrites.h"
 #include "search/progress.h"
 #include "search/rank_messages.h"
+#include "search/range_cost.h"
 #include "search/search_state.h"
 #include "search/split_program.h"
 #include "search/superoptimize_pieces.h"
@@ -282,9 +285,31 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
     const CheckpointState found = shareRootState(state);
     const auto referenceCache = std::make_shared<verify::ReferenceEvaluations>(program);
     std::vector<const Candidate*> order;
+    std::set<size_t> placed;
+    // A dynamic program: before them, the candidate the cost model finds cheapest at each length
+    // the range ranking costs, so the dispatch over the lengths (driver/range_ranking.h) has
+    // the best tile of each bucket to choose from.
+    if (!program.dims.empty()) {
+      const std::vector<graph::DimValues> lengths = rankingLengths(program);
+      std::vector<std::vector<double>> costs;
+      for (const Candidate& c : found.pool) {
+        costs.push_back(costOverRange(c.schedule, lengths, *config.target));
+      }
+      for (size_t l = 0; l < lengths.size(); ++l) {
+        size_t best = found.pool.size();
+        for (size_t i = 0; i < found.pool.size(); ++i) {
+          if (std::isfinite(costs[i][l]) && (best == found.pool.size() || costs[i][l] < costs[best][l])) {
+            best = i;
+          }
+        }
+        if (best < found.pool.size() && placed.insert(best).second) order.push_back(&found.pool[best]);
+      }
+    }
     for (int pass = 0; pass < 2; ++pass) {
       for (size_t i = 0; i < found.pool.size(); ++i) {
-        if (bestOfItsShape(found.pool, i) == (pass == 0)) order.push_back(&found.pool[i]);
+        if (placed.count(i) == 0 && bestOfItsShape(found.pool, i) == (pass == 0)) {
+          order.push_back(&found.pool[i]);
+        }
       }
     }
     // Dealt out in that order, one candidate at a time per rank (verification uses the

@@ -40,6 +40,15 @@ void printRange(const driver::ProgramRun& run) {
   for (const std::string& name : range.dropped) {
     std::printf("  %-18s  dropped: not equivalent over the range\n", name.c_str());
   }
+  if (range.dispatch.empty()) return;
+  std::printf("dispatch over %s (a variant switched in where the cost model estimates it %.0f%% "
+              "or more cheaper; dispatch.json):\n",
+              range.dispatchDim.c_str(), 100 * search::kDispatchMargin);
+  for (const driver::DispatchBucket& b : range.dispatch) {
+    std::printf("  %s in [%lld, %lld]  %-18s  %.2f us at %lld\n", range.dispatchDim.c_str(),
+                static_cast<long long>(b.min), static_cast<long long>(b.max), b.variant.c_str(),
+                b.microseconds, static_cast<long long>(b.max));
+  }
 }
 
 void printTable(const driver::ProgramRun& run) {
@@ -84,7 +93,8 @@ Command addSuperoptimizeCommand(CLI::App& app) {
           "searched at the range's max for schedules with fixed tiles along every dynamic dim, "
           "each variant checked at lengths covering the range (dropped if not equivalent at "
           "one) and ranked by the cost model over the range (summary.json 'range'); its folders "
-          "hold schedule.json, whose kernels `mugraph replay --dim` generates per length. "
+          "hold kernels that take the lengths (one PTX for the range), and for one dynamic dim "
+          "dispatch.json names the variant that runs each bucket of lengths. "
           "Exit 0 ok, 1 no verified variant (the summary says why; for a model, a subgraph "
           "without one), 2 bad input, 3 a verified variant got no code (an internal error; the "
           "rest is written).");

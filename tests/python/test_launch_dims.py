@@ -2,7 +2,8 @@
 dims (codegen/README.md, "Dynamic dims") as the C++ runtime does: the GEMM with dynamic rows
 (schedules/dynamic/gemm_dynamic_m.grid128.json) is replayed, and at several lengths its
 tensors' stored shapes and bytes, its grid, its tensor map's dims and the checks of the
-lengths come out as graph/dynamic_extents.h defines them. Runs on the CPU: CuPy is replaced by
+lengths come out as graph/dynamic_extents.h defines them; a dynamic program's dispatch over
+its lengths maps each length to one written variant. Runs on the CPU: CuPy is replaced by
 a stand-in (nothing is launched). Needs a build ($MUGRAPH_BUILD_DIR)."""
 import json
 import os
@@ -61,6 +62,51 @@ class LaunchDimsTest(unittest.TestCase):
             mugraph_launch.dim_lengths(self.manifest, {})
         with self.assertRaisesRegex(ValueError, "no dynamic dim 's'"):
             mugraph_launch.dim_lengths(self.manifest, {"m": 5, "s": 3})
+
+
+class DispatchTest(unittest.TestCase):
+    """A dynamic program's dispatch.json (driver/range_ranking.h), as `mugraph superoptimize`
+    writes it, read by mugraph_launch: every length of the range finds one bucket, whose
+    variant's folder is beside it; a length outside is refused."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.scratch = tempfile.mkdtemp(prefix="mugraph_dispatch_test_")
+        program = os.path.join(cls.scratch, "proj.mg")
+        with open(program, "w") as f:
+            f.write("program proj\ndim m in [1, 2048]\ninput A f16 [m, 256]\n"
+                    "input B f16 [256, 512] layout=transposed\nC = matmul(A, B)\noutput C\n")
+        cls.out = os.path.join(cls.scratch, "out")
+        subprocess.run([BINARY, "superoptimize", program, "--threads", "1", "--time-limit", "20",
+                        "--max-variants", "6", "--out", cls.out], check=True, capture_output=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.scratch)
+
+    def test_every_length_has_one_bucket_whose_variant_is_written(self):
+        spec = mugraph_launch.load_dispatch(self.out)
+        self.assertEqual(spec["dim"], "m")
+        for m in (1, 2, 31, 64, 65, 500, 1024, 1025, 2047, 2048):
+            bucket = mugraph_launch.dispatch_bucket(spec, {"m": m})
+            self.assertTrue(bucket["min"] <= m <= bucket["max"])
+            with open(os.path.join(self.out, bucket["variant"], "manifest.json")) as f:
+                manifest = json.load(f)
+            self.assertEqual(mugraph_launch.dim_lengths(manifest, {"m": m}), {"m": m})
+        with self.assertRaisesRegex(ValueError, r"m=2049 is in no bucket"):
+            mugraph_launch.dispatch_bucket(spec, {"m": 2049})
+        with self.assertRaisesRegex(ValueError, "the dispatch is over 'm'"):
+            mugraph_launch.dispatch_bucket(spec, {})
+
+    def test_a_malformed_dispatch_is_refused_with_its_path(self):
+        bad = os.path.join(self.scratch, "bad")
+        os.makedirs(bad, exist_ok=True)
+        with open(os.path.join(bad, "dispatch.json"), "w") as f:
+            json.dump({"format": "mugraph.dispatch", "version": 1, "dim": "m",
+                       "buckets": [{"min": 1, "max": 10, "variant": "a"},
+                                   {"min": 5, "max": 20, "variant": "b"}]}, f)
+        with self.assertRaisesRegex(ValueError, r"buckets\[1\]: overlaps"):
+            mugraph_launch.load_dispatch(bad)
 
 
 if __name__ == "__main__":

@@ -45,5 +45,42 @@ TEST(RangeCost, LengthsArePowerOfTwoBucketsAndTheRangesEnds) {
   EXPECT_EQ(lengths, (std::vector<int64_t>{3, 4, 8, 16, 32, 40}));
 }
 
+TEST(RangeCost, EachBucketRunsTheVariantCheapestAtItsLengthAndNeighboursMerge) {
+  // Lengths 1, 64, 512, 4096 from a min of 1: variant 1 (small tiles) wins the short lengths,
+  // variant 0 (the range's first choice) the long ones.
+  const std::vector<LengthBucket> buckets =
+      lengthBuckets({1, 64, 512, 4096}, 1, {{30, 30, 60, 200}, {10, 12, 80, 600}}, 0.03);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_EQ(buckets[0].min, 1);
+  EXPECT_EQ(buckets[0].max, 64);
+  EXPECT_EQ(buckets[0].variant, 1);
+  EXPECT_DOUBLE_EQ(buckets[0].microseconds, 12);
+  EXPECT_EQ(buckets[1].min, 65);
+  EXPECT_EQ(buckets[1].max, 4096);
+  EXPECT_EQ(buckets[1].variant, 0);
+  EXPECT_DOUBLE_EQ(buckets[1].microseconds, 200);
+}
+
+TEST(RangeCost, ASwitchWithinTheMarginKeepsTheFirstChoice) {
+  // Variant 1 is 2% cheaper at 64: not worth a second variant at a 3% margin; at 1% it is.
+  const std::vector<std::vector<double>> costs = {{10, 51, 100}, {10, 50, 300}};
+  EXPECT_EQ(lengthBuckets({16, 64, 256}, 16, costs, 0.03).size(), 1u);
+  const std::vector<LengthBucket> finer = lengthBuckets({16, 64, 256}, 16, costs, 0.01);
+  ASSERT_EQ(finer.size(), 3u);
+  EXPECT_EQ(finer[1].variant, 1);
+  EXPECT_EQ(finer[1].min, 17);
+  EXPECT_EQ(finer[1].max, 64);
+}
+
+TEST(RangeCost, ALengthNoVariantCanRunAtIsAGapBetweenBuckets) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<LengthBucket> buckets =
+      lengthBuckets({1, 8, 64}, 1, {{5, inf, 9}, {6, inf, 20}}, 0.03);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_EQ(buckets[0].max, 1);
+  EXPECT_EQ(buckets[1].min, 9);  // 2..8 has no variant
+  EXPECT_EQ(buckets[1].max, 64);
+}
+
 }  // namespace
 }  // namespace mugraph::search

@@ -132,6 +132,26 @@ TEST_F(DynamicSuperoptimizeCli, AGemmOfManyTilesGetsTheSketchsWarpgroupKernelsFo
     EXPECT_EQ(k.at("params").back().at("kind"), "dim");
   }
   EXPECT_GE(sketched, 1) << r.out;
+  // The dispatch over m: buckets from 1 to 4096 without gap or overlap, each naming a written
+  // variant, the first choice serving wherever no other is 3% cheaper; dispatch.json says the
+  // same as the summary.
+  const nlohmann::json& dispatch = summary.at("range").at("dispatch");
+  EXPECT_EQ(dispatch.at("dim"), "m");
+  const nlohmann::json file = nlohmann::json::parse(std::ifstream(fs::path(out) / "dispatch.json"));
+  EXPECT_EQ(file.at("format"), "mugraph.dispatch");
+  ASSERT_EQ(file.at("buckets").size(), dispatch.at("buckets").size());
+  int64_t next = 1;
+  for (size_t i = 0; i < file.at("buckets").size(); ++i) {
+    const nlohmann::json& b = file.at("buckets")[i];
+    EXPECT_EQ(b.at("min").get<int64_t>(), next);
+    EXPECT_GE(b.at("max").get<int64_t>(), b.at("min").get<int64_t>());
+    next = b.at("max").get<int64_t>() + 1;
+    EXPECT_EQ(b.at("variant"), dispatch.at("buckets")[i].at("variant"));
+    EXPECT_TRUE(fs::is_regular_file(fs::path(out) / b.at("variant").get<std::string>() /
+                                    "manifest.json"));
+  }
+  EXPECT_EQ(next, 4097);
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("no dispatch.json")));
 }
 
 // rms_norm needs its row whole, so a dynamic row length can never be cut with a fixed tile.

@@ -18,7 +18,9 @@ A variant of a program with dynamic dims (the manifest's "dims") has kernels tha
 lengths as `int` parameters (kind "dim", after the pointers and tensor maps): shapes and bytes
 name the dims, and each grid entry is a number or {"ceil_div": [dim, tile]}. Give the lengths
 as a dict, `Variant(folder, dims={"s": 1000})` or per launch, `launch(tensors, dims=...)`;
-one PTX serves every length in the range.
+one PTX serves every length in the range. Where the search wrote a dispatch over the lengths
+(dispatch.json: a variant per bucket of lengths, small tiles for short lengths, large for long),
+`Dispatch(folder).launch(tensors, dims)` runs the bucket's variant.
 """
 import ctypes
 import json
@@ -135,6 +137,68 @@ def dataset_members(dataset):
             continue
         key = f"{row['class']}/{row['variant']}"
         yield key, os.path.join(dataset, key), row
+
+
+def load_dispatch(directory):
+    """dispatch.json of a dynamic program's `mugraph superoptimize` folder (format
+    "mugraph.dispatch" v1, driver/range_ranking.h): {"dim": name, "dims": [...], "buckets":
+    [{"min", "max", "variant"}]}, each bucket's variant a folder beside it. Needs no GPU."""
+    path = os.path.join(directory, "dispatch.json")
+    with open(path) as f:
+        spec = json.load(f)
+    if spec.get("format") != "mugraph.dispatch" or spec.get("version") != 1:
+        raise ValueError(f"{path}: not a mugraph dispatch v1")
+    if not spec.get("buckets"):
+        raise ValueError(f"{path}: no buckets")
+    previous = None
+    for i, b in enumerate(spec["buckets"]):
+        if not (isinstance(b.get("min"), int) and isinstance(b.get("max"), int)
+                and b["min"] <= b["max"] and isinstance(b.get("variant"), str)):
+            raise ValueError(f"{path}: $.buckets[{i}]: needs integers min <= max and a variant")
+        if previous is not None and b["min"] <= previous:
+            raise ValueError(f"{path}: $.buckets[{i}]: overlaps the bucket before it")
+        previous = b["max"]
+    return spec
+
+
+def dispatch_bucket(spec, dims):
+    """The bucket of `spec` (load_dispatch) whose lengths hold dims[spec["dim"]]."""
+    dim = spec["dim"]
+    if dim not in (dims or {}):
+        raise ValueError(f"the dispatch is over {dim!r}: give dims={{{dim!r}: N}}")
+    n = dims[dim]
+    for b in spec["buckets"]:
+        if b["min"] <= n <= b["max"]:
+            return b
+    served = ", ".join(f"[{b['min']}, {b['max']}]" for b in spec["buckets"])
+    raise ValueError(f"{dim}={n} is in no bucket of the dispatch ({served})")
+
+
+class Dispatch:
+    """A dynamic program's variants over its lengths, as `mugraph superoptimize` wrote them
+    (dispatch.json beside the variants' folders): each launch runs the kernels of the variant
+    whose bucket holds the length. `empty`, `storage_shape` and `launch` are Variant's, with
+    the lengths required; each variant is loaded on its first use."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.spec = load_dispatch(directory)
+        self._variants = {}
+
+    def variant(self, dims):
+        name = dispatch_bucket(self.spec, dims)["variant"]
+        if name not in self._variants:
+            self._variants[name] = Variant(os.path.join(self.directory, name))
+        return self._variants[name]
+
+    def storage_shape(self, name, dims):
+        return self.variant(dims).storage_shape(name, dims)
+
+    def empty(self, name, dims):
+        return self.variant(dims).empty(name, dims)
+
+    def launch(self, tensors, dims):
+        self.variant(dims).launch(tensors, dims)
 
 
 class Variant:
