@@ -65,10 +65,19 @@ void chooseGrids(const Dataflow& flow, const std::vector<int>& candidates,
   const bool isReduction =
       std::find(splitReductions.begin(), splitReductions.end(), var) != splitReductions.end();
   if (isReduction && current.reductionSplitVar >= 0) return;
+  // A dynamic dim's part count follows its length: the limit on blocks holds at the range's
+  // shortest, where a tile that suits it (16 rows of a GEMV-like projection) is as many parts
+  // as the length needs; at the reference length it would be far more than the limit.
+  const auto shortest = [&](const GridSplit& g) {
+    const IndexVar& v = flow.vars[g.var];
+    if (v.dynamicDim == graph::kStaticDim) return g.count;
+    const int64_t tile = g.tile > 0 ? g.tile : v.extent / g.count;
+    return (v.minExtent + tile - 1) / tile;
+  };
   int64_t blocks = 1;
-  for (const GridSplit& g : current.grid) blocks *= g.count;
+  for (const GridSplit& g : current.grid) blocks *= shortest(g);
   for (const GridSplit& split : gridCounts(var, flow.vars[var], matmulDims[var], config)) {
-    if (blocks * split.count > config.maxGridBlocks) continue;
+    if (blocks * shortest(split) > config.maxGridBlocks) continue;
     current.grid.push_back(split);
     if (isReduction) current.reductionSplitVar = var;
     chooseGrids(flow, candidates, splitReductions, matmulDims, config, next + 1, current, out);

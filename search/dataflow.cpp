@@ -173,6 +173,9 @@ Dataflow buildDataflow(const graph::Program& program) {
     var.matmulDim = var.matmulDim || labeller.matmulDim[v];
     var.whole = var.whole || labeller.whole[v];
     if (var.dynamicDim == graph::kStaticDim) var.dynamicDim = labeller.dynamicDim[v];
+    var.minExtent = var.dynamicDim == graph::kStaticDim
+                        ? var.extent
+                        : program.dims.at(static_cast<size_t>(var.dynamicDim)).min;
     return number[root];
   };
   for (FlowTensor& tensor : flow.tensors) {

@@ -20,6 +20,8 @@ struct IndexVar {
   // The program's dynamic dim (graph::KernelGraph::dims) whose length this is, or
   // graph::kStaticDim; `extent` is then its reference (the range's max).
   int dynamicDim = graph::kStaticDim;
+  // The shortest length it takes: the range's min for a dynamic dim, else `extent`.
+  int64_t minExtent = 1;
 };
 
 using DimLabel = std::vector<int>;  // index variables, outermost first; empty: a size-1 dim

@@ -53,6 +53,33 @@ TEST(DynamicChoices, EveryKeptChoiceDeclaresTheTileOfTheDynamicVariable) {
   }
 }
 
+// The limit on blocks per kernel holds at the range's shortest length: a projection of a few
+// tokens wants a small tile of m and many parts of n (GEMV-like), which at the reference
+// length (m = 4096) would be far more blocks than the limit. A static m = 4096 gets none.
+TEST(DynamicChoices, TheBlockLimitHoldsAtTheShortestLengthSoSmallTilesOfManyColumnsAreChoices) {
+  const auto tilesPastTheLimit = [](const char* text) {
+    const graph::Program program = graph::parseProgramText(text, "p.mg");
+    const Dataflow flow = buildDataflow(program);
+    const Segment segment = analyzeSegment(flow, 0, 0);
+    const SearchConfig config = defaultConfig(ProgramKind::Gemm);
+    std::vector<BlockChoice> choices = enumerateBlockChoices(flow, segment, config);
+    keepLengthIndependent(flow, segment, choices);
+    int count = 0;
+    for (const BlockChoice& choice : choices) {
+      int64_t blocks = 1;
+      for (const GridSplit& g : choice.grid) blocks *= g.count;
+      if (blocks > config.maxGridBlocks) ++count;
+    }
+    return count;
+  };
+  EXPECT_GT(tilesPastTheLimit("program p\ndim m in [1, 4096]\ninput A f16 [m, 4096]\n"
+                              "input B f16 [4096, 4096]\nC = matmul(A, B)\noutput C\n"),
+            0);
+  EXPECT_EQ(tilesPastTheLimit("program p\ninput A f16 [4096, 4096]\n"
+                              "input B f16 [4096, 4096]\nC = matmul(A, B)\noutput C\n"),
+            0);
+}
+
 TEST(DynamicChoices, AStaticProgramsChoicesPassUnchanged) {
   const graph::Program program = graph::parseProgramText(
       "program g\ninput A f16 [4096, 128]\ninput B f16 [128, 64]\nC = matmul(A, B)\noutput C\n",
