@@ -1,16 +1,50 @@
 #include "driver/range_ranking.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <iostream>
 
+#include "driver/variant_files.h"
+#include "runtime/gpu_check.h"
 #include "search/range_cost.h"
 #include "verify/equivalence_json.h"
+#include "verify/scaled_twin.h"
 
 namespace mugraph::driver {
 namespace {
 
 nlohmann::json finiteOrNull(double x) {
   return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
+
+// The timed replays of each length --profile measures.
+constexpr int kRepetitions = 30;
+
+// A program of one dynamic dim: its dispatch over the ranking lengths, from the variants'
+// measured times where --profile took them, else the cost model's.
+void setDispatch(RangeRun& range, const graph::Program& program,
+                 const std::vector<search::VerifiedVariant>& variants) {
+  range.dispatchDim.clear();
+  range.dispatch.clear();
+  if (program.dims.size() != 1 || variants.empty()) return;
+  range.dispatchDim = program.dims.front().name;
+  std::vector<int64_t> lengths;
+  for (const graph::DimValues& values : range.rankingLengths) {
+    lengths.push_back(values.at(range.dispatchDim));
+  }
+  std::vector<std::vector<double>> rows;
+  for (const search::VerifiedVariant& v : variants) {
+    const RangeVariant& rv = range.variants.at(v.name);
+    rows.push_back(range.measured ? rv.measured : rv.costs);
+  }
+  for (const search::LengthBucket& b : search::lengthBuckets(
+           lengths, program.dims.front().min, rows, search::kDispatchMargin)) {
+    range.dispatch.push_back(
+        {b.min, b.max, variants[static_cast<size_t>(b.variant)].name, b.microseconds});
+  }
 }
 
 }  // namespace
@@ -45,23 +79,72 @@ RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Progra
                    });
   result.variants = std::move(kept);
   result.summary.verified = result.variants.size();
-  if (program.dims.size() == 1 && !result.variants.empty()) {
-    range.dispatchDim = program.dims.front().name;
-    std::vector<int64_t> lengths;
-    for (const graph::DimValues& values : range.rankingLengths) {
-      lengths.push_back(values.at(range.dispatchDim));
-    }
-    std::vector<std::vector<double>> rows;
-    for (const search::VerifiedVariant& v : result.variants) {
-      rows.push_back(range.variants.at(v.name).costs);
-    }
-    for (const search::LengthBucket& b : search::lengthBuckets(
-             lengths, program.dims.front().min, rows, search::kDispatchMargin)) {
-      range.dispatch.push_back({b.min, b.max, result.variants[static_cast<size_t>(b.variant)].name,
-                                b.microseconds});
-    }
-  }
+  setDispatch(range, program, result.variants);
   return range;
+}
+
+void profileOverRange(const runtime::CudaDriver& gpu, search::SearchResult& result,
+                      RangeRun& range, const graph::Program& program, const plan::Target& target,
+                      const std::string& out) {
+  const std::string scratch = out.empty() ? (std::filesystem::temp_directory_path() /
+                                             ("mugraph_profile_" + std::to_string(::getpid())))
+                                                .string()
+                                          : out;
+  std::vector<search::VerifiedVariant> kept;
+  for (search::VerifiedVariant& v : result.variants) {
+    RangeVariant& rv = range.variants.at(v.name);
+    std::string failure;
+    try {
+      const codegen::GeneratedCode code = variantCode(v.schedule, target);
+      const std::string dir = scratch + "/" + v.name;
+      codegen::writeGeneratedCode(code, dir);
+      for (const graph::DimValues& at : range.rankingLengths) {
+        const graph::Program instance = graph::instantiate(program, at);
+        if (verify::matmulWork(instance) <= kGpuCheckWork) {
+          const runtime::GpuCheckReport r =
+              runtime::checkOnGpu(gpu, code.schedule, dir, v.hash, kRepetitions, {}, at);
+          if (!r.matches) {
+            failure = "its GPU result at " + graph::dimValuesText(at) +
+                      " does not match the interpreter (max relative error " +
+                      std::to_string(r.maxRelError) + ", " + std::to_string(r.unwrittenElements) +
+                      " elements NaN or unwritten)";
+            break;
+          }
+          rv.gpuChecked.push_back(at);
+          rv.measured.push_back(r.timing.medianMicroseconds);
+        } else {
+          rv.measured.push_back(
+              runtime::timeOnGpu(gpu, instance, dir, v.hash, kRepetitions, {}, at)
+                  .medianMicroseconds);
+        }
+      }
+    } catch (const std::exception& e) {
+      failure = std::string("not profiled: ") + e.what();
+    }
+    if (!failure.empty()) {
+      std::cerr << "mugraph: " << v.name << ": dropped, " << failure << "\n";
+      range.droppedOnGpu.push_back(v.name + ": " + failure);
+      continue;
+    }
+    std::cerr << "profile: " << v.name << " at " << rv.measured.size() << " lengths, "
+              << rv.gpuChecked.size() << " of them checked\n";
+    kept.push_back(std::move(v));
+  }
+  if (out.empty()) std::filesystem::remove_all(scratch);
+  std::vector<std::vector<double>> measured;
+  for (const search::VerifiedVariant& v : kept) measured.push_back(range.variants.at(v.name).measured);
+  const std::vector<double> scores = search::geometricMeanRelativeCost(measured);
+  for (size_t i = 0; i < kept.size(); ++i) range.variants.at(kept[i].name).score = scores[i];
+  std::stable_sort(kept.begin(), kept.end(),
+                   [&](const search::VerifiedVariant& a, const search::VerifiedVariant& b) {
+                     const double sa = range.variants.at(a.name).score;
+                     const double sb = range.variants.at(b.name).score;
+                     return sa != sb ? sa < sb : a.hash < b.hash;
+                   });
+  result.variants = std::move(kept);
+  result.summary.verified = result.variants.size();
+  range.measured = true;
+  setDispatch(range, program, result.variants);
 }
 
 nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& range) {
@@ -79,13 +162,20 @@ nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& r
                              {"ranked_over", range.rankingLengths},
                              {"aggregate", search::kRangeRankingAggregate},
                              {"dropped_by_range_check", dropped}};
+  if (range.measured) {
+    summary["measured"] = "median of " + std::to_string(kRepetitions) +
+                          " CUDA-graph replays at each ranking length (L2 flushed); checked against "
+                          "the interpreter where the program has at most 2^30 multiply-adds";
+    summary["dropped_on_gpu"] = range.droppedOnGpu;
+  }
   if (!range.dispatch.empty()) {
     nlohmann::json buckets = nlohmann::json::array();
     for (const DispatchBucket& b : range.dispatch) {
       buckets.push_back({{"min", b.min},
                          {"max", b.max},
                          {"variant", b.variant},
-                         {"cost_at_max_us", finiteOrNull(b.microseconds)}});
+                         {range.measured ? "measured_at_max_us" : "cost_at_max_us",
+                          finiteOrNull(b.microseconds)}});
     }
     summary["dispatch"] = {{"dim", range.dispatchDim},
                            {"margin", search::kDispatchMargin},
@@ -110,9 +200,16 @@ nlohmann::json dispatchJson(const graph::Program& program, const RangeRun& range
 nlohmann::json rangeVariantJson(const RangeVariant& variant) {
   nlohmann::json costs = nlohmann::json::array();
   for (double c : variant.costs) costs.push_back(finiteOrNull(c));
-  return {{"range_score", finiteOrNull(variant.score)},
-          {"cost_over_range", costs},
-          {"range_check", verify::rangeReportJson(variant.check)}};
+  nlohmann::json json = {{"range_score", finiteOrNull(variant.score)},
+                         {"cost_over_range", costs},
+                         {"range_check", verify::rangeReportJson(variant.check)}};
+  if (!variant.measured.empty()) {
+    nlohmann::json measured = nlohmann::json::array();
+    for (double us : variant.measured) measured.push_back(finiteOrNull(us));
+    json["measured_over_range"] = measured;
+    json["gpu_checked_at"] = variant.gpuChecked;
+  }
+  return json;
 }
 
 }  // namespace mugraph::driver

@@ -13,6 +13,7 @@
 
 #include "graph/dynamic_dims.h"
 #include "plan/target.h"
+#include "runtime/cuda_driver.h"
 #include "search/superoptimize.h"
 #include "verify/range_check.h"
 
@@ -22,6 +23,10 @@ struct RangeVariant {
   verify::RangeReport check;
   std::vector<double> costs;  // microseconds at each of RangeRun::rankingLengths
   double score = 0;           // search::geometricMeanRelativeCost (1 = best everywhere)
+  // --profile: measured microseconds at each ranking length (the score and the dispatch then
+  // follow these), and the lengths its GPU result was checked against the interpreter at.
+  std::vector<double> measured;
+  std::vector<graph::DimValues> gpuChecked;
 };
 
 // One bucket of a dispatch: lengths [min, max] of the dim run variant `variant`.
@@ -41,6 +46,8 @@ struct RangeRun {
   // (search::lengthBuckets over the ranking lengths, search::kDispatchMargin); empty else.
   std::string dispatchDim;
   std::vector<DispatchBucket> dispatch;
+  bool measured = false;                  // --profile ranked the variants (profileOverRange)
+  std::vector<std::string> droppedOnGpu;  // "NAME: why", each left out of the variants
 };
 
 // Checks every variant of `result` over its range with `seed`, removes those not equivalent
@@ -48,6 +55,18 @@ struct RangeRun {
 // hash). `result.summary.verified` follows.
 RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Program& program,
                                const plan::Target& target, uint64_t seed);
+
+// --profile of a dynamic program: each variant's kernels (one PTX for the range) generated into
+// out/<variant>/ (a scratch folder when `out` is empty), checked against the interpreter at each
+// ranking length whose program has at most kGpuCheckWork multiply-adds, and timed at every
+// ranking length (CUDA-graph replays, L2 flushed). A variant that does not match, or cannot
+// run, at a length is dropped from the variants, with the reason on stderr and in the
+// summary. The rest are ranked by the range score of their measured times, and the dispatch
+// follows the measured times too.
+inline constexpr double kGpuCheckWork = 1u << 30;
+void profileOverRange(const runtime::CudaDriver& gpu, search::SearchResult& result,
+                      RangeRun& range, const graph::Program& program, const plan::Target& target,
+                      const std::string& out);
 
 // summary["range"]: the dims, the ranking lengths and aggregate, the dropped variants, and
 // the dispatch (its buckets), where there is one.

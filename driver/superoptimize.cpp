@@ -40,11 +40,6 @@ void requireLengthIndependentCandidates(const graph::Program& program,
 ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions& options,
                                 const runtime::CudaDriver* gpu) {
   const bool dynamic = !program.dims.empty();
-  if (dynamic && gpu) {
-    throw UserError("--profile",
-                    "the program has dynamic dims: timing kernels that take the lengths comes in "
-                    "a later slice of issue 28 (rank by the cost model over the range)");
-  }
   search::SearchOptions searchOptions = searchOptionsFor(program, options);
   if (dynamic) searchOptions = dynamicSearchOptions(std::move(searchOptions));
   const plan::Target& target = *searchOptions.config.target;
@@ -63,10 +58,13 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
     requireLengthIndependentCandidates(program, run.result);
     run.range = checkAndRankOverRange(run.result, program, target, searchOptions.verifySeed);
   }
+  // Profile a dynamic program: its variants timed at every ranking length, checked where the
+  // interpreter is quick; the range score and the dispatch follow the times.
+  if (dynamic && gpu) profileOverRange(*gpu, run.result, *run.range, program, target, options.out);
   const RangeRun* range = run.range ? &*run.range : nullptr;
   // Profile: generate, check against the interpreter and time on the GPU; drop what does not
   // match, rank the rest by measured time.
-  if (gpu) {
+  if (gpu && !dynamic) {
     const std::vector<GpuOutcome> outcomes = measureOnGpu(*gpu, run.result, target, options.out);
     run.ranking = rankByMeasuredTime(run.result, outcomes, options.out);
   }

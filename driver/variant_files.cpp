@@ -146,7 +146,7 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
       {"ranks", ranksJson(s.ranks)},
       {"work", workJson(s.times)}};
   if (range && program) {
-    summary["ranked_by"] = "cost_model_over_range";
+    summary["ranked_by"] = range->measured ? "measured_gpu_time_over_range" : "cost_model_over_range";
     summary["range"] = rangeSummaryJson(*program, *range);
   }
   if (!ranking.dropped.empty()) {
@@ -179,6 +179,11 @@ int writeVariants(const search::SearchResult& result, const ProfileRanking& rank
     // this same folder.
     const auto profiled = ranking.measured.find(v.name);
     if (profiled != ranking.measured.end() && std::isfinite(profiled->second)) continue;
+    // --profile of a dynamic program generated (and timed) its kernels here too.
+    if (range && range->measured && range->variants.count(v.name) &&
+        !range->variants.at(v.name).measured.empty()) {
+      continue;
+    }
     std::filesystem::create_directories(dir);
     // A dynamic program's variant gets kernels that take the lengths (one PTX for the range).
     const bool dynamic = !v.schedule.program.dims.empty();

@@ -142,4 +142,22 @@ GpuCheckReport checkAgainstReference(const CudaDriver& driver, const ProgramRefe
   return report;
 }
 
+TimingStats timeOnGpu(const CudaDriver& driver, const graph::Program& program,
+                      const std::string& dir, uint64_t seed, int repetitions,
+                      const GpuInputs& draw, const graph::DimValues& dims) {
+  GpuSchedule gpu(driver, readManifest(dir + "/manifest.json", dims), dir);
+  const verify::TensorMap<double> inputs =
+      draw.normalStd ? verify::normalInputs(program, seed, *draw.normalStd)
+                     : verify::randomInputs(program, seed, draw.uniformScale);
+  for (const auto& [name, tensor] : inputs) {
+    const ManifestTensor& t = gpu.manifest().tensor(name);
+    if (t.role != "input" || t.shape != tensor.shape) {
+      throw UserError(dir + "/manifest.json",
+                      "tensor '" + name + "' is not the program's input of that shape");
+    }
+    gpu.upload(name, encode(toStorageOrder(tensor.data, t.shape, t.layout), t.dtype));
+  }
+  return gpu.time(/*warmup=*/10, repetitions);
+}
+
 }  // namespace mugraph::runtime

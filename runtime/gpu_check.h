@@ -74,4 +74,11 @@ GpuCheckReport checkAgainstReference(const CudaDriver& driver, const ProgramRefe
                                      const std::string& dir, int repetitions,
                                      const graph::DimValues& dims = {});
 
+// The kernels in `dir` timed at `dims` (`program` instantiated there) on inputs drawn as
+// `draw` says, without evaluating the program: for lengths whose reference in double would take
+// longer than the run. The output is not checked; checkOnGpu at other lengths does that.
+TimingStats timeOnGpu(const CudaDriver& driver, const graph::Program& program,
+                      const std::string& dir, uint64_t seed, int repetitions,
+                      const GpuInputs& draw = {}, const graph::DimValues& dims = {});
+
 }  // namespace mugraph::runtime

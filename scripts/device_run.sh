@@ -119,7 +119,7 @@ if [[ $step == dynamic ]]; then
   echo "== dynamic"
   runs=${DYNAMIC_RUNS:?DYNAMIC_RUNS=DIR from scripts/dynamic_bench_search.sh}
   PYTHONUNBUFFERED=1 python3 tools/python/dynamic_bench.py --dispatch "$runs/dispatch" \
-    --static "$runs/static" --out "$out/dynamic_gemm.json" 2>&1 | tee "$out/dynamic_gemm.log"
+    --static "$runs/static" ${DYNAMIC_LENGTHS:+--lengths "$DYNAMIC_LENGTHS"} --out "$out/dynamic_gemm.json" 2>&1 | tee "$out/dynamic_gemm.log"
 fi
 
 if [[ $step == sweep ]]; then

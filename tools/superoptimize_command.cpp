@@ -25,9 +25,13 @@ void printRange(const driver::ProgramRun& run) {
   for (const graph::DimValues& values : range.rankingLengths) {
     lengths += (lengths.empty() ? "" : "; ") + graph::dimValuesText(values);
   }
-  std::printf("ranked over the range by the cost model: %s, at %s (cost above: at %s)\n",
+  std::printf("ranked over the range by %s: %s, at %s (cost above: at %s)\n",
+              range.measured ? "measured GPU time" : "the cost model",
               search::kRangeRankingAggregate, lengths.c_str(),
               graph::dimValuesText(range.searchedAt).c_str());
+  for (const std::string& dropped : range.droppedOnGpu) {
+    std::printf("  dropped on the GPU: %s\n", dropped.c_str());
+  }
   for (const search::VerifiedVariant& v : run.result.variants) {
     const driver::RangeVariant& rv = range.variants.at(v.name);
     std::printf("  %-18s  range score %.3f, equivalent at %zu lengths:", v.name.c_str(), rv.score,
@@ -41,13 +45,16 @@ void printRange(const driver::ProgramRun& run) {
     std::printf("  %-18s  dropped: not equivalent over the range\n", name.c_str());
   }
   if (range.dispatch.empty()) return;
-  std::printf("dispatch over %s (a variant switched in where the cost model estimates it %.0f%% "
-              "or more cheaper; dispatch.json):\n",
-              range.dispatchDim.c_str(), 100 * search::kDispatchMargin);
+  std::printf("dispatch over %s (a variant switched in where %s %.0f%% or more faster; "
+              "dispatch.json):\n",
+              range.dispatchDim.c_str(),
+              range.measured ? "it measured" : "the cost model estimates it",
+              100 * search::kDispatchMargin);
   for (const driver::DispatchBucket& b : range.dispatch) {
-    std::printf("  %s in [%lld, %lld]  %-18s  %.2f us at %lld\n", range.dispatchDim.c_str(),
+    std::printf("  %s in [%lld, %lld]  %-18s  %.2f us %s at %lld\n", range.dispatchDim.c_str(),
                 static_cast<long long>(b.min), static_cast<long long>(b.max), b.variant.c_str(),
-                b.microseconds, static_cast<long long>(b.max));
+                b.microseconds, range.measured ? "measured" : "estimated",
+                static_cast<long long>(b.max));
   }
 }
 

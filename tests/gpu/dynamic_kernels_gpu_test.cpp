@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -91,6 +92,41 @@ TEST_F(DynamicKernelsOnGpu, ReplayRunsTheKernelsThatTakeTheLengthAtTheGivenLengt
   EXPECT_EQ(report.at("lengths"), "kernel_parameters");
   EXPECT_TRUE(report.at("gpu").at("matches").get<bool>()) << report.at("gpu").dump();
   EXPECT_EQ(report.at("gpu").at("unwritten_elements").get<int64_t>(), 0);
+}
+
+// `superoptimize --profile` of a dynamic projection: every variant's one PTX timed at every
+// ranking length and checked against the interpreter where that is quick (m = 1 at least); the
+// ranking and the dispatch over m follow the measured times.
+TEST_F(DynamicKernelsOnGpu, ProfileTimesEveryVariantAtEveryRankingLengthAndDispatchesByIt) {
+  std::ofstream(scratch_ / "proj.mg") << "program proj_dynamic\n"
+                                         "dim m in [1, 2048]\n"
+                                         "input A f16 [m, 512]\n"
+                                         "input B f16 [512, 1024] layout=transposed\n"
+                                         "C = matmul(A, B)\n"
+                                         "output C\n";
+  const std::string out = (scratch_ / "out").string();
+  const CliResult r = runMugraph("superoptimize " + (scratch_ / "proj.mg").string() +
+                                     " --profile --time-limit 30 --max-variants 4 --json --out " +
+                                     out,
+                                 scratch_.string());
+  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary.at("ranked_by"), "measured_gpu_time_over_range");
+  const size_t lengths = summary.at("range").at("ranked_over").size();
+  ASSERT_FALSE(summary.at("variants").empty());
+  double previous = 0;
+  for (const nlohmann::json& v : summary.at("variants")) {
+    const nlohmann::json& measured = v.at("measured_over_range");
+    ASSERT_EQ(measured.size(), lengths);
+    for (const nlohmann::json& us : measured) EXPECT_GT(us.get<double>(), 0);
+    EXPECT_EQ(v.at("gpu_checked_at").at(0).at("m"), 1);
+    EXPECT_GE(v.at("range_score").get<double>(), previous);
+    previous = v.at("range_score").get<double>();
+  }
+  const nlohmann::json& buckets = summary.at("range").at("dispatch").at("buckets");
+  ASSERT_FALSE(buckets.empty());
+  EXPECT_TRUE(buckets.at(0).contains("measured_at_max_us"));
+  EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(out) / "dispatch.json"));
 }
 
 }  // namespace
