@@ -14,12 +14,6 @@
 #include "runtime/gpu_check.h"
 
 namespace mugraph::driver {
-namespace {
-
-// Under a search's out folder: the folders of the variants --profile dropped.
-constexpr const char* kDroppedFolder = "dropped_on_gpu";
-
-}  // namespace
 
 int gpuOfThisRank(int deviceCount) {
   return distributed::deviceForRank(
@@ -87,9 +81,9 @@ ProfileRanking rankByMeasuredTime(search::SearchResult& result,
     if (outcome && outcome->mismatch) {
       DroppedVariant dropped{v.name, v.hash, outcome->maxRelError, outcome->seed, ""};
       if (!out.empty() && std::filesystem::exists(out + "/" + v.name)) {
-        dropped.folder = out + "/" + kDroppedFolder + "/" + v.name;
+        dropped.folder = out + "/" + kDroppedOnGpuFolder + "/" + v.name;
         std::filesystem::remove_all(dropped.folder);
-        std::filesystem::create_directories(out + "/" + kDroppedFolder);
+        std::filesystem::create_directories(out + "/" + kDroppedOnGpuFolder);
         std::filesystem::rename(out + "/" + v.name, dropped.folder);
       }
       std::cerr << "mugraph: " << v.name

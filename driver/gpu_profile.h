@@ -18,6 +18,9 @@
 
 namespace mugraph::driver {
 
+// Under a search's out folder: the folders of the variants --profile dropped.
+inline constexpr const char* kDroppedOnGpuFolder = "dropped_on_gpu";
+
 // Measured GPU time of each variant (by name) when --profile ranked them; infinite for a
 // variant that could not be profiled (no code, a failed launch).
 using Measurements = std::map<std::string, double>;

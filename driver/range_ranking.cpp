@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "driver/gpu_profile.h"
 #include "driver/variant_files.h"
 #include "runtime/gpu_check.h"
 #include "search/range_cost.h"
@@ -122,7 +123,16 @@ void profileOverRange(const runtime::CudaDriver& gpu, search::SearchResult& resu
       failure = std::string("not profiled: ") + e.what();
     }
     if (!failure.empty()) {
-      std::cerr << "mugraph: " << v.name << ": dropped, " << failure << "\n";
+      std::string kept;
+      if (!out.empty() && std::filesystem::exists(scratch + "/" + v.name)) {
+        // Out of the variants' way, kept as evidence (as gpu_profile.h does for static ones).
+        const std::string evidence = out + "/" + kDroppedOnGpuFolder;
+        std::filesystem::create_directories(evidence);
+        std::filesystem::remove_all(evidence + "/" + v.name);
+        std::filesystem::rename(scratch + "/" + v.name, evidence + "/" + v.name);
+        kept = " (its folder: " + evidence + "/" + v.name + ")";
+      }
+      std::cerr << "mugraph: " << v.name << ": dropped, " << failure << kept << "\n";
       range.droppedOnGpu.push_back(v.name + ": " + failure);
       continue;
     }

@@ -35,6 +35,11 @@ std::string whyNoVariants(const search::SearchResult& result, const ProfileRanki
            " variant(s) verified at the reference length, each not equivalent at some length of "
            "the range (summary.json: range.dropped_by_range_check)";
   }
+  if (range && !range->droppedOnGpu.empty()) {
+    return std::to_string(range->droppedOnGpu.size()) +
+           " variant(s) dropped by --profile over the range (summary.json: "
+           "range.dropped_on_gpu): " + range->droppedOnGpu.front();
+  }
   if (!ranking.dropped.empty()) {
     return std::to_string(ranking.dropped.size()) +
            " verified variant(s), each dropped: its GPU result does not match the interpreter";
