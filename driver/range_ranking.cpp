@@ -48,6 +48,28 @@ void setDispatch(RangeRun& range, const graph::Program& program,
   }
 }
 
+// The variants `kept` ranked by the range score of their measured times where --profile took
+// them, else of the cost model's (then by hash), as the result's variants; the dispatch follows.
+void rankAndDispatch(RangeRun& range, const graph::Program& program,
+                     std::vector<search::VerifiedVariant> kept, search::SearchResult& result) {
+  std::vector<std::vector<double>> rows;
+  for (const search::VerifiedVariant& v : kept) {
+    const RangeVariant& rv = range.variants.at(v.name);
+    rows.push_back(range.measured ? rv.measured : rv.costs);
+  }
+  const std::vector<double> scores = search::geometricMeanRelativeCost(rows);
+  for (size_t i = 0; i < kept.size(); ++i) range.variants.at(kept[i].name).score = scores[i];
+  std::stable_sort(kept.begin(), kept.end(),
+                   [&](const search::VerifiedVariant& a, const search::VerifiedVariant& b) {
+                     const double sa = range.variants.at(a.name).score;
+                     const double sb = range.variants.at(b.name).score;
+                     return sa != sb ? sa < sb : a.hash < b.hash;
+                   });
+  result.variants = std::move(kept);
+  result.summary.verified = result.variants.size();
+  setDispatch(range, program, result.variants);
+}
+
 }  // namespace
 
 RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Program& program,
@@ -68,19 +90,7 @@ RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Progra
     rv.costs = search::costOverRange(v.schedule, range.rankingLengths, target);
     kept.push_back(std::move(v));
   }
-  std::vector<std::vector<double>> costs;
-  for (const search::VerifiedVariant& v : kept) costs.push_back(range.variants.at(v.name).costs);
-  const std::vector<double> scores = search::geometricMeanRelativeCost(costs);
-  for (size_t i = 0; i < kept.size(); ++i) range.variants.at(kept[i].name).score = scores[i];
-  std::stable_sort(kept.begin(), kept.end(),
-                   [&](const search::VerifiedVariant& a, const search::VerifiedVariant& b) {
-                     const double sa = range.variants.at(a.name).score;
-                     const double sb = range.variants.at(b.name).score;
-                     return sa != sb ? sa < sb : a.hash < b.hash;
-                   });
-  result.variants = std::move(kept);
-  result.summary.verified = result.variants.size();
-  setDispatch(range, program, result.variants);
+  rankAndDispatch(range, program, std::move(kept), result);
   return range;
 }
 
@@ -141,20 +151,8 @@ void profileOverRange(const runtime::CudaDriver& gpu, search::SearchResult& resu
     kept.push_back(std::move(v));
   }
   if (out.empty()) std::filesystem::remove_all(scratch);
-  std::vector<std::vector<double>> measured;
-  for (const search::VerifiedVariant& v : kept) measured.push_back(range.variants.at(v.name).measured);
-  const std::vector<double> scores = search::geometricMeanRelativeCost(measured);
-  for (size_t i = 0; i < kept.size(); ++i) range.variants.at(kept[i].name).score = scores[i];
-  std::stable_sort(kept.begin(), kept.end(),
-                   [&](const search::VerifiedVariant& a, const search::VerifiedVariant& b) {
-                     const double sa = range.variants.at(a.name).score;
-                     const double sb = range.variants.at(b.name).score;
-                     return sa != sb ? sa < sb : a.hash < b.hash;
-                   });
-  result.variants = std::move(kept);
-  result.summary.verified = result.variants.size();
   range.measured = true;
-  setDispatch(range, program, result.variants);
+  rankAndDispatch(range, program, std::move(kept), result);
 }
 
 nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& range) {

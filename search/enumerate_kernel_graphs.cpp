@@ -1,7 +1,6 @@
 #include "search/enumerate_kernel_graphs.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -376,18 +375,11 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
   return true;
 }
 
-// The pool's order, which decides what is verified: the estimate at the program's shapes; for
-// a dynamic program, the geometric mean of the estimates at the lengths the range ranking
-// costs (search/range_cost.h), which orders candidates as that ranking's aggregate does (its
-// per-length best divides every candidate alike), so a tile that wins the short lengths is
-// verified, not only those that win at the reference length.
+// The pool's order, which decides what is verified: the estimate at the program's shapes, or
+// for a dynamic program its geometric mean over the ranking lengths (range_cost.h).
 double KernelGraphEnumerator::candidateCost(const graph::Schedule& schedule) const {
   if (schedule.graph.dims.empty()) return estimateCost(schedule.graph, *config_.target).microseconds;
-  const std::vector<double> costs =
-      costOverRange(schedule, rankingLengths(schedule.graph), *config_.target);
-  double logs = 0;
-  for (double c : costs) logs += std::log(c);
-  return std::exp(logs / static_cast<double>(costs.size()));
+  return geometricMeanCostOverRange(schedule, *config_.target);
 }
 
 void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome& outcome) const {

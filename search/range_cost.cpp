@@ -41,6 +41,15 @@ std::vector<double> costOverRange(const graph::Schedule& schedule,
   return costs;
 }
 
+double geometricMeanCostOverRange(const graph::Schedule& schedule, const plan::Target& target,
+                                  const CostConstants& constants) {
+  const std::vector<double> costs =
+      costOverRange(schedule, rankingLengths(schedule.graph), target, constants);
+  double logs = 0;
+  for (double c : costs) logs += std::log(c);
+  return costs.empty() ? 0 : std::exp(logs / static_cast<double>(costs.size()));
+}
+
 std::vector<double> geometricMeanRelativeCost(const std::vector<std::vector<double>>& costs) {
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> logSum(costs.size(), 0.0);
@@ -92,6 +101,24 @@ std::vector<LengthBucket> lengthBuckets(const std::vector<int64_t>& lengths, int
     from = to + 1;
   }
   return buckets;
+}
+
+std::vector<size_t> cheapestAtEachLength(const std::vector<std::vector<double>>& costs,
+                                         int rounds) {
+  std::vector<size_t> order;
+  std::set<size_t> taken;
+  const size_t lengths = costs.empty() ? 0 : costs.front().size();
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t l = 0; l < lengths; ++l) {
+      size_t best = costs.size();
+      for (size_t c = 0; c < costs.size(); ++c) {
+        if ((round > 0 && taken.count(c)) || !std::isfinite(costs[c][l])) continue;
+        if (best == costs.size() || costs[c][l] < costs[best][l]) best = c;
+      }
+      if (best < costs.size() && taken.insert(best).second) order.push_back(best);
+    }
+  }
+  return order;
 }
 
 }  // namespace mugraph::search

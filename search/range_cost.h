@@ -31,6 +31,12 @@ std::vector<double> costOverRange(const graph::Schedule& schedule,
                                   const plan::Target& target,
                                   const CostConstants& constants = calibratedConstants());
 
+// The geometric mean of costOverRange at rankingLengths(schedule.graph): ordering candidates by
+// it orders them as geometricMeanRelativeCost does (the per-length best divides every
+// candidate alike), so a tile that wins the short lengths is not ranked by the longest alone.
+double geometricMeanCostOverRange(const graph::Schedule& schedule, const plan::Target& target,
+                                  const CostConstants& constants = calibratedConstants());
+
 // The aggregate: costs[c][l] is candidate c's cost at length l (every row as long). Per
 // candidate, the geometric mean over l of costs[c][l] / min over candidates of costs[·][l].
 // A length where no candidate has a finite cost is skipped; a candidate with an infinite
@@ -56,6 +62,11 @@ struct LengthBucket {
 std::vector<LengthBucket> lengthBuckets(const std::vector<int64_t>& lengths, int64_t dimMin,
                                         const std::vector<std::vector<double>>& costs,
                                         double margin);
+
+// Which candidates to verify first for a dispatch: costs[c][l] is candidate c's estimate at
+// ranking length l. Round 1 takes each length's cheapest, each later round each length's
+// cheapest not yet taken; candidates in the order taken, none twice, none with no finite cost.
+std::vector<size_t> cheapestAtEachLength(const std::vector<std::vector<double>>& costs, int rounds);
 
 // What a switch of variant must save at a bucket's length (lengthBuckets' `margin`).
 inline constexpr double kDispatchMargin = 0.03;

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -286,28 +285,18 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
     const auto referenceCache = std::make_shared<verify::ReferenceEvaluations>(program);
     std::vector<const Candidate*> order;
     std::set<size_t> placed;
-    // A dynamic program: before them, the candidate the cost model finds cheapest at each length
-    // the range ranking costs, then at each the cheapest not yet placed, so the dispatch over
-    // the lengths (driver/range_ranking.h) has the best tile of each bucket and a runner-up to
-    // choose from (--profile measures which is faster; the model's ties are many).
+    // A dynamic program: before them, each ranking length's cheapest, then each one's runner-up,
+    // so the dispatch over the lengths (driver/range_ranking.h) has the best tiles of each
+    // bucket to choose from (--profile measures which is faster; the model's ties are many).
     if (!program.dims.empty()) {
       const std::vector<graph::DimValues> lengths = rankingLengths(program);
       std::vector<std::vector<double>> costs;
       for (const Candidate& c : found.pool) {
         costs.push_back(costOverRange(c.schedule, lengths, *config.target));
       }
-      for (int round = 0; round < 2; ++round) {
-        for (size_t l = 0; l < lengths.size(); ++l) {
-          size_t best = found.pool.size();
-          for (size_t i = 0; i < found.pool.size(); ++i) {
-            // The first round takes each length's cheapest, the second the cheapest left.
-            if ((round > 0 && placed.count(i)) || !std::isfinite(costs[i][l])) continue;
-            if (best == found.pool.size() || costs[i][l] < costs[best][l]) best = i;
-          }
-          if (best < found.pool.size() && placed.insert(best).second) {
-            order.push_back(&found.pool[best]);
-          }
-        }
+      for (size_t i : cheapestAtEachLength(costs, 2)) {
+        placed.insert(i);
+        order.push_back(&found.pool[i]);
       }
     }
     for (int pass = 0; pass < 2; ++pass) {

@@ -82,5 +82,16 @@ TEST(RangeCost, ALengthNoVariantCanRunAtIsAGapBetweenBuckets) {
   EXPECT_EQ(buckets[1].max, 64);
 }
 
+TEST(RangeCost, VerifiedFirstAreEachLengthsCheapestThenEachLengthsRunnerUp) {
+  const double inf = std::numeric_limits<double>::infinity();
+  // Lengths 1, 64, 4096. a wins 1 and 64, c wins 4096; b is 64's runner-up, d 1's and
+  // 4096's; e cannot run at all.
+  const std::vector<std::vector<double>> costs = {
+      {10, 20, 900}, {30, 21, 800}, {40, 50, 100}, {11, 60, 101}, {inf, inf, inf}};
+  EXPECT_EQ(cheapestAtEachLength(costs, 1), (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(cheapestAtEachLength(costs, 2), (std::vector<size_t>{0, 2, 3, 1}));
+  EXPECT_EQ(cheapestAtEachLength(costs, 5).size(), 4u);  // never e
+}
+
 }  // namespace
 }  // namespace mugraph::search

@@ -318,20 +318,29 @@ def gated_mlp(x, w1, w3):
     return torch.nn.functional.silu(x @ w1) * (x @ w3)
 
 
-def mlp_case(m, name, variants, options):
-    """gated_mlp at batch m, inputs drawn as in matmul_case (schedules/mlp_batch16.mg)."""
+def rmsnorm_gated_mlp(x, w1, w3):
+    """rms_norm over the hidden dim (no epsilon, as the program's op), then gated_mlp; the
+    mean of squares in at least f32."""
+    wide = x.to(torch.promote_types(x.dtype, torch.float32))
+    return gated_mlp(x / torch.sqrt(torch.mean(wide ** 2, dim=1, keepdim=True)).to(x.dtype), w1, w3)
+
+
+def mlp_case(m, name, variants, options, ffn=FFN, fn=gated_mlp):
+    """fn (gated_mlp, or rmsnorm_gated_mlp) at batch m, inputs drawn as in matmul_case
+    (schedules/mlp_batch16.mg, tools/bench/programs/rmsnorm_mlp_8x4096x11008.mg): bound by
+    reading the two weights."""
     x = torch.randn(m, HIDDEN, dtype=torch.float16, device="cuda")
-    w1 = torch.randn(HIDDEN, FFN, dtype=torch.float16, device="cuda") * WEIGHT_STD
-    w3 = torch.randn(HIDDEN, FFN, dtype=torch.float16, device="cuda") * WEIGHT_STD
-    ref = gated_mlp(x.double(), w1.double(), w3.double())
+    w1 = torch.randn(HIDDEN, ffn, dtype=torch.float16, device="cuda") * WEIGHT_STD
+    w3 = torch.randn(HIDDEN, ffn, dtype=torch.float16, device="cuda") * WEIGHT_STD
+    ref = fn(x.double(), w1.double(), w3.double())
     inputs = {"X": x, "W1": w1, "W3": w3}
     rows = [ours_row(label, v, inputs, "Y", ref) for label, v in variants.items()]
-    rows.append(timed_row("torch.eager", lambda: gated_mlp(x, w1, w3), ref))
+    rows.append(timed_row("torch.eager", lambda: fn(x, w1, w3), ref))
     if options.compile:
-        rows.append(compiled_row("torch.compile", gated_mlp, (x, w1, w3), ref))
-    return {"case": name, "kind": "mlp", "m": m, "k": HIDDEN, "n": FFN,
-            "bytes": nbytes(x, w1, w3) + 2 * m * FFN,
-            "flops": 4 * m * HIDDEN * FFN, "rows": rows}
+        rows.append(compiled_row("torch.compile", fn, (x, w1, w3), ref))
+    return {"case": name, "kind": "mlp", "m": m, "k": HIDDEN, "n": ffn,
+            "bytes": nbytes(x, w1, w3) + 2 * m * ffn,
+            "flops": 4 * m * HIDDEN * ffn, "rows": rows}
 
 
 def gemm_case(n, dtype, name, variants, options, k=None, n_cols=None):
@@ -386,31 +395,6 @@ def vocab_case(m, k, n, name, variants, options):
             "bytes": nbytes(x, w) + 2 * m * n, "flops": 2 * m * k * n, "rows": rows}
 
 
-def rmsnorm_gated_mlp(x, w1, w3):
-    """rms_norm over the hidden dim (no epsilon, as the program's op), then gated_mlp."""
-    n = x / torch.sqrt(torch.mean(x.float() ** 2, dim=1, keepdim=True)).to(x.dtype)
-    return gated_mlp(n, w1, w3)
-
-
-def rmsnorm_mlp_case(m, ffn, name, variants, options):
-    """rmsnorm_gated_mlp at batch m (tools/bench/programs/rmsnorm_mlp_8x4096x11008.mg), inputs
-    drawn as in matmul_case: bound by reading the two weights."""
-    x = torch.randn(m, HIDDEN, dtype=torch.float16, device="cuda")
-    w1 = torch.randn(HIDDEN, ffn, dtype=torch.float16, device="cuda") * WEIGHT_STD
-    w3 = torch.randn(HIDDEN, ffn, dtype=torch.float16, device="cuda") * WEIGHT_STD
-    xd = x.double()
-    ref = gated_mlp(xd / torch.sqrt(torch.mean(xd ** 2, dim=1, keepdim=True)), w1.double(),
-                    w3.double())
-    inputs = {"X": x, "W1": w1, "W3": w3}
-    rows = [ours_row(label, v, inputs, "Y", ref) for label, v in variants.items()]
-    rows.append(timed_row("torch.eager", lambda: rmsnorm_gated_mlp(x, w1, w3), ref))
-    if options.compile:
-        rows.append(compiled_row("torch.compile", rmsnorm_gated_mlp, (x, w1, w3), ref))
-    return {"case": name, "kind": "mlp", "m": m, "k": HIDDEN, "n": ffn,
-            "bytes": nbytes(x, w1, w3) + 2 * m * ffn,
-            "flops": 4 * m * HIDDEN * ffn, "rows": rows}
-
-
 def all_cases():
     """Case name -> fn(name, variants, options), in the order they run."""
     cases = {"gqa_mirage": gqa_mirage_case,
@@ -444,7 +428,8 @@ def all_cases():
     cases["gqa_prefill_32q8kv_1024_d128"] = functools.partial(gqa_prefill_case, 32, 8, 1024, 128)
     for context in (6000, 20000):
         cases[f"gqa_decode_{context}"] = functools.partial(decode_case, context)
-    cases["rmsnorm_mlp_8x4096x11008"] = functools.partial(rmsnorm_mlp_case, 8, 11008)
+    cases["rmsnorm_mlp_8x4096x11008"] = functools.partial(mlp_case, 8, ffn=11008,
+                                                           fn=rmsnorm_gated_mlp)
     # Causal prefill (causal_mask in the program; SDPA with is_causal=True).
     cases["mha_prefill_causal_16x2048_d128"] = functools.partial(prefill_case, 2048, causal=True)
     cases["gqa_prefill_causal_32q8kv_2048_d128"] = functools.partial(
