@@ -375,13 +375,6 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
   return true;
 }
 
-// The pool's order, which decides what is verified: the estimate at the program's shapes, or
-// for a dynamic program its geometric mean over the ranking lengths (range_cost.h).
-double KernelGraphEnumerator::candidateCost(const graph::Schedule& schedule) const {
-  if (schedule.graph.dims.empty()) return estimateCost(schedule.graph, *config_.target).microseconds;
-  return geometricMeanCostOverRange(schedule, *config_.target);
-}
-
 void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome& outcome) const {
   graph::GraphBuilder builder = state.builder;
   for (int t : state.flow.outputs) builder.output(state.kernelTensorOf[t]);
@@ -403,7 +396,7 @@ void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome&
   }
   candidate.schedule.name = program_.name + ".v" + graph::hashHex(candidate.hash);
   candidate.schedule.graph.name = candidate.schedule.name;
-  candidate.cost = candidateCost(candidate.schedule);
+  candidate.cost = poolCost(candidate.schedule, *config_.target);
   keepInPool(outcome.best, std::move(candidate), static_cast<size_t>(config_.candidatePool));
 }
 

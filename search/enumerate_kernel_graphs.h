@@ -145,8 +145,6 @@ class KernelGraphEnumerator {
   bool prunedByAbstractExpressions(const PartialSchedule& state, const Segment& segment,
                                    const graph::BlockGraph& block) const;
   void finish(const PartialSchedule& state, SubtreeOutcome& outcome) const;
-  // A complete candidate's place in the pool (lower first).
-  double candidateCost(const graph::Schedule& schedule) const;
 
   const graph::Program& program_;
   const SearchConfig& config_;

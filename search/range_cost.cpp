@@ -50,6 +50,11 @@ double geometricMeanCostOverRange(const graph::Schedule& schedule, const plan::T
   return costs.empty() ? 0 : std::exp(logs / static_cast<double>(costs.size()));
 }
 
+double poolCost(const graph::Schedule& schedule, const plan::Target& target) {
+  if (schedule.graph.dims.empty()) return estimateCost(schedule.graph, target).microseconds;
+  return geometricMeanCostOverRange(schedule, target);
+}
+
 std::vector<double> geometricMeanRelativeCost(const std::vector<std::vector<double>>& costs) {
   const double inf = std::numeric_limits<double>::infinity();
   std::vector<double> logSum(costs.size(), 0.0);

@@ -37,6 +37,10 @@ std::vector<double> costOverRange(const graph::Schedule& schedule,
 double geometricMeanCostOverRange(const graph::Schedule& schedule, const plan::Target& target,
                                   const CostConstants& constants = calibratedConstants());
 
+// A candidate's place in the search's pool, which decides what is verified (lower first): its
+// estimate at the program's shapes, or for a dynamic program geometricMeanCostOverRange.
+double poolCost(const graph::Schedule& schedule, const plan::Target& target);
+
 // The aggregate: costs[c][l] is candidate c's cost at length l (every row as long). Per
 // candidate, the geometric mean over l of costs[c][l] / min over candidates of costs[·][l].
 // A length where no candidate has a finite cost is skipped; a candidate with an infinite
