@@ -11,10 +11,6 @@
 namespace mugraph::graph {
 namespace {
 
-int64_t ceilDiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
-
 [[noreturn]] void fail(const std::string& section, int index, int blockOp, const std::string& field,
                        const std::string& reason) {
   throw IrError(IrLocation{section, index, blockOp, field}, reason);
@@ -74,6 +70,8 @@ std::vector<std::vector<int>> blockResults(const KernelGraph& graph, const Kerne
       if (dim < 0 || dim >= static_cast<int>(record.size())) continue;
       for (const BlockOp& in : block.ops) {
         if (in.kind != OpKind::Input || in.imap[axis] == kReplicated) continue;
+        // Cut by the loop too, the axis counts fixed parts (split-KV): a static dim.
+        if (in.fmap == in.imap[axis]) continue;
         const TensorDesc& source = graph.tensors.at(kernel.inputs.at(in.kernelTensor));
         const int found = dynamicDimOf(source, in.imap[axis]);
         if (found != kStaticDim) record[dim] = found;
@@ -268,18 +266,10 @@ CutCounts cutCounts(const DynamicCut& cut, int64_t n) {
   if (grid && !cut.loop) counts.parts = single.at(n);
   if (cut.loop && !grid) counts.forloop = single.at(n);
   if (cut.loop && grid) {
-    // Split-KV: the schedule fixes the parts; the trips follow, and some lengths need a
-    // different number of parts than the schedule has.
+    // Split-KV: the schedule fixes the parts and the tile, the trips follow; at a length that
+    // needs fewer parts, the last ones are empty (graph/tile_splits.h).
     counts.parts = cut.parts;
-    counts.forloop = ceilDiv(n, cut.parts * cut.tile);
-    const int64_t needs = ceilDiv(n, counts.forloop * cut.tile);
-    if (needs != cut.parts) {
-      counts.unreachable = "tiles of " + std::to_string(cut.tile) + " in " +
-                           std::to_string(counts.forloop) + " iteration(s) per part need " +
-                           std::to_string(needs) + " part(s), but the schedule fixes grid." +
-                           gridAxisName(cut.gridAxis) + " = " + std::to_string(cut.parts) +
-                           " (split counts per length bucket come in a later slice of issue 28)";
-    }
+    counts.forloop = LaunchCount{1, cut.dim, cut.parts * cut.tile}.at(n);
   }
   return counts;
 }

@@ -46,7 +46,8 @@ std::optional<DimProblem> dimDeclarationProblem(std::string_view name, int64_t m
 // The dynamic dims of each result of `op`, from its operands' records: a predefined op's
 // result dims follow its shape rule (element-wise and accumulators keep them, matmul keeps
 // A's rows and B's columns, a reduced dim is static); a block graph's output dim written
-// along grid axis a is the dynamic dim its inputs cut along a, its other dims are static
+// along grid axis a is the dynamic dim its inputs cut along a (by the grid alone: fixed parts
+// of a dim the loop cuts too are static), its other dims are static
 // (tiles do not change with the length). Empty records where every dim is static.
 std::vector<std::vector<int>> resultDynamicDims(const KernelGraph& graph, const KernelOp& op);
 
@@ -60,7 +61,9 @@ std::string dimValuesText(const DimValues& values);   // "s=100, t=7"
 std::pair<std::string, int64_t> parseDimValue(std::string_view text, const std::string& where);
 
 // How a block graph cuts a dynamic dim, and the counts it needs at length n: the grid's
-// parts and the loop's trips (0 where the cut does not set them), or why n is unreachable.
+// parts and the loop's trips (0 where the cut does not set them). A cut by both keeps the
+// schedule's parts and takes ⌈n / (parts · tile)⌉ trips; at lengths that need fewer parts the
+// last ones are empty (graph/tile_splits.h).
 struct DynamicCut {
   int dim = kStaticDim;        // the dynamic dim
   int gridAxis = kReplicated;  // grid axis cutting it, or kReplicated
@@ -71,7 +74,6 @@ struct DynamicCut {
 struct CutCounts {
   int64_t parts = 0;
   int64_t forloop = 0;
-  std::string unreachable;  // non-empty: why the schedule cannot run at this length
 };
 CutCounts cutCounts(const DynamicCut& cut, int64_t n);
 // Every cut of a dynamic dim in block-graph kernel `kernel` of `graph` (cuts without a

@@ -92,11 +92,11 @@ KernelLaunchCounts kernelLaunchCounts(const KernelGraph& graph, const KernelOp& 
   for (const DynamicCut& cut : blockDynamicCuts(graph, kernel)) {
     const bool grid = cut.gridAxis != kReplicated;
     if (grid && cut.loop) {
-      throw UserError("kernel '" + kernel.name + "'",
-                      "cuts dynamic dim '" + graph.dims.at(cut.dim).name +
-                          "' by both the grid and the loop (split-KV with fixed parts): a kernel "
-                          "that takes the lengths cannot run it yet (issue 28, split counts per "
-                          "length bucket); generate it for one length with --dim NAME=N --static");
+      // Split-KV with fixed parts: the grid keeps them, the trips follow the length
+      // (graph::cutCounts).
+      set(counts.forloop, DynamicCut{cut.dim, cut.gridAxis, true, cut.parts * cut.tile, 1},
+          "the for-loop");
+      continue;
     }
     if (grid)
       set(counts.grid[cut.gridAxis], cut, std::string("grid.") + gridAxisName(cut.gridAxis));

@@ -37,10 +37,6 @@ void recount(const KernelGraph& graph, KernelOp& kernel, const DimValues& values
     }
     const int64_t n = values.at(dim.name);
     const CutCounts counts = cutCounts(cut, n);
-    if (!counts.unreachable.empty()) {
-      throw UserError("", "kernel '" + kernel.name + "' cannot run at " + dim.name + "=" +
-                              std::to_string(n) + ": " + counts.unreachable);
-    }
     const std::string where =
         "kernel '" + kernel.name + "' at " + dim.name + "=" + std::to_string(n) + ": ";
     if (cut.gridAxis != kReplicated) {

@@ -23,6 +23,7 @@ DimSplit cutDim(int64_t n, int gridAxis, int64_t parts, bool loop, int64_t itera
   DimSplit split;
   split.extent = n;
   split.gridAxis = gridAxis;
+  split.gridParts = gridAxis == kReplicated ? 1 : parts;
   split.loop = loop;
   if (declared > 0) {
     split.tile = declared;
@@ -43,11 +44,15 @@ DimSplit cutDim(int64_t n, int gridAxis, int64_t parts, bool loop, int64_t itera
       }
       split.blockTile = n;
     }
-    if (gridAxis != kReplicated && ceilDiv(n, split.blockTile) != parts) {
+    // Cut by both, the parts past the elements are empty (above); otherwise every part holds
+    // some.
+    const int64_t needs = ceilDiv(n, split.blockTile);
+    if (gridAxis != kReplicated && (loop ? needs > parts : needs != parts)) {
       throw ShapeError("tile " + std::to_string(declared) + " of " + what + " needs " +
-                       std::to_string(ceilDiv(n, split.blockTile)) + " parts, but grid." +
-                       gridAxisName(gridAxis) + " is " + std::to_string(parts));
+                       std::to_string(needs) + " parts, but grid." + gridAxisName(gridAxis) +
+                       " is " + std::to_string(parts));
     }
+    if (gridAxis != kReplicated && loop) return split;
   } else {
     split.blockTile = ceilDiv(n, parts);
     split.tile = ceilDiv(split.blockTile, iterations);
@@ -92,7 +97,11 @@ bool DimSplit::partial() const {
 }
 
 int64_t DimSplit::parts() const {
-  return gridAxis == kReplicated ? 1 : ceilDiv(extent, blockTile);
+  return gridAxis == kReplicated ? 1 : gridParts;
+}
+
+int64_t DimSplit::realParts() const {
+  return gridAxis == kReplicated ? 1 : std::min(gridParts, ceilDiv(extent, blockTile));
 }
 
 int64_t DimSplit::iterations() const {
@@ -114,15 +123,18 @@ int64_t DimSplit::iterationsIn(int64_t part) const {
   if (!loop) return 1;
   const int64_t start = gridAxis == kReplicated ? 0 : part * blockTile;
   const int64_t end = gridAxis == kReplicated ? extent : std::min(extent, (part + 1) * blockTile);
+  if (end <= start) return 0;
   return std::min(iterations(), ceilDiv(end - start, tile));
 }
 
 bool DimSplit::hasEmptyIterations() const {
-  return loop && iterationsIn(parts() - 1) < iterations();
+  if (!loop) return false;
+  if (partFollowsLength()) return true;
+  return realParts() < parts() || iterationsIn(parts() - 1) < iterations();
 }
 
 int64_t DimSplit::lastTile() const {
-  return realExtent(parts() - 1, iterationsIn(parts() - 1) - 1);
+  return realExtent(realParts() - 1, iterationsIn(realParts() - 1) - 1);
 }
 
 DimSplit wholeDim(int64_t extent) {

@@ -8,7 +8,10 @@
 // by both the grid and the loop, the last part may need fewer iterations than the loop has:
 // the iterations past its end are empty and the block skips them (no op runs, accumulators
 // keep their value); every loop-cut dim of the block is then cut alike, so its blocks agree
-// on their iteration counts. With a declared tile, a grid axis of 1 (or a loop of 1) may still
+// on their iteration counts. With a declared tile, a dim cut by both may also leave its last
+// parts empty (fewer than g parts hold elements: split-KV with a fixed number of parts at a
+// length that needs fewer, graph/dynamic_dims.h): such a block runs no iteration, and its
+// accumulators hold their identities (sums 0, max −inf) for the ops after the loop. With a declared tile, a grid axis of 1 (or a loop of 1) may still
 // cut a dim into one part (iteration), partial where the dim is shorter than the tile: a
 // dynamic dim keeps its cut at every length that way (graph/dynamic_dims.h).
 //
@@ -32,6 +35,7 @@ struct DimSplit {
   int64_t extent = 1;          // n: elements of the device dim (or of the tile, if not cut)
   int gridAxis = kReplicated;  // the grid axis cutting it into parts, or kReplicated
   int64_t blockTile = 1;       // t1: elements between consecutive blocks' parts
+  int64_t gridParts = 1;       // g: blocks along gridAxis (some may be empty, above)
   bool loop = false;           // the for-loop cuts the part into iterations
   int64_t tile = 1;            // t2: the tile (elements between consecutive iterations)
   // The dynamic dim whose length `extent` is at the reference (graph/dynamic_dims.h), where
@@ -40,18 +44,26 @@ struct DimSplit {
   int dynamicDim = kStaticDim;
 
   bool partial() const;  // some block or iteration sees fewer than `tile` real elements
+  // A dynamic dim cut by both the grid and the loop: the parts are fixed, the trips follow the
+  // length, and so does blockTile (trips · tile) in a kernel that takes the lengths.
+  bool partFollowsLength() const {
+    return dynamicDim != kStaticDim && gridAxis != kReplicated && loop;
+  }
   // Position in the device dim of the tile's first element in block part `part` (along
   // gridAxis) at `iteration`.
   int64_t start(int64_t part, int64_t iteration) const;
   // Real elements of the tile in block part `part` (along gridAxis) at `iteration`.
   int64_t realExtent(int64_t part, int64_t iteration) const;
   int64_t parts() const;       // blocks along gridAxis (1 when not grid-cut)
+  int64_t realParts() const;   // of them, the parts that hold elements
   int64_t iterations() const;  // iterations along the loop (1 when not loop-cut)
   // Iterations of part `part` that hold real elements (fewer than iterations() only in the
-  // last part of a dim cut by both the grid and the loop).
+  // last parts of a dim cut by both the grid and the loop; 0 in an empty part).
   int64_t iterationsIn(int64_t part) const;
-  bool hasEmptyIterations() const;  // some part needs fewer iterations than the loop has
-  int64_t lastTile() const;         // real elements of the last part's last real iteration
+  // Some part needs fewer iterations than the loop has (always, for a dynamic dim cut by both:
+  // its lengths decide).
+  bool hasEmptyIterations() const;
+  int64_t lastTile() const;  // real elements of the last real part's last real iteration
 
   bool operator==(const DimSplit&) const = default;
 };

@@ -67,7 +67,9 @@ void planInputCopy(KernelPlan& plan, int opIndex) {
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
     const int dim = op.imap[axis];
     if (block.grid[axis] == 1 || dim == graph::kReplicated) continue;
-    copy.blockStep[axis] = strides[dim].times(plan.splits[op.output][dim].blockTile);
+    const graph::DimSplit& cut = plan.splits[op.output][dim];
+    copy.stepPerTrip[axis] = cut.partFollowsLength();
+    copy.blockStep[axis] = strides[dim].times(copy.stepPerTrip[axis] ? cut.tile : cut.blockTile);
   }
   if (block.forloop > 1 && op.fmap != graph::kReplicated) {
     copy.iterationStep = strides[op.fmap].times(tileShape[op.fmap]);

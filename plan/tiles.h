@@ -50,6 +50,9 @@ struct InputCopy {
   Extent4 boxExtent{};              // tile extents in storage order
   Stride4 globalStride{};           // element strides of the stored box dims in the device tensor
   GridSteps blockStep{};            // elements per blockIdx unit
+  // Axes whose step is per trip of the loop: a part that follows the length holds the trip
+  // count's tiles (graph::DimSplit::partFollowsLength), so the step is multiplied by it.
+  std::array<bool, graph::kGridAxes> stepPerTrip{};
   graph::DimProduct iterationStep;  // elements per for-loop iteration (0: same tile every time)
   int chunkBytes = 0;               // bytes per copy: 16, 8 or 4 with cp.async, else one element
   bool async = false;

@@ -48,6 +48,9 @@ struct BlockChoice {
 
   // Same block graph (the sketch's name aside).
   bool sameSplits(const BlockChoice& other) const;
+  // The for-loop cuts loopVar: more than one trip, or a declared tile (a dynamic dim's trips
+  // follow its length, so one trip at the reference still loops).
+  bool loops() const { return loopVar >= 0 && (forloop > 1 || loopTile > 0); }
 };
 
 std::vector<BlockChoice> enumerateBlockChoices(const Dataflow& flow, const Segment& segment,

@@ -157,7 +157,7 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
                             builder.tile(operands[0]).shape.at(op.attrs.dim) == op.attrs.to;
       graph::TensorId out = identity ? operands[0] : builder.op(op.kind, operands, op.attrs);
       Phase outState = *phase;
-      if (choice.forloop > 1 && reduces(op, choice.loopVar)) {
+      if (choice.loops() && reduces(op, choice.loopVar)) {
         const int by = shifts.rescaledBy[op.output];
         if (op.kind == OpKind::ReduceMax) {
           out = builder.op(OpKind::AccumMax, {out});
@@ -195,7 +195,7 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
     }
     BuiltBlockGraph built;
     for (const auto& [t, readLater] : written) {
-      if (choice.forloop > 1 && state[t] == Phase::PerIteration) {
+      if (choice.loops() && state[t] == Phase::PerIteration) {
         result.reason = PruneReason::LoopPhase;
         return result;
       }

@@ -31,13 +31,21 @@ bool declareDynamicTiles(const Dataflow& flow, const Segment& segment, BlockChoi
   if (buried) return false;
   for (int v : vars) {
     const int64_t extent = flow.vars[v].extent;
-    const bool loop = choice.loopVar == v && choice.forloop > 1;
+    const bool loop = choice.loopVar == v && choice.loops();
     GridSplit* grid = nullptr;
     for (GridSplit& g : choice.grid) {
       if (g.var == v) grid = &g;
     }
-    if ((grid == nullptr) == !loop) return false;  // uncut, or cut by both
-    if (grid) {
+    if (!grid && !loop) return false;  // uncut
+    if (grid && loop) {
+      // Split-KV with fixed parts: the loop's tile is declared, a part is the reference's trips.
+      if (choice.reductionSplitVar != v) return false;
+      if (choice.loopTile == 0) {
+        if (extent % (grid->count * choice.forloop) != 0) return false;
+        choice.loopTile = extent / (grid->count * choice.forloop);
+      }
+      grid->tile = choice.loopTile * choice.forloop;
+    } else if (grid) {
       if (choice.reductionSplitVar == v) return false;
       if (grid->tile == 0) grid->tile = extent / grid->count;
     } else if (choice.loopTile == 0) {

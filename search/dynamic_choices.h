@@ -5,11 +5,12 @@
 // max); this pass turns each choice's cuts of a dynamic variable into declared tiles, so every
 // candidate is length-independent by construction, and drops the choices that cannot be:
 //  - a dynamic variable of the segment's inputs left uncut (its tile would be the length);
-//  - a dynamic variable cut by both the grid and the loop (split-KV: the schedule fixes the
-//    parts, and some lengths need other counts; per-bucket splits are a later slice of
-//    issue 28);
-//  - a grid-split reduction of a dynamic variable (the partials' count would follow the
-//    length).
+//  - a dynamic variable cut by both the grid and the loop, unless a reduction is split over
+//    it (split-KV: the schedule fixes the parts and the loop's tile, the trips follow the
+//    length and the parts past its end are empty, graph/tile_splits.h; a dispatch picks the
+//    parts per length bucket among the variants);
+//  - a grid-split reduction of a dynamic variable without the loop (the partials' count would
+//    follow the length).
 // A static program's choices pass unchanged.
 #pragma once
 

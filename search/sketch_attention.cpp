@@ -115,10 +115,13 @@ std::vector<BlockChoice> splitKvAttention(const Dataflow& flow, const Segment& s
       std::optional<BlockChoice> choice = withGrid(std::move(withSplit));
       if (!choice) continue;
       choice->reductionSplitVar = vars->keys();
-      if (iterations > 1) {
+      // A dynamic key length keeps the loop at every reference trip count: its trips follow
+      // the length (search/dynamic_choices.h).
+      const bool dynamic = flow.vars[vars->keys()].dynamicDim != graph::kStaticDim;
+      if (iterations > 1 || dynamic) {
         choice->loopVar = vars->keys();
         choice->forloop = iterations;
-        choice->loopTile = exact ? 0 : tile;
+        choice->loopTile = exact && !dynamic ? 0 : tile;
       }
       choice->threads = kGeneralThreads;
       choice->sketch = "split_kv_" + str(splits) + "x" + str(iterations) + "x" + str(tile);

@@ -1,7 +1,10 @@
 // Dynamic programs and their hand-built schedules for the tests of dynamic dims (issue 28): a
 // GEMM whose rows m are dynamic and cut by the grid with a declared tile, and a safe attention
 // whose key length s is dynamic and cut by the for-loop with a declared tile, with the mistake
-// of accumulating the output without rescaling (right while the loop has one iteration).
+// of accumulating the output without rescaling (right while the loop has one iteration); and
+// the same attention split over a fixed number of key parts (split-KV) with a rescaling combine,
+// whose trips follow the length and whose last parts are empty at short lengths, with the
+// mistake of combining the parts without rescaling (right while one part holds keys).
 // schedules/dynamic/ ships the programs and these schedules; the tests check they match.
 #pragma once
 
@@ -33,6 +36,7 @@ O = div(matmul(E, V), L)
 output O
 )";
 
+inline constexpr int64_t kSplitKvParts = 4;
 inline constexpr int64_t kGemmRowTile = 128;
 inline constexpr int64_t kAttentionKvTile = 64;
 inline constexpr int64_t kDynamicGemmMax = 4096;
@@ -98,6 +102,72 @@ inline graph::Schedule dynamicAttentionSchedule(bool missingRescale = false,
                                 : block.op(OpKind::AccumRescaledSum, {ev, m}, {}, "o");
   block.output(block.op(OpKind::Div, {o, l}, {}, "out"), {0, kNone, kNone});
   b.output(b.blockGraph("attention", block.block(), {0, 1, 2}, {{"O", graph::DType::F16}})[0]);
+  return graph::Schedule{name, program, b.finish()};
+}
+
+// Two kernels: split-KV over kSplitKvParts parts of the keys per batch (grid (2, 4, 1)), each
+// part an online-softmax loop over tiles of 64 whose trips follow the length, writing the
+// partial sums L_part and O_part and the partial maxima M_part; then a combine per batch that
+// walks the parts, rescaling each by exp(m_j − m). With `missingRescale` the combine adds the
+// parts' sums as they are, which is right only while one part holds keys (s <= 64 at one trip).
+inline graph::Schedule dynamicSplitKvSchedule(bool missingRescale = false,
+                                              int64_t max = kDynamicAttentionMax) {
+  using graph::OpKind;
+  constexpr int kNone = graph::kReplicated;
+  const graph::Program program = graph::parseProgramText(
+      withRangeMax(kDynamicAttentionText, kDynamicAttentionMax, max), "attention_dynamic_kv.mg");
+  const std::string name = std::string("attention_dynamic_kv.") +
+                           (missingRescale ? "split_missing_rescale" : "split4x64");
+  auto b = graph::GraphBuilder::withInputsOf(program, name);
+  const int64_t s = program.dims.at(0).max;
+  const int64_t batch = b.desc(0).shape[0];
+  const int64_t d = b.desc(0).shape[2];
+  const int64_t trips =
+      (s + kSplitKvParts * kAttentionKvTile - 1) / (kSplitKvParts * kAttentionKvTile);
+  graph::OpAttrs lastDim;
+  lastDim.dim = 2;
+  graph::BlockGraphBuilder split({batch, kSplitKvParts, 1}, 128, trips,
+                                 {b.desc(0), b.desc(1), b.desc(2)});
+  const auto q = split.input(0, {0, kNone, kNone}, kNone, "q");
+  const auto k = split.input(1, {0, 2, kNone}, 2, "k", {1, d, kAttentionKvTile});
+  const auto v = split.input(2, {0, 1, kNone}, 1, "v", {1, kAttentionKvTile, d});
+  const auto a = split.op(OpKind::Matmul, {q, k}, {}, "a");
+  const auto m =
+      split.op(OpKind::AccumMax, {split.op(OpKind::ReduceMax, {a}, lastDim, "tile_max")}, {}, "m");
+  const auto e = split.op(OpKind::Exp, {split.op(OpKind::Sub, {a, m}, {}, "shifted")}, {}, "e");
+  const auto l = split.op(OpKind::AccumRescaledSum,
+                          {split.op(OpKind::ReduceSum, {e}, lastDim, "tile_l"), m}, {}, "l");
+  const auto o = split.op(OpKind::AccumRescaledSum,
+                          {split.op(OpKind::Matmul, {e, v}, {}, "ev"), m}, {}, "o");
+  split.output(l, {0, 2, kNone});
+  split.output(o, {0, 2, kNone});
+  split.output(m, {0, 2, kNone});
+  const std::vector<graph::TensorId> parts =
+      b.blockGraph("split_kv", split.block(), {0, 1, 2},
+                   {{"L_part", graph::DType::F32},
+                    {"O_part", graph::DType::F32},
+                    {"M_part", graph::DType::F32}});
+  graph::BlockGraphBuilder combine({batch, 1, 1}, 128, kSplitKvParts,
+                                   {b.desc(parts[0]), b.desc(parts[1]), b.desc(parts[2])});
+  const auto lj = combine.input(0, {0, kNone, kNone}, 2, "l_j");
+  const auto oj = combine.input(1, {0, kNone, kNone}, 2, "o_j");
+  const auto mj = combine.input(2, {0, kNone, kNone}, 2, "m_j");
+  graph::TensorId total = -1, sum = -1;
+  if (missingRescale) {
+    total = combine.op(OpKind::AccumSum, {lj}, {}, "total");
+    sum = combine.op(OpKind::AccumSum, {oj}, {}, "sum");
+  } else {
+    const auto running = combine.op(OpKind::AccumMax, {mj}, {}, "running");
+    const auto factor =
+        combine.op(OpKind::Exp, {combine.op(OpKind::Sub, {mj, running}, {}, "shift")}, {}, "factor");
+    total = combine.op(OpKind::AccumRescaledSum,
+                       {combine.op(OpKind::Mul, {lj, factor}, {}, "l_scaled"), running}, {}, "total");
+    sum = combine.op(OpKind::AccumRescaledSum,
+                     {combine.op(OpKind::Mul, {oj, factor}, {}, "o_scaled"), running}, {}, "sum");
+  }
+  combine.output(combine.op(OpKind::Div, {sum, total}, {}, "out"), {0, kNone, kNone});
+  b.output(b.blockGraph("combine", combine.block(), {parts[0], parts[1], parts[2]},
+                        {{"O", graph::DType::F16}})[0]);
   return graph::Schedule{name, program, b.finish()};
 }
 

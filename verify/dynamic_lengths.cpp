@@ -5,7 +5,6 @@
 namespace mugraph::verify {
 namespace {
 
-using graph::CutCounts;
 using graph::DynamicCut;
 
 // Candidate lengths, each with the case it stands for, of one cut by grid or loop alone with
@@ -25,9 +24,12 @@ std::vector<std::pair<int64_t, std::string>> singleCutCases(const DynamicCut& cu
           {3 * t, "many " + unit + "s, full" + of}};
 }
 
-// A dim cut by both the grid (g parts, fixed) and the loop (tile t): per trip count F of one,
-// two and three, every tile full; the last tile partial; the last part's loop shortened to one
-// iteration (F > 1); the last part's last iteration holding one element.
+// A dim cut by both the grid (g parts, fixed) and the loop (tile t): the trip count F is
+// ⌈n / (g·t)⌉, and the parts past the elements are empty. Per F of one, two and three: every
+// tile full; the last tile partial; the last real part's loop shortened to one iteration of
+// one element (F > 1); its last iteration holding one element; the last part empty, the
+// others full; and F's shortest length (one element past F − 1 trips: most parts empty).
+// A case is kept only at a length whose trip count is F.
 std::vector<std::pair<int64_t, std::string>> splitCases(const DynamicCut& cut) {
   const int64_t g = cut.parts;
   const int64_t t = cut.tile;
@@ -35,12 +37,17 @@ std::vector<std::pair<int64_t, std::string>> splitCases(const DynamicCut& cut) {
   std::vector<std::pair<int64_t, std::string>> cases;
   for (int64_t f = 1; f <= 3; ++f) {
     const std::string trips = std::to_string(f) + " iteration(s)";
-    cases.push_back({g * f * t, trips + ", every tile full" + of});
-    cases.push_back({g * f * t - 1, trips + ", the last tile partial" + of});
-    cases.push_back({(g - 1) * f * t + (f - 1) * t + 1,
-                     trips + ", the last part's last iteration 1 element" + of});
-    if (f > 1)
-      cases.push_back({(g - 1) * f * t + 1, trips + ", the last part's loop shortened" + of});
+    const std::vector<std::pair<int64_t, std::string>> candidates{
+        {g * f * t, ", every tile full"},
+        {g * f * t - 1, ", the last tile partial"},
+        {(g - 1) * f * t + 1, f > 1 ? ", the last part's loop shortened to 1 element"
+                                    : ", the last part 1 element"},
+        {(g - 1) * f * t + (f - 1) * t + 1, ", the last part's last iteration 1 element"},
+        {(g - 1) * f * t, ", the last part empty"},
+        {(f - 1) * g * t + 1, ", the shortest length of this trip count"}};
+    for (const auto& [n, what] : candidates) {
+      if (n >= 1 && graph::cutCounts(cut, n).forloop == f) cases.push_back({n, trips + what + of});
+    }
   }
   return cases;
 }
@@ -71,8 +78,6 @@ std::vector<LengthCase> lengthsCoveringRange(const graph::KernelGraph& schedule)
       const bool split = cut.loop && cut.gridAxis != graph::kReplicated;
       for (const auto& [n, why] : split ? splitCases(cut) : singleCutCases(cut)) {
         if (n < dim.min || n > dim.max) continue;
-        const CutCounts counts = graph::cutCounts(cut, n);
-        if (!counts.unreachable.empty()) continue;
         add(at(n), dim.name + ": " + why);
       }
     }

@@ -22,8 +22,7 @@ struct LengthCase {
 // The lengths at which to fingerprint `schedule` (a dynamic kernel graph): for each dynamic
 // dim, the range's min and max and one length per structural case of each of its cuts that
 // lies in the range, the other dims at their max (their reference); and every dim at its min.
-// Lengths the schedule cannot run at are kept only where they are the range's ends (so the
-// range check reports that the schedule does not cover its range). Sorted, no repeats.
+// Sorted, no repeats.
 std::vector<LengthCase> lengthsCoveringRange(const graph::KernelGraph& schedule);
 
 }  // namespace mugraph::verify

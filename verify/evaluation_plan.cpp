@@ -124,6 +124,9 @@ BlockPlan planBlockGraph(const graph::KernelGraph& graph, const graph::KernelOp&
           planOutput(kernel, op, plan.tileShapes[op.inputs[0]], splits[op.inputs[0]]));
       plan.outputs.push_back(std::move(step));
     } else if (phases[op.output] != graph::Phase::PostLoop || graph::isAccumulator(op.kind)) {
+      if (phases[op.output] == graph::Phase::Running && !graph::isAccumulator(op.kind)) {
+        plan.running.push_back(step);
+      }
       plan.perIteration.push_back(std::move(step));
     } else {
       plan.postLoop.push_back(std::move(step));
@@ -187,6 +190,16 @@ int64_t BlockPlan::iterationsOf(const BlockIndex& block) const {
   if (!shortenedLoop) return forloop;
   const int axis = shortenedLoop->gridAxis;
   return shortenedLoop->iterationsIn(axis == graph::kReplicated ? 0 : block[axis]);
+}
+
+Dims BlockPlan::realShapeOf(graph::TensorId tile, const BlockIndex& block) const {
+  Dims shape = tileShapes.at(tile);
+  const graph::TileSplit& split = splits.at(tile);
+  for (size_t d = 0; d < shape.size() && d < split.size(); ++d) {
+    const graph::DimSplit& cut = split[d];
+    shape[d] = cut.realExtent(cut.gridAxis == graph::kReplicated ? 0 : block[cut.gridAxis], 0);
+  }
+  return shape;
 }
 
 Dims TilePlacement::realShape(const BlockIndex& block, int64_t iteration) const {

@@ -68,6 +68,9 @@ struct BlockPlan {
   // of them (graph/tile_splits.h); every block runs all `forloop` without it.
   std::optional<graph::DimSplit> shortenedLoop;
   int64_t iterationsOf(const BlockIndex& block) const;
+  // Tile `tile`'s real elements in block `block` before the loop's first iteration (an
+  // accumulator's shape where the block runs no iteration).
+  graph::Dims realShapeOf(graph::TensorId tile, const BlockIndex& block) const;
   int tileCount = 0;
   std::vector<graph::Dims> tileShapes;
   std::vector<graph::TileSplit> splits;  // per tile: how its dims walk the device dims
@@ -76,6 +79,9 @@ struct BlockPlan {
   std::vector<TilePlacement> placements;
   std::vector<BlockStep> perIteration;  // inputs, per-iteration ops, accumulator updates
   std::vector<BlockStep> postLoop;      // ops after the accumulators, once per block
+  // Of perIteration, the ops on running maxima alone (graph::Phase::Running): a block that
+  // runs no iteration computes them once from the accumulators' identities.
+  std::vector<BlockStep> running;
   std::vector<BlockStep> outputs;       // tile writes after the loop
 };
 

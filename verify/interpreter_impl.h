@@ -147,6 +147,18 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning
               const std::vector<const HostTensor<T>*>& read, std::vector<HostTensor<T>>& device) {
   // Iterations past a partial part's end are empty: the block skips them (graph/tile_splits.h).
   const int64_t iterations = plan.iterationsOf(index);
+  if (iterations == 0) {
+    // An empty part: its accumulators hold their identities for the ops after the loop.
+    for (const BlockStep& step : plan.perIteration) {
+      if (!graph::isAccumulator(step.kind)) continue;
+      tiles[step.output] = filled(plan.realShapeOf(step.output, index),
+                                  step.kind == graph::OpKind::AccumMax
+                                      ? NumberDomain<T>::negInf()
+                                      : NumberDomain<T>::zero());
+    }
+    for (const BlockStep& step : plan.running)
+      tiles[step.output] = computeStep(plan, step, index, 0, tiles, meaning);
+  }
   for (int64_t iteration = 0; iteration < iterations; ++iteration) {
     for (const BlockStep& step : plan.perIteration) {
       if (step.kind == graph::OpKind::Input) {

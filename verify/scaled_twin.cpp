@@ -260,7 +260,9 @@ bool sameCuts(const KernelGraph& real, const KernelGraph& twin) {
         const graph::DimSplit& y = b[t][d];
         if (x.gridAxis != y.gridAxis || x.loop != y.loop || x.blockTile != y.blockTile ||
             x.tile != y.tile || x.iterations() != y.iterations() ||
-            x.extent - (x.parts() - 1) * x.blockTile != y.extent - (y.parts() - 1) * y.blockTile ||
+            x.extent - (x.realParts() - 1) * x.blockTile !=
+                y.extent - (y.realParts() - 1) * y.blockTile ||
+            (x.realParts() < x.parts()) != (y.realParts() < y.parts()) ||
             x.lastTile() != y.lastTile() || x.hasEmptyIterations() != y.hasEmptyIterations() ||
             (x.parts() > 1) != (y.parts() > 1)) {
           return false;

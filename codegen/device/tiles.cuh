@@ -14,10 +14,11 @@ __device__ __forceinline__ int tile_extent(long long n, long long blockTile, lon
   return real > 0 ? static_cast<int>(real) : 0;
 }
 // Iterations of block part `part` that hold real elements, of `iterations` (a dim of `n` cut
-// into parts of `blockTile` and tiles of `tile`; graph/tile_splits.h).
+// into parts of `blockTile` and tiles of `tile`; graph/tile_splits.h): 0 in a part past n.
 __device__ __forceinline__ int part_iterations(long long n, long long blockTile, long long tile,
                                                long long part, int iterations) {
   const long long end = (part + 1) * blockTile < n ? (part + 1) * blockTile : n;
+  if (end <= part * blockTile) return 0;
   const long long real = (end - part * blockTile + tile - 1) / tile;
   return real < iterations ? static_cast<int>(real) : iterations;
 }

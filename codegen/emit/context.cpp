@@ -131,6 +131,11 @@ std::string EmitContext::forloop() const {
   return std::to_string(block().forloop);
 }
 
+std::string EmitContext::blockTile(const graph::DimSplit& cut) const {
+  if (cut.partFollowsLength()) return "(" + forloop() + " * " + std::to_string(cut.tile) + ")";
+  return std::to_string(cut.blockTile);
+}
+
 std::string EmitContext::tileName(graph::TensorId tile) const {
   if (general().home[tile] == TileHome::Registers) return materializedName(tile);
   return "t" + std::to_string(tile) + "_" + sanitizeIdentifier(block().tensors[tile].name);
@@ -174,7 +179,7 @@ namespace {
 std::string realExtentExpression(const EmitContext& context, const graph::DimSplit& cut,
                                  const std::string& iteration, const char* const* kBlock) {
   std::string extent = std::to_string(cut.extent);
-  std::string blockTile = std::to_string(cut.blockTile);
+  std::string blockTile = context.blockTile(cut);
   if (cut.dynamicDim != graph::kStaticDim) {
     extent = dimParamName(context.plan.graph->dims.at(cut.dynamicDim).name);
     if (cut.gridAxis == graph::kReplicated) blockTile = extent;
@@ -204,9 +209,13 @@ void declareRealExtents(const EmitContext& context, bool loopDependent) {
 bool declareBlockIterations(const EmitContext& context, const std::string& part) {
   const std::optional<graph::DimSplit>& loop = context.plan.shortenedLoop;
   if (!loop) return false;
-  context.out.line("const int mg_iterations = mg::part_iterations(" + std::to_string(loop->extent) +
-                   ", " + std::to_string(loop->blockTile) + ", " + std::to_string(loop->tile) +
-                   ", " + part + ", " + std::to_string(context.block().forloop) + ");");
+  const std::string extent =
+      loop->dynamicDim == graph::kStaticDim
+          ? std::to_string(loop->extent)
+          : dimParamName(context.plan.graph->dims.at(loop->dynamicDim).name);
+  context.out.line("const int mg_iterations = mg::part_iterations(" + extent + ", " +
+                   context.blockTile(*loop) + ", " + std::to_string(loop->tile) + ", " + part +
+                   ", " + context.forloop() + ");");
   return true;
 }
 
@@ -230,7 +239,7 @@ std::string EmitContext::tileStart(graph::TensorId tile, int dim,
   const graph::DimSplit& cut = split[dim - pad];
   std::string start;
   if (cut.gridAxis != graph::kReplicated) {
-    start = std::string(blockIndex[cut.gridAxis]) + " * " + std::to_string(cut.blockTile);
+    start = std::string(blockIndex[cut.gridAxis]) + " * " + blockTile(cut);
   }
   if (cut.loop && iteration != "0") {
     start += (start.empty() ? "" : " + ") + iteration + " * " + std::to_string(cut.tile);

@@ -83,6 +83,9 @@ struct EmitContext {
   std::string product(const graph::DimProduct& value) const;
   // The for-loop's trip count: its number, or `mg_forloop` where it follows a length.
   std::string forloop() const;
+  // Elements between consecutive blocks' parts of `cut`: its blockTile, or the trip count
+  // times the tile where the part follows the length (graph::DimSplit::partFollowsLength).
+  std::string blockTile(const graph::DimSplit& cut) const;
   // Element (logical index) of a shared tile, as a buffer index expression.
   std::string sharedIndex(graph::TensorId tile, const Index4& index) const;
   // f32 value of a shared tile's element; size-1 dims of the tile broadcast.
@@ -122,9 +125,11 @@ Index4 nameElementIndex(const EmitContext& context, const Extent4& extent,
                         const std::string& variable);
 
 // Element offset of a block's tile in its device tensor: blockIdx times the per-axis steps
-// plus `iteration` times the per-iteration step ("0" when there is none).
+// (times the trip count on the axes of `perTrip`, plan::InputCopy::stepPerTrip) plus
+// `iteration` times the per-iteration step ("0" when there is none).
 std::string baseOffset(const EmitContext& context, const plan::GridSteps& blockStep,
-                       const graph::DimProduct& iterationStep, const std::string& iteration);
+                       const graph::DimProduct& iterationStep, const std::string& iteration,
+                       const std::array<bool, graph::kGridAxes>& perTrip = {});
 
 // f32 expression of element-wise op `kind` applied to operand expressions `x`.
 std::string elementwiseExpression(graph::OpKind kind, const graph::OpAttrs& attrs,

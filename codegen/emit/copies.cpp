@@ -6,7 +6,8 @@
 
 namespace mugraph::codegen {
 std::string baseOffset(const EmitContext& context, const plan::GridSteps& blockStep,
-                       const graph::DimProduct& iterationStep, const std::string& iteration) {
+                       const graph::DimProduct& iterationStep, const std::string& iteration,
+                       const std::array<bool, graph::kGridAxes>& perTrip) {
   static const char* kBlock[graph::kGridAxes] = {"blockIdx.x", "blockIdx.y", "blockIdx.z"};
   std::string text;
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {
@@ -14,6 +15,7 @@ std::string baseOffset(const EmitContext& context, const plan::GridSteps& blockS
     if (!text.empty()) text += " + ";
     text += "static_cast<long long>(" + std::string(kBlock[axis]) + ") * " +
             context.product(blockStep[axis]);
+    if (perTrip[axis]) text += " * " + context.forloop();
   }
   if (iterationStep.coefficient != 0) {
     if (!text.empty()) text += " + ";
@@ -124,7 +126,9 @@ void emitInputLoad(const EmitContext& context, int opIndex, const std::string& b
   out.open("");
   out.line("const " + storageType(tile.dtype) +
            "* const src = " + context.paramName(context.kernel.inputParams[op.kernelTensor]) +
-           " + (" + baseOffset(context, copy.blockStep, copy.iterationStep, iteration) + ");");
+           " + (" + baseOffset(context, copy.blockStep, copy.iterationStep, iteration,
+                                    copy.stepPerTrip) +
+               ");");
   out.open("for (int c = threadIdx.x; c < " + std::to_string(rows * chunksPerRow) +
            "; c += " + std::to_string(context.threads()) + ")");
   out.line("const int row = c / " + std::to_string(chunksPerRow) + ";");

@@ -46,19 +46,23 @@ void initializeAccumulators(const EmitContext& context) {
   for (const graph::BlockOp& op : context.block().ops) {
     if (!graph::isAccumulator(op.kind)) continue;
     const TensorId acc = op.output;
+    // The identities (a block of an empty part runs no iteration and stores them): the first
+    // iteration overwrites a running max, and sums add to zero.
+    const std::string identity =
+        op.kind == OpKind::AccumMax ? "mg::negative_infinity()" : std::string("0.0f");
     if (general.home[acc] == TileHome::Registers) {
       const int fragments = general.ops[general.emitter[acc]].mma->fragments();
       context.out.line("float " + context.registersName(acc) + "[" + std::to_string(fragments) +
                        "];");
       context.out.line("#pragma unroll");
       context.out.line("for (int f = 0; f < " + std::to_string(fragments) + "; ++f) " +
-                       context.registersName(acc) + "[f] = 0.0f;");
-    } else if (general.home[acc] == TileHome::Shared && op.kind != OpKind::AccumMax) {
+                       context.registersName(acc) + "[f] = " + identity + ";");
+    } else if (general.home[acc] == TileHome::Shared) {
       const SharedTile& layout = general.shared[acc];
       context.out.line("for (int e = threadIdx.x; e < " +
                        std::to_string(layout.rows * layout.cols) +
                        "; e += " + std::to_string(context.threads()) + ") " +
-                       context.tileName(acc) + "[e] = 0.0f;");
+                       context.tileName(acc) + "[e] = " + identity + ";");
     }
   }
 }
@@ -123,7 +127,7 @@ void emitLoop(const EmitContext& context) {
       declareBlockIterations(context, plan.shortenedLoop->gridAxis == graph::kReplicated
                                           ? "0"
                                           : kBlock[plan.shortenedLoop->gridAxis]);
-  if (block.forloop > 1) {
+  if (block.forloop > 1 || shortened) {
     out.open("for (int it = 0; it < " + context.forloop() + "; ++it)");
     // Iterations past the block's last real one are empty (graph/tile_splits.h).
     if (shortened) out.line("if (it >= mg_iterations) break;");
@@ -156,9 +160,10 @@ void emitLoop(const EmitContext& context) {
     if (runsInLoop(plan, static_cast<int>(o))) emitOp(context, static_cast<int>(o));
   }
   out.close();
-  if (shortened && anyAsync) {
-    // Copies issued ahead for the skipped iterations land before shared memory is reused.
-    out.line("mg::cp_async_wait<0>();");
+  if (shortened) {
+    // Copies issued ahead for the skipped iterations land before shared memory is reused, and
+    // a block that ran no iteration sees its accumulators' identities.
+    if (anyAsync) out.line("mg::cp_async_wait<0>();");
     out.line("__syncthreads();");
   }
 }

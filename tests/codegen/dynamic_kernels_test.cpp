@@ -1,6 +1,7 @@
 // Kernels that take the lengths of dynamic dims as parameters (issue 28): the GEMM with
 // dynamic rows cut by the grid in tiles of 128 and the attention with a dynamic key length cut
-// by the loop in tiles of 64 (tests/dynamic_schedules.h) become one kernel.cu whose kernels
+// by the loop in tiles of 64, and that attention split over 4 fixed key parts whose last parts
+// are empty at short lengths (tests/dynamic_schedules.h) become one kernel.cu whose kernels
 // take `int dim_<name>`, whose manifest gives every shape, size and grid as a formula of the
 // dims, and which compiles with NVRTC. The one source, built for the CPU emulation of CUDA,
 // matches the interpreter of the schedule instantiated at lengths around each tile boundary,
@@ -37,19 +38,29 @@ struct Fixture {
   graph::Schedule otherRange;  // the same schedule over a range with another max
   std::string dim;
   std::vector<int64_t> lengths;
+  std::string key;  // names its compiled code and scratch folder
 };
 
 std::vector<Fixture> fixtures() {
   using mugraph::testing::dynamicAttentionSchedule;
   using mugraph::testing::dynamicGemmSchedule;
+  using mugraph::testing::dynamicSplitKvSchedule;
   return {{dynamicGemmSchedule(),
            dynamicGemmSchedule(3001),
            "m",
-           {1, 63, 64, 65, 127, 128, 129, 1000, mugraph::testing::kDynamicGemmMax}},
+           {1, 63, 64, 65, 127, 128, 129, 1000, mugraph::testing::kDynamicGemmMax},
+           "dynamic_m"},
           {dynamicAttentionSchedule(),
            dynamicAttentionSchedule(false, 1999),
            "s",
-           {1, 63, 64, 65, 1000, mugraph::testing::kDynamicAttentionMax}}};
+           {1, 63, 64, 65, 1000, mugraph::testing::kDynamicAttentionMax},
+           "dynamic_s"},
+          // Lengths with two and three parts empty, one part shortened, and many trips.
+          {dynamicSplitKvSchedule(),
+           dynamicSplitKvSchedule(false, 1999),
+           "s",
+           {1, 63, 65, 192, 193, 256, 257, 449, 1000, mugraph::testing::kDynamicAttentionMax},
+           "dynamic_split"}};
 }
 
 TEST(DynamicKernels, TheSourceTakesTheLengthAndNamesNoLengthOfTheRange) {
@@ -70,6 +81,18 @@ TEST(DynamicKernels, TheLoopOverTheDynamicKeysRunsItsTripCountFromTheLength) {
   EXPECT_THAT(source, HasSubstr("for (int it = 0; it < mg_forloop; ++it)"));
   // K [2, 32, s] has rows of s elements: their stride is the length.
   EXPECT_THAT(source, HasSubstr("(32LL * dim_s)"));
+}
+
+// Split-KV with fixed parts: the grid keeps its 4 parts, a part holds the trips' tiles, and a
+// part past the length runs no iteration.
+TEST(DynamicKernels, ASplitOfFixedPartsTakesItsPartAndItsIterationsFromTheLength) {
+  const std::string source = emitSchedule(mugraph::testing::dynamicSplitKvSchedule()).source;
+  EXPECT_THAT(source, HasSubstr("const int mg_forloop = (dim_s + 256 - 1) / 256;"));
+  EXPECT_THAT(source, HasSubstr("mg::part_iterations(dim_s, (mg_forloop * 64), 64, blockIdx.y, "
+                                "mg_forloop)"));
+  EXPECT_THAT(source, HasSubstr("if (it >= mg_iterations) break;"));
+  // V [2, s, 32]: a part starts blockIdx.y · trips · 64 rows of 32 in.
+  EXPECT_THAT(source, HasSubstr("static_cast<long long>(blockIdx.y) * 2048 * mg_forloop"));
 }
 
 TEST(DynamicKernels, TheManifestGivesShapesSizesAndGridsAsFormulasOfTheDims) {
@@ -133,7 +156,7 @@ TEST(DynamicKernels, EveryKernelCompilesWithNvrtcForEachTarget) {
     for (int arch : {80, 90}) {
       SCOPED_TRACE(f.schedule.name + " sm_" + std::to_string(arch));
       const GeneratedCode& code =
-          compiledOnce("dynamic_" + f.dim, [&] { return f.schedule; }, {arch});
+          compiledOnce(f.key, [&] { return f.schedule; }, {arch});
       const std::string& ptx = code.ptx.at(archName(arch));
       // The length is a 32-bit parameter after the pointers (and tensor maps).
       EXPECT_THAT(ptx, HasSubstr(".param .u32 " + code.emitted.kernels[0].entry + "_param_"));
@@ -152,7 +175,7 @@ TEST(DynamicKernels, OneSourceMatchesTheInterpreterAtEveryLength) {
   for (const Fixture& f : fixtures()) {
     SCOPED_TRACE(f.schedule.name);
     const EmittedSource emitted = emitForEmulation(f.schedule);
-    const auto folder = scratchFolder("dynamic_" + f.dim);
+    const auto folder = scratchFolder(f.key);
     EmulatedKernels kernels(emitted.source, folder);
     for (int64_t n : f.lengths) {
       SCOPED_TRACE(f.dim + "=" + std::to_string(n));

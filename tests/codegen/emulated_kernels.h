@@ -253,8 +253,11 @@ class EmulatedKernels {
       case 6:
         return reinterpret_cast<void (*)(P, P, P, P, P, P)>(c.function)(a[0], a[1], a[2], a[3],
                                                                         a[4], a[5]);
+      case 7:
+        return reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(c.function)(a[0], a[1], a[2], a[3],
+                                                                           a[4], a[5], a[6]);
       default:
-        std::abort();  // the tests' kernels have at most six parameters
+        std::abort();  // the tests' kernels have at most seven parameters
     }
   }
 

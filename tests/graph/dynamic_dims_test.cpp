@@ -9,6 +9,7 @@
 #include "graph/hash.h"
 #include "graph/json_format.h"
 #include "graph/program_text.h"
+#include "graph/tile_splits.h"
 #include "graph/validate.h"
 #include "tests/dynamic_schedules.h"
 
@@ -115,7 +116,8 @@ TEST(DynamicDims, JsonErrorsNameThePath) {
 }
 
 TEST(DynamicDims, SchedulesRoundTripThroughJson) {
-  for (const Schedule& s : {testing::dynamicGemmSchedule(), testing::dynamicAttentionSchedule()}) {
+  for (const Schedule& s : {testing::dynamicGemmSchedule(), testing::dynamicAttentionSchedule(),
+                            testing::dynamicSplitKvSchedule()}) {
     const nlohmann::json json = scheduleToJson(s);
     EXPECT_EQ(scheduleFromJson(nlohmann::json::parse(json.dump()), "s.json"), s) << s.name;
   }
@@ -129,6 +131,8 @@ TEST(DynamicDims, ShippedDynamicFilesAreTheTestSchedules) {
             testing::dynamicAttentionSchedule().program);
   EXPECT_EQ(loadSchedule(dir + "attention_dynamic_kv.online64.json"),
             testing::dynamicAttentionSchedule());
+  EXPECT_EQ(loadSchedule(dir + "attention_dynamic_kv.split4x64.json"),
+            testing::dynamicSplitKvSchedule());
 }
 
 TEST(DynamicDims, InstantiateSetsGridsFromTheDeclaredTile) {
@@ -166,19 +170,40 @@ TEST(DynamicDims, InstantiateRefusesLengthsOutsideTheRangeOrMissing) {
               HasSubstr("has no dynamic dim 'q'"));
 }
 
-TEST(DynamicDims, ASplitOfFixedPartsNamesTheLengthsItCannotReach) {
+TEST(DynamicDims, ASplitOfFixedPartsKeepsItsPartsAndTakesTheTripsFromTheLength) {
   DynamicCut cut;
   cut.dim = 0;
   cut.gridAxis = 1;
   cut.loop = true;
   cut.tile = 64;
   cut.parts = 4;
-  EXPECT_TRUE(cutCounts(cut, 4 * 64 * 3).unreachable.empty());
-  EXPECT_EQ(cutCounts(cut, 4 * 64 * 3).forloop, 3);
-  // 200 positions: one iteration of 64 per part needs ⌈200/64⌉ = 4 parts: fine; 100 needs 2.
-  EXPECT_TRUE(cutCounts(cut, 200).unreachable.empty());
-  EXPECT_THAT(cutCounts(cut, 100).unreachable,
-              HasSubstr("need 2 part(s), but the schedule fixes grid.y = 4"));
+  for (const auto& [n, trips] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 1}, {100, 1}, {256, 1}, {257, 2}, {768, 3}, {2048, 8}}) {
+    EXPECT_EQ(cutCounts(cut, n).parts, 4) << "n=" << n;
+    EXPECT_EQ(cutCounts(cut, n).forloop, trips) << "n=" << n;
+  }
+}
+
+// At 100 keys the four parts of one trip of 64 hold 64, 36, 0 and 0 keys: the instantiated
+// schedule keeps grid.y = 4 and validates, its last two parts empty (graph/tile_splits.h).
+TEST(DynamicDims, InstantiatingASplitAtAShortLengthLeavesItsLastPartsEmpty) {
+  const Schedule s = testing::dynamicSplitKvSchedule();
+  const Schedule at = instantiate(s, {{"s", 100}});
+  const BlockGraph& split = *at.graph.ops[0].block;
+  EXPECT_EQ(split.grid[1], testing::kSplitKvParts);
+  EXPECT_EQ(split.forloop, 1);
+  std::vector<Dims> inputs;
+  for (TensorId t : at.graph.ops[0].inputs) inputs.push_back(at.graph.tensors[t].shape);
+  const DimSplit keys = blockTileSplits(split, inputs)[1][2];
+  EXPECT_EQ(keys.parts(), 4);
+  EXPECT_EQ(keys.realParts(), 2);
+  EXPECT_EQ(keys.iterationsIn(1), 1);
+  EXPECT_EQ(keys.iterationsIn(2), 0);
+  EXPECT_EQ(keys.realExtent(1, 0), 36);
+  EXPECT_EQ(keys.realExtent(3, 0), 0);
+  EXPECT_TRUE(keys.hasEmptyIterations());
+  EXPECT_EQ(keys.lastTile(), 36);
+  EXPECT_EQ(instantiate(s, {{"s", 2048}}).graph.ops[0].block->forloop, 8);
 }
 
 TEST(DynamicDims, ValidationRefusesADynamicCutWithoutADeclaredTile) {

@@ -50,19 +50,31 @@ TEST(DynamicLengths, CasesOutsideTheRangeAreDropped) {
   EXPECT_FALSE(lengths.count(1));
 }
 
-TEST(DynamicLengths, ASplitOfFixedPartsCoversShortenedLoopsItCanReach) {
-  graph::KernelGraph graph;
-  graph.dims = {{"s", 1, 100000}};
-  graph::DynamicCut cut;
-  cut.dim = 0;
-  cut.gridAxis = 1;
-  cut.loop = true;
-  cut.tile = 64;
-  cut.parts = 4;
-  // (g−1)·F·t + 1 with F = 3: the last part runs 1 of 3 iterations.
-  const int64_t shortened = 3 * 3 * 64 + 1;
-  EXPECT_EQ(graph::cutCounts(cut, shortened).forloop, 3);
-  EXPECT_TRUE(graph::cutCounts(cut, shortened).unreachable.empty());
+// Split-KV with 4 fixed parts and a loop tile of 64: per trip count 1, 2 and 3, full tiles, a
+// partial last tile, a shortened or one-element last part, an empty last part and the trip
+// count's shortest length (most parts empty).
+TEST(DynamicLengths, ASplitOfFixedPartsCoversEmptyPartsShortenedLoopsAndTheEnds) {
+  const graph::Schedule s = mugraph::testing::dynamicSplitKvSchedule();
+  EXPECT_EQ(lengthsOf(s.graph, "s"),
+            (std::set<int64_t>{1, 192, 193, 255, 256, 257, 384, 385, 449, 511, 512, 513, 576, 577,
+                               705, 767, 768, 2048}));
+  for (const LengthCase& c : lengthsCoveringRange(s.graph)) {
+    if (c.values.at("s") == 192) {
+      EXPECT_THAT(c.why, HasSubstr("the last part empty"));
+    }
+  }
+}
+
+TEST(DynamicLengths, ASplitWhoseLastPartsAreEmptyIsEquivalentOverItsRange) {
+  const uint64_t seed = freshSeed();
+  SCOPED_TRACE(seedTrace(seed));
+  const RangeReport range =
+      checkOverRange(mugraph::testing::dynamicSplitKvSchedule(), optionsWithSeed(seed));
+  EXPECT_TRUE(range.equivalent);
+  EXPECT_EQ(range.lengths.size(), 18u);
+  for (const LengthVerdict& v : range.lengths) {
+    EXPECT_TRUE(v.equivalent) << graph::dimValuesText(v.length.values) << v.unreachable;
+  }
 }
 
 TEST(DynamicLengths, GemmWithDynamicRowsIsEquivalentAtEachLength) {
@@ -113,27 +125,26 @@ TEST(DynamicLengths, AScheduleRightAtOneLengthIsCaughtAtAnother) {
   }
 }
 
-TEST(DynamicLengths, ALengthASplitCannotReachIsAnErrorNamingIt) {
-  // Split-KV with 4 fixed parts of 64-key tiles reaches no length below 193 (only the cut
-  // matters here: the schedule is not a whole split-KV, it has no combine).
-  graph::Schedule s = mugraph::testing::dynamicAttentionSchedule();
-  graph::BlockGraph& block = *s.graph.ops[0].block;
-  block.grid[1] = 4;
-  block.forloop = 8;  // 2048 = 4 parts × 8 iterations × 64
-  for (graph::BlockOp& op : block.ops) {
-    if (op.kind == graph::OpKind::Input && op.fmap != graph::kReplicated) op.imap[1] = op.fmap;
-  }
-  const std::vector<LengthCase> lengths = lengthsCoveringRange(s.graph);
+// Combining the parts' sums without rescaling them to one max is right while one part holds
+// every key (s <= 64 at one trip: the other parts are empty and add zeros): a check at s = 50
+// passes, the range check catches it wherever two parts hold keys.
+TEST(DynamicLengths, ACombineRightWhileOnePartHoldsKeysIsCaughtWhereTwoDo) {
   const uint64_t seed = freshSeed();
   SCOPED_TRACE(seedTrace(seed));
-  EXPECT_THROW(checkAtLength(s, {{"s", 100}}, optionsWithSeed(seed)), UserError);
-  try {
-    checkAtLength(s, {{"s", 100}}, optionsWithSeed(seed));
-  } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("at s=100"));
-    EXPECT_THAT(e.what(), HasSubstr("fixes grid.y = 4"));
+  const graph::Schedule wrong = mugraph::testing::dynamicSplitKvSchedule(true);
+  EXPECT_TRUE(checkAtLength(wrong, {{"s", 50}}, optionsWithSeed(seed)).equivalent);
+  const RangeReport range = checkOverRange(wrong, optionsWithSeed(seed));
+  EXPECT_FALSE(range.equivalent);
+  for (const LengthVerdict& v : range.lengths) {
+    const int64_t s = v.length.values.at("s");
+    if (s == 1) {
+      EXPECT_TRUE(v.equivalent);
+    }
+    // Two parts of 64 keys each hold their own max: the unscaled sums disagree.
+    if (s >= 256) {
+      EXPECT_FALSE(v.equivalent) << s;
+    }
   }
-  EXPECT_EQ(lengths.front().values.at("s"), 1);  // the range's min stays, to be reported
 }
 
 }  // namespace
