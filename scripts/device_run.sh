@@ -7,7 +7,7 @@
 # each), and `ncu` profiles the schedules NCU_SCHEDULES names (neither is part of `all`);
 # `sweep` runs issue 27's GEMM sweep against cuBLAS (not part of `all`); `runs` times carried
 # superoptimize runs (RUNS) against PyTorch, `dynamic` issue 28's dispatch over lengths
-# (DYNAMIC_RUNS) against static variants and cuBLAS (neither part of `all`);
+# (DYNAMIC_RUNS) against static variants and PyTorch's best (neither part of `all`);
 # `distributed` measures gqa, the decoder-block model and a 10-program dataset over 1, 2, 4
 # and 8 MPI ranks against one process with every core (docs/distributed_search.md; not part of
 # `all`; it says so plainly when this machine has no mpirun or the binary cannot load its MPI).
@@ -113,13 +113,26 @@ if [[ $step == runs ]]; then
 fi
 
 if [[ $step == dynamic ]]; then
-  # Issue 28's dynamic-length GEMM (DYNAMIC_RUNS=DIR from scripts/dynamic_bench_search.sh,
-  # carried): the dispatch over m at each length against the static search's variants and
-  # cuBLAS. Not part of `all`.
+  # Issue 28's dynamic programs (DYNAMIC_RUNS=DIR from scripts/dynamic_bench_search.sh,
+  # carried): the dispatch over the lengths at each length against the static search's
+  # variants and PyTorch's best. DYNAMIC_KIND: gemm (default) or decode. With DYNAMIC_PROGRAM,
+  # the dispatch is searched here first, ranked by measured times (`superoptimize --profile
+  # --max-variants DYNAMIC_VARIANTS`, default 16) into DIR/dispatch. Not part of `all`.
   echo "== dynamic"
   runs=${DYNAMIC_RUNS:?DYNAMIC_RUNS=DIR from scripts/dynamic_bench_search.sh}
-  PYTHONUNBUFFERED=1 python3 tools/python/dynamic_bench.py --dispatch "$runs/dispatch" \
-    --static "$runs/static" ${DYNAMIC_LENGTHS:+--lengths "$DYNAMIC_LENGTHS"} --out "$out/dynamic_gemm.json" 2>&1 | tee "$out/dynamic_gemm.log"
+  if [[ -n ${DYNAMIC_PROGRAM:-} ]]; then
+    rm -rf "$runs/dispatch"
+    start=$(date +%s)
+    "$mg" superoptimize "$DYNAMIC_PROGRAM" --arch sm_90 --profile \
+      --max-variants "${DYNAMIC_VARIANTS:-16}" --out "$runs/dispatch" > "$out/dispatch_search.log" 2>&1
+    echo "profiled search of $DYNAMIC_PROGRAM: exit $?, $(( $(date +%s) - start )) s"
+    grep -A12 '^dispatch over' "$out/dispatch_search.log"
+    cp "$runs/dispatch/summary.json" "$out/dispatch_summary.json" 2>/dev/null
+    cp "$runs/dispatch/dispatch.json" "$out/dispatch.json" 2>/dev/null
+  fi
+  PYTHONUNBUFFERED=1 python3 tools/python/dynamic_bench.py --kind "${DYNAMIC_KIND:-gemm}" \
+    --dispatch "$runs/dispatch" --static "$runs/static" ${DYNAMIC_LENGTHS:+--lengths "$DYNAMIC_LENGTHS"} \
+    --out "$out/dynamic_${DYNAMIC_KIND:-gemm}.json" 2>&1 | tee "$out/dynamic_${DYNAMIC_KIND:-gemm}.log"
 fi
 
 if [[ $step == sweep ]]; then

@@ -1,28 +1,36 @@
 #!/usr/bin/env bash
-# Searches issue 28's dynamic-length GEMM on this machine, no GPU needed: the dynamic program
-# (tools/bench/dynamic_programs/gemm_dynamic_m_4096x4096.mg) into DIR/dispatch, and the same
-# GEMM at each static length into DIR/static/m<M>. Carry DIR to the GPU machine and run
+# Searches one of issue 28's dynamic programs on this machine, no GPU needed: the dynamic
+# program into DIR/dispatch, and the same program at each static length into
+# DIR/static/<dim><N> (its one dynamic dim written in). Carry DIR to the GPU machine and run
 # `DYNAMIC_RUNS=DIR scripts/device_run.sh dynamic` there.
-#   scripts/dynamic_bench_search.sh DIR [LENGTHS (1,16,100,512,4096)]
+#   scripts/dynamic_bench_search.sh DIR [LENGTHS (1,16,100,512,4096)] [PROGRAM]
+# PROGRAM defaults to the projection tools/bench/dynamic_programs/gemm_dynamic_m_4096x4096.mg;
+# DISPATCH=0 searches the static lengths only (the dispatch then comes from a `--profile` run
+# on the GPU machine). SEARCH_ARGS: extra superoptimize flags for every search.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: scripts/dynamic_bench_search.sh DIR [LENGTHS]}
+out=${1:?usage: scripts/dynamic_bench_search.sh DIR [LENGTHS] [PROGRAM]}
 lengths=${2:-1,16,100,512,4096}
+program=${3:-tools/bench/dynamic_programs/gemm_dynamic_m_4096x4096.mg}
 mg=build/bin/mugraph
-program=tools/bench/dynamic_programs/gemm_dynamic_m_4096x4096.mg
+dim=$(sed -n -E 's/^dim ([A-Za-z_][A-Za-z0-9_]*) in .*/\1/p' "$program")
+[[ $(wc -w <<<"$dim") == 1 ]] || { echo "$program: needs exactly one dynamic dim" >&2; exit 2; }
+name=$(sed -n -E 's/^program ([^ ]+).*/\1/p' "$program")
 mkdir -p "$out/static"
-rm -rf "$out/dispatch"
-"$mg" superoptimize "$program" --arch sm_90 --max-variants 8 --time-limit 60 --out "$out/dispatch" \
-  > "$out/dispatch.log" 2>&1
-for m in ${lengths//,/ }; do
+if [[ ${DISPATCH:-1} != 0 ]]; then
+  rm -rf "$out/dispatch"
+  "$mg" superoptimize "$program" --arch sm_90 --max-variants 8 --time-limit 60 ${SEARCH_ARGS:-} \
+    --out "$out/dispatch" > "$out/dispatch.log" 2>&1
+fi
+for n in ${lengths//,/ }; do
   p=$(mktemp --suffix=.mg)
-  # The program at one length: its dim line dropped and m written in.
-  sed -e '/^dim m /d' -e "s/\[m, /[$m, /" -e "s/^program .*/program gemm_m${m}_4096x4096/" \
+  # The program at one length: its dim line dropped and the length written into the shapes.
+  sed -E -e "/^dim $dim /d" -e "/^input /s/\\b$dim\\b/$n/g" -e "s/^program .*/program ${name}_$dim$n/" \
     "$program" > "$p"
-  rm -rf "$out/static/m$m"
-  "$mg" superoptimize "$p" --arch sm_90 --max-variants 3 --time-limit 60 --out "$out/static/m$m" \
-    > "$out/static/m$m.log" 2>&1
+  rm -rf "$out/static/$dim$n"
+  "$mg" superoptimize "$p" --arch sm_90 --max-variants 3 --time-limit 60 ${SEARCH_ARGS:-} \
+    --out "$out/static/$dim$n" > "$out/static/$dim$n.log" 2>&1 || true
   rm -f "$p"
-  echo "m=$m: $(grep -c '^ *[0-9] ' "$out/static/m$m.log") static variants"
+  echo "$dim=$n: $(grep -c '^ *[0-9] ' "$out/static/$dim$n.log") static variants"
 done
-grep -A20 '^dispatch over' "$out/dispatch.log" | head -20
+[[ ${DISPATCH:-1} == 0 ]] || grep -A20 '^dispatch over' "$out/dispatch.log" | head -20

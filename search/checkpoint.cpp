@@ -48,8 +48,11 @@ double numberFrom(const nlohmann::json& json) {
 std::string checkpointText(const CheckpointState& state) {
   nlohmann::json pool = nlohmann::json::array();
   for (const Candidate& c : state.pool) {
+    nlohmann::json lengthCosts = nlohmann::json::array();
+    for (double cost : c.lengthCosts) lengthCosts.push_back(numberJson(cost));
     pool.push_back({{"hash", graph::hashHex(c.hash)},
                     {"cost", numberJson(c.cost)},
+                    {"length_costs", lengthCosts},
                     {"origin", c.origin},
                     {"grid_splits", c.gridSplits},
                     {"schedule", graph::scheduleToJson(c.schedule)}});
@@ -123,6 +126,11 @@ CheckpointState parseCheckpoint(const std::string& text, const std::string& path
       Candidate c;
       c.hash = parseHash(entry.at("hash").get<std::string>(), path);
       c.cost = numberFrom(entry.at("cost"));
+      if (entry.contains("length_costs")) {  // not in checkpoints of older builds
+        for (const nlohmann::json& cost : entry.at("length_costs")) {
+          c.lengthCosts.push_back(numberFrom(cost));
+        }
+      }
       c.origin = entry.at("origin").get<int>();
       c.gridSplits = entry.at("grid_splits").get<int>();
       c.schedule = graph::scheduleFromJson(entry.at("schedule"), path);

@@ -1,6 +1,7 @@
 #include "search/enumerate_kernel_graphs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -153,6 +154,31 @@ bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i) {
   return true;
 }
 
+namespace {
+
+// Whether pool[i] is among the kKeptPerLength cheapest of the pool at some ranking length
+// (ties in the pool's order).
+bool amongCheapestAtALength(const std::vector<Candidate>& pool, size_t i) {
+  const std::vector<double>& mine = pool[i].lengthCosts;
+  for (size_t l = 0; l < mine.size(); ++l) {
+    if (!std::isfinite(mine[l])) continue;
+    int cheaper = 0;
+    for (size_t j = 0; j < pool.size() && cheaper < kKeptPerLength; ++j) {
+      if (j == i || pool[j].lengthCosts.size() != mine.size()) continue;
+      const double theirs = pool[j].lengthCosts[l];
+      if (theirs < mine[l] || (theirs == mine[l] && j < i)) ++cheaper;
+    }
+    if (cheaper < kKeptPerLength) return true;
+  }
+  return false;
+}
+
+bool keptBeyondTheLimit(const std::vector<Candidate>& pool, size_t i) {
+  return bestOfItsShape(pool, i) || amongCheapestAtALength(pool, i);
+}
+
+}  // namespace
+
 void keepInPool(std::vector<Candidate>& pool, Candidate candidate, size_t limit) {
   for (size_t i = 0; i < pool.size(); ++i) {
     if (pool[i].hash != candidate.hash) continue;
@@ -162,11 +188,11 @@ void keepInPool(std::vector<Candidate>& pool, Candidate candidate, size_t limit)
   }
   pool.insert(std::lower_bound(pool.begin(), pool.end(), candidate, betterCandidate),
               std::move(candidate));
-  // Over the limit: drop the worst candidate that is not the best of its shape.
+  // Over the limit: drop the worst candidate kept for neither its shape nor a length.
   while (pool.size() > limit) {
     size_t drop = pool.size() - 1;
-    while (drop > 0 && bestOfItsShape(pool, drop)) --drop;
-    if (drop == 0 && bestOfItsShape(pool, 0)) drop = pool.size() - 1;
+    while (drop > 0 && keptBeyondTheLimit(pool, drop)) --drop;
+    if (drop == 0 && keptBeyondTheLimit(pool, 0)) break;
     pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(drop));
   }
 }
@@ -396,7 +422,7 @@ void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome&
   }
   candidate.schedule.name = program_.name + ".v" + graph::hashHex(candidate.hash);
   candidate.schedule.graph.name = candidate.schedule.name;
-  candidate.cost = poolCost(candidate.schedule, *config_.target);
+  candidate.cost = poolCost(candidate.schedule, *config_.target, &candidate.lengthCosts);
   keepInPool(outcome.best, std::move(candidate), static_cast<size_t>(config_.candidatePool));
 }
 

@@ -41,18 +41,32 @@ std::vector<double> costOverRange(const graph::Schedule& schedule,
   return costs;
 }
 
-double geometricMeanCostOverRange(const graph::Schedule& schedule, const plan::Target& target,
-                                  const CostConstants& constants) {
-  const std::vector<double> costs =
-      costOverRange(schedule, rankingLengths(schedule.graph), target, constants);
+namespace {
+
+double geometricMean(const std::vector<double>& costs) {
   double logs = 0;
   for (double c : costs) logs += std::log(c);
   return costs.empty() ? 0 : std::exp(logs / static_cast<double>(costs.size()));
 }
 
-double poolCost(const graph::Schedule& schedule, const plan::Target& target) {
-  if (schedule.graph.dims.empty()) return estimateCost(schedule.graph, target).microseconds;
-  return geometricMeanCostOverRange(schedule, target);
+}  // namespace
+
+double geometricMeanCostOverRange(const graph::Schedule& schedule, const plan::Target& target,
+                                  const CostConstants& constants) {
+  return geometricMean(costOverRange(schedule, rankingLengths(schedule.graph), target, constants));
+}
+
+double poolCost(const graph::Schedule& schedule, const plan::Target& target,
+                std::vector<double>* atLengths) {
+  if (schedule.graph.dims.empty()) {
+    if (atLengths) atLengths->clear();
+    return estimateCost(schedule.graph, target).microseconds;
+  }
+  std::vector<double> costs =
+      costOverRange(schedule, rankingLengths(schedule.graph), target, calibratedConstants());
+  const double mean = geometricMean(costs);
+  if (atLengths) *atLengths = std::move(costs);
+  return mean;
 }
 
 std::vector<double> geometricMeanRelativeCost(const std::vector<std::vector<double>>& costs) {

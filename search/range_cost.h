@@ -38,8 +38,10 @@ double geometricMeanCostOverRange(const graph::Schedule& schedule, const plan::T
                                   const CostConstants& constants = calibratedConstants());
 
 // A candidate's place in the search's pool, which decides what is verified (lower first): its
-// estimate at the program's shapes, or for a dynamic program geometricMeanCostOverRange.
-double poolCost(const graph::Schedule& schedule, const plan::Target& target);
+// estimate at the program's shapes, or for a dynamic program geometricMeanCostOverRange, whose
+// costOverRange it leaves in `atLengths` where given (empty for a static program).
+double poolCost(const graph::Schedule& schedule, const plan::Target& target,
+                std::vector<double>* atLengths = nullptr);
 
 // The aggregate: costs[c][l] is candidate c's cost at length l (every row as long). Per
 // candidate, the geometric mean over l of costs[c][l] / min over candidates of costs[·][l].

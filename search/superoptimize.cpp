@@ -292,7 +292,9 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
       const std::vector<graph::DimValues> lengths = rankingLengths(program);
       std::vector<std::vector<double>> costs;
       for (const Candidate& c : found.pool) {
-        costs.push_back(costOverRange(c.schedule, lengths, *config.target));
+        costs.push_back(c.lengthCosts.size() == lengths.size()
+                            ? c.lengthCosts
+                            : costOverRange(c.schedule, lengths, *config.target));
       }
       for (size_t i : cheapestAtEachLength(costs, 2)) {
         placed.insert(i);

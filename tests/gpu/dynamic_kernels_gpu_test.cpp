@@ -34,7 +34,9 @@ struct DynamicCase {
 
 std::vector<DynamicCase> dynamicCases() {
   return {{"gemm_dynamic_m.grid128.json", "m", {1, 63, 64, 65, 127, 128, 129, 1000, 4096}},
-          {"attention_dynamic_kv.online64.json", "s", {1, 63, 64, 65, 1000, 2048}}};
+          {"attention_dynamic_kv.online64.json", "s", {1, 63, 64, 65, 1000, 2048}},
+          // Split-KV over 4 fixed parts: two and three parts empty at 1-192, many trips at 2048.
+          {"attention_dynamic_kv.split4x64.json", "s", {1, 63, 65, 192, 193, 256, 257, 1000, 2048}}};
 }
 
 class DynamicKernelsOnGpu : public ::testing::Test {

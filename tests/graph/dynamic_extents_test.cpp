@@ -54,21 +54,19 @@ TEST(DynamicExtents, LaunchCountsAgreeWithInstantiateAtEveryLength) {
   }
 }
 
-TEST(DynamicExtents, ASplitOfADynamicDimByTheGridAndTheLoopHasNoCountsYet) {
-  Schedule splitKv = testing::dynamicAttentionSchedule();
-  // The keys cut by grid y into two parts as well as by the loop (split-KV, fixed parts).
-  KernelOp& kernel = splitKv.graph.ops.at(0);
-  kernel.block->grid[1] = 2;
-  for (BlockOp& op : kernel.block->ops) {
-    if (op.kind == OpKind::Input && op.fmap != kReplicated) op.imap[1] = op.fmap;
-  }
-  try {
-    kernelLaunchCounts(splitKv.graph, kernel);
-    ADD_FAILURE() << "split-KV counts were given";
-  } catch (const UserError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("kernel 'attention'"));
-    EXPECT_THAT(e.what(), HasSubstr("by both the grid and the loop"));
-    EXPECT_THAT(e.what(), HasSubstr("--dim"));
+// Split-KV with fixed parts: the grid keeps its 4 parts and the trips are ⌈s / (4 · 64)⌉, the
+// counts graph::instantiate computes at every length, those with empty parts included.
+TEST(DynamicExtents, ASplitOfFixedPartsKeepsItsGridAndTakesItsTripsFromTheLength) {
+  const Schedule split = testing::dynamicSplitKvSchedule();
+  const KernelLaunchCounts counts = kernelLaunchCounts(split.graph, split.graph.ops.at(0));
+  EXPECT_EQ(counts.grid[1], (LaunchCount{testing::kSplitKvParts, kStaticDim, 1}));
+  EXPECT_EQ(counts.forloop, (LaunchCount{1, 0, testing::kSplitKvParts * 64}));
+  for (int64_t n : {1, 100, 256, 257, 1000, 2048}) {
+    const BlockGraph& b = *instantiate(split, {{"s", n}}).graph.ops.at(0).block;
+    for (int axis = 0; axis < kGridAxes; ++axis) {
+      EXPECT_EQ(counts.grid[axis].at(split.graph, {{"s", n}}), b.grid[axis]) << n;
+    }
+    EXPECT_EQ(counts.forloop.at(split.graph, {{"s", n}}), b.forloop) << n;
   }
 }
 

@@ -1,7 +1,10 @@
 // Length-independent block choices (search/dynamic_choices.h): for a dynamic program every
-// choice kept cuts each dynamic variable of its inputs by the grid or the loop alone, with a
-// declared tile, and the block graph built from it validates as a dynamic schedule's must.
+// choice kept cuts each dynamic variable of its inputs by the grid or the loop alone, or as
+// split-KV by both with fixed parts, with a declared tile, and the block graph built from it
+// validates as a dynamic schedule's must.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "graph/program_text.h"
 #include "search/block_choices.h"
@@ -78,6 +81,42 @@ TEST(DynamicChoices, TheBlockLimitHoldsAtTheShortestLengthSoSmallTilesOfManyColu
   EXPECT_EQ(tilesPastTheLimit("program p\ninput A f16 [4096, 4096]\n"
                               "input B f16 [4096, 4096]\nC = matmul(A, B)\noutput C\n"),
             0);
+}
+
+// A split of a dynamic key length by the grid and the loop is kept only as split-KV: fixed
+// parts, a declared loop tile, and a part of the reference's trips; the block graph built from
+// it cuts the keys by both with the tile declared.
+TEST(DynamicChoices, ASplitOfADynamicKeyLengthKeepsItsPartsAndDeclaresTheLoopsTile) {
+  const graph::Program program = graph::parseProgramText(
+      "program d\ndim s in [1, 8192]\ninput Q f16 [4, 4, 64]\n"
+      "input K f16 [4, 64, s] layout=transposed\ninput V f16 [4, s, 64]\n"
+      "A = matmul(Q, K)\nM = reduce_max(A, dim=2)\nE = exp(sub(A, M))\n"
+      "S = reduce_sum(E, dim=2)\nN = matmul(E, V)\noutput S\noutput N\n",
+      "d.mg");
+  const Dataflow flow = buildDataflow(program);
+  const Segment segment = analyzeSegment(flow, 0, static_cast<int>(flow.ops.size()) - 1);
+  const int s = flow.tensors[flow.inputs[1]].dims[2][0];
+  ASSERT_EQ(flow.vars[s].dynamicDim, 0);
+  BlockChoice split;
+  split.grid = {GridSplit{flow.tensors[flow.inputs[0]].dims[0][0], 4, 0}, GridSplit{s, 8, 0}};
+  split.reductionSplitVar = s;
+  split.loopVar = s;
+  split.forloop = 16;
+  BlockChoice withoutLoop = split;
+  withoutLoop.loopVar = -1;
+  withoutLoop.forloop = 1;
+  std::vector<BlockChoice> choices{split, withoutLoop};
+  keepLengthIndependent(flow, segment, choices);
+  ASSERT_EQ(choices.size(), 1u);  // a split without the loop would need parts per length
+  EXPECT_EQ(choices[0].loopTile, 64);  // 8192 / (8 parts · 16 trips)
+  EXPECT_EQ(gridSplitOf(choices[0], s)->tile, 16 * 64);
+  const BlockBuildResult built = buildBlockGraph(flow, segment, choices[0]);
+  ASSERT_TRUE(built.built);
+  for (const graph::BlockOp& op : built.built->block.ops) {
+    if (op.kind != graph::OpKind::Input || op.fmap == graph::kReplicated) continue;
+    EXPECT_EQ(op.tile.at(static_cast<size_t>(op.fmap)), 64);
+    EXPECT_NE(std::find(op.imap.begin(), op.imap.end(), op.fmap), op.imap.end());
+  }
 }
 
 TEST(DynamicChoices, AStaticProgramsChoicesPassUnchanged) {

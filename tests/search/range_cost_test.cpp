@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "graph/program_text.h"
+#include "search/enumerate_kernel_graphs.h"
 #include "search/range_cost.h"
 
 namespace mugraph::search {
@@ -91,6 +93,38 @@ TEST(RangeCost, VerifiedFirstAreEachLengthsCheapestThenEachLengthsRunnerUp) {
   EXPECT_EQ(cheapestAtEachLength(costs, 1), (std::vector<size_t>{0, 2}));
   EXPECT_EQ(cheapestAtEachLength(costs, 2), (std::vector<size_t>{0, 2, 3, 1}));
   EXPECT_EQ(cheapestAtEachLength(costs, 5).size(), 4u);  // never e
+}
+
+// The pool keeps, beyond its limit, each ranking length's two cheapest: a split-KV variant
+// that wins only the longest length (worst mean) survives a pool of one.
+TEST(RangeCost, ThePoolKeepsEachLengthsCheapestBeyondItsLimit) {
+  const auto candidate = [](uint64_t hash, std::vector<double> costs) {
+    Candidate c;
+    c.hash = hash;
+    c.lengthCosts = std::move(costs);
+    double logs = 0;
+    for (double x : c.lengthCosts) logs += std::log(x);
+    c.cost = std::exp(logs / static_cast<double>(c.lengthCosts.size()));
+    return c;
+  };
+  const std::vector<Candidate> all{candidate(1, {1, 1, 1, 90}), candidate(2, {1.1, 1.1, 1.1, 80}),
+                                   candidate(3, {1.2, 1.2, 1.2, 70}),
+                                   candidate(4, {9, 9, 9, 20})};
+  // Every insertion order gives the same pool.
+  for (const std::vector<int>& order : std::vector<std::vector<int>>{{0, 1, 2, 3}, {3, 2, 1, 0}}) {
+    std::vector<Candidate> pool;
+    for (int i : order) keepInPool(pool, all[static_cast<size_t>(i)], 1);
+    std::set<uint64_t> kept;
+    for (const Candidate& c : pool) kept.insert(c.hash);
+    // 1 and 2: the cheapest at the short lengths; 4 and 3: at the longest.
+    EXPECT_EQ(kept, (std::set<uint64_t>{1, 2, 3, 4}));
+  }
+  std::vector<Candidate> pool;
+  for (const Candidate& c : all) keepInPool(pool, c, 1);
+  keepInPool(pool, candidate(5, {9, 9, 9, 10}), 1);
+  std::set<uint64_t> kept;
+  for (const Candidate& c : pool) kept.insert(c.hash);
+  EXPECT_EQ(kept, (std::set<uint64_t>{1, 2, 4, 5}));  // 3 is third everywhere now
 }
 
 }  // namespace

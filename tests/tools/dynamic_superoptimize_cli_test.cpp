@@ -154,6 +154,47 @@ TEST_F(DynamicSuperoptimizeCli, AGemmOfManyTilesGetsTheSketchsWarpgroupKernelsFo
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("no dispatch.json")));
 }
 
+// A decode over a KV cache of any length: split-KV with fixed parts is a candidate (its trips
+// follow the length), it is verified over the range, empty parts included, and the dispatch
+// runs it at the long lengths, where one block per head leaves the SMs idle.
+TEST_F(DynamicSuperoptimizeCli, ADecodeOverALongRangeDispatchesSplitKvAtTheLongLengths) {
+  std::ofstream(scratch_ / "decode.mg") << "program decode_dynamic\n"
+                                           "dim s in [1, 16384]\n"
+                                           "input Q f16 [4, 4, 64]\n"
+                                           "input K f16 [4, 64, s] layout=transposed\n"
+                                           "input V f16 [4, s, 64]\n"
+                                           "A = scale(matmul(Q, K), c=0.125)\n"
+                                           "M = reduce_max(A, dim=2)\n"
+                                           "E = exp(sub(A, M))\n"
+                                           "S = reduce_sum(E, dim=2)\n"
+                                           "O = matmul(div(E, S), V)\n"
+                                           "output O\n";
+  const std::string out = (scratch_ / "out").string();
+  const CliResult r = run("superoptimize " + (scratch_ / "decode.mg").string() +
+                          " --max-kernels 2 --time-limit 30 --max-variants 6 --json --out " + out);
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  const nlohmann::json& buckets = summary.at("range").at("dispatch").at("buckets");
+  ASSERT_FALSE(buckets.empty());
+  const nlohmann::json& longest = buckets.back();
+  EXPECT_EQ(longest.at("max"), 16384);
+  const fs::path folder = fs::path(out) / longest.at("variant").get<std::string>();
+  const graph::Schedule schedule = graph::loadSchedule((folder / "schedule.json").string());
+  ASSERT_EQ(schedule.graph.ops.size(), 2u) << r.out;
+  EXPECT_THAT(schedule.graph.ops.at(0).name, HasSubstr("split_kv")) << r.out;
+  // Its parts are fixed; its trips follow s (the manifest's formula).
+  const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(folder / "manifest.json"));
+  const nlohmann::json& grid = manifest.at("kernels").at(0).at("grid");
+  for (const nlohmann::json& axis : grid) EXPECT_TRUE(axis.is_number_integer()) << grid.dump();
+  for (const nlohmann::json& v : summary.at("variants")) {
+    if (v.at("name") != longest.at("variant")) continue;
+    // Checked at lengths with most parts empty (1) as well as at the range's end.
+    const std::string lengths = v.dump();
+    EXPECT_THAT(lengths, HasSubstr("\"dims\":{\"s\":1}")) << lengths;
+    EXPECT_THAT(lengths, HasSubstr("\"dims\":{\"s\":16384}")) << lengths;
+  }
+}
+
 // rms_norm needs its row whole, so a dynamic row length can never be cut with a fixed tile.
 TEST_F(DynamicSuperoptimizeCli, ADynamicDimNoScheduleCanTileIsABadInput) {
   std::ofstream(scratch_ / "norm.mg") << "program norm_dynamic\n"

@@ -1,17 +1,23 @@
-"""Issue 28's dynamic-length GEMM on a GPU: one dispatch over the lengths of m (dispatch.json,
-the variants of `mugraph superoptimize P.mg` of a program with `dim m in [...]`) launched at
-several m, against the static search's variants for each m and torch.matmul (cuBLAS), in one
-run, timed as gpu_bench.py times everything (CUDA-graph replays, triton do_bench medians, L2
-flushed), on fresh normal inputs.
+"""Issue 28's dynamic programs on a GPU: one dispatch over the lengths of a dim (dispatch.json,
+the variants of `mugraph superoptimize P.mg` of a program with `dim NAME in [...]`) launched at
+several lengths, against the static search's variants for each length and PyTorch's best, in
+one run, timed as gpu_bench.py times everything (CUDA-graph replays, triton do_bench medians,
+L2 flushed), on fresh normal inputs.
 
     python3 tools/python/dynamic_bench.py --dispatch DIR --static DIR --lengths 1,16,100,512,4096 \\
         --k 4096 --n 4096 --out dynamic_gemm.json
+    python3 tools/python/dynamic_bench.py --kind decode --dispatch DIR --static DIR \\
+        --lengths 1,100,1000,4096,65536 --out dynamic_decode.json
 
 DIR of --dispatch: the dynamic program's superoptimize folder. DIR of --static: one
-superoptimize folder per length, named m<M> (scripts/dynamic_bench_search.sh writes both). Per
-length the rows are: "dispatch" (the bucket's variant), every other variant of the dispatch
-("bucket <min>-<max>"), the static search's variants in rank order ("static.r<i>") and
-torch.matmul. B is stored [n, k] (layout=transposed), as nn.Linear keeps its weight.
+superoptimize folder per length, named <dim><N> (scripts/dynamic_bench_search.sh writes both).
+Per length the rows are: "dispatch" (the bucket's variant), every other variant of the dispatch
+("bucket <min>-<max>"), the static search's variants in rank order ("static.r<i>") and PyTorch:
+- gemm: C = A·B with A [m, k] and B stored [n, k] (layout=transposed, as nn.Linear keeps its
+  weight), against torch.matmul (cuBLAS);
+- decode: GQA decode, 32 query heads over 8 KV heads, d 128, a KV cache of s positions
+  (tools/bench/dynamic_programs/gqa_decode_dynamic_65536.mg), against every SDPA backend (cuDNN
+  among them), each of ours also checked finite and accurate at logit std 1, 4, 8 and 16.
 """
 import argparse
 import json
@@ -43,8 +49,68 @@ def timed(label, run, out, ref):
         return {"impl": label, "us": None, "error": gpu_bench.short_error(e)}
 
 
+def static_folders(static, dim, n):
+    folder = os.path.join(static, f"{dim}{n}")
+    return ranked_variants(folder) if os.path.isdir(folder) else []
+
+
+def gemm_rows(args, dispatch, variants, m):
+    dims = {dispatch.spec["dim"]: m}
+    a = torch.randn(m, args.k, dtype=torch.float16, device="cuda")
+    w = torch.randn(args.n, args.k, dtype=torch.float16, device="cuda") * gpu_bench.WEIGHT_STD
+    ref = (a.double() @ w.double().t()).float()
+    rows = []
+    c = dispatch.empty("C", dims)
+    inputs = {"A": a, "B": w, "C": c}
+    rows.append(timed("dispatch", lambda: dispatch.launch(inputs, dims), c, ref))
+    rows[-1]["variant"] = dispatch_bucket(dispatch.spec, dims)["variant"]
+    for b in dispatch.spec["buckets"]:
+        if b["variant"] == rows[0]["variant"]:
+            continue
+        v = variants[b["variant"]]
+        out = v.empty("C", dims)
+        rows.append(timed(f"bucket {b['min']}-{b['max']}",
+                          lambda v=v, out=out: v.launch({"A": a, "B": w, "C": out}, dims),
+                          out, ref))
+        rows[-1]["variant"] = b["variant"]
+    for i, folder in enumerate(static_folders(args.static, dispatch.spec["dim"], m)):
+        v = Variant(folder)
+        out = v.empty("C")
+        rows.append(timed(f"static.r{i + 1}", lambda v=v, out=out: v.launch(
+            {"A": a, "B": w, "C": out}), out, ref))
+        rows[-1]["variant"] = os.path.basename(folder)
+    rows.append(gpu_bench.timed_row("torch.matmul", lambda: torch.matmul(a, w.t()), ref))
+    return {"m": m, "k": args.k, "n": args.n, "rows": rows}, "torch.matmul"
+
+
+def decode_rows(args, dispatch, variants, s):
+    dim = dispatch.spec["dim"]
+    dims = {dim: s}
+    chosen = dispatch_bucket(dispatch.spec, dims)["variant"]
+    labelled = {"dispatch": Variant(os.path.join(args.dispatch, chosen), dims)}
+    names = {"dispatch": chosen}
+    for b in dispatch.spec["buckets"]:
+        if b["variant"] != chosen:
+            label = f"bucket {b['min']}-{b['max']}"
+            labelled[label] = Variant(os.path.join(args.dispatch, b["variant"]), dims)
+            names[label] = b["variant"]
+    for i, folder in enumerate(static_folders(args.static, dim, s)):
+        labelled[f"static.r{i + 1}"] = Variant(folder)
+        names[f"static.r{i + 1}"] = os.path.basename(folder)
+    result = gpu_bench.decode_case(s, f"decode {dim}={s}", labelled, None)
+    for row in result["rows"]:
+        if row["impl"] in names:
+            row["variant"] = names[row["impl"]]
+        checks = row.get("spread_checks", [])
+        row["finite_at_every_spread"] = all(c["finite"] for c in checks) if checks else None
+    sdpa = [r for r in result["rows"] if r["impl"].startswith("sdpa_") and r.get("us")]
+    best = min(sdpa, key=lambda r: r["us"])["impl"] if sdpa else None
+    return result, best
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kind", choices=["gemm", "decode"], default="gemm")
     parser.add_argument("--dispatch", required=True)
     parser.add_argument("--static", required=True)
     parser.add_argument("--lengths", default="1,16,100,512,4096")
@@ -58,50 +124,34 @@ def main():
     dispatch = Dispatch(args.dispatch)
     buckets = dispatch.spec["buckets"]
     variants = {}
-    for b in buckets:
+    for b in buckets:  # loaded once, each at the lengths given to its launches
         variants.setdefault(b["variant"], Variant(os.path.join(args.dispatch, b["variant"])))
     results = []
-    for m in (int(x) for x in args.lengths.split(",")):
-        dims = {dispatch.spec["dim"]: m}
-        a = torch.randn(m, args.k, dtype=torch.float16, device="cuda")
-        w = torch.randn(args.n, args.k, dtype=torch.float16, device="cuda") * gpu_bench.WEIGHT_STD
-        ref = (a.double() @ w.double().t()).float()
-        rows = []
-        c = dispatch.empty("C", dims)
-        inputs = {"A": a, "B": w, "C": c}
-        rows.append(timed("dispatch", lambda: dispatch.launch(inputs, dims), c, ref))
-        rows[-1]["variant"] = dispatch_bucket(dispatch.spec, dims)["variant"]
-        for b in buckets:
-            if b["variant"] == rows[0]["variant"]:
-                continue
-            v = variants[b["variant"]]
-            out = v.empty("C", dims)
-            rows.append(timed(f"bucket {b['min']}-{b['max']}",
-                              lambda v=v, out=out: v.launch({"A": a, "B": w, "C": out}, dims),
-                              out, ref))
-            rows[-1]["variant"] = b["variant"]
-        static = os.path.join(args.static, f"m{m}")
-        for i, folder in enumerate(ranked_variants(static) if os.path.isdir(static) else []):
-            v = Variant(folder)
-            out = v.empty("C")
-            rows.append(timed(f"static.r{i + 1}", lambda v=v, out=out: v.launch(
-                {"A": a, "B": w, "C": out}), out, ref))
-            rows[-1]["variant"] = os.path.basename(folder)
-        rows.append(gpu_bench.timed_row("torch.matmul", lambda: torch.matmul(a, w.t()), ref))
-        cublas = rows[-1]["us"]
+    rows_of = {"gemm": gemm_rows, "decode": decode_rows}[args.kind]
+    dim = dispatch.spec["dim"]
+    for n in (int(x) for x in args.lengths.split(",")):
+        result, reference = rows_of(args, dispatch, variants, n)
+        rows = result["rows"]
+        ref_us = next((r["us"] for r in rows if r["impl"] == reference), None)
+        cudnn_us = next((r["us"] for r in rows if r["impl"] == "sdpa_cudnn" and r.get("us")), None)
         fastest_static = min((r["us"] for r in rows if r["impl"].startswith("static")
-                              and r["us"]), default=None)
+                              and r.get("us")), default=None)
         for r in rows:
             if r.get("us"):
-                r["vs_cublas"] = cublas / r["us"] if cublas else None
+                r["vs_pytorch_best"] = ref_us / r["us"] if ref_us else None
                 r["vs_best_static"] = fastest_static / r["us"] if fastest_static else None
-            label = r["impl"]
+                if cudnn_us:
+                    r["vs_cudnn"] = cudnn_us / r["us"]
             us = f"{r['us']:.1f}" if r.get("us") else r.get("error", "-")
-            extra = (f"  {r['vs_cublas']:.2f}x cuBLAS" if r.get("vs_cublas") else "") + \
-                (f"  {r['vs_best_static']:.2f}x best static" if r.get("vs_best_static") else "")
-            print(f"m={m:<6} {label:16s} {us:>10}  err {r.get('rel_error', float('nan')):.1e}"
+            extra = (f"  {r['vs_pytorch_best']:.2f}x {reference}"
+                     if r.get("vs_pytorch_best") else "") + \
+                (f"  {r['vs_best_static']:.2f}x best static" if r.get("vs_best_static") else "") + \
+                (f"  {r['vs_cudnn']:.2f}x cuDNN" if r.get("vs_cudnn") else "")
+            print(f"{dim}={n:<6} {r['impl']:16s} {us:>10}  err {r.get('rel_error', float('nan')):.1e}"
                   f"{extra}  {r.get('variant', '')}")
-        results.append({"m": m, "k": args.k, "n": args.n, "rows": rows})
+        result["length"] = n
+        result["pytorch_best"] = reference
+        results.append(result)
     with open(args.out + ".tmp", "w") as f:
         json.dump({"device": device, "copy_bandwidth_bytes_per_s": bandwidth,
                    "torch": torch.__version__, "dispatch": dispatch.spec,
