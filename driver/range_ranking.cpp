@@ -173,7 +173,8 @@ nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& r
   if (range.measured) {
     summary["measured"] = "median of " + std::to_string(kRepetitions) +
                           " CUDA-graph replays at each ranking length (L2 flushed); checked against "
-                          "the interpreter where the program has at most 2^30 multiply-adds";
+                          "the interpreter where the program has at most " +
+                          std::to_string(static_cast<int64_t>(kGpuCheckWork)) + " multiply-adds";
     summary["dropped_on_gpu"] = range.droppedOnGpu;
   }
   if (!range.dispatch.empty()) {
