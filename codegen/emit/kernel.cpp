@@ -62,7 +62,11 @@ void emitKernel(const EmitContext& context) {
   for (size_t m = 0; m < maps.size(); ++m) {
     params.push_back("const __grid_constant__ mg::TensorMap mg_map" + std::to_string(m));
   }
-  for (const graph::DynamicDim& dim : graph.dims) params.push_back("int " + dimParamName(dim.name));
+  // Only a kernel that takes the lengths has them as parameters (the manifest lists the same):
+  // a static kernel of a dynamic schedule (a split's combine) is launched as any static one.
+  if (plan.launchCounts) {
+    for (const graph::DynamicDim& dim : graph.dims) params.push_back("int " + dimParamName(dim.name));
+  }
   for (size_t p = 0; p < params.size(); ++p) {
     out.line("    " + params[p] + (p + 1 == params.size() ? ") {" : ","));
   }

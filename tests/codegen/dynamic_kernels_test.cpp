@@ -161,6 +161,17 @@ TEST(DynamicKernels, EveryKernelCompilesWithNvrtcForEachTarget) {
       // The length is a 32-bit parameter after the pointers (and tensor maps).
       EXPECT_THAT(ptx, HasSubstr(".param .u32 " + code.emitted.kernels[0].entry + "_param_"));
       for (const KernelResources& r : code.resources) EXPECT_EQ(r.spillStoreBytes, 0) << r.entry;
+      // Each entry takes exactly the parameters the manifest lists (a static kernel of a dynamic
+      // schedule, the split's combine, takes no length).
+      const nlohmann::json manifest = manifestJson(code);
+      for (const nlohmann::json& kernel : manifest.at("kernels")) {
+        const std::string entry = kernel.at("entry").get<std::string>() + "_param_";
+        const size_t count = kernel.at("params").size();
+        EXPECT_THAT(ptx, HasSubstr(entry + std::to_string(count - 1))) << entry;
+        EXPECT_THAT(ptx, ::testing::Not(HasSubstr(entry + std::to_string(count) + ","))) << entry;
+        EXPECT_THAT(ptx, ::testing::Not(HasSubstr(entry + std::to_string(count) + "\n")))
+            << entry;
+      }
     }
   }
   const std::string gemm90 =

@@ -181,12 +181,15 @@ class EmulatedKernels {
       closure.function = dlsym(handle_, kernel.entry.c_str());
       if (!closure.function) throw UserError(kernel.entry, "is not in the emulated library");
       for (const KernelParam& param : kernel.params) closure.args.push_back(pointer[param.tensor]);
-      // An int argument travels in the low half of its integer register (x86-64 System V).
-      for (const graph::DynamicDim& dim : dims) {
+      const EmittedKernel& launch = emitted.kernels[k];
+      // An int argument travels in the low half of its integer register (x86-64 System V); only
+      // a kernel that takes the lengths has them (the manifest's rule).
+      const std::vector<graph::DynamicDim> taken =
+          launch.launchCounts ? dims : std::vector<graph::DynamicDim>{};
+      for (const graph::DynamicDim& dim : taken) {
         closure.args.push_back(
             reinterpret_cast<void*>(static_cast<intptr_t>(lengths.at(dim.name))));
       }
-      const EmittedKernel& launch = emitted.kernels[k];
       std::array<int64_t, graph::kGridAxes> grid = launch.grid;
       if (launch.launchCounts) {
         for (int axis = 0; axis < graph::kGridAxes; ++axis) {
