@@ -1,7 +1,6 @@
 #include "search/enumerate_kernel_graphs.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -142,66 +141,6 @@ uint64_t nextEnumeratorId() {
 }
 
 }  // namespace
-
-std::pair<size_t, bool> solutionShape(const Candidate& candidate) {
-  return {candidate.schedule.graph.ops.size(), candidate.gridSplits > 0};
-}
-
-bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i) {
-  for (size_t j = 0; j < i; ++j) {
-    if (solutionShape(pool[j]) == solutionShape(pool[i])) return false;
-  }
-  return true;
-}
-
-namespace {
-
-// Whether pool[i] is among the kKeptPerLength cheapest of the pool at some ranking length
-// (ties in the pool's order).
-bool amongCheapestAtALength(const std::vector<Candidate>& pool, size_t i) {
-  const std::vector<double>& mine = pool[i].lengthCosts;
-  for (size_t l = 0; l < mine.size(); ++l) {
-    if (!std::isfinite(mine[l])) continue;
-    int cheaper = 0;
-    for (size_t j = 0; j < pool.size() && cheaper < kKeptPerLength; ++j) {
-      if (j == i || pool[j].lengthCosts.size() != mine.size()) continue;
-      const double theirs = pool[j].lengthCosts[l];
-      if (theirs < mine[l] || (theirs == mine[l] && j < i)) ++cheaper;
-    }
-    if (cheaper < kKeptPerLength) return true;
-  }
-  return false;
-}
-
-bool keptBeyondTheLimit(const std::vector<Candidate>& pool, size_t i) {
-  return bestOfItsShape(pool, i) || amongCheapestAtALength(pool, i);
-}
-
-}  // namespace
-
-void keepInPool(std::vector<Candidate>& pool, Candidate candidate, size_t limit) {
-  for (size_t i = 0; i < pool.size(); ++i) {
-    if (pool[i].hash != candidate.hash) continue;
-    if (!betterCandidate(candidate, pool[i])) return;
-    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
-    break;
-  }
-  pool.insert(std::lower_bound(pool.begin(), pool.end(), candidate, betterCandidate),
-              std::move(candidate));
-  // Over the limit: drop the worst candidate kept for neither its shape nor a length.
-  while (pool.size() > limit) {
-    size_t drop = pool.size() - 1;
-    while (drop > 0 && keptBeyondTheLimit(pool, drop)) --drop;
-    if (drop == 0 && keptBeyondTheLimit(pool, 0)) break;
-    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(drop));
-  }
-}
-
-bool betterCandidate(const Candidate& a, const Candidate& b) {
-  if (a.cost != b.cost) return a.cost < b.cost;
-  if (a.hash != b.hash) return a.hash < b.hash;
-  return a.origin < b.origin;
-}
 
 KernelGraphEnumerator::KernelGraphEnumerator(const graph::Program& program,
                                              const SearchConfig& config,

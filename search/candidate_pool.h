@@ -1,0 +1,47 @@
+// The search's pool of candidates: complete schedules with their estimates, and the rule for
+// which of them are kept (the best by cost, the best of each solution shape, and of a dynamic
+// program each ranking length's cheapest), independent of the order they arrive in.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "graph/ir.h"
+
+namespace mugraph::search {
+
+struct Candidate {
+  uint64_t hash = 0;
+  double cost = 0;
+  int origin = 0;      // ordinal of the top-level subtree that found it
+  int gridSplits = 0;  // see PartialSchedule
+  graph::Schedule schedule;
+  // A dynamic program's: the estimate at each ranking length (search::costOverRange), whose
+  // geometric mean is `cost`; empty for a static program.
+  std::vector<double> lengthCosts;
+};
+
+// The shape of a solution a report should show at least once: its kernel count and whether it
+// splits a reduction across the grid (split-K, split-KV) or not.
+std::pair<size_t, bool> solutionShape(const Candidate& candidate);
+
+// Best first: lower cost, then lower hash, then lower origin. A total order, so rankings do
+// not depend on which thread found what first.
+bool betterCandidate(const Candidate& a, const Candidate& b);
+
+// Adds `candidate` to `pool` (best first, one entry per hash), which keeps the `limit` best
+// candidates and, beyond them, the best candidate of every solution shape found: a report
+// then shows the best one-pass kernel and the best split even where another shape is
+// estimated faster (the cost model estimates; --profile measures). Of a dynamic program it
+// also keeps the kKeptPerLength cheapest at each ranking length (Candidate::lengthCosts): a
+// dispatch needs the tiles that win the long lengths, which a geometric mean over many short
+// lengths ranks low. The result does not depend on insertion order.
+void keepInPool(std::vector<Candidate>& pool, Candidate candidate, size_t limit);
+inline constexpr int kKeptPerLength = 2;
+
+// Whether pool[i] is the best candidate of its solution shape in `pool` (sorted best first).
+bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i);
+
+}  // namespace mugraph::search
