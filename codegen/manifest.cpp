@@ -71,7 +71,12 @@ json tensorMapJson(const GeneratedCode& code, const plan::TensorMapDesc& map) {
     dims.push_back(map.dynamicDims[i] == graph::kStaticDim
                        ? json(map.dims[i])
                        : graph::dimProductJson({1, {map.dynamicDims[i]}}, code.schedule.graph));
-    if (i > 0) strides.push_back(map.strideBytes[i]);
+    // A stride that follows a length is a product too (`[256, "s"]`).
+    if (i > 0) {
+      strides.push_back(map.strideProducts[i].isStatic()
+                            ? json(map.strideBytes[i])
+                            : graph::dimProductJson(map.strideProducts[i], code.schedule.graph));
+    }
     box.push_back(map.box[i]);
     elementStrides.push_back(1);
   }

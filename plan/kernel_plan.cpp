@@ -145,11 +145,32 @@ bool takesEveryLength(const KernelPlan& plan, const WarpgroupMmaPlan& wg) {
   return true;
 }
 
-// A kernel that takes the dynamic dims' lengths: the warpgroup GEMM path where it can run at
-// every length (takesEveryLength), else the general path, whose copies, real extents and loop
+// Whether the warpgroup attention plan `at` of a kernel that takes the lengths runs at every
+// length: its tensor maps (dims and strides) are encoded at launch from the lengths, its loop
+// runs ⌈s / kv⌉ trips, partial key tiles and the causal diagonal are masked with the lengths
+// and its epilogue stops at them; gathered operands, clusters and a causal mask whose query
+// count is fixed while its rows follow a length are not printed from the lengths.
+bool takesEveryLength(const KernelPlan& plan, const WarpgroupAttentionPlan& at) {
+  if (at.clusterBlocks > 1 || plan.block->clusterBlocks() > 1) return false;
+  if (at.q.map < 0 || at.k.map < 0 || at.v.map < 0) return false;
+  for (const graph::BlockOp& op : plan.block->ops) {
+    if (op.kind != OpKind::CausalMask || op.attrs.queries == 0) continue;
+    if (plan.splits[op.inputs[0]].end()[-2].dynamicDim != graph::kStaticDim) return false;
+  }
+  return true;
+}
+
+// A kernel that takes the dynamic dims' lengths: a warpgroup path where it can run at every
+// length (takesEveryLength), else the general path, whose copies, real extents and loop
 // bounds are printed from the lengths (the counts from graph::kernelLaunchCounts).
 void planForLengths(KernelPlan& plan, const Target& target) {
   plan.launchCounts = graph::kernelLaunchCounts(*plan.graph, *plan.kernel);
+  if (std::optional<WarpgroupAttentionPlan> attention = planWarpgroupAttention(plan, target)) {
+    if (takesEveryLength(plan, *attention)) {
+      useWarpgroupPath(plan, std::move(*attention));
+      return;
+    }
+  }
   if (std::optional<WarpgroupMmaPlan> gemm = planWarpgroupMma(plan, target)) {
     if (takesEveryLength(plan, *gemm)) {
       useWarpgroupPath(plan, std::move(*gemm));
@@ -157,11 +178,12 @@ void planForLengths(KernelPlan& plan, const Target& target) {
     }
   }
   for (const graph::BlockOp& op : plan.block->ops) {
-    if (op.kind == OpKind::CausalMask) {
+    if (op.kind == OpKind::CausalMask && op.attrs.queries > 0 &&
+        plan.splits[op.inputs[0]].end()[-2].dynamicDim != graph::kStaticDim) {
       throw UserError("kernel '" + plan.kernel->name + "'",
-                      "has a causal mask: the general path places it with compile-time "
-                      "extents, so a kernel that takes the lengths cannot run it yet; generate "
-                      "it for one length with --dim NAME=N --static");
+                      "has a causal mask of a fixed query count over rows that follow a "
+                      "length: a kernel that takes the lengths cannot place it; generate it for "
+                      "one length with --dim NAME=N --static");
     }
   }
   planCopies(plan, true);

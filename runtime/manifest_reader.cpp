@@ -133,8 +133,13 @@ ManifestTensorMap readTensorMap(const Reader& r, const std::string& tensor,
     if (extent > 256) box.at(i).fail("a box dim is at most 256");
     map.box[i] = static_cast<uint32_t>(extent);
     if (i + 1 < map.rank) {
-      const int64_t stride = strides.at(i).integer(16);
-      if (stride % 16 != 0) strides.at(i).fail("must be a multiple of 16");
+      const Reader strideAt = strides.at(i);
+      const int64_t stride =
+          strideAt.raw().is_array()
+              ? graph::evaluateDimProductJson(strideAt.raw(), lengths,
+                                              file + ": tensor map strides_bytes")
+              : strideAt.integer(16);
+      if (stride % 16 != 0) strideAt.fail("must be a multiple of 16");
       map.strideBytes[i] = static_cast<uint64_t>(stride);
     }
   }

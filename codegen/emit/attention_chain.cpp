@@ -34,13 +34,11 @@ std::string AttentionChain::causalRows(int mask) const {
   const graph::TensorId tile = block_.ops[mask].inputs[0];
   const graph::DimSplit& rows = context_.plan.splits.at(tile).end()[-2];
   const std::string first = context_.tileStart(tile, graph::kMaxRank - 2, "0");
-  return first + ", min(" + first + " + " + str(at_.rows) + ", " + str(rows.extent) + ") - 1";
+  return first + ", min(" + first + " + " + str(at_.rows) + ", " + context_.extent(rows) +
+         ") - 1";
 }
 std::string AttentionChain::causalShape(int mask) const {
-  const graph::BlockOp& op = block_.ops[mask];
-  const graph::TileSplit& split = context_.plan.splits.at(op.inputs[0]);
-  const int64_t rows = split.end()[-2].extent;
-  return str(split.back().extent) + ", " + str(op.attrs.queries > 0 ? op.attrs.queries : rows);
+  return context_.causalShape(block_.ops[mask]);
 }
 
 // causal_mask on S: a copy where the tile is below the diagonal, the mask across it.

@@ -131,6 +131,11 @@ std::string EmitContext::forloop() const {
   return std::to_string(block().forloop);
 }
 
+std::string EmitContext::extent(const graph::DimSplit& cut) const {
+  if (cut.dynamicDim == graph::kStaticDim) return std::to_string(cut.extent);
+  return dimParamName(plan.graph->dims.at(cut.dynamicDim).name);
+}
+
 std::string EmitContext::blockTile(const graph::DimSplit& cut) const {
   if (cut.partFollowsLength()) return "(" + forloop() + " * " + std::to_string(cut.tile) + ")";
   return std::to_string(cut.blockTile);
@@ -178,11 +183,10 @@ namespace {
 // extent is its length parameter, and so is the part of a cut by the loop alone.
 std::string realExtentExpression(const EmitContext& context, const graph::DimSplit& cut,
                                  const std::string& iteration, const char* const* kBlock) {
-  std::string extent = std::to_string(cut.extent);
+  const std::string extent = context.extent(cut);
   std::string blockTile = context.blockTile(cut);
-  if (cut.dynamicDim != graph::kStaticDim) {
-    extent = dimParamName(context.plan.graph->dims.at(cut.dynamicDim).name);
-    if (cut.gridAxis == graph::kReplicated) blockTile = extent;
+  if (cut.dynamicDim != graph::kStaticDim && cut.gridAxis == graph::kReplicated) {
+    blockTile = extent;
   }
   return "mg::tile_extent(" + extent + ", " + blockTile + ", " + std::to_string(cut.tile) + ", " +
          (cut.gridAxis == graph::kReplicated ? "0" : kBlock[cut.gridAxis]) + ", " +
@@ -209,11 +213,7 @@ void declareRealExtents(const EmitContext& context, bool loopDependent) {
 bool declareBlockIterations(const EmitContext& context, const std::string& part) {
   const std::optional<graph::DimSplit>& loop = context.plan.shortenedLoop;
   if (!loop) return false;
-  const std::string extent =
-      loop->dynamicDim == graph::kStaticDim
-          ? std::to_string(loop->extent)
-          : dimParamName(context.plan.graph->dims.at(loop->dynamicDim).name);
-  context.out.line("const int mg_iterations = mg::part_iterations(" + extent + ", " +
+  context.out.line("const int mg_iterations = mg::part_iterations(" + context.extent(*loop) + ", " +
                    context.blockTile(*loop) + ", " + std::to_string(loop->tile) + ", " + part +
                    ", " + context.forloop() + ");");
   return true;
@@ -251,14 +251,16 @@ std::string EmitContext::causalMask(const graph::BlockOp& op, const std::string&
                                     const std::string& row, const std::string& col,
                                     const std::string& iteration) const {
   const graph::TensorId tile = op.inputs[0];
-  const graph::TileSplit& split = plan.splits.at(tile);
-  const size_t rank = split.size();
-  const int64_t rows = split[rank - 2].extent;
-  const int64_t queries = op.attrs.queries > 0 ? op.attrs.queries : rows;
   return "(mg::causal_kept(" + tileStart(tile, graph::kMaxRank - 2, iteration) + " + (" + row +
          "), " + tileStart(tile, graph::kMaxRank - 1, iteration) + " + (" + col + "), " +
-         std::to_string(split[rank - 1].extent) + ", " + std::to_string(queries) + ") ? " + x +
-         " : mg::negative_infinity())";
+         causalShape(op) + ") ? " + x + " : mg::negative_infinity())";
+}
+
+std::string EmitContext::causalShape(const graph::BlockOp& op) const {
+  const graph::TileSplit& split = plan.splits.at(op.inputs[0]);
+  const std::string queries =
+      op.attrs.queries > 0 ? std::to_string(op.attrs.queries) : extent(split.end()[-2]);
+  return extent(split.back()) + ", " + queries;
 }
 
 std::string EmitContext::realCondition(graph::TensorId tile, const Index4& index,

@@ -83,6 +83,9 @@ struct EmitContext {
   std::string product(const graph::DimProduct& value) const;
   // The for-loop's trip count: its number, or `mg_forloop` where it follows a length.
   std::string forloop() const;
+  // The whole extent of the dim `cut` splits: its number, or its length parameter where it is
+  // a dynamic dim.
+  std::string extent(const graph::DimSplit& cut) const;
   // Elements between consecutive blocks' parts of `cut`: its blockTile, or the trip count
   // times the tile where the part follows the length (graph::DimSplit::partFollowsLength).
   std::string blockTile(const graph::DimSplit& cut) const;
@@ -105,6 +108,9 @@ struct EmitContext {
   // column `col`, whose value is `x`, at `iteration`.
   std::string causalMask(const graph::BlockOp& op, const std::string& x, const std::string& row,
                          const std::string& col, const std::string& iteration) const;
+  // "cols, queries" of causal_mask op `op` for mg::causal_kept and its tile tests: the key
+  // columns and query rows per sequence, numbers or length parameters.
+  std::string causalShape(const graph::BlockOp& op) const;
 };
 
 std::string storageType(graph::DType dtype);  // "float", "mg::f16", "mg::bf16"

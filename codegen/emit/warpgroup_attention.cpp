@@ -77,9 +77,9 @@ class AttentionEmitter {
     if (mask >= 0) {
       out_.line("const int mg_causal_iterations = mg::causal_iterations(" + causalRows(mask) +
                 ", " + context_.tileStart(block_.ops[mask].inputs[0], graph::kMaxRank - 1, "0") +
-                ", " + str(at_.kv) + ", " + causalShape(mask) + ", " + str(block_.forloop) + ");");
+                ", " + str(at_.kv) + ", " + causalShape(mask) + ", " + context_.forloop() + ");");
     }
-    out_.open("for (int it = 0; it < " + str(block_.forloop) + "; ++it)");
+    out_.open("for (int it = 0; it < " + context_.forloop() + "; ++it)");
     if (shortened) out_.line("if (it >= mg_iterations) break;");
     if (mask >= 0) out_.line("if (it >= mg_causal_iterations) break;");
   }
@@ -101,7 +101,7 @@ class AttentionEmitter {
     if (mask >= 0) {
       out_.line("const int mg_causal_iterations = mg::causal_iterations(" + causalRows(mask) +
                 ", " + context_.tileStart(block_.ops[mask].inputs[0], graph::kMaxRank - 1, "0") +
-                ", " + str(at_.kv) + ", " + causalShape(mask) + ", " + str(block_.forloop) + ");");
+                ", " + str(at_.kv) + ", " + causalShape(mask) + ", " + context_.forloop() + ");");
       limits.push_back("mg_causal_iterations");
     }
     std::string runs = "true";
@@ -179,11 +179,11 @@ class AttentionEmitter {
       peeled_ = false;
       out_.close();
       // The rest two at a time, odd then even.
-      out_.open("for (int pair = 1; pair < " + str(block_.forloop) + "; pair += 2)");
+      out_.open("for (int pair = 1; pair < " + context_.forloop() + "; pair += 2)");
       for (int half = 0; half < 2; ++half) {
         out_.open("");
         out_.line("const int it = pair + " + str(half) + ";");
-        out_.line("if (it >= " + str(block_.forloop) + ") break;");
+        out_.line("if (it >= " + context_.forloop() + ") break;");
         for (const std::string& limit : loopLimits_) out_.line("if (it >= " + limit + ") break;");
         emitIteration(plan, half == 0 ? "packed0" : "packed1", half == 0 ? "packed1" : "packed0");
         out_.close();

@@ -31,6 +31,13 @@ int gatherChunkBytes(const TensorMapDesc& map) {
 
 }  // namespace
 
+bool TensorMapDesc::stridesFollowLengths() const {
+  for (int i = 1; i < rank; ++i) {
+    if (!strideProducts[i].isStatic()) return true;
+  }
+  return false;
+}
+
 int WarpgroupRing::warpsPerWarpgroup() const {
   return limits.threads / graph::kWarpSize;
 }
@@ -59,6 +66,7 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
   const int64_t elementBytes = graph::dtypeBytes(source.dtype);
   const int64_t boxElements = limits.boxElements(elementBytes);
   const std::vector<int64_t> strides = graph::storageStrides(source.shape, source.layout);
+  const std::vector<graph::DimProduct> strideProducts = graph::storageStrideProducts(source);
 
   BulkOperand operand;
   operand.op = opIndex;
@@ -83,6 +91,9 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
     map.dims[i] = source.shape[d];
     map.dynamicDims[i] = graph::dynamicDimOf(source, d);
     map.strideBytes[i] = i == 0 ? elementBytes : strides[d] * elementBytes;
+    map.strideProducts[i] = strideProducts[d].times(elementBytes);
+    // The copy engine's rule holds at every length where the stride's constant factor keeps it.
+    if (i > 0 && map.strideProducts[i].coefficient % 16 != 0) addressable = false;
     map.box[i] = i == 0 ? boxElements : (d == other ? operand.rows : 1);
     if (i > 0 && map.strideBytes[i] % 16 != 0) addressable = false;  // the copy engine's rule
     for (int axis = 0; axis < graph::kGridAxes; ++axis) {

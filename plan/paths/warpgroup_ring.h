@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "graph/dynamic_extents.h"
 #include "plan/target.h"
 #include "plan/tiles.h"
 
@@ -46,6 +47,11 @@ struct TensorMapDesc {
   // reference), or kStaticDim; the map is then encoded at launch from the length.
   std::array<int, graph::kMaxRank> dynamicDims{graph::kStaticDim, graph::kStaticDim,
                                                graph::kStaticDim, graph::kStaticDim};
+  // Per dim: its byte stride as a product of lengths where it follows one (a head's stride
+  // over a dynamic sequence, [h, s, d]); `strideBytes` holds it at the reference lengths, and
+  // the map is encoded at launch from the lengths. Empty where every stride is static.
+  std::array<graph::DimProduct, graph::kMaxRank> strideProducts{};
+  bool stridesFollowLengths() const;
 };
 
 // One operand copied into the ring: per stage, `boxes` boxes of [rows][box[0]] elements side

@@ -5,7 +5,9 @@
 // take `int dim_<name>`, whose manifest gives every shape, size and grid as a formula of the
 // dims, and which compiles with NVRTC. The one source, built for the CPU emulation of CUDA,
 // matches the interpreter of the schedule instantiated at lengths around each tile boundary,
-// at 1 and at the range's max, on fresh normal random inputs.
+// at 1 and at the range's max, on fresh normal random inputs. A causal prefill of dynamic
+// length, as the search found it, takes the warpgroup attention path on sm_90 with tensor maps
+// whose strides follow the length, and matches the interpreter on the general path.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -181,40 +183,110 @@ TEST(DynamicKernels, EveryKernelCompilesWithNvrtcForEachTarget) {
   EXPECT_THAT(gemm90, HasSubstr("const int realRows = mg::tile_extent(dim_m, 128, 128, bx, 0);"));
 }
 
+// The source emitted for the CPU emulation (the general path) of `schedule` against the
+// interpreter of the schedule instantiated at each of `lengths` of `dim`.
+void expectEmulationMatchesTheInterpreter(const graph::Schedule& schedule, const std::string& dim,
+                                          const std::vector<int64_t>& lengths,
+                                          const std::string& key) {
+  const EmittedSource emitted = emitForEmulation(schedule);
+  const auto folder = scratchFolder(key);
+  EmulatedKernels kernels(emitted.source, folder);
+  for (int64_t n : lengths) {
+    SCOPED_TRACE(dim + "=" + std::to_string(n));
+    const graph::DimValues at{{dim, n}};
+    const graph::Schedule instantiated = graph::instantiate(schedule, at);
+    const uint64_t seed = freshSeed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const verify::TensorMap<double> inputs = verify::normalInputs(instantiated.program, seed, 1.0);
+    const EmulatedRun run = kernels.run(instantiated.graph, emitted, inputs, schedule.graph.dims, at);
+    const verify::TensorMap<double> expected =
+        verify::evaluate<double>(instantiated.graph, run.inputs);
+    for (const auto& [name, want] : expected) {
+      const std::vector<double>& got = run.outputs.at(name).data;
+      ASSERT_EQ(got.size(), want.data.size());
+      double difference = 0;
+      double magnitude = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_FALSE(std::isnan(got[i])) << name << " element " << i << " is unwritten";
+        difference = std::max(difference, std::abs(got[i] - want.data[i]));
+        magnitude = std::max(magnitude, std::abs(want.data[i]));
+      }
+      EXPECT_LE(difference, 2e-2 * magnitude) << name;
+    }
+  }
+  std::filesystem::remove_all(folder);
+}
+
 TEST(DynamicKernels, OneSourceMatchesTheInterpreterAtEveryLength) {
   if (!kCanEmulate) GTEST_SKIP() << "the CUDA emulation needs x86-64";
   for (const Fixture& f : fixtures()) {
     SCOPED_TRACE(f.schedule.name);
-    const EmittedSource emitted = emitForEmulation(f.schedule);
-    const auto folder = scratchFolder(f.key);
-    EmulatedKernels kernels(emitted.source, folder);
-    for (int64_t n : f.lengths) {
-      SCOPED_TRACE(f.dim + "=" + std::to_string(n));
-      const graph::DimValues at{{f.dim, n}};
-      const graph::Schedule instantiated = graph::instantiate(f.schedule, at);
-      const uint64_t seed = freshSeed();
-      SCOPED_TRACE("seed " + std::to_string(seed));
-      const verify::TensorMap<double> inputs =
-          verify::normalInputs(instantiated.program, seed, 1.0);
-      const EmulatedRun run =
-          kernels.run(instantiated.graph, emitted, inputs, f.schedule.graph.dims, at);
-      const verify::TensorMap<double> expected =
-          verify::evaluate<double>(instantiated.graph, run.inputs);
-      for (const auto& [name, want] : expected) {
-        const std::vector<double>& got = run.outputs.at(name).data;
-        ASSERT_EQ(got.size(), want.data.size());
-        double difference = 0;
-        double magnitude = 0;
-        for (size_t i = 0; i < got.size(); ++i) {
-          ASSERT_FALSE(std::isnan(got[i])) << name << " element " << i << " is unwritten";
-          difference = std::max(difference, std::abs(got[i] - want.data[i]));
-          magnitude = std::max(magnitude, std::abs(want.data[i]));
-        }
-        EXPECT_LE(difference, 2e-2 * magnitude) << name;
-      }
+    expectEmulationMatchesTheInterpreter(f.schedule, f.dim, f.lengths, f.key);
+  }
+}
+
+// What the search found for a causal prefill of dynamic length (schedules/dynamic/
+// prefill_causal_dynamic.*.json): on sm_90 one warpgroup flash kernel whose grid, trip count,
+// causal bounds, key masks and tensor maps follow s. Q, K and V are [2, s, 64] in storage: a
+// head's stride is 128 s bytes, so the maps' strides are products encoded at launch.
+const std::vector<std::string>& causalPrefillSchedules() {
+  static const std::vector<std::string> files{"prefill_causal_dynamic.flash_q64_kv64.json",
+                                              "prefill_causal_dynamic.flash_q128_kv128.json"};
+  return files;
+}
+
+graph::Schedule causalPrefill(const std::string& file) {
+  return graph::loadSchedule(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/dynamic/" + file);
+}
+
+TEST(DynamicKernels, ACausalPrefillOfDynamicLengthRunsOnTheWarpgroupPathFromTheLength) {
+  for (const std::string& file : causalPrefillSchedules()) {
+    SCOPED_TRACE(file);
+    const GeneratedCode& code = compiledOnce(file, [&] { return causalPrefill(file); }, {90});
+    const std::string& source = code.emitted.source;
+    EXPECT_THAT(source, HasSubstr("mg::wgmma_"));
+    EXPECT_THAT(source, HasSubstr("for (int it = 0; it < mg_forloop; ++it)"));
+    // The causal bounds take the length: the last query row of the block and the key count.
+    EXPECT_THAT(source, HasSubstr("mg::causal_iterations("));
+    EXPECT_THAT(source, HasSubstr(", dim_s) - 1, 0, "));
+    EXPECT_THAT(source, HasSubstr(", dim_s, dim_s, mg_forloop);"));
+    ASSERT_EQ(code.resources.size(), 1u);
+    EXPECT_FALSE(code.resources[0].wgmmaSerialized);
+    EXPECT_EQ(code.resources[0].spillStoreBytes, 0);
+
+    const nlohmann::json manifest = manifestJson(code);
+    int maps = 0;
+    for (const nlohmann::json& param : manifest.at("kernels").at(0).at("params")) {
+      if (param.value("kind", "") != "tensor_map") continue;
+      ++maps;
+      EXPECT_EQ(param.at("dims"), nlohmann::json::parse(R"([64, ["s"], 2])"));
+      EXPECT_EQ(param.at("strides_bytes"), nlohmann::json::parse(R"([128, [128, "s"]])"));
     }
+    EXPECT_EQ(maps, 3);
+    const auto folder = scratchFolder("causal_prefill_manifest");
+    writeGeneratedCode(code, folder.string());
+    const runtime::Manifest at100 = runtime::readManifest((folder / "manifest.json").string(),
+                                                          {{"s", 100}});
+    const runtime::ManifestTensorMap& q = at100.kernels.at(0).tensorMaps.at(0);
+    EXPECT_EQ(q.dims[1], 100u);
+    EXPECT_EQ(q.strideBytes[1], 12800u);
     std::filesystem::remove_all(folder);
   }
+}
+
+// The 64-row schedule on the general path (sm_80, and the CPU emulation; the 128-row one's
+// tiles need more shared memory than an sm_80 block has there): the causal mask at a run-time
+// length, at lengths around the tiles' boundaries, at 1 and at the range's max.
+TEST(DynamicKernels, ACausalPrefillOfDynamicLengthMatchesTheInterpreterOnTheGeneralPath) {
+  const std::string file = causalPrefillSchedules().at(0);
+  const GeneratedCode& code = compiledOnce(file, [&] { return causalPrefill(file); }, {80});
+  EXPECT_THAT(code.emitted.source, HasSubstr("mg::causal_kept("));
+  EXPECT_THAT(code.emitted.source, ::testing::Not(HasSubstr("mg::wgmma_")));
+  EXPECT_EQ(code.resources.at(0).spillStoreBytes, 0);
+  if (!kCanEmulate) GTEST_SKIP() << "the CUDA emulation needs x86-64";
+  expectEmulationMatchesTheInterpreter(causalPrefill(file), "s",
+                                       {1, 2, 63, 64, 65, 127, 128, 129, 300, 1024},
+                                       "causal_prefill");
 }
 
 }  // namespace

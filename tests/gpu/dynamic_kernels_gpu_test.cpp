@@ -1,7 +1,8 @@
 // GPU tests (ctest label `gpu`) of kernels that take the lengths of dynamic dims (issue 28):
 // each dynamic schedule of schedules/dynamic/ is generated once per target (`mugraph replay`
 // without --dim: one PTX for the range; sm_80 plans the general path, sm_90 the warpgroup GEMM
-// path for the GEMM, whose tensor maps the runtime encodes for each length), then that one PTX
+// path for the GEMM and the warpgroup attention path for the causal prefill, whose tensor maps
+// the runtime encodes for each length), then that one PTX
 // is launched by the runtime at lengths
 // around each tile boundary, at 1 and at the range's max, on fresh normal random inputs, and
 // compared with the interpreter of the program at that length; every output element must be
@@ -30,13 +31,22 @@ struct DynamicCase {
   std::string schedule;  // in schedules/dynamic/
   std::string dim;
   std::vector<int64_t> lengths;
+  std::vector<std::string> archs = {"sm_80", "sm_90"};
 };
 
 std::vector<DynamicCase> dynamicCases() {
   return {{"gemm_dynamic_m.grid128.json", "m", {1, 63, 64, 65, 127, 128, 129, 1000, 4096}},
           {"attention_dynamic_kv.online64.json", "s", {1, 63, 64, 65, 1000, 2048}},
           // Split-KV over 4 fixed parts: two and three parts empty at 1-192, many trips at 2048.
-          {"attention_dynamic_kv.split4x64.json", "s", {1, 63, 65, 192, 193, 256, 257, 1000, 2048}}};
+          {"attention_dynamic_kv.split4x64.json", "s", {1, 63, 65, 192, 193, 256, 257, 1000, 2048}},
+          // Causal prefill as the search found it: on sm_90 the warpgroup flash kernel, its
+          // tensor maps' dims and strides encoded from s; a partial last query block and key
+          // tile at most lengths, the diagonal tile masked with s.
+          {"prefill_causal_dynamic.flash_q64_kv64.json", "s", {1, 2, 63, 64, 65, 129, 1000, 1024}},
+          // (Its 128-row tiles take more shared memory than an sm_80 block has on the general
+          // path.)
+          {"prefill_causal_dynamic.flash_q128_kv128.json", "s",
+           {1, 2, 127, 128, 129, 255, 257, 1000, 1024}, {"sm_90"}}};
 }
 
 class DynamicKernelsOnGpu : public ::testing::Test {
@@ -58,7 +68,7 @@ class DynamicKernelsOnGpu : public ::testing::Test {
 
 TEST_F(DynamicKernelsOnGpu, OnePtxMatchesTheInterpreterAtEveryLength) {
   for (const DynamicCase& c : dynamicCases()) {
-    for (const std::string arch : {"sm_80", "sm_90"}) {
+    for (const std::string& arch : c.archs) {
       SCOPED_TRACE(c.schedule + " " + arch);
       const std::string path = sourceDir() + "/schedules/dynamic/" + c.schedule;
       const std::string out = (scratch_ / (c.dim + "_" + arch)).string();

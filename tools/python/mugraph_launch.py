@@ -56,9 +56,10 @@ def _check(result, what):
 
 def encode_tensor_map(param, address, lengths=None):
     """The 128-byte CUtensorMap of a "tensor_map" parameter for a tensor at `address`; a dim
-    given as a product of dynamic dims is evaluated at `lengths`."""
+    or a stride given as a product of dynamic dims is evaluated at `lengths`."""
     rank = param["rank"]
     dims = [evaluate_product(d, lengths or {}) for d in param["dims"]]
+    strides = [evaluate_product(s, lengths or {}) for s in param["strides_bytes"]]
     if param.get("interleave", "none") != "none" or param.get("oob_fill", "none") != "none":
         raise ValueError(f"tensor map of {param['tensor']}: unsupported interleave or fill")
     # CUtensorMap is 128 bytes aligned to 64: the map is the aligned part of a larger buffer.
@@ -67,7 +68,7 @@ def encode_tensor_map(param, address, lengths=None):
     _check(_cuda_driver().cuTensorMapEncodeTiled(
         ctypes.c_void_p(address_of_map), _MAP_DTYPES[param["dtype"]], ctypes.c_uint32(rank),
         ctypes.c_void_p(address), (ctypes.c_uint64 * rank)(*dims),
-        (ctypes.c_uint64 * max(1, rank - 1))(*param["strides_bytes"]),
+        (ctypes.c_uint64 * max(1, rank - 1))(*strides),
         (ctypes.c_uint32 * rank)(*param["box"]),
         (ctypes.c_uint32 * rank)(*param["element_strides"]), 0,
         _MAP_SWIZZLE[param["swizzle"]], _MAP_L2_PROMOTION[param["l2_promotion"]], 0),
