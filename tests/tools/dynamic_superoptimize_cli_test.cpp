@@ -195,6 +195,22 @@ TEST_F(DynamicSuperoptimizeCli, ADecodeOverALongRangeDispatchesSplitKvAtTheLongL
   }
 }
 
+// A causal prefill whose query and key lengths are both s: before, every kernel with a causal
+// mask was refused for run-time lengths, and no variant came out. Now the search's warpgroup
+// flash kernels take s (their tensor maps are encoded at launch from it) and rank first.
+TEST_F(DynamicSuperoptimizeCli, ACausalPrefillGetsWarpgroupFlashKernelsThatTakeTheLength) {
+  const nlohmann::json summary = superoptimize(shipped("prefill_causal_dynamic.mg"), "s", "s=300");
+  const fs::path first = scratch_ / "out" / summary.at("variants").at(0).at("name").get<std::string>();
+  const graph::Schedule schedule = graph::loadSchedule((first / "schedule.json").string());
+  EXPECT_THAT(schedule.graph.ops.at(0).name, HasSubstr("flash_wgmma"));
+  const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(first / "manifest.json"));
+  int maps = 0;
+  for (const nlohmann::json& param : manifest.at("kernels").at(0).at("params")) {
+    if (param.value("kind", "") == "tensor_map") ++maps;
+  }
+  EXPECT_EQ(maps, 3);
+}
+
 // rms_norm needs its row whole, so a dynamic row length can never be cut with a fixed tile.
 TEST_F(DynamicSuperoptimizeCli, ADynamicDimNoScheduleCanTileIsABadInput) {
   std::ofstream(scratch_ / "norm.mg") << "program norm_dynamic\n"

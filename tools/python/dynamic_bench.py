@@ -8,6 +8,8 @@ L2 flushed), on fresh normal inputs.
         --k 4096 --n 4096 --out dynamic_gemm.json
     python3 tools/python/dynamic_bench.py --kind decode --dispatch DIR --static DIR \\
         --lengths 1,100,1000,4096,65536 --out dynamic_decode.json
+    python3 tools/python/dynamic_bench.py --kind prefill --dispatch DIR --static DIR \
+        --lengths 100,1000,2048,5000 --out dynamic_prefill.json
 
 DIR of --dispatch: the dynamic program's superoptimize folder. DIR of --static: one
 superoptimize folder per length, named <dim><N> (scripts/dynamic_bench_search.sh writes both).
@@ -17,7 +19,10 @@ Per length the rows are: "dispatch" (the bucket's variant), every other variant 
   weight), against torch.matmul (cuBLAS);
 - decode: GQA decode, 32 query heads over 8 KV heads, d 128, a KV cache of s positions
   (tools/bench/dynamic_programs/gqa_decode_dynamic_65536.mg), against every SDPA backend (cuDNN
-  among them), each of ours also checked finite and accurate at logit std 1, 4, 8 and 16.
+  among them), each of ours also checked finite and accurate at logit std 1, 4, 8 and 16;
+- prefill: causal attention prefill, --heads heads (16) of --head-dim (128), s query tokens
+  over their own s keys (tools/bench/dynamic_programs/mha_prefill_causal_dynamic.mg), against
+  every SDPA backend with is_causal, checked at the same logit spreads.
 """
 import argparse
 import json
@@ -84,6 +89,19 @@ def gemm_rows(args, dispatch, variants, m):
 
 
 def decode_rows(args, dispatch, variants, s):
+    return attention_rows(args, dispatch, s, lambda labelled: gpu_bench.decode_case(
+        s, f"decode {dispatch.spec['dim']}={s}", labelled, None))
+
+
+def prefill_rows(args, dispatch, variants, s):
+    return attention_rows(args, dispatch, s, lambda labelled: gpu_bench.prefill_case(
+        s, f"causal prefill {dispatch.spec['dim']}={s}", labelled, None, heads=args.heads,
+        d=args.head_dim, causal=True))
+
+
+def attention_rows(args, dispatch, s, case):
+    """The dispatch's variant at s, the other buckets' and the static search's, then every SDPA
+    backend: `case(labelled variants)` runs gpu_bench's attention case."""
     dim = dispatch.spec["dim"]
     dims = {dim: s}
     chosen = dispatch_bucket(dispatch.spec, dims)["variant"]
@@ -97,7 +115,7 @@ def decode_rows(args, dispatch, variants, s):
     for i, folder in enumerate(static_folders(args.static, dim, s)):
         labelled[f"static.r{i + 1}"] = Variant(folder)
         names[f"static.r{i + 1}"] = os.path.basename(folder)
-    result = gpu_bench.decode_case(s, f"decode {dim}={s}", labelled, None)
+    result = case(labelled)
     for row in result["rows"]:
         if row["impl"] in names:
             row["variant"] = names[row["impl"]]
@@ -110,12 +128,14 @@ def decode_rows(args, dispatch, variants, s):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kind", choices=["gemm", "decode"], default="gemm")
+    parser.add_argument("--kind", choices=["gemm", "decode", "prefill"], default="gemm")
     parser.add_argument("--dispatch", required=True)
     parser.add_argument("--static", required=True)
     parser.add_argument("--lengths", default="1,16,100,512,4096")
     parser.add_argument("--k", type=int, default=4096)
     parser.add_argument("--n", type=int, default=4096)
+    parser.add_argument("--heads", type=int, default=16, help="prefill: attention heads")
+    parser.add_argument("--head-dim", type=int, default=128, help="prefill: head dim")
     parser.add_argument("--out", default="dynamic_gemm.json")
     args = parser.parse_args()
     device = torch.cuda.get_device_name()
@@ -127,7 +147,7 @@ def main():
     for b in buckets:  # loaded once, each at the lengths given to its launches
         variants.setdefault(b["variant"], Variant(os.path.join(args.dispatch, b["variant"])))
     results = []
-    rows_of = {"gemm": gemm_rows, "decode": decode_rows}[args.kind]
+    rows_of = {"gemm": gemm_rows, "decode": decode_rows, "prefill": prefill_rows}[args.kind]
     dim = dispatch.spec["dim"]
     for n in (int(x) for x in args.lengths.split(",")):
         result, reference = rows_of(args, dispatch, variants, n)
