@@ -36,6 +36,14 @@ __device__ __forceinline__ bool causal_kept(int row, int col, int cols, int quer
   return col <= row % queries + (cols - queries);
 }
 
+// causal_kept where the queries are the whole row dim (queries= absent): every real row is its
+// own query position, so no remainder is taken (a division per element where the row count is
+// a run-time length). A padding row past the rows sees more keys than the remainder would give
+// it; its values stay finite and are never stored.
+__device__ __forceinline__ bool causal_kept_rows(int row, int col, int cols, int rows) {
+  return col <= row + (cols - rows);
+}
+
 // graph::causalIterations (graph/tile_splits.h), for the kernel: a block whose query rows are
 // `first`..`last` of the whole row dim, looping over key tiles of
 // `kv` columns from column `col0`: the iterations that hold a kept column for one of its rows

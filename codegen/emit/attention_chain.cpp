@@ -67,10 +67,45 @@ int64_t AttentionChain::width(plan::FragmentRole role) const {
                                          : 2;
 }
 // Real key positions of S-shaped tile `t` in this iteration, or "" where every position is
-// real (partial tiles, graph/tile_splits.h).
+// real (partial tiles, graph/tile_splits.h) or where the padding already holds what the max
+// and the sums need (keyPadding).
 std::string AttentionChain::realKv(graph::TensorId t) const {
+  if (keyPadding(t) != Padding::Unknown) return "";
   const std::string real = context_.realExtent(t, graph::kMaxRank - 1, "it");
   return real == str(at_.kv) ? "" : real;
+}
+
+// What S-shaped tile `t` holds at the key positions past the keys' end, for every real query
+// row: a causal mask whose queries are the whole row dim over as many keys as rows (a prefill
+// over its own tokens, static or a run-time length) keeps column c in row r only where c <= r,
+// so every key past the end is -inf there; a positive scale, a row subtracted or added keep
+// it, exp makes it 0, and a row multiplying or dividing keeps 0. Then the max needs no guard
+// and the sums no zeroing.
+AttentionChain::Padding AttentionChain::keyPadding(graph::TensorId t) const {
+  const int producer = context_.plan.producer[t];
+  if (producer < 0 || at_.roles[t] != plan::FragmentRole::S) return Padding::Unknown;
+  const graph::BlockOp& op = block_.ops[producer];
+  if (op.kind == graph::OpKind::CausalMask) {
+    const graph::TileSplit& split = context_.plan.splits.at(op.inputs[0]);
+    const graph::DimSplit& rows = split.end()[-2];
+    const graph::DimSplit& cols = split.back();
+    const bool square = op.attrs.queries == 0 && rows.extent == cols.extent &&
+                        rows.dynamicDim == cols.dynamicDim;
+    return square ? Padding::NegativeInfinity : Padding::Unknown;
+  }
+  const bool fromRow = op.inputs.size() == 2 && at_.roles[op.inputs[1]] == plan::FragmentRole::Row;
+  const bool keeps = (op.kind == graph::OpKind::Scale && op.attrs.scale > 0) ||
+                     ((op.kind == graph::OpKind::Sub || op.kind == graph::OpKind::Add) && fromRow);
+  if (keeps) return keyPadding(op.inputs[0]) == Padding::NegativeInfinity
+                        ? Padding::NegativeInfinity
+                        : Padding::Unknown;
+  if (op.kind == graph::OpKind::Exp && keyPadding(op.inputs[0]) == Padding::NegativeInfinity) {
+    return Padding::Zero;
+  }
+  // A zero times or over a row (finite: the softmax's sum is at least 1) stays zero.
+  const bool scaledByRow = (op.kind == graph::OpKind::Mul || op.kind == graph::OpKind::Div) && fromRow;
+  if (scaledByRow && keyPadding(op.inputs[0]) == Padding::Zero) return Padding::Zero;
+  return Padding::Unknown;
 }
 
 // Whether S-shaped tile `t` feeds a sum over key positions (a row sum, or P of P·V): its

@@ -34,6 +34,8 @@ class AttentionChain {
  private:
   void emitCausalMask(int index);
   std::string realKv(graph::TensorId t) const;
+  enum class Padding { Unknown, NegativeInfinity, Zero };
+  Padding keyPadding(graph::TensorId t) const;
   bool summedOverKv(graph::TensorId t) const;
   std::string operand(graph::TensorId t, plan::FragmentRole role) const;
   bool heldUnscaled(int index) const;

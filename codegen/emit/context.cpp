@@ -251,8 +251,9 @@ std::string EmitContext::causalMask(const graph::BlockOp& op, const std::string&
                                     const std::string& row, const std::string& col,
                                     const std::string& iteration) const {
   const graph::TensorId tile = op.inputs[0];
-  return "(mg::causal_kept(" + tileStart(tile, graph::kMaxRank - 2, iteration) + " + (" + row +
-         "), " + tileStart(tile, graph::kMaxRank - 1, iteration) + " + (" + col + "), " +
+  const std::string kept = op.attrs.queries > 0 ? "mg::causal_kept(" : "mg::causal_kept_rows(";
+  return "(" + kept + tileStart(tile, graph::kMaxRank - 2, iteration) + " + (" + row + "), " +
+         tileStart(tile, graph::kMaxRank - 1, iteration) + " + (" + col + "), " +
          causalShape(op) + ") ? " + x + " : mg::negative_infinity())";
 }
 
