@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include <tbb/parallel_for.h>
+
 #include "driver/gpu_profile.h"
 #include "driver/variant_files.h"
 #include "runtime/gpu_check.h"
@@ -79,10 +81,16 @@ RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Progra
   range.rankingLengths = search::rankingLengths(program);
   verify::EquivalenceOptions options;
   options.seed = seed;
+  // Every variant's range check at once (each is independent; their lengths run at once too).
+  std::vector<verify::RangeReport> checks(result.variants.size());
+  tbb::parallel_for(size_t{0}, checks.size(), [&](size_t i) {
+    checks[i] = verify::checkOverRange(result.variants[i].schedule, options);
+  });
   std::vector<search::VerifiedVariant> kept;
-  for (search::VerifiedVariant& v : result.variants) {
+  for (size_t i = 0; i < result.variants.size(); ++i) {
+    search::VerifiedVariant& v = result.variants[i];
     RangeVariant& rv = range.variants[v.name];
-    rv.check = verify::checkOverRange(v.schedule, options);
+    rv.check = std::move(checks[i]);
     if (!rv.check.equivalent) {
       range.dropped.push_back(v.name);
       continue;
