@@ -130,11 +130,12 @@ void useWarpgroupPath(KernelPlan& plan, Path path) {
 }
 
 // Whether the warpgroup GEMM plan `wg` of a kernel that takes the lengths runs at every length
-// of the range: its tensor maps are encoded at launch from the lengths and its epilogue masks
-// the last tile's rows with them, but a persistent kernel's tile count, clusters, gathered
-// operands, and a trip count or a map stride that follows a length are compiled in.
+// of the range: its tensor maps are encoded at launch from the lengths, a persistent kernel's
+// walk counts its tiles from them, and its epilogue masks the last tile's rows with them; but
+// clusters, gathered operands, and a trip count or a map stride that follows a length are
+// compiled in.
 bool takesEveryLength(const KernelPlan& plan, const WarpgroupMmaPlan& wg) {
-  if (wg.persistent || wg.clusterBlocks > 1 || plan.block->clusterBlocks() > 1) return false;
+  if (wg.clusterBlocks > 1 || plan.block->clusterBlocks() > 1) return false;
   if (wg.a.map < 0 || wg.b.map < 0 || !plan.launchCounts->forloop.isStatic()) return false;
   for (const TensorMapDesc& map : wg.maps) {
     // Dim i's stride is the product of dims 0 .. i-1 (dense storage, innermost first).
@@ -173,6 +174,13 @@ void planForLengths(KernelPlan& plan, const Target& target) {
   }
   if (std::optional<WarpgroupMmaPlan> gemm = planWarpgroupMma(plan, target)) {
     if (takesEveryLength(plan, *gemm)) {
+      // A persistent kernel is launched one block per multiprocessor at every length; its walk
+      // over the tiles takes their counts from the lengths (graph::kernelLaunchCounts).
+      if (gemm->persistent) {
+        for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+          plan.launchCounts->grid[axis] = graph::LaunchCount{gemm->launchGrid[axis]};
+        }
+      }
       useWarpgroupPath(plan, std::move(*gemm));
       return;
     }

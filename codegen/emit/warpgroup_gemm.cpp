@@ -83,20 +83,48 @@ class GemmEmitter {
       out_.line("(void)bx; (void)by; (void)bz;");
       return;
     }
-    const int64_t gx = block.grid[0], gy = block.grid[1];
-    const int64_t tiles = gx * gy * block.grid[2];
+    // The tiles along each axis: numbers, or counts of a length where the kernel takes them
+    // (the launch is one block per multiprocessor either way).
+    std::string count[graph::kGridAxes];
+    const KernelPlan& plan = context_.plan;
+    const std::optional<graph::KernelLaunchCounts> walk =
+        plan.launchCounts ? std::optional(graph::kernelLaunchCounts(*plan.graph, *plan.kernel))
+                          : std::nullopt;
+    for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+      const graph::LaunchCount* c = walk ? &walk->grid[axis] : nullptr;
+      count[axis] = c && !c->isStatic()
+                        ? "((" + dimParamName(plan.graph->dims.at(c->dim).name) + " + " +
+                              str(c->tile - 1) + ") / " + str(c->tile) + ")"
+                        : str(block.grid[axis]);
+    }
     const int64_t group = wg_.rasterGroup;
-    out_.open("for (int tile = blockIdx.x; tile < " + str(tiles) + "; tile += gridDim.x)");
-    out_.line("const int bz = tile / " + str(gx * gy) + ";");
-    out_.line("const int inGrid = tile % " + str(gx * gy) + ";");
-    out_.line("const int first = inGrid / " + str(group * gy) + " * " + str(group) + ";");
-    out_.line("const int width = " + str(gx) + " - first < " + str(group) + " ? " + str(gx) +
+    if (walk) {
+      // In a scope of its own: the producer and the consumers each open the walk.
+      out_.open("");
+      out_.line("const int mg_gx = " + count[0] + ", mg_gy = " + count[1] + ";");
+      out_.line("const int mg_tiles = mg_gx * mg_gy * " + count[2] + ";");
+      count[0] = "mg_gx";
+      count[1] = "mg_gy";
+    }
+    const std::string tiles =
+        walk ? "mg_tiles" : str(block.grid[0] * block.grid[1] * block.grid[2]);
+    const std::string inGridTiles = walk ? "(mg_gx * mg_gy)" : str(block.grid[0] * block.grid[1]);
+    const std::string groupTiles =
+        walk ? "(" + str(group) + " * mg_gy)" : str(group * block.grid[1]);
+    out_.open("for (int tile = blockIdx.x; tile < " + tiles + "; tile += gridDim.x)");
+    out_.line("const int bz = tile / " + inGridTiles + ";");
+    out_.line("const int inGrid = tile % " + inGridTiles + ";");
+    out_.line("const int first = inGrid / " + groupTiles + " * " + str(group) + ";");
+    out_.line("const int width = " + count[0] + " - first < " + str(group) + " ? " + count[0] +
               " - first : " + str(group) + ";");
-    out_.line("const int bx = first + inGrid % " + str(group * gy) + " % width;");
-    out_.line("const int by = inGrid % " + str(group * gy) + " / width;");
+    out_.line("const int bx = first + inGrid % " + groupTiles + " % width;");
+    out_.line("const int by = inGrid % " + groupTiles + " / width;");
     out_.line("(void)bz;");
   }
-  void closeTiles() { out_.close(); }
+  void closeTiles() {
+    out_.close();
+    if (wg_.persistent && context_.plan.launchCounts) out_.close();  // the walk's own scope
+  }
   std::string type() const { return storageType(wg_.dtype); }
 
   bool gathers() const { return wg_.a.gatherChunkBytes > 0 || wg_.b.gatherChunkBytes > 0; }

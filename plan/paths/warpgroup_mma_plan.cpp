@@ -109,15 +109,10 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   }
   const int64_t tiles = block.grid[0] * block.grid[1] * block.grid[2];
   wg.launchGrid = block.grid;
-  // A grid that follows a dynamic dim's length launches a block per tile at every length: a
-  // persistent kernel's walk over the tiles is compiled in (kernel_plan.cpp, takesEveryLength).
-  bool gridFollowsLengths = false;
-  if (plan.launchCounts) {
-    for (const graph::LaunchCount& count : plan.launchCounts->grid) {
-      gridFollowsLengths = gridFollowsLengths || !count.isStatic();
-    }
-  }
-  if (wg.producer && tiles > target.streamingMultiprocessors && !gridFollowsLengths) {
+  // Persistent where the reference extents have more tiles than multiprocessors. A kernel that
+  // takes the lengths walks as many tiles as the length gives (the walk's counts follow it;
+  // the launch stays one block per multiprocessor, and the blocks past the tiles run none).
+  if (wg.producer && tiles > target.streamingMultiprocessors) {
     // The blocks of a cluster walk consecutive tiles, which share their column of tiles (grid
     // x and each raster group hold whole clusters), and the same number of them: clusters
     // along x only.

@@ -235,14 +235,14 @@ const std::vector<std::string>& causalPrefillSchedules() {
   return files;
 }
 
-graph::Schedule causalPrefill(const std::string& file) {
+graph::Schedule shippedDynamic(const std::string& file) {
   return graph::loadSchedule(std::string(MUGRAPH_SOURCE_DIR) + "/schedules/dynamic/" + file);
 }
 
 TEST(DynamicKernels, ACausalPrefillOfDynamicLengthRunsOnTheWarpgroupPathFromTheLength) {
   for (const std::string& file : causalPrefillSchedules()) {
     SCOPED_TRACE(file);
-    const GeneratedCode& code = compiledOnce(file, [&] { return causalPrefill(file); }, {90});
+    const GeneratedCode& code = compiledOnce(file, [&] { return shippedDynamic(file); }, {90});
     const std::string& source = code.emitted.source;
     EXPECT_THAT(source, HasSubstr("mg::wgmma_"));
     EXPECT_THAT(source, HasSubstr("for (int it = 0; it < mg_forloop; ++it)"));
@@ -274,18 +274,37 @@ TEST(DynamicKernels, ACausalPrefillOfDynamicLengthRunsOnTheWarpgroupPathFromTheL
   }
 }
 
+// A GEMM whose reference extents have more tiles than multiprocessors, as the search found it
+// (schedules/dynamic/gemm_dynamic_m_wide.*): persistent at every length, launched one block per
+// multiprocessor, its walk over ⌈m / 128⌉ x 32 tiles counted from the length.
+TEST(DynamicKernels, APersistentGemmWalksAsManyTilesAsTheLengthGives) {
+  const std::string file = "gemm_dynamic_m_wide.persistent.json";
+  const GeneratedCode& code =
+      compiledOnce(file, [&] { return shippedDynamic(file); }, {90});
+  const std::string& source = code.emitted.source;
+  EXPECT_THAT(source, HasSubstr("const int mg_gx = ((dim_m + 127) / 128), mg_gy = 32;"));
+  EXPECT_THAT(source, HasSubstr("for (int tile = blockIdx.x; tile < mg_tiles; tile += gridDim.x)"));
+  EXPECT_THAT(source, HasSubstr("mg::tile_extent(dim_m, 128, 128, bx, 0)"));
+  const nlohmann::json manifest = manifestJson(code);
+  const int multiprocessors = plan::targetByName("sm_90").streamingMultiprocessors;
+  EXPECT_EQ(manifest.at("kernels").at(0).at("grid"),
+            nlohmann::json::array({multiprocessors, 1, 1}));
+  ASSERT_EQ(code.resources.size(), 1u);
+  EXPECT_EQ(code.resources[0].spillStoreBytes, 0);
+}
+
 // The 64-row schedule on the general path (sm_80, and the CPU emulation; the 128-row one's
 // tiles need more shared memory than an sm_80 block has there): the causal mask at a run-time
 // length, at lengths around the tiles' boundaries, at 1 and at the range's max.
 TEST(DynamicKernels, ACausalPrefillOfDynamicLengthMatchesTheInterpreterOnTheGeneralPath) {
   const std::string file = causalPrefillSchedules().at(0);
-  const GeneratedCode& code = compiledOnce(file, [&] { return causalPrefill(file); }, {80});
+  const GeneratedCode& code = compiledOnce(file, [&] { return shippedDynamic(file); }, {80});
   // queries= absent: every row is its own query position, no remainder per element.
   EXPECT_THAT(code.emitted.source, HasSubstr("mg::causal_kept_rows("));
   EXPECT_THAT(code.emitted.source, ::testing::Not(HasSubstr("mg::wgmma_")));
   EXPECT_EQ(code.resources.at(0).spillStoreBytes, 0);
   if (!kCanEmulate) GTEST_SKIP() << "the CUDA emulation needs x86-64";
-  expectEmulationMatchesTheInterpreter(causalPrefill(file), "s",
+  expectEmulationMatchesTheInterpreter(shippedDynamic(file), "s",
                                        {1, 2, 63, 64, 65, 127, 128, 129, 300, 1024},
                                        "causal_prefill");
 }

@@ -42,6 +42,9 @@ std::vector<DynamicCase> dynamicCases() {
           // Causal prefill as the search found it: on sm_90 the warpgroup flash kernel, its
           // tensor maps' dims and strides encoded from s; a partial last query block and key
           // tile at most lengths, the diagonal tile masked with s.
+          // A persistent warpgroup GEMM (as the search found it): one block per multiprocessor
+          // walking ⌈m / 128⌉ x 32 tiles, from one tile to more than the blocks.
+          {"gemm_dynamic_m_wide.persistent.json", "m", {1, 127, 128, 129, 500, 1000, 1024}},
           {"prefill_causal_dynamic.flash_q64_kv64.json", "s", {1, 2, 63, 64, 65, 129, 1000, 1024}},
           // (Its 128-row tiles take more shared memory than an sm_80 block has on the general
           // path.)
