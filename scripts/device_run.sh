@@ -115,7 +115,7 @@ fi
 if [[ $step == dynamic ]]; then
   # Issue 28's dynamic programs (DYNAMIC_RUNS=DIR from scripts/dynamic_bench_search.sh,
   # carried): the dispatch over the lengths at each length against the static search's
-  # variants and PyTorch's best. DYNAMIC_KIND: gemm (default) or decode. With DYNAMIC_PROGRAM,
+  # variants and PyTorch's best. DYNAMIC_KIND: gemm (default), decode or prefill. With DYNAMIC_PROGRAM,
   # the dispatch is searched here first, ranked by measured times (`superoptimize --profile
   # --max-variants DYNAMIC_VARIANTS`, default 16) into DIR/dispatch. Not part of `all`.
   echo "== dynamic"
