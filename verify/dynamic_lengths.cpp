@@ -1,5 +1,6 @@
 #include "verify/dynamic_lengths.h"
 
+#include <algorithm>
 #include <map>
 
 namespace mugraph::verify {
@@ -52,6 +53,37 @@ std::vector<std::pair<int64_t, std::string>> splitCases(const DynamicCut& cut) {
   return cases;
 }
 
+// A causal mask over query blocks of `rows` (the grid) and key tiles of `keys` (the loop) of
+// one dynamic dim (a prefill over its own tokens): the mask of every query block but the last
+// is the same at every length; the last block's last row decides how many key tiles it runs
+// and where the diagonal crosses its last one. Per key tile j of the last block, the last row
+// at the tile's first column and at its last, for a last block that is the only one and one
+// that follows another.
+std::vector<std::pair<int64_t, std::string>> causalCases(int64_t rows, int64_t keys) {
+  const std::string of = " (causal: query blocks of " + std::to_string(rows) + ", key tiles of " +
+                         std::to_string(keys) + ")";
+  std::vector<std::pair<int64_t, std::string>> cases;
+  for (int64_t block = 0; block < 2; ++block) {
+    const std::string which = block == 0 ? "the only query block" : "the second query block";
+    for (int64_t j = 0; j * keys < rows; ++j) {
+      const int64_t start = block * rows + j * keys;
+      const std::string tile = "key tile " + std::to_string(j) + " of " + which;
+      cases.push_back({start + 1, "the last row at the first column of " + tile + of});
+      cases.push_back({std::min(start + keys, (block + 1) * rows),
+                       "the last row at the last column of " + tile + of});
+    }
+  }
+  return cases;
+}
+
+bool hasCausalMask(const graph::KernelOp& kernel) {
+  if (!kernel.block) return false;
+  for (const graph::BlockOp& op : kernel.block->ops) {
+    if (op.kind == graph::OpKind::CausalMask) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<LengthCase> lengthsCoveringRange(const graph::KernelGraph& schedule) {
@@ -79,6 +111,27 @@ std::vector<LengthCase> lengthsCoveringRange(const graph::KernelGraph& schedule)
       for (const auto& [n, why] : split ? splitCases(cut) : singleCutCases(cut)) {
         if (n < dim.min || n > dim.max) continue;
         add(at(n), dim.name + ": " + why);
+      }
+    }
+  }
+  // Causal kernels: query blocks by the grid and key tiles by the loop over one dynamic dim.
+  for (const graph::KernelOp& kernel : schedule.ops) {
+    if (!hasCausalMask(kernel)) continue;
+    const std::vector<DynamicCut> kernelCuts = graph::blockDynamicCuts(schedule, kernel);
+    for (const DynamicCut& grid : kernelCuts) {
+      if (grid.loop || grid.gridAxis == graph::kReplicated || grid.tile < 1) continue;
+      for (const DynamicCut& loop : kernelCuts) {
+        if (!loop.loop || loop.gridAxis != graph::kReplicated || loop.dim != grid.dim ||
+            loop.tile < 1) {
+          continue;
+        }
+        const graph::DynamicDim& dim = schedule.dims.at(grid.dim);
+        for (const auto& [n, why] : causalCases(grid.tile, loop.tile)) {
+          if (n < dim.min || n > dim.max) continue;
+          graph::DimValues values = reference;
+          values[dim.name] = n;
+          add(values, dim.name + ": " + why);
+        }
       }
     }
   }

@@ -4,9 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "graph/error.h"
+#include "graph/files.h"
 #include "tests/dynamic_schedules.h"
 #include "tests/verify/test_support.h"
 #include "verify/dynamic_lengths.h"
@@ -96,6 +98,29 @@ TEST(DynamicLengths, AttentionWithADynamicKeyLengthIsEquivalentOverItsRange) {
       checkOverRange(mugraph::testing::dynamicAttentionSchedule(), optionsWithSeed(seed));
   EXPECT_TRUE(range.equivalent);
   EXPECT_EQ(range.lengths.size(), 8u);
+  for (const LengthVerdict& v : range.lengths) {
+    EXPECT_TRUE(v.equivalent) << graph::dimValuesText(v.length.values) << v.unreachable;
+  }
+}
+
+// A causal prefill of dynamic length as the search found it (query blocks of 64 by the grid,
+// key tiles of 64 by the loop): its lengths add the last query row at the first and last column
+// of each key tile of the last query block, alone and after another, and it is equivalent at
+// every one of them.
+TEST(DynamicLengths, ACausalPrefillCoversWhereTheDiagonalCrossesTheLastQueryBlock) {
+  const graph::Schedule s = graph::loadSchedule(
+      std::string(MUGRAPH_SOURCE_DIR) + "/schedules/dynamic/prefill_causal_dynamic.flash_q64_kv64.json");
+  std::map<int64_t, std::string> why;
+  for (const LengthCase& c : lengthsCoveringRange(s.graph)) why[c.values.at("s")] = c.why;
+  for (int64_t n : {1, 64, 65, 128}) {
+    ASSERT_TRUE(why.count(n)) << n;
+    EXPECT_THAT(why.at(n), HasSubstr("causal: query blocks of 64, key tiles of 64")) << n;
+  }
+  EXPECT_THAT(why.at(65), HasSubstr("first column of key tile 0 of the second query block"));
+  const uint64_t seed = freshSeed();
+  SCOPED_TRACE(seedTrace(seed));
+  const RangeReport range = checkOverRange(s, optionsWithSeed(seed));
+  EXPECT_TRUE(range.equivalent);
   for (const LengthVerdict& v : range.lengths) {
     EXPECT_TRUE(v.equivalent) << graph::dimValuesText(v.length.values) << v.unreachable;
   }
