@@ -131,6 +131,12 @@ std::string EmitContext::forloop() const {
   return std::to_string(block().forloop);
 }
 
+std::string EmitContext::count(const graph::LaunchCount& count) const {
+  if (count.isStatic()) return std::to_string(count.constant);
+  const std::string tile = std::to_string(count.tile);
+  return "(" + dimParamName(plan.graph->dims.at(count.dim).name) + " + " + tile + " - 1) / " + tile;
+}
+
 std::string EmitContext::extent(const graph::DimSplit& cut) const {
   if (cut.dynamicDim == graph::kStaticDim) return std::to_string(cut.extent);
   return dimParamName(plan.graph->dims.at(cut.dynamicDim).name);

@@ -83,6 +83,9 @@ struct EmitContext {
   std::string product(const graph::DimProduct& value) const;
   // The for-loop's trip count: its number, or `mg_forloop` where it follows a length.
   std::string forloop() const;
+  // A grid extent or trip count (graph::LaunchCount) as an int expression: its number, or
+  // ⌈n / tile⌉ of its dim's length parameter, "(dim_s + 64 - 1) / 64".
+  std::string count(const graph::LaunchCount& count) const;
   // The whole extent of the dim `cut` splits: its number, or its length parameter where it is
   // a dynamic dim.
   std::string extent(const graph::DimSplit& cut) const;

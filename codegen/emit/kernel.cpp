@@ -73,9 +73,7 @@ void emitKernel(const EmitContext& context) {
   out.enter();
   if (!counts.forloop.isStatic()) {
     // The trip count follows the length (graph::LaunchCount; the manifest has the formula).
-    const std::string tile = std::to_string(counts.forloop.tile);
-    out.line("const int mg_forloop = (" + dimParamName(graph.dims.at(counts.forloop.dim).name) +
-             " + " + tile + " - 1) / " + tile + ";");
+    out.line("const int mg_forloop = " + context.count(counts.forloop) + ";");
   }
   if (plan.as<plan::ThreadOwnedPlan>()) {
     emitThreadOwnedBody(context);

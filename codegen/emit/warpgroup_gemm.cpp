@@ -92,10 +92,7 @@ class GemmEmitter {
                           : std::nullopt;
     for (int axis = 0; axis < graph::kGridAxes; ++axis) {
       const graph::LaunchCount* c = walk ? &walk->grid[axis] : nullptr;
-      count[axis] = c && !c->isStatic()
-                        ? "((" + dimParamName(plan.graph->dims.at(c->dim).name) + " + " +
-                              str(c->tile - 1) + ") / " + str(c->tile) + ")"
-                        : str(block.grid[axis]);
+      count[axis] = c && !c->isStatic() ? "(" + context_.count(*c) + ")" : str(block.grid[axis]);
     }
     const int64_t group = wg_.rasterGroup;
     if (walk) {

@@ -282,7 +282,7 @@ TEST(DynamicKernels, APersistentGemmWalksAsManyTilesAsTheLengthGives) {
   const GeneratedCode& code =
       compiledOnce(file, [&] { return shippedDynamic(file); }, {90});
   const std::string& source = code.emitted.source;
-  EXPECT_THAT(source, HasSubstr("const int mg_gx = ((dim_m + 127) / 128), mg_gy = 32;"));
+  EXPECT_THAT(source, HasSubstr("const int mg_gx = ((dim_m + 128 - 1) / 128), mg_gy = 32;"));
   EXPECT_THAT(source, HasSubstr("for (int tile = blockIdx.x; tile < mg_tiles; tile += gridDim.x)"));
   EXPECT_THAT(source, HasSubstr("mg::tile_extent(dim_m, 128, 128, bx, 0)"));
   const nlohmann::json manifest = manifestJson(code);
