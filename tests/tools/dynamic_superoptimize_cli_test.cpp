@@ -100,10 +100,11 @@ TEST_F(DynamicSuperoptimizeCli, TheTableSaysTheRankingIsOverTheRange) {
 }
 
 // At its reference length this GEMM has more tiles than the target has multiprocessors, where
-// a static one runs persistent. A grid that follows the length launches a block per tile
-// instead, so the sketch's warpgroup kernels (a copy warpgroup and multiplying ones) take the
-// lengths; before, every one of them was persistent and fell off the warpgroup path. Their
-// pool order and verification follow the range (at the reference length, on scaled twins).
+// a static one runs persistent. The sketch's warpgroup kernels (a copy warpgroup and
+// multiplying ones) take the lengths: each either launches a block per tile (a grid that follows
+// m) or runs persistent, one block per multiprocessor walking the tiles m gives (session 44 had
+// them all fall off the warpgroup path, session 45 allowed the first form only). Their pool order
+// and verification follow the range (at the reference length, on scaled twins).
 TEST_F(DynamicSuperoptimizeCli, AGemmOfManyTilesGetsTheSketchsWarpgroupKernelsForEveryLength) {
   std::ofstream(scratch_ / "proj.mg") << "program proj_dynamic\n"
                                          "dim m in [1, 4096]\n"
@@ -127,8 +128,14 @@ TEST_F(DynamicSuperoptimizeCli, AGemmOfManyTilesGetsTheSketchsWarpgroupKernelsFo
     EXPECT_THAT(kernel, ::testing::Not(HasSubstr("_x2")));  // clusters need a fixed grid
     const nlohmann::json manifest = nlohmann::json::parse(std::ifstream(folder / "manifest.json"));
     const nlohmann::json& k = manifest.at("kernels").at(0);
-    EXPECT_TRUE(k.at("grid").at(0).is_object() || k.at("grid").at(1).is_object())
-        << kernel << ": " << k.at("grid").dump();  // a block per tile, as many as m needs
+    const bool perTile = k.at("grid").at(0).is_object() || k.at("grid").at(1).is_object();
+    const std::string source = graph::readFileText((folder / "kernel.cu").string());
+    const bool walks = source.find("const int mg_tiles = ") != std::string::npos;
+    // A block per tile, as many as m needs; or one per multiprocessor walking them.
+    EXPECT_TRUE(perTile != walks) << kernel << ": " << k.at("grid").dump();
+    if (walks) {
+      EXPECT_THAT(source, HasSubstr("(dim_m + "));
+    }
     EXPECT_EQ(k.at("params").back().at("kind"), "dim");
   }
   EXPECT_GE(sketched, 1) << r.out;
