@@ -41,8 +41,12 @@ typedef struct mg_variant mg_variant;
 MG_API int mg_variant_open(const char* dir, mg_variant** variant);
 MG_API void mg_variant_close(mg_variant* variant);
 
-/* {"schedule", "arch", "workspace_bytes", "tensors": [{"name", "role", "dtype", "shape",
- * "layout", "bytes"}]}: the inputs, then the outputs, in the order mg_variant_launch takes. */
+/* {"schedule", "arch", "workspace_bytes", "dims", "tensors": [{"name", "role", "dtype", "shape",
+ * "layout", "bytes"}]}: the inputs, then the outputs, in the order mg_variant_launch takes.
+ * A variant whose kernels take the lengths of dynamic dims lists them in "dims" ({"name", "min",
+ * "max"}, the order mg_variant_launch_dims takes lengths in); its tensors' "shape" and "bytes"
+ * are at the last launch's lengths (at first each dim's max), and a tensor with a dynamic dim
+ * has "shape_dims": per dim the dim's name, or "" where static. */
 MG_API int mg_variant_describe(const mg_variant* variant, char** result);
 
 /* Launches every kernel of the variant on `stream` (a CUstream; 0 the legacy default
@@ -51,6 +55,13 @@ MG_API int mg_variant_describe(const mg_variant* variant, char** result);
  * Capturable into a CUDA graph. */
 MG_API int mg_variant_launch(mg_variant* variant, const uint64_t* tensors, size_t count,
                              uint64_t workspace, void* stream);
+
+/* mg_variant_launch at run-time lengths: `lengths` holds one per dim of "dims", in its order,
+ * each inside its range; the tensors' sizes, the grids and the kernels' length arguments
+ * follow them. A variant without dims takes dim_count 0. */
+MG_API int mg_variant_launch_dims(mg_variant* variant, const uint64_t* tensors, size_t count,
+                                  const int64_t* lengths, size_t dim_count, uint64_t workspace,
+                                  void* stream);
 
 #ifdef __cplusplus
 }

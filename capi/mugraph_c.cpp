@@ -92,8 +92,7 @@ int mg_variant_open(const char* dir, mg_variant** variant) {
     if (!dir || !variant) throw mugraph::UserError("mg_variant_open", "a null argument");
     const std::string path(dir);
     auto v = std::make_unique<mg_variant>();
-    v->launcher = std::make_unique<mugraph::runtime::KernelLauncher>(
-        driver(), mugraph::runtime::readManifest(path + "/manifest.json"), path);
+    v->launcher = std::make_unique<mugraph::runtime::KernelLauncher>(driver(), path);
     *variant = v.release();
   });
 }
@@ -114,10 +113,16 @@ int mg_variant_describe(const mg_variant* variant, char** result) {
                          {"shape", t->shape},
                          {"layout", mugraph::graph::layoutName(t->layout)},
                          {"bytes", t->bytes}});
+      if (!t->shapeDims.empty()) tensors.back()["shape_dims"] = t->shapeDims;
+    }
+    nlohmann::json dims = nlohmann::json::array();
+    for (const mugraph::graph::DynamicDim& d : l.dims()) {
+      dims.push_back({{"name", d.name}, {"min", d.min}, {"max", d.max}});
     }
     const nlohmann::json out = {{"schedule", l.manifest().schedule},
                                 {"arch", l.ptxArch()},
                                 {"workspace_bytes", l.manifest().workspaceBytes},
+                                {"dims", dims},
                                 {"tensors", tensors}};
     *result = copyString(out.dump());
   });
@@ -129,6 +134,28 @@ int mg_variant_launch(mg_variant* variant, const uint64_t* tensors, size_t count
     if (!variant || (count && !tensors)) {
       throw mugraph::UserError("mg_variant_launch", "a null argument");
     }
+    std::vector<CUdeviceptr> addresses(tensors, tensors + count);
+    variant->launcher->launch(addresses, static_cast<CUdeviceptr>(workspace),
+                              static_cast<CUstream>(stream));
+  });
+}
+
+int mg_variant_launch_dims(mg_variant* variant, const uint64_t* tensors, size_t count,
+                           const int64_t* lengths, size_t dim_count, uint64_t workspace,
+                           void* stream) {
+  return guarded([&] {
+    if (!variant || (count && !tensors) || (dim_count && !lengths)) {
+      throw mugraph::UserError("mg_variant_launch_dims", "a null argument");
+    }
+    const std::vector<mugraph::graph::DynamicDim>& dims = variant->launcher->dims();
+    if (dim_count != dims.size()) {
+      throw mugraph::UserError("mg_variant_launch_dims",
+                               std::to_string(dim_count) + " lengths for " +
+                                   std::to_string(dims.size()) + " dynamic dims");
+    }
+    mugraph::graph::DimValues values;
+    for (size_t i = 0; i < dim_count; ++i) values[dims[i].name] = lengths[i];
+    if (dim_count) variant->launcher->setLengths(values);
     std::vector<CUdeviceptr> addresses(tensors, tensors + count);
     variant->launcher->launch(addresses, static_cast<CUdeviceptr>(workspace),
                               static_cast<CUstream>(stream));

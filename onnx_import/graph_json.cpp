@@ -1,7 +1,9 @@
 #include "onnx_import/graph_json.h"
 
+#include <algorithm>
 #include <set>
 
+#include "graph/dynamic_dims.h"
 #include "graph/error.h"
 #include "graph/json_reader.h"
 
@@ -32,7 +34,26 @@ std::string readName(const JsonReader& r) {
   return name;
 }
 
-Value readValue(const JsonReader& r) {
+// $.dims: the dynamic dims a shape may name, each with its range (graph/dynamic_dims.h).
+std::vector<graph::DynamicDim> readDims(const JsonReader& root) {
+  std::vector<graph::DynamicDim> dims;
+  std::optional<JsonReader> list = root.find("dims");
+  if (!list) return dims;
+  for (const JsonReader& r : list->items()) {
+    r.expectObject({"name", "min", "max"});
+    const graph::DynamicDim d{r.at("name").string(), r.at("min").integer(1, int64_t{1} << 40),
+                              r.at("max").integer(1, int64_t{1} << 40)};
+    if (auto problem = graph::dimDeclarationProblem(d.name, d.min, d.max, dims)) {
+      r.at(problem->field).fail(problem->reason);
+    }
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+// A shape's dims are sizes, or names of $.dims: a dynamic dim, at its range's max (the
+// reference extent, as an ONNX dim_param is).
+Value readValue(const JsonReader& r, const std::vector<graph::DynamicDim>& declared) {
   r.expectObject({"name", "type", "shape", "why_no_shape"});
   Value v;
   v.name = readName(r.at("name"));
@@ -43,7 +64,23 @@ Value readValue(const JsonReader& r) {
   v.dtype = floatDtype(v.elemType);
   if (std::optional<JsonReader> shape = r.find("shape"); shape && !shape->value().is_null()) {
     graph::Dims dims;
-    for (const JsonReader& d : shape->items()) dims.push_back(d.integer(1, int64_t{1} << 40));
+    std::vector<std::string> dynamic;
+    for (const JsonReader& d : shape->items()) {
+      dynamic.emplace_back();
+      if (!d.value().is_string()) {
+        dims.push_back(d.integer(1, int64_t{1} << 40));
+        continue;
+      }
+      const std::string name = d.string();
+      const auto dim = std::find_if(declared.begin(), declared.end(),
+                                    [&](const graph::DynamicDim& x) { return x.name == name; });
+      if (dim == declared.end()) d.fail("'" + name + "' is a size or a dim of $.dims");
+      dims.push_back(dim->max);
+      dynamic.back() = name;
+    }
+    if (std::any_of(dynamic.begin(), dynamic.end(), [](const auto& n) { return !n.empty(); })) {
+      v.dynamicDims = std::move(dynamic);
+    }
     v.shape = dims;
   } else {
     v.whyNoShape = r.has("why_no_shape") ? r.at("why_no_shape").string() : "its shape is unknown";
@@ -97,7 +134,8 @@ Node readNode(const JsonReader& r, const std::set<std::string>& defined) {
 Model modelFromGraphJson(const nlohmann::json& json, const std::string& source) {
   const JsonReader root(json, source, "$");
   root.expectObject(
-      {"format", "version", "name", "opset", "values", "inputs", "outputs", "constants", "nodes"});
+      {"format", "version", "name", "opset", "dims", "values", "inputs", "outputs", "constants",
+       "nodes"});
   if (root.at("format").string() != kGraphFormat) {
     root.at("format").fail(std::string("expected \"") + kGraphFormat + "\"");
   }
@@ -106,8 +144,9 @@ Model modelFromGraphJson(const nlohmann::json& json, const std::string& source) 
   model.path = source;
   model.graphName = root.has("name") ? root.at("name").string() : "graph";
   model.opset = root.has("opset") ? root.at("opset").integer(kMinOpset, kMaxOpset) : kMaxOpset;
+  model.dims = readDims(root);
   for (const JsonReader& r : root.at("values").items()) {
-    Value v = readValue(r);
+    Value v = readValue(r, model.dims);
     if (model.values.count(v.name)) r.at("name").fail("'" + v.name + "' is described twice");
     model.values[v.name] = std::move(v);
   }

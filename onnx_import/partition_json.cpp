@@ -7,12 +7,17 @@ namespace mugraph::onnx_import {
 namespace {
 
 // The program with its tensors renamed by role and position (x0.. inputs, y0.. outputs, t0..
-// the rest) and the graph named "subgraph": two subgraphs computing the same function on the
-// same shapes (a model's layers) get the same text, so they share one search and one cache
-// entry. Launches bind tensors by position, which the renaming keeps.
+// the rest), its dynamic dims by position (n0..) and the graph named "subgraph": two
+// subgraphs computing the same function on the same shapes (a model's layers, each with a KV
+// cache length of its own name) get the same text, so they share one search and one cache
+// entry. Launches bind tensors by position, which the renaming keeps, and read each dim's
+// length from the tensors that have it.
 graph::Program canonicalNames(const graph::Program& program) {
   graph::Program canonical = program;
   canonical.name = "subgraph";
+  for (size_t d = 0; d < canonical.dims.size(); ++d) {
+    canonical.dims[d].name = "n" + std::to_string(d);
+  }
   std::vector<std::string> names(canonical.tensors.size());
   for (size_t i = 0; i < canonical.inputs.size(); ++i) {
     names[canonical.inputs[i]] = "x" + std::to_string(i);

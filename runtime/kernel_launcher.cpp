@@ -77,6 +77,44 @@ KernelLauncher::KernelLauncher(const CudaDriver& driver, Manifest manifest, cons
   }
 }
 
+namespace {
+
+graph::DimValues maxLengths(const std::vector<graph::DynamicDim>& dims) {
+  graph::DimValues lengths;
+  for (const graph::DynamicDim& d : dims) lengths[d.name] = d.max;
+  return lengths;
+}
+
+}  // namespace
+
+KernelLauncher::KernelLauncher(const CudaDriver& driver, const std::string& dir)
+    : KernelLauncher(driver, readManifestDocument(dir + "/manifest.json"), dir) {}
+
+KernelLauncher::KernelLauncher(const CudaDriver& driver, nlohmann::json document,
+                               const std::string& dir)
+    : KernelLauncher(driver,
+                     manifestAt(document, dir + "/manifest.json",
+                                maxLengths(manifestDims(document, dir + "/manifest.json"))),
+                     dir) {
+  manifestPath_ = dir + "/manifest.json";
+  dims_ = manifestDims(document, manifestPath_);
+  if (!dims_.empty()) document_ = std::move(document);
+}
+
+void KernelLauncher::setLengths(const graph::DimValues& lengths) {
+  if (lengths == manifest_.dims) return;
+  if (dims_.empty()) {
+    throw UserError(manifestPath_.empty() ? manifest_.schedule : manifestPath_,
+                    "its kernels take no lengths (" + graph::dimValuesText(lengths) + " given)");
+  }
+  Manifest next = manifestAt(document_, manifestPath_, lengths);
+  if (next.kernels.size() != manifest_.kernels.size()) {
+    throw UserError(manifestPath_, "has another kernel list at " + graph::dimValuesText(lengths));
+  }
+  manifest_ = std::move(next);
+  tensorMaps_.clear();  // re-encoded at the next launch: their dims follow the lengths
+}
+
 KernelLauncher::~KernelLauncher() {
   if (module_) driver_.moduleUnload(module_);
 }

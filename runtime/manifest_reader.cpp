@@ -164,7 +164,28 @@ const ManifestTensor& Manifest::tensor(const std::string& name) const {
 }
 
 Manifest readManifest(const std::string& path, const graph::DimValues& lengths) {
-  const json document = graph::parseJsonText(graph::readFileText(path), path);
+  return manifestAt(readManifestDocument(path), path, lengths);
+}
+
+nlohmann::json readManifestDocument(const std::string& path) {
+  return graph::parseJsonText(graph::readFileText(path), path);
+}
+
+std::vector<graph::DynamicDim> manifestDims(const nlohmann::json& document,
+                                            const std::string& path) {
+  std::vector<graph::DynamicDim> dims;
+  const Reader top(document, path, "$");
+  if (!top.has("dims")) return dims;
+  const Reader list = top.at("dims");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const int64_t min = list.at(i).at("min").integer(1);
+    dims.push_back({list.at(i).at("name").string(), min, list.at(i).at("max").integer(min)});
+  }
+  return dims;
+}
+
+Manifest manifestAt(const nlohmann::json& document, const std::string& path,
+                    const graph::DimValues& lengths) {
   const Reader top(document, path, "$");
   if (top.at("format").string() != "mugraph.manifest") top.at("format").fail("not a manifest");
   if (top.at("version").integer() != 1) top.at("version").fail("unsupported manifest version");
@@ -190,6 +211,10 @@ Manifest readManifest(const std::string& path, const graph::DimValues& lengths) 
     const Reader shape = t.at("shape");
     for (size_t d = 0; d < shape.size(); ++d) {
       const Reader extent = shape.at(d);
+      if (extent.raw().is_string()) {
+        tensor.shapeDims.resize(shape.size());
+        tensor.shapeDims[d] = extent.string();
+      }
       tensor.shape.push_back(
           extent.raw().is_string()
               ? graph::evaluateDimProductJson(json::array({extent.raw()}), m.dims,

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct ManifestTensor {
   std::string role;  // "input", "output" or "workspace"
   graph::DType dtype = graph::DType::F32;
   graph::Dims shape;
+  // Per dim of shape, the dynamic dim whose length it is, or "" where static; empty for a
+  // tensor of static shape.
+  std::vector<std::string> shapeDims;
   graph::Layout layout = graph::Layout::RowMajor;
   int64_t bytes = 0;
   int64_t offset = 0;  // workspace tensors: byte offset into the workspace
@@ -63,5 +67,14 @@ struct Manifest {
 // that take the lengths, codegen/README.md) is read at `dims`, one length per dim inside its
 // range (graph/dynamic_extents.h evaluates its products and counts); a static one takes none.
 Manifest readManifest(const std::string& path, const graph::DimValues& dims = {});
+
+// The same in two steps, for a client that launches one manifest at many lengths: the file's
+// JSON once, then the manifest it describes at each length (`path` names it in errors).
+nlohmann::json readManifestDocument(const std::string& path);
+Manifest manifestAt(const nlohmann::json& document, const std::string& path,
+                    const graph::DimValues& dims);
+// Its "dims" (each with its range), in order; empty for a static manifest.
+std::vector<graph::DynamicDim> manifestDims(const nlohmann::json& document,
+                                            const std::string& path);
 
 }  // namespace mugraph::runtime

@@ -12,45 +12,25 @@ import operator
 
 import torch
 
-from . import constant_mask
+from . import constant_mask, fx_attention, fx_dims
+from .fx_values import (ELEM_TYPES as _ELEM_TYPES, ONNX_TYPE_NUMBERS as _ONNX_TYPE_NUMBERS,
+                        Untranslatable as _Untranslatable, packet as _packet,
+                        static_shape as _static_shape, tensor_meta as _tensor_meta)
 
 GRAPH_FORMAT = "mugraph.graph"
 OPSET = 21
 
-_ELEM_TYPES = {
-    torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float",
-    torch.float64: "double", torch.int64: "int64", torch.int32: "int32", torch.int16: "int16",
-    torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",
-}
-# ONNX TensorProto element type numbers, for Cast's `to`.
-_ONNX_TYPE_NUMBERS = {torch.float32: 1, torch.float16: 10, torch.bfloat16: 16,
-                      torch.float64: 11, torch.int64: 7, torch.int32: 6, torch.bool: 9}
-
-
-def _packet(target):
-    """'mm' for aten.mm.default; None for anything that is not an aten overload."""
-    if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten":
-        return target.overloadpacket.__name__
-    return None
-
-
-def _tensor_meta(node):
-    val = node.meta.get("val")
-    return val if isinstance(val, torch.Tensor) else None
-
-
-def _static_shape(val):
-    try:
-        return [int(d) for d in val.shape]
-    except (TypeError, ValueError):  # a symbolic dim
-        return None
+# The longest length a dynamic dim serves by default (fx_dims.py): its range's top, what the
+# search verifies and ranks over; a longer one recompiles the graph.
+DEFAULT_MAX_LENGTH = 4096
 
 
 class _Writer:
-    def __init__(self, name):
+    def __init__(self, name, max_length=DEFAULT_MAX_LENGTH):
         self.graph = {"format": GRAPH_FORMAT, "version": 1, "name": name, "opset": OPSET,
                       "values": [], "inputs": [], "outputs": [], "constants": [], "nodes": []}
         self.described = set()
+        self.dims = fx_dims.DimNames(max_length)
         self.origin = {}  # graph JSON node name -> FX node name
         self.untranslated = {}  # FX node name -> why it was not translated
         self.causal_masks = {}  # value name -> (FX SDPA node, rows, cols, dtype)
@@ -86,11 +66,19 @@ class _Writer:
         val = _tensor_meta(node)
         if val is None:
             return self.value(node.name, "not a tensor", None, "not a tensor")
-        shape = _static_shape(val)
-        if shape is not None and 0 in shape:  # the IR has no empty tensors: PyTorch keeps it
-            return self.value(node.name, _ELEM_TYPES.get(val.dtype, "not a tensor"), None,
-                              "an empty tensor (a zero-size dim)")
-        return self.value(node.name, _ELEM_TYPES.get(val.dtype, "not a tensor"), shape)
+        elem_type = _ELEM_TYPES.get(val.dtype, "not a tensor")
+        try:
+            shape = self.shape_of(val)
+        except fx_dims.NoDim as e:
+            return self.value(node.name, elem_type, None, str(e))
+        if 0 in shape:  # the IR has no empty tensors: PyTorch keeps it
+            return self.value(node.name, elem_type, None, "an empty tensor (a zero-size dim)")
+        return self.value(node.name, elem_type, shape)
+
+    def shape_of(self, val):
+        """Sizes, and names of dynamic dims (fx_dims.py); fx_dims.NoDim where one can be
+        neither."""
+        return [self.dims.size(d) for d in val.shape]
 
     def constant(self, name, values, elem_type, shape):
         self.value(name, elem_type, shape)
@@ -114,10 +102,6 @@ def _operand(w, node, arg, index, like):
         elem_type = _ELEM_TYPES.get(val.dtype, "float") if val is not None else "float"
         return w.constant(f"{node.name}.c{index}", [float(arg)], elem_type, [])
     raise _Untranslatable(f"argument {index} is {type(arg).__name__}")
-
-
-class _Untranslatable(Exception):
-    pass
 
 
 def _axes(w, node, dims, rank, suffix="axes"):
@@ -165,21 +149,24 @@ def _rsub(w, n):  # rsub(x, c) = c - x
 
 def _rsqrt(w, n):
     x = n.args[0]
-    root = w.value(f"{n.name}.sqrt", *_described(n))
+    root = w.value(f"{n.name}.sqrt", *_described(w, n))
     w.node(n.name, f"{n.name}.sqrt", "Sqrt", [w.value_of(x)], [root])
     w.node(n.name, n.name, "Reciprocal", [root], [w.value_of(n)])
 
 
 def _silu(w, n):
     x = n.args[0]
-    gate = w.value(f"{n.name}.sigmoid", *_described(n))
+    gate = w.value(f"{n.name}.sigmoid", *_described(w, n))
     w.node(n.name, f"{n.name}.sigmoid", "Sigmoid", [w.value_of(x)], [gate])
     w.node(n.name, n.name, "Mul", [w.value_of(x), gate], [w.value_of(n)])
 
 
-def _described(node):
+def _described(w, node):
     val = _tensor_meta(node)
-    return _ELEM_TYPES.get(val.dtype, "not a tensor"), _static_shape(val)
+    try:
+        return _ELEM_TYPES.get(val.dtype, "not a tensor"), w.shape_of(val)
+    except fx_dims.NoDim as e:
+        raise _Untranslatable(str(e))
 
 
 def _matmul(w, n):
@@ -191,7 +178,7 @@ def _addmm(w, n):
     bias, a, b = n.args[:3]
     if n.kwargs.get("beta", 1) != 1 or n.kwargs.get("alpha", 1) != 1:
         raise _Untranslatable("beta or alpha other than 1")
-    product = w.value(f"{n.name}.mm", *_described(n))
+    product = w.value(f"{n.name}.mm", *_described(w, n))
     w.node(n.name, f"{n.name}.mm", "MatMul", [w.value_of(a), w.value_of(b)], [product])
     w.node(n.name, n.name, "Add", [product, w.value_of(bias)], [w.value_of(n)])
 
@@ -297,6 +284,8 @@ def _cat(w, n):
     tensors = n.args[0]
     dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
     rank = len(_tensor_meta(n).shape)
+    if not isinstance(_tensor_meta(n).shape[dim], int):
+        raise _Untranslatable("concatenates along a dynamic dim (a KV cache's append)")
     nonempty = [t for t in tensors if not _is_empty(t)]
     if len(nonempty) == 1 and _same_type(nonempty[0], n):
         # a cache's empty past concatenated with the new keys: the keys themselves
@@ -304,108 +293,6 @@ def _cat(w, n):
         return
     w.node(n.name, n.name, "Concat", [w.value_of(t) for t in tensors], [w.value_of(n)],
            {"axis": dim + rank if dim < 0 else dim})
-
-
-def _sdpa_arguments(n):
-    """(q, k, v, mask, causal, scale, gqa) of any scaled_dot_product_*attention overload."""
-    schema_args = n.target._schema.arguments
-    bound = {a.name: a.default_value for a in schema_args if a.has_default_value()}
-    for a, value in zip(schema_args, n.args):
-        bound[a.name] = value
-    bound.update(n.kwargs)
-    mask = bound.get("attn_mask", bound.get("attn_bias"))
-    if bound.get("dropout_p", 0.0) not in (0, 0.0):
-        raise _Untranslatable("dropout")
-    if bound.get("return_debug_mask") or bound.get("compute_log_sumexp"):
-        pass  # extra results stay unread (getitem 0 is the only one translated)
-    return (bound["query"], bound["key"], bound["value"], mask, bool(bound.get("is_causal")),
-            bound.get("scale"), bool(bound.get("enable_gqa")))
-
-
-def _sdpa(w, n):
-    """Q·Kᵀ, the scale, the mask, the softmax and P·V as ONNX nodes. Their values are named
-    attention<i> (the i-th attention of the graph), not after the aten overload, which differs
-    between devices: the same model gives the same programs, and the same cache entries."""
-    q, k, v, mask, causal, scale, _ = _sdpa_arguments(n)
-    prefix = w.attention_prefix(n)
-    qv, kv, vv = _tensor_meta(q), _tensor_meta(k), _tensor_meta(v)
-    if isinstance(mask, torch.fx.Node) and not causal \
-            and w.constant_causal(mask, int(qv.shape[-2]), int(kv.shape[-2])):
-        causal, mask = True, None  # transformers' own causal mask (constant_mask.py)
-    if isinstance(mask, torch.fx.Node) and _tensor_meta(mask).dtype == torch.bool:
-        raise _Untranslatable("a boolean mask")
-    heads, kv_heads = int(qv.shape[-3]), int(kv.shape[-3])
-    k_name, v_name = w.value_of(k), w.value_of(v)
-    if heads != kv_heads:  # enable_gqa, or a kernel that takes the KV heads as they are
-        if kv_heads < 1 or heads % kv_heads or int(vv.shape[-3]) != kv_heads:
-            raise _Untranslatable(f"{heads} query heads over {kv_heads} KV heads")
-        k_name = _repeated_heads(w, n, k, f"{prefix}.k", heads // kv_heads)
-        v_name = _repeated_heads(w, n, v, f"{prefix}.v", heads // kv_heads)
-    rows, cols, depth = int(qv.shape[-2]), int(kv.shape[-2]), int(qv.shape[-1])
-    scale = 1.0 / math.sqrt(depth) if scale is None else float(scale)
-    elem = _ELEM_TYPES[qv.dtype]
-    batch = [int(d) for d in qv.shape[:-2]]
-    kt = w.value(f"{prefix}.kt", elem, batch + [depth, cols])
-    w.node(n.name, f"{prefix}.kt", "Transpose", [k_name], [kt],
-           {"perm": list(range(len(batch))) + [len(batch) + 1, len(batch)]})
-    logits = w.value(f"{prefix}.qk", elem, batch + [rows, cols])
-    w.node(n.name, f"{prefix}.qk", "MatMul", [w.value_of(q), kt], [logits])
-    scaled = w.value(f"{prefix}.scaled", elem, batch + [rows, cols])
-    w.node(n.name, f"{prefix}.scaled", "Mul",
-           [logits, w.constant(f"{prefix}.scale", [scale], elem, [])], [scaled])
-    if causal:
-        if mask is not None:
-            raise _Untranslatable("both a mask and is_causal")
-        mask_value = w.value(f"{prefix}.causal_mask", elem, [rows, cols])
-        w.node(n.name, f"{prefix}.causal_mask", "CausalMask", [], [mask_value])
-        w.causal_masks[mask_value] = (n, rows, cols, qv.dtype)
-        mask = mask_value
-    if mask is not None:
-        masked = w.value(f"{prefix}.masked", elem, batch + [rows, cols])
-        mask_name = mask if isinstance(mask, str) else w.value_of(mask)
-        w.node(n.name, f"{prefix}.masked", "Add", [scaled, mask_name], [masked])
-        scaled = masked
-    probs = w.value(f"{prefix}.probs", elem, batch + [rows, cols])
-    w.node(n.name, f"{prefix}.probs", "Softmax", [scaled], [probs], {"axis": -1})
-    out = w.value(f"{prefix}.out", elem, batch + [rows, int(vv.shape[-1])])
-    w.node(n.name, f"{prefix}.out", "MatMul", [probs, v_name], [out])
-
-
-def _repeated_heads(w, n, x, prefix, rep):
-    """GQA's K or V heads repeated for the query heads (SDPA's enable_gqa, or a kernel that
-    takes fewer KV heads), written as transformers' repeat_kv: Unsqueeze, Expand, Reshape. The
-    partitioner reads such repeats as views of the KV buffer where the subgraph allows
-    (onnx_import/repeated_heads.h); the values are named after the attention."""
-    shape = [int(d) for d in _tensor_meta(x).shape]
-    elem = _ELEM_TYPES[_tensor_meta(x).dtype]
-    lead, kv_heads, tail = shape[:-3], shape[-3], shape[-2:]
-    unsqueezed = w.value(f"{prefix}_unsqueezed", elem, lead + [kv_heads, 1] + tail)
-    w.node(n.name, unsqueezed, "Reshape",
-           [w.value_of(x), w.constant(f"{unsqueezed}.shape", lead + [kv_heads, 1] + tail, "int64",
-                                      [len(shape) + 1])], [unsqueezed])
-    expanded = w.value(f"{prefix}_expanded", elem, lead + [kv_heads, rep] + tail)
-    w.node(n.name, expanded, "Expand",
-           [unsqueezed, w.constant(f"{expanded}.shape", lead + [kv_heads, rep] + tail, "int64",
-                                   [len(shape) + 1])], [expanded])
-    repeated = w.value(f"{prefix}_repeated", elem, lead + [kv_heads * rep] + tail)
-    w.node(n.name, repeated, "Reshape",
-           [expanded, w.constant(f"{repeated}.shape", lead + [kv_heads * rep] + tail, "int64",
-                                 [len(shape)])], [repeated])
-    # Where the partitioner cannot fold the repeat, a subgraph reads it from the Expand: the
-    # backend makes it (the same memory as the merged repeat)
-    w.repeated_heads[expanded] = w.repeated_heads[repeated] = (x, rep)
-    return repeated
-
-
-def _getitem(w, n):
-    source, index = n.args
-    if (isinstance(source, torch.fx.Node) and "scaled_dot_product" in str(source.target)
-            and index == 0 and source.name in w.attentions
-            and f"{w.attentions[source.name]}.out" in w.described):
-        w.node(n.name, n.name, "Identity", [f"{w.attentions[source.name]}.out"],
-               [w.value_of(n)])
-        return
-    raise _Untranslatable("reads an element of a tuple")
 
 
 _TRANSLATIONS = {
@@ -421,11 +308,11 @@ _TRANSLATIONS = {
     "silu": _silu, "pow": _pow,
     "mean": _reduce("ReduceMean"), "sum": _reduce("ReduceSum"), "amax": _reduce("ReduceMax"),
     "_softmax": _softmax, "softmax": _softmax, "slice": _slice, "cat": _cat,
-    "_scaled_dot_product_flash_attention": _sdpa,
-    "_scaled_dot_product_efficient_attention": _sdpa,
-    "_scaled_dot_product_cudnn_attention": _sdpa,
-    "_scaled_dot_product_flash_attention_for_cpu": _sdpa,
-    "scaled_dot_product_attention": _sdpa,
+    "_scaled_dot_product_flash_attention": fx_attention.sdpa,
+    "_scaled_dot_product_efficient_attention": fx_attention.sdpa,
+    "_scaled_dot_product_cudnn_attention": fx_attention.sdpa,
+    "_scaled_dot_product_flash_attention_for_cpu": fx_attention.sdpa,
+    "scaled_dot_product_attention": fx_attention.sdpa,
 }
 
 
@@ -435,20 +322,19 @@ def _target_name(node):
         else getattr(target, "__name__", str(target))
 
 
-def to_graph_json(gm, name="fx"):
-    """(graph JSON dict, FxGraphInfo) for an aten-level GraphModule with fake-tensor metadata."""
-    w = _Writer(name)
+def to_graph_json(gm, name="fx", max_length=DEFAULT_MAX_LENGTH):
+    """(graph JSON dict, FxGraphInfo) for an aten-level GraphModule with fake-tensor metadata;
+    a symbolic size is a dynamic dim of range at most [1, max_length] (fx_dims.py)."""
+    w = _Writer(name, max_length)
     outputs = []
     for node in gm.graph.nodes:
         if node.op == "placeholder":
-            val = _tensor_meta(node)
-            if val is not None and _static_shape(val) is not None:
-                w.value_of(node)
+            w.value_of(node)
+            entry = w.graph["values"][-1]
+            if entry["shape"] is not None:
                 w.graph["inputs"].append(node.name)
             else:
-                why = "not a tensor" if val is None else "its shape is symbolic (a dynamic dim)"
-                w.untranslated[node.name] = f"an input that is {why}"
-                w.value_of(node)
+                w.untranslated[node.name] = f"an input that is {entry['why_no_shape']}"
                 w.node(node.name, node.name, "Input", [], [node.name])
             continue
         if node.op == "output":
@@ -464,7 +350,7 @@ def to_graph_json(gm, name="fx"):
         packet = _packet(node.target)
         translate = _TRANSLATIONS.get(packet)
         if node.target is operator.getitem:
-            translate = _getitem
+            translate = fx_attention.getitem
         if translate is None and node.target == torch.ops.aten.copy_.default:
             w.untranslated[node.name] = (f"writes {node.args[0]} in place (model state such "
                                          "as a KV cache)")
@@ -482,6 +368,12 @@ def to_graph_json(gm, name="fx"):
             w.untranslated[node.name] = f"{_target_name(node)}: {e}"
             _opaque(w, node)
     w.graph["outputs"] = list(dict.fromkeys(outputs))
+    used = set()
+    for v in w.graph["values"]:
+        v["shape"] = w.dims.resolve(v["shape"])
+        used.update(d for d in v["shape"] or [] if isinstance(d, str))
+    if used:
+        w.graph["dims"] = w.dims.declarations(used)
     return w.graph, w
 
 

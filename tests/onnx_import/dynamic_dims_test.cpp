@@ -7,7 +7,10 @@
 
 #include "graph/dynamic_dims.h"
 #include "graph/error.h"
+#include "onnx_import/graph_json.h"
+#include "onnx_import/import_model.h"
 #include "onnx_import/onnx_graph.h"
+#include "onnx_import/partition_json.h"
 
 namespace mugraph::onnx_import {
 namespace {
@@ -94,6 +97,63 @@ TEST(OnnxDynamicDims, TwoNamesAreTwoDims) {
     for (const graph::DynamicDim& d : s.program.dims) names.insert(d.name);
   }
   EXPECT_EQ(names, (std::set<std::string>{"kv", "seq"}));
+}
+
+// The PyTorch front end's graph JSON names dynamic dims in shapes, declared in $.dims with
+// their ranges: the same programs as an ONNX file's dim_param gives.
+nlohmann::json addThenMatmulJson(const nlohmann::json& bShape, const nlohmann::json& dims) {
+  return {{"format", "mugraph.graph"},
+          {"version", 1},
+          {"dims", dims},
+          {"values",
+           {{{"name", "A"}, {"type", "float16"}, {"shape", {"seq", 64}}},
+            {{"name", "B"}, {"type", "float16"}, {"shape", bShape}},
+            {{"name", "W"}, {"type", "float16"}, {"shape", {64, 32}}},
+            {{"name", "S"}, {"type", "float16"}, {"shape", {"seq", 64}}},
+            {{"name", "Y"}, {"type", "float16"}, {"shape", {"seq", 32}}}}},
+          {"inputs", {"A", "B", "W"}},
+          {"outputs", {"Y"}},
+          {"nodes",
+           {{{"name", "add"}, {"op", "Add"}, {"inputs", {"A", "B"}}, {"outputs", {"S"}}},
+            {{"name", "mm"}, {"op", "MatMul"}, {"inputs", {"S", "W"}}, {"outputs", {"Y"}}}}}};
+}
+
+TEST(GraphJsonDynamicDims, ANamedDimIsADynamicDimOfTheProgram) {
+  const nlohmann::json dims = {{{"name", "seq"}, {"min", 2}, {"max", 4096}}};
+  const ImportedModel m =
+      partitionModel(modelFromGraphJson(addThenMatmulJson({"seq", 64}, dims), "fx.json"));
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  const graph::Program& p = m.subgraphs[0].program;
+  ASSERT_EQ(p.dims.size(), 1u);
+  EXPECT_EQ(p.dims[0], (graph::DynamicDim{"seq", 2, 4096}));
+  const graph::TensorDesc& y = p.tensors[p.outputs.at(0)];
+  EXPECT_EQ(y.shape, (graph::Dims{4096, 32}));
+  EXPECT_EQ(graph::dynamicDimOf(y, 0), 0);
+  const graph::KernelGraph at7 = graph::instantiate(p, {{"seq", 7}});
+  EXPECT_EQ(at7.tensors[at7.outputs.at(0)].shape, (graph::Dims{7, 32}));
+  // The canonical text names dims by position: layers whose caches have lengths of other
+  // names share one search.
+  const std::string canonical = subgraphJson(m.subgraphs[0]).at("canonical_program_text");
+  EXPECT_NE(canonical.find("dim n0 in [2, 4096]"), std::string::npos) << canonical;
+  EXPECT_EQ(canonical.find("seq"), std::string::npos) << canonical;
+}
+
+TEST(GraphJsonDynamicDims, AnUndeclaredNameOrABadRangeNamesItsJsonPath) {
+  const nlohmann::json dims = {{{"name", "seq"}, {"min", 2}, {"max", 4096}}};
+  try {
+    modelFromGraphJson(addThenMatmulJson({"kv", 64}, dims), "fx.json");
+    FAIL() << "an undeclared dim name was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("$.values[1].shape[0]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'kv'"), std::string::npos) << e.what();
+  }
+  const nlohmann::json reversed = {{{"name", "seq"}, {"min", 4096}, {"max", 2}}};
+  try {
+    modelFromGraphJson(addThenMatmulJson({"seq", 64}, reversed), "fx.json");
+    FAIL() << "a range with min > max was accepted";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("$.dims[0]"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

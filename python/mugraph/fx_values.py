@@ -1,0 +1,36 @@
+"""What the FX front end's modules share: element types, fake-tensor metadata, and the
+exception that leaves a node to PyTorch."""
+import torch
+
+ELEM_TYPES = {
+    torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float",
+    torch.float64: "double", torch.int64: "int64", torch.int32: "int32", torch.int16: "int16",
+    torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",
+}
+# ONNX TensorProto element type numbers, for Cast's `to`.
+ONNX_TYPE_NUMBERS = {torch.float32: 1, torch.float16: 10, torch.bfloat16: 16,
+                     torch.float64: 11, torch.int64: 7, torch.int32: 6, torch.bool: 9}
+
+
+class Untranslatable(Exception):
+    """A node the front end leaves to PyTorch: the reason."""
+
+
+def packet(target):
+    """'mm' for aten.mm.default; None for anything that is not an aten overload."""
+    if isinstance(target, torch._ops.OpOverload) and target.namespace == "aten":
+        return target.overloadpacket.__name__
+    return None
+
+
+def tensor_meta(node):
+    val = node.meta.get("val")
+    return val if isinstance(val, torch.Tensor) else None
+
+
+def static_shape(val):
+    """The sizes, or None where one is symbolic. A symbolic size is never turned into an int:
+    that would guard the graph on its present value (a recompile per length)."""
+    if any(isinstance(d, torch.SymInt) and not d.node.expr.is_number for d in val.shape):
+        return None
+    return [int(d) for d in val.shape]
