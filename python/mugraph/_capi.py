@@ -44,6 +44,9 @@ def library():
         lib.mg_variant_describe.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
         lib.mg_variant_launch.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
                                           ctypes.c_size_t, ctypes.c_uint64, ctypes.c_void_p]
+        lib.mg_variant_launch_dims.argtypes = [
+            ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t,
+            ctypes.POINTER(ctypes.c_int64), ctypes.c_size_t, ctypes.c_uint64, ctypes.c_void_p]
         _library = lib
     return _library
 
@@ -90,10 +93,21 @@ class Variant:
     def workspace_bytes(self):
         return self.description["workspace_bytes"]
 
-    def launch(self, addresses, workspace, stream):
+    @property
+    def dims(self):
+        """The dynamic dims whose lengths the kernels take ({"name", "min", "max"}, in the
+        order launch's `lengths` follow); empty for a static variant."""
+        return self.description.get("dims", [])
+
+    def launch(self, addresses, workspace, stream, lengths=()):
         array = (ctypes.c_uint64 * len(addresses))(*addresses)
-        _check(library().mg_variant_launch(self._handle, array, len(addresses), workspace,
-                                           ctypes.c_void_p(stream)))
+        if not self.dims:
+            _check(library().mg_variant_launch(self._handle, array, len(addresses), workspace,
+                                               ctypes.c_void_p(stream)))
+            return
+        values = (ctypes.c_int64 * len(lengths))(*lengths)
+        _check(library().mg_variant_launch_dims(self._handle, array, len(addresses), values,
+                                                len(lengths), workspace, ctypes.c_void_p(stream)))
 
     def __del__(self):
         if getattr(self, "_handle", None) and _library is not None:

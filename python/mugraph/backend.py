@@ -14,6 +14,11 @@ Dynamo hands over a graph; AOTAutograd lowers it to aten ops; then, per graph:
      our kernels: the faster runs from then on, so a compile never makes the model slower
      than `torch.compile` with that mode, as measured on the first call's values.
 An op we do not map stays in PyTorch; any failure falls back to PyTorch with a warning.
+
+With dynamic shapes (a DynamicCache's growing length, torch.compile's automatic dynamic or
+dynamic=True), a symbolic size is a dynamic dim of the programs up to `max_length`
+(fx_dims.py): one search, and kernels that take the length at each launch, serve every step;
+the graph is guarded on the range, and the rest is compiled for the symbolic sizes.
 """
 import functools
 import sys
@@ -33,7 +38,8 @@ REPORTS = []
 class Config:
     def __init__(self, time_limit=60, max_variants=4, profile=None, verbose=True,
                  time_subgraphs=True, only_faster=True, target="sm_90", rest="inductor",
-                 end_to_end=True, mode=None, inductor_options=None):
+                 end_to_end=True, mode=None, inductor_options=None,
+                 max_length=fx_graph.DEFAULT_MAX_LENGTH):
         self.search = optimize.Options(time_limit=time_limit, max_variants=max_variants,
                                        profile=torch.cuda.is_available() if profile is None
                                        else profile)
@@ -43,6 +49,9 @@ class Config:
         self.target = target
         self.rest = Rest(rest, mode, inductor_options)
         self.end_to_end = end_to_end  # keep our kernels only if the whole graph is faster
+        # A dynamic size (torch.compile's dynamic shapes: a growing KV cache) is a dynamic dim
+        # of the programs up to this length; the graph is guarded on it (fx_dims.py).
+        self.max_length = max_length
 
     @classmethod
     def from_torch_compile(cls, mode=None, options=None, **keywords):
@@ -79,11 +88,14 @@ class CompiledGraph:
     """One aten graph: eager on its first call (which checks the variants and decides what
     runs), then the rest compiled, with our kernels where the whole graph is faster with them."""
 
-    def __init__(self, gm, config, graph_report):
+    def __init__(self, gm, config, graph_report, example_inputs=None):
         self.gm = gm
         self.config = config
         self.report = graph_report
         self.runner = None  # what runs from the second call on
+        # A graph with symbolic sizes is compiled for them (AOTAutograd's fake inputs), not for
+        # the first call's: it serves every length its guards admit.
+        self.symbolic_inputs = example_inputs if _symbolic(example_inputs) else None
 
     def __call__(self, *args):
         if self.runner is None:
@@ -150,10 +162,19 @@ class CompiledGraph:
             return gm, None
         try:
             with self.report.phase("rest_compile"):
-                return rest.compile(gm, args), None
+                return rest.compile(gm, self.symbolic_inputs or args), None
         except Exception as e:
             warnings.warn(f"mugraph: {rest.describe()} failed on {what}, running it eagerly: {e}")
             return gm, f"{rest.runner} failed on {what}: {e}"
+
+
+def _symbolic(inputs):
+    """Whether any of the graph's inputs has a symbolic size or is a symbolic int."""
+    for x in inputs or []:
+        sizes = x.shape if isinstance(x, torch.Tensor) else [x]
+        if any(isinstance(d, torch.SymInt) for d in sizes):
+            return True
+    return False
 
 
 def _decisions(graph, config):
@@ -174,8 +195,12 @@ def compile_graph(gm, example_inputs, config):
     """The aten-level GraphModule's compiled form (a callable on the same arguments)."""
     try:
         start = time.monotonic()
-        graph, writer = fx_graph.to_graph_json(gm)
+        graph, writer = fx_graph.to_graph_json(gm, max_length=config.max_length)
         partition = _capi.partition(graph)
+        if graph.get("dims"):
+            writer.dims.guard_ranges(fx_graph.program_dims(partition))
+            _log(config, "dynamic dims: " + ", ".join(
+                f"{d['name']} in [{d['min']}, {d['max']}]" for d in graph["dims"]))
         graph_report = report.GraphReport(gm, writer, partition, _decisions(graph, config))
         graph_report.phases["partition"] = time.monotonic() - start
         REPORTS.append(graph_report)
@@ -189,7 +214,7 @@ def compile_graph(gm, example_inputs, config):
                     s["canonical_program_text"], s["canonical_hash"], target, config.search)
             graph_report.searched(s, entry, result, cached)
             _log(config, f"{label}: " + report.search_line(result, cached))
-        return CompiledGraph(gm, config, graph_report)
+        return CompiledGraph(gm, config, graph_report, example_inputs)
     except Exception as e:
         warnings.warn(f"mugraph: compile failed, running eagerly: {e}")
         return gm
@@ -221,11 +246,14 @@ def mugraph_backend(gm, example_inputs, **options):
     return aot(forward_compiler)(gm, example_inputs)
 
 
-def compile(model, example_inputs=None, **options):
+def compile(model, example_inputs=None, dynamic=False, **options):
     """Ahead of time: the model compiled with the mugraph backend; with example inputs, it is
-    run once on them, so the search, the checks and the substitution happen now."""
+    run once on them, so the search, the checks and the substitution happen now. `dynamic` is
+    torch.compile's: False compiles each new shape (the default: every subgraph searched at
+    its real sizes), None or True lets sizes that change (a DynamicCache's length) be dynamic
+    dims of the programs, searched once for every length up to `max_length`."""
     backend = functools.partial(mugraph_backend, **options)
-    compiled = torch.compile(model, backend=backend, dynamic=False)
+    compiled = torch.compile(model, backend=backend, dynamic=dynamic)
     if example_inputs is not None:
         with torch.no_grad():
             compiled(*example_inputs)

@@ -87,12 +87,15 @@ class DimNames:
         return [{"name": n, "min": self._range[n][0], "max": self._range[n][1]}
                 for n in sorted(used, key=lambda n: int(n[1:]))]
 
-    def guard_ranges(self):
+    def guard_ranges(self, used):
         """Guards the graph on each dim's range: evaluating `size <= max` as a bool records it in
         the ShapeEnv, which Dynamo turns into a guard, as Inductor's own size checks do. A
         length past it recompiles the graph (there the size is past max_length and the
-        subgraphs reading it stay in PyTorch)."""
+        subgraphs reading it stay in PyTorch). Only the dims in `used` (those a subgraph's
+        program has) are guarded: a length only PyTorch reads serves every value."""
         for name, sizes in self._sizes.items():
+            if self.find(name) not in used:
+                continue
             low, high = self._range[self.find(name)]
             for d in sizes:
                 if not (bool(d <= high) and bool(d >= low)):

@@ -322,6 +322,12 @@ def _target_name(node):
         else getattr(target, "__name__", str(target))
 
 
+def program_dims(partition):
+    """The graph JSON's dims that some subgraph's program has (`dim NAME in [..]`)."""
+    return {line.split()[1] for s in partition["subgraphs"]
+            for line in s["program_text"].splitlines() if line.startswith("dim ")}
+
+
 def to_graph_json(gm, name="fx", max_length=DEFAULT_MAX_LENGTH):
     """(graph JSON dict, FxGraphInfo) for an aten-level GraphModule with fake-tensor metadata;
     a symbolic size is a dynamic dim of range at most [1, max_length] (fx_dims.py)."""

@@ -17,16 +17,27 @@ _REGISTRY = {}
 
 
 class BoundVariant:
-    """A variant's tensors (manifest entries: name, role, dtype, layout, bytes) bound to the
-    shapes and strides of the FX values it replaces; `_launch` computes the outputs."""
+    """A variant's tensors (manifest entries: name, role, dtype, layout, bytes, and shape_dims
+    where a dim is dynamic) bound to the shapes and strides of the FX values it replaces;
+    `_launch` computes the outputs.
 
-    def __init__(self, directory, tensors, output_shapes, output_strides=None):
+    A variant whose kernels take the lengths of dynamic dims (`dims`, graph/dynamic_dims.h)
+    reads each length from the first input that has the dim, and its output shapes name the
+    dims (an entry of `output_shapes` is a size or a dim's name); it serves every length of the
+    dims' ranges with one launch each, and outputs come in their stored layout's order."""
+
+    def __init__(self, directory, tensors, output_shapes, output_strides=None, dims=()):
         self.inputs = [t for t in tensors if t["role"] == "input"]
         self.outputs = [t for t in tensors if t["role"] == "output"]
+        self.dims = list(dims)
         if len(output_shapes) != len(self.outputs):
             raise _capi.MugraphError(f"{directory}: {len(self.outputs)} outputs, the subgraph "
                                      f"has {len(output_shapes)}")
         self.output_shapes = [list(s) for s in output_shapes]
+        self.dim_sources = [_source_of(d["name"], self.inputs, directory) for d in self.dims]
+        if self.dims:
+            self.output_strides = None  # a dynamic output keeps its stored layout's strides
+            return
         # The FX values' strides: aten nodes downstream may depend on them (a view of a
         # transpose), so the outputs keep them; dense where not given.
         self.output_strides = [list(s) for s in output_strides] if output_strides else \
@@ -36,7 +47,20 @@ class BoundVariant:
                 raise _capi.MugraphError(f"{directory}: output {t['name']} holds {t['bytes']} "
                                          f"bytes, the FX value {shape} does not")
 
-    def fake_outputs(self, device):
+    def lengths(self, inputs):
+        """Each dynamic dim's length in these inputs (ints, or SymInts of fake tensors)."""
+        return [inputs[i].shape[axis] for i, axis in self.dim_sources]
+
+    def shapes_at(self, lengths):
+        at = {d["name"]: n for d, n in zip(self.dims, lengths)}
+        return [[at[d] if isinstance(d, str) else d for d in shape]
+                for shape in self.output_shapes]
+
+    def fake_outputs(self, device, inputs=()):
+        if self.dims:
+            return [_logical(torch.empty(_storage_shape(shape, t["layout"]),
+                                         dtype=_DTYPES[t["dtype"]], device=device), t["layout"])
+                    for shape, t in zip(self.shapes_at(self.lengths(inputs)), self.outputs)]
         return [torch.empty_strided(shape, stride, dtype=_DTYPES[t["dtype"]], device=device)
                 for shape, stride, t in zip(self.output_shapes, self.output_strides, self.outputs)]
 
@@ -44,25 +68,55 @@ class BoundVariant:
         if len(inputs) != len(self.inputs):
             raise _capi.MugraphError(f"{len(inputs)} inputs for {len(self.inputs)}")
         device = inputs[0].device
+        lengths = self.lengths(inputs)
+        for n, d in zip(lengths, self.dims):
+            if not d["min"] <= n <= d["max"]:
+                raise _capi.MugraphError(f"{d['name']}={n} is outside [{d['min']}, {d['max']}]")
+        at = {d["name"]: n for d, n in zip(self.dims, lengths)}
         dense = []
         for tensor, t in zip(inputs, self.inputs):
             if tensor.dtype != _DTYPES[t["dtype"]] or tensor.device != device:
                 raise _capi.MugraphError(f"input {t['name']}: {tensor.dtype} on {tensor.device}, "
                                          f"the variant reads {t['dtype']}")
             tensor = tensor.contiguous()
-            if tensor.numel() * tensor.element_size() != t["bytes"]:
+            expected = _bytes_at(t, at)
+            if tensor.numel() * tensor.element_size() != expected:
                 raise _capi.MugraphError(f"input {t['name']}: {tuple(tensor.shape)} is not the "
-                                         f"{t['bytes']} bytes the variant reads")
+                                         f"{expected} bytes the variant reads")
             dense.append(tensor)
+        shapes = self.shapes_at(lengths)
+        for shape, t in zip(shapes, self.outputs):
+            if _numel(shape) * _DTYPES[t["dtype"]].itemsize != _bytes_at(t, at):
+                raise _capi.MugraphError(f"output {t['name']}: {shape} is not the "
+                                         f"{_bytes_at(t, at)} bytes the variant writes")
         outputs = [torch.empty(_storage_shape(shape, t["layout"]), dtype=_DTYPES[t["dtype"]],
-                               device=device) for shape, t in zip(self.output_shapes, self.outputs)]
-        self._launch(dense, outputs, device)
+                               device=device) for shape, t in zip(shapes, self.outputs)]
+        self._launch(dense, outputs, device, lengths)
+        if self.dims:
+            return [_logical(x, t["layout"]) for x, t in zip(outputs, self.outputs)]
         return [_with_strides(_logical(x, t["layout"]), stride)
                 for x, t, stride in zip(outputs, self.outputs, self.output_strides)]
 
-    def _launch(self, inputs, outputs, device):
+    def _launch(self, inputs, outputs, device, lengths):
         """Writes the outputs (dense, in their stored layout) from the dense inputs."""
         raise NotImplementedError
+
+
+def _source_of(dim, inputs, directory):
+    """(input index, axis) of the first input whose shape has dynamic dim `dim`."""
+    for i, t in enumerate(inputs):
+        if dim in t.get("shape_dims", []):
+            return i, t["shape_dims"].index(dim)
+    raise _capi.MugraphError(f"{directory}: no input has dim {dim}, so no launch knows its length")
+
+
+def _bytes_at(t, at):
+    """A manifest tensor's bytes at the lengths `at` (its static bytes where it has no dim)."""
+    names = t.get("shape_dims")
+    if not names:
+        return t["bytes"]
+    shape = [at[n] if n else d for d, n in zip(t["shape"], names)]
+    return _numel(shape) * _DTYPES[t["dtype"]].itemsize
 
 
 class LoadedVariant(BoundVariant):
@@ -70,15 +124,17 @@ class LoadedVariant(BoundVariant):
 
     def __init__(self, directory, output_shapes, output_strides=None):
         self.variant = _loaded(directory)
-        super().__init__(directory, self.variant.tensors, output_shapes, output_strides)
+        super().__init__(directory, self.variant.tensors, output_shapes, output_strides,
+                         self.variant.dims)
 
-    def _launch(self, inputs, outputs, device):
+    def _launch(self, inputs, outputs, device, lengths):
         workspace = None
         if self.variant.workspace_bytes:
             workspace = torch.empty(self.variant.workspace_bytes, dtype=torch.uint8, device=device)
         addresses = [x.data_ptr() for x in inputs] + [x.data_ptr() for x in outputs]
         self.variant.launch(addresses, workspace.data_ptr() if workspace is not None else 0,
-                            torch.cuda.current_stream(device).cuda_stream)
+                            torch.cuda.current_stream(device).cuda_stream,
+                            [int(n) for n in lengths])
 
 
 _LOADED = {}  # a variant folder's real path -> (its manifest's mtime, its _capi.Variant)
@@ -142,4 +198,4 @@ def launch(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
 
 @launch.register_fake
 def _launch_fake(key, inputs):
-    return _REGISTRY[key].fake_outputs(inputs[0].device)
+    return _REGISTRY[key].fake_outputs(inputs[0].device, inputs)

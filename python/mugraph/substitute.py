@@ -93,7 +93,53 @@ class Binding:
         return [_tiled(_input_value(i, values, device), t) for i, t in zip(self.inputs, self.tiled)]
 
 
-def _choose_variant(s, binding, values, graph_report):
+def output_shapes(binding, fx_nodes, tensors):
+    """The FX outputs' shapes for a variant's launch: sizes, and for a size that is a dynamic
+    dim (a SymInt), the name of the variant's dim whose length it is, found through an input
+    of the same size (`tensors`: the variant's manifest entries, inputs first)."""
+    inputs = [t for t in tensors if t["role"] == "input"]
+    sources = {}  # str(size expression) -> the variant's dim
+    for i, (name, tiled) in enumerate(zip(binding.inputs, binding.tiled)):
+        name = name if isinstance(name, str) else name[1] if name[0] == "repeat" else None
+        if name is None or tiled is not None or i >= len(inputs):
+            continue
+        for size, dim in zip(_meta_shape(fx_nodes[name]), inputs[i].get("shape_dims", [])):
+            if dim and _symbolic(size):
+                sources.setdefault(str(size.node.expr), dim)
+    shapes = []
+    for o in binding.outputs:
+        shape = []
+        for size in _meta_shape(fx_nodes[o]):
+            if not _symbolic(size):
+                shape.append(int(size))
+            elif str(size.node.expr) in sources:
+                shape.append(sources[str(size.node.expr)])
+            else:
+                raise ValueError(f"{o}'s length {size} is the length of none of its inputs")
+        shapes.append(shape)
+    return shapes
+
+
+def _meta_shape(node):
+    val = node.meta.get("val")
+    return list(val.shape) if isinstance(val, torch.Tensor) else []
+
+
+def _symbolic(size):
+    return isinstance(size, torch.SymInt) and not size.node.expr.is_number
+
+
+def _loaded_variant(directory, binding, fx_nodes, expected):
+    """The variant at `directory`, bound to the FX outputs: their concrete shapes and strides,
+    or for kernels that take the lengths of dynamic dims, shapes naming the dims."""
+    variant = kernels._loaded(directory)
+    if variant.dims:
+        return kernels.LoadedVariant(directory, output_shapes(binding, fx_nodes, variant.tensors))
+    return kernels.LoadedVariant(directory, [list(e.shape) for e in expected],
+                                 [list(e.stride()) for e in expected])
+
+
+def _choose_variant(s, binding, values, graph_report, fx_nodes):
     entry, result = graph_report.entries[s["name"]]
     expected = [values[o] for o in binding.outputs]
     if not all(isinstance(e, torch.Tensor) and e.is_cuda for e in expected):
@@ -104,9 +150,8 @@ def _choose_variant(s, binding, values, graph_report):
         key = f"{s['name']}:{v['name']}"
         try:
             with graph_report.phase("check_and_substitute/load_variants"):
-                loaded = kernels.LoadedVariant(optimize.variant_directory(entry, v["name"]),
-                                               [list(e.shape) for e in expected],
-                                               [list(e.stride()) for e in expected])
+                loaded = _loaded_variant(optimize.variant_directory(entry, v["name"]), binding,
+                                         fx_nodes, expected)
             ours = loaded.run(inputs)
             torch.cuda.synchronize()
         except Exception as e:  # a variant that cannot run here is skipped, with the reason
@@ -237,7 +282,7 @@ def check_and_substitute(gm, args, graph_report, config):
         recorder = _Recorder(gm)
         outputs = recorder.run(*args)
         values = recorder.values
-    fx_nodes = {n.name for n in gm.graph.nodes}
+    fx_nodes = {n.name: n for n in gm.graph.nodes}
     chosen = []
     with graph_report.phase("check_and_substitute/check_variants"):
         for s in graph_report.partition["subgraphs"]:
@@ -246,7 +291,7 @@ def check_and_substitute(gm, args, graph_report, config):
             except ValueError as e:
                 graph_report.fallback(s, str(e))
                 continue
-            pick, why = _choose_variant(s, binding, values, graph_report)
+            pick, why = _choose_variant(s, binding, values, graph_report, fx_nodes)
             if pick is None:
                 graph_report.fallback(s, why)
                 continue

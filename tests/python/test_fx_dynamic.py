@@ -1,0 +1,176 @@
+"""Dynamic shapes through the FX front end, on the CPU: a decode loop over a transformers
+DynamicCache, compiled as the backend compiles it (graph JSON, the C++ partition, the range
+guards). The cache's length becomes a dynamic dim of each attention program, the same program
+for every layer, and the graph is compiled once for every length up to max_length and once more
+past it. Needs torch and transformers, and a build of libmugraph.so ($MUGRAPH_BUILD_DIR)."""
+import re
+import unittest
+
+import torch
+
+import model_graphs
+from mugraph import _capi, fx_graph, kernels, report, rest, substitute, timing
+from test_substitute_cpu import StandInVariant
+
+
+class DynamicDecodeTest(unittest.TestCase):
+    def test_a_growing_cache_compiles_once_per_range(self):
+        from functorch.compile import make_boxed_func
+        from transformers import DynamicCache
+
+        from mugraph.backend import aot
+
+        max_length = 20
+        compiled_graphs = []  # (graph JSON, partition) per compile
+
+        def capture(gm, example_inputs):
+            graph, writer = fx_graph.to_graph_json(gm, max_length=max_length)
+            partition = _capi.partition(graph)
+            if graph.get("dims"):
+                writer.dims.guard_ranges(fx_graph.program_dims(partition))
+            compiled_graphs.append((graph, partition))
+            return make_boxed_func(gm.forward)
+
+        model = model_graphs.causal_lm("llama")
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend=aot(capture))
+        cache = DynamicCache()
+        torch.manual_seed(1)
+        with torch.no_grad():
+            model(input_ids=torch.randint(0, 512, (1, 16)), past_key_values=cache, use_cache=True)
+            lengths = []
+            for _ in range(8):  # cache lengths 17 .. 24 after each step's append
+                compiled(input_ids=torch.randint(0, 512, (1, 1)), past_key_values=cache,
+                         use_cache=True)
+                lengths.append(cache.get_seq_length())
+        self.assertEqual(lengths, list(range(17, 25)))
+        # 17: static (Dynamo's first compile); 18-20: one dynamic graph; 21 on: past
+        # max_length, its guard fails once, and the graph for longer lengths has no dims.
+        self.assertEqual(len(compiled_graphs), 3, [g.get("dims") for g, _ in compiled_graphs])
+        static, dynamic, past = compiled_graphs
+        self.assertNotIn("dims", static[0])
+        self.assertFalse(fx_graph.program_dims(past[1]), "no program past max_length has a dim")
+        attention = [s for s in dynamic[1]["subgraphs"]
+                     if s["canonical_program_text"].count("matmul(") == 2]
+        self.assertEqual(len(attention), 2, [s["name"] for s in dynamic[1]["subgraphs"]])
+        # The key and value lengths (each layer's own symbols) are one dim; layers share one
+        # canonical program, so one search serves both.
+        self.assertEqual(attention[0]["canonical_hash"], attention[1]["canonical_hash"])
+        program = attention[0]["canonical_program_text"]
+        self.assertIn(f"dim n0 in [3, {max_length}]", program)
+        self.assertEqual(program.count("n0]"), 1, program)  # V: [.., n0, d]
+        self.assertIn("n0] layout=transposed", program.replace(", n0]", "n0]"), program)
+        # The cache's append stays in PyTorch, with its reason.
+        appends = [u for u in dynamic[1]["unsupported"] if u["node"].startswith("cat_")
+                   and "cat" in u["op"]]
+        self.assertTrue(appends)
+        self.assertTrue(all(d["max"] == max_length for d in dynamic[0]["dims"]), dynamic[0])
+
+
+def _declared_inputs(program):
+    """Manifest-like entries of a program's inputs: dtype, layout, and per dim its size (the
+    dim's max where dynamic) and the dim's name (shape_dims)."""
+    maxima = {m[0]: int(m[2]) for m in re.findall(r"^dim (\w+) in \[(\d+), (\d+)\]", program, re.M)}
+    entries = []
+    for name, dtype, dims, layout in re.findall(
+            r"^input (\w+) (\w+) \[([^\]]*)\](?: layout=(\w+))?", program, re.M):
+        sizes = [d.strip() for d in dims.split(",")]
+        entries.append({"name": name, "role": "input", "dtype": dtype,
+                        "layout": layout or "row_major",
+                        "shape": [maxima[d] if d in maxima else int(d) for d in sizes],
+                        "shape_dims": [d if d in maxima else "" for d in sizes]})
+    dims = [{"name": m[0], "min": int(m[1]), "max": int(m[2])}
+            for m in re.findall(r"^dim (\w+) in \[(\d+), (\d+)\]", program, re.M)]
+    return entries, dims
+
+
+class DynamicStandIn(StandInVariant):
+    """A stand-in (the subgraph's own aten nodes) with the manifest of kernels that take the
+    length: its launches read the length from the inputs, as our kernels' do."""
+
+    def __init__(self, module, program, binding, fx_nodes, outputs):
+        entries, dims = _declared_inputs(program)
+        entries += [{"name": f"y{i}", "role": "output", "dtype": "f32", "layout": "row_major",
+                     "bytes": t.numel() * t.element_size()} for i, t in enumerate(outputs)]
+        kernels.BoundVariant.__init__(self, "stand-in", entries,
+                                      substitute.output_shapes(binding, fx_nodes, entries),
+                                      None, dims)
+        self.module = module
+        self.launches = 0
+        self.lengths_seen = []
+
+    def _launch(self, inputs, outputs, device, lengths):
+        self.lengths_seen.append(int(lengths[0]))
+        super()._launch(inputs, outputs, device, lengths)
+
+
+class DynamicSubstitutionTest(unittest.TestCase):
+    def test_one_launch_serves_every_length(self):
+        """The attention subgraphs of the dynamic graph replaced by launches of variants that
+        take the length: eager and under Inductor (which traces the launch with symbolic
+        sizes through register_fake), the graph gives the original's outputs at each length."""
+        from functorch.compile import make_boxed_func
+        from transformers import DynamicCache
+
+        from mugraph.backend import aot
+
+        calls = []  # (GraphModule, its real arguments) per call
+        fakes = {}  # GraphModule -> its example inputs (fake tensors, symbolic sizes)
+
+        def capture(gm, example_inputs):
+            fakes[gm] = list(example_inputs)
+
+            def run(*args):
+                calls.append((gm, list(args)))
+                return gm(*args)
+            return make_boxed_func(run)
+
+        model = model_graphs.causal_lm("llama", dtype=torch.float32)
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend=aot(capture))
+        cache = DynamicCache()
+        with torch.no_grad():
+            model(input_ids=torch.randint(0, 512, (1, 16)), past_key_values=cache, use_cache=True)
+            for _ in range(4):  # 17 static; 18, 19, 20 one dynamic graph
+                compiled(input_ids=torch.randint(0, 512, (1, 1)), past_key_values=cache,
+                         use_cache=True)
+        gm = calls[1][0]
+        runs = [args for g, args in calls if g is gm]
+        self.assertEqual(len(runs), 3)
+        graph, writer = fx_graph.to_graph_json(gm, max_length=64)
+        graph_report = report.GraphReport(gm, writer, _capi.partition(graph))
+        recorder = substitute._Recorder(gm)
+        with torch.no_grad():
+            recorder.run(*runs[0])
+        fx_nodes = {n.name: n for n in gm.graph.nodes}
+        chosen, stand_ins = [], []
+        for s in graph_report.partition["subgraphs"]:
+            graph_report.searched(s, None, {"variants": []}, False)
+            if "dim " not in s["canonical_program_text"]:
+                continue
+            binding = substitute.Binding(s, writer, fx_nodes)
+            module, names = timing.pytorch_subgraph(gm, s, binding, writer)
+            variant = DynamicStandIn(module, s["canonical_program_text"], binding, fx_nodes,
+                                     [recorder.values[o] for o in binding.outputs])
+            variant.bind(binding, names, recorder.values)
+            kernels.register(f"dynamic:{s['name']}", variant)
+            stand_ins.append(variant)
+            chosen.append((s, binding, (f"dynamic:{s['name']}", {"name": "stand-in"}, 0.0)))
+        self.assertEqual(len(stand_ins), 2)  # each layer's attention
+        optimized = substitute.substituted(gm, chosen, graph_report)
+        inductor = rest.Rest("inductor").compile(optimized, fakes[gm])
+        for runner in (optimized, inductor):
+            for variant in stand_ins:
+                variant.lengths_seen = []
+            for args in runs:
+                with torch.no_grad():
+                    expected, got = gm(*args), runner(*args)
+                for a, b in zip(got, expected):
+                    if isinstance(b, torch.Tensor):
+                        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+            for variant in stand_ins:
+                self.assertEqual(variant.lengths_seen, [18, 19, 20])
+
+
+if __name__ == "__main__":
+    unittest.main()
