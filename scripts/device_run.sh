@@ -8,7 +8,8 @@
 # `sweep` runs issue 27's GEMM sweep against cuBLAS (not part of `all`); `runs` times carried
 # superoptimize runs (RUNS) against PyTorch, `dynamic` issue 28's dispatch over lengths
 # (DYNAMIC_RUNS) against static variants and PyTorch's best (neither part of `all`);
-# `distributed` measures gqa, the decoder-block model and a 10-program dataset over 1, 2, 4
+# `dynamic_decode` runs the torch backend over a growing DynamicCache (test and bench; not part
+# of `all`). `distributed` measures gqa, the decoder-block model and a 10-program dataset over 1, 2, 4
 # and 8 MPI ranks against one process with every core (docs/distributed_search.md; not part of
 # `all`; it says so plainly when this machine has no mpirun or the binary cannot load its MPI).
 # Results land in $OUT (or ./device_out). BENCH_ARGS: extra gpu_bench.py arguments (--cases, --no-compile).
@@ -36,11 +37,26 @@ if [[ $step == all || $step == python ]]; then
   export MUGRAPH_BUILD_DIR="$PWD/devbuild" PYTHONPATH="$PWD/python:${PYTHONPATH:-}"
   export MUGRAPH_CACHE_DIR="${MUGRAPH_CACHE_DIR:-$PWD/device_cache}"
   if [[ -z ${SKIP_PYTHON_TESTS:-} ]]; then
-    (cd tests/python && python3 -m unittest -v test_gpu_backend test_gpu_launch_dims) 2>&1 |
+    (cd tests/python && python3 -m unittest -v test_gpu_backend test_gpu_dynamic \
+      test_gpu_launch_dims) 2>&1 |
       tee "$out/python_gpu_tests.log" | tail -25
   fi
   python3 tools/python/model_bench.py --out "$out/model_bench.json" ${MODEL_BENCH_ARGS:-} \
     2>&1 | tee "$out/model_bench.log" | grep -v "^  " | grep -E "^(llama|qwen3|mistral)|mugraph:|Error|error" | head -80
+fi
+
+if [[ $step == dynamic_decode ]]; then
+  # The torch backend's dynamic decode (issue 28): its end-to-end test, then a DynamicCache
+  # decode loop against eager and torch.compile (DECODE_BENCH_ARGS: dynamic_decode_bench.py's).
+  echo "== dynamic decode through the torch backend"
+  export MUGRAPH_BUILD_DIR="$PWD/devbuild" PYTHONPATH="$PWD/python:${PYTHONPATH:-}"
+  export MUGRAPH_CACHE_DIR="${MUGRAPH_CACHE_DIR:-$PWD/device_cache}"
+  if [[ -z ${SKIP_PYTHON_TESTS:-} ]]; then
+    (cd tests/python && python3 -m unittest -v test_gpu_dynamic) 2>&1 |
+      tee "$out/python_gpu_dynamic.log" | tail -25
+  fi
+  python3 tools/python/dynamic_decode_bench.py --out "$out/dynamic_decode_bench.json" \
+    ${DECODE_BENCH_ARGS:-} 2>&1 | tee "$out/dynamic_decode_bench.log" | grep -v "^  \|Warning" | tail -60
 fi
 
 if [[ $step == all || $step == sanitize ]]; then

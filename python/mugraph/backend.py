@@ -240,10 +240,29 @@ def mugraph_backend(gm, example_inputs, **options):
     config = Config.from_torch_compile(**options)
 
     def forward_compiler(aten_gm, aten_inputs):
+        _tensorify_python_scalars(aten_gm, aten_inputs)
         compiled = compile_graph(aten_gm, aten_inputs, config)
         return make_boxed_func(compiled)
 
     return aot(forward_compiler)(gm, example_inputs)
+
+
+def _tensorify_python_scalars(gm, example_inputs):
+    """What Inductor does to a graph before compiling it, done while Dynamo still traces: with
+    dynamic=True a Python float (an eps, a scale) is a symbolic input, and the pass that turns
+    it into a tensor may ask Dynamo to trace again with it specialized (an exception Dynamo
+    catches). Done later, when the rest is compiled on the first call, nothing could restart,
+    and Inductor would fail on the graph."""
+    from torch._guards import detect_fake_mode
+
+    fake_mode = detect_fake_mode(example_inputs)
+    if fake_mode is None or fake_mode.shape_env is None:
+        return
+    try:
+        from torch.fx.passes._tensorify_python_scalars import tensorify_python_scalars
+    except ImportError:  # a PyTorch without the pass has no symbolic floats either
+        return
+    tensorify_python_scalars(gm, fake_mode.shape_env, fake_mode)
 
 
 def compile(model, example_inputs=None, dynamic=False, **options):

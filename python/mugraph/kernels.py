@@ -119,6 +119,39 @@ def _bytes_at(t, at):
     return _numel(shape) * _DTYPES[t["dtype"]].itemsize
 
 
+class DispatchedVariant:
+    """A dynamic program's dispatch (`dispatch.json`, "format": "mugraph.dispatch"): each
+    bucket of the dim's lengths runs one variant, every variant bound like a BoundVariant.
+    Where the variants store an output in different layouts, it is returned dense, so its
+    strides do not depend on the length."""
+
+    def __init__(self, spec, variants):
+        if spec.get("format") != "mugraph.dispatch" or spec.get("version") != 1:
+            raise ValueError("not a mugraph.dispatch v1")
+        self.buckets = [(b["min"], b["max"], variants[b["variant"]]) for b in spec["buckets"]]
+        self.variants = variants
+        self.name = "dispatch(" + ", ".join(variants) + ")"
+        first = next(iter(variants.values()))
+        self.dim = [d["name"] for d in first.dims].index(spec["dim"])
+        layouts = {tuple(t["layout"] for t in v.outputs) for v in variants.values()}
+        self.dense = len(layouts) > 1
+
+    def variant_at(self, length):
+        for low, high, variant in self.buckets:
+            if low <= length <= high:
+                return variant
+        raise _capi.MugraphError(f"length {length} is in no bucket of the dispatch")
+
+    def run(self, inputs):
+        first = next(iter(self.variants.values()))
+        outputs = self.variant_at(int(first.lengths(inputs)[self.dim])).run(inputs)
+        return [x.contiguous() for x in outputs] if self.dense else outputs
+
+    def fake_outputs(self, device, inputs=()):
+        outputs = next(iter(self.variants.values())).fake_outputs(device, inputs)
+        return [x.contiguous() for x in outputs] if self.dense else outputs
+
+
 class LoadedVariant(BoundVariant):
     """A variant loaded on the GPU (`_capi.Variant`): its kernels run on the current stream."""
 

@@ -58,6 +58,9 @@ class GraphReport:
                                      "program_hash": s["program_hash"], "cached": cached,
                                      "verified": len(result.get("variants", [])),
                                      "status": "searched"}
+        dims = [line[4:] for line in s["program_text"].splitlines() if line.startswith("dim ")]
+        if dims:  # kernels that take these lengths serve every one (fx_dims.py)
+            self.subgraphs[s["name"]]["dynamic"] = dims
 
     def used(self, s, variant, error):
         self.subgraphs[s["name"]].update(status="used", variant=variant["name"],

@@ -7,11 +7,13 @@ of its outputs matches the recorded one: finite where PyTorch's is, and within t
 tolerance relative to the output's largest magnitude (TOLERANCE). Otherwise the next-ranked
 variant is tried, and a subgraph none matches stays in PyTorch with the reason.
 """
+import json
 import operator
+import os
 
 import torch
 
-from . import kernels, optimize
+from . import _capi, kernels, optimize
 
 # Largest |ours - PyTorch| over the output's largest |PyTorch| a variant may reach: a few units
 # of the dtype's rounding after reassociated sums of hundreds of terms.
@@ -146,26 +148,69 @@ def _choose_variant(s, binding, values, graph_report, fx_nodes):
         return None, "its values are not CUDA tensors"
     inputs = binding.input_values(values, expected[0].device)
     reasons = []
+    dispatch = _dispatch(entry, result, binding, fx_nodes, graph_report)
+    if dispatch is not None:
+        # every variant of the dispatch runs at this length, so each is checked here
+        worst = 0.0
+        for name, loaded in dispatch.variants.items():
+            worst = max(worst, _matches(loaded, inputs, expected, name, reasons))
+        if worst <= TOLERANCE.get(expected[0].dtype, 2e-2):
+            key = f"{s['name']}:dispatch"
+            kernels.register(key, dispatch)
+            return (key, {"name": dispatch.name, "hash": dispatch.name}, worst), None
     for v in result.get("variants", []):
         key = f"{s['name']}:{v['name']}"
         try:
             with graph_report.phase("check_and_substitute/load_variants"):
                 loaded = _loaded_variant(optimize.variant_directory(entry, v["name"]), binding,
                                          fx_nodes, expected)
-            ours = loaded.run(inputs)
-            torch.cuda.synchronize()
         except Exception as e:  # a variant that cannot run here is skipped, with the reason
             reasons.append(f"{v['name']}: {e}")
             continue
-        errors = [max_relative_error(a, b) for a, b in zip(ours, expected)]
-        worst = max(errors)
+        worst = _matches(loaded, inputs, expected, v["name"], reasons)
         if worst <= TOLERANCE.get(expected[0].dtype, 2e-2):
             kernels.register(key, loaded)
             return (key, v, worst), None
-        reasons.append(f"{v['name']}: max relative error {worst:.3g}")
     if not result.get("variants"):
         return None, f"no verified variant ({result.get('no_variants', 'none found')})"
     return None, "no variant matches PyTorch: " + "; ".join(reasons)
+
+
+def _matches(loaded, inputs, expected, name, reasons):
+    """The variant's largest relative error against PyTorch's outputs on the recorded inputs
+    (inf, with the reason in `reasons`, where it fails or is past the tolerance)."""
+    try:
+        ours = loaded.run(inputs)
+        torch.cuda.synchronize()
+    except Exception as e:  # a variant that cannot run here is skipped, with the reason
+        reasons.append(f"{name}: {e}")
+        return float("inf")
+    worst = max(max_relative_error(a, b) for a, b in zip(ours, expected))
+    if worst > TOLERANCE.get(expected[0].dtype, 2e-2):
+        reasons.append(f"{name}: max relative error {worst:.3g}")
+    return worst
+
+
+def _dispatch(entry, result, binding, fx_nodes, graph_report):
+    """The search's dispatch over a dynamic dim's lengths (dispatch.json beside the variants:
+    each bucket of lengths runs one variant), where every variant it names was kept; None
+    for a static program, or where it cannot be loaded."""
+    path = os.path.join(entry, "variants", "dispatch.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            spec = json.load(f)
+        kept = {v["name"] for v in result.get("variants", [])}
+        names = list(dict.fromkeys(b["variant"] for b in spec["buckets"]))
+        if not set(names) <= kept:
+            return None
+        with graph_report.phase("check_and_substitute/load_variants"):
+            variants = {n: _loaded_variant(optimize.variant_directory(entry, n), binding,
+                                           fx_nodes, None) for n in names}
+        return kernels.DispatchedVariant(spec, variants)
+    except (OSError, ValueError, KeyError, _capi.MugraphError):
+        return None  # the variants one by one, below
 
 
 def _dense(graph, node):

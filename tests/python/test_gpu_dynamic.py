@@ -1,0 +1,68 @@
+"""End to end on a GPU: a decode loop over a transformers DynamicCache under
+torch.compile(backend="mugraph"). After Dynamo's first (static) compile, the growing length is a
+dynamic dim: one more compile serves every step up to max_length, our attention kernels take
+the length at each launch, the logits match eager's at every step, and a length past
+max_length compiles once more and stays correct. Skips without CUDA (label gpu)."""
+import os
+import tempfile
+import unittest
+
+import torch
+
+import model_graphs
+from mugraph import fx_graph
+from mugraph.substitute import max_relative_error
+
+CUDA = torch.cuda.is_available()
+
+
+@unittest.skipUnless(CUDA, "no CUDA device")
+class GpuDynamicDecodeTest(unittest.TestCase):
+    def test_one_compile_serves_every_step_of_a_growing_cache(self):
+        import mugraph.backend
+        from transformers import DynamicCache
+
+        max_length = 48
+        with tempfile.TemporaryDirectory() as cache_dir:
+            os.environ["MUGRAPH_CACHE_DIR"] = cache_dir
+            try:
+                model = model_graphs.causal_lm("llama", device="cuda", hidden=256)
+                torch._dynamo.reset()
+                compiled = torch.compile(
+                    model, backend=mugraph.backend.mugraph_backend,
+                    options={"time_limit": int(os.environ.get("MUGRAPH_TEST_TIME_LIMIT", "30")),
+                             "only_faster": False, "end_to_end": False,
+                             "max_length": max_length})
+                torch.manual_seed(3)
+                prompt = torch.randint(0, 512, (1, 32), device="cuda")
+                ours_cache, eager_cache = DynamicCache(), DynamicCache()
+                first_report = len(mugraph.backend.REPORTS)
+                errors = []
+                with torch.no_grad():
+                    for cache in (ours_cache, eager_cache):
+                        model(input_ids=prompt, past_key_values=cache, use_cache=True)
+                    for step in range(20):  # cache lengths 33 .. 52
+                        ids = torch.randint(0, 512, (1, 1), device="cuda")
+                        ours = compiled(input_ids=ids, past_key_values=ours_cache,
+                                        use_cache=True).logits
+                        expected = model(input_ids=ids, past_key_values=eager_cache,
+                                         use_cache=True).logits
+                        self.assertTrue(torch.isfinite(ours).all(), step)
+                        errors.append(max_relative_error(ours, expected))
+            finally:
+                del os.environ["MUGRAPH_CACHE_DIR"]
+        self.assertLess(max(errors), 2e-2, errors)
+        reports = mugraph.backend.REPORTS[first_report:]
+        # 33: static; 34 .. max_length: one dynamic graph; past it: one more
+        self.assertEqual(len(reports), 3, [r.graph for r in reports])
+        dynamic = reports[1]
+        self.assertTrue(fx_graph.program_dims(dynamic.partition), "the second graph is dynamic")
+        used = [row for row in dynamic.subgraphs.values() if row["status"] == "used"]
+        self.assertEqual(len(used), 2, dynamic.subgraphs)  # each layer's attention
+        self.assertEqual(dynamic.graph["runs"], "mugraph")
+        self.assertFalse(fx_graph.program_dims(reports[2].partition),
+                         "past max_length no program is dynamic")
+
+
+if __name__ == "__main__":
+    unittest.main()
