@@ -14,9 +14,13 @@ many graphs were compiled during the measured steps (0 is the goal: no recompila
 token). Before the contexts, each compiled model is warmed up (4 steps at --warmup-context)
 so its compiles (and mugraph's searches and first-call decisions) happen first; their seconds
 are reported.
-JSON: {"device", "torch", "transformers", "copy_bandwidth_bytes_per_s", "results": [...]}.
+Every row runs once per --sdpa backend (PyTorch's own choice, cuDNN on Hopper, rebuilds its
+plan for each new length; the flash backend does not), and each context is compared with the
+fastest eager and torch.compile rows. JSON: {"device", "torch", "transformers",
+"copy_bandwidth_bytes_per_s", "results": [...]}.
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -80,60 +84,83 @@ def decode_steps(model, runner, context, steps, vocab, seed):
     return times, worst
 
 
-def run_model(name, args):
-    import mugraph.backend
+def sdpa_backends(name):
+    """The SDPA backends a row may use: PyTorch's own choice, or one named. cuDNN's attention
+    (PyTorch's choice on Hopper) builds a plan per new shape, which a growing cache is at every
+    step: the flash backend is PyTorch's best for this loop, so both are run."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    if name == "default":
+        return contextlib.nullcontext()
+    return sdpa_kernel([{"flash": SDPBackend.FLASH_ATTENTION,
+                         "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                         "cudnn": SDPBackend.CUDNN_ATTENTION, "math": SDPBackend.MATH}[name]])
+
+
+def run_model(name, args):
     model = model_graphs.causal_lm(name, device="cuda", hidden=args.hidden, layers=args.layers,
                                    vocab=args.vocab)
     rows = []
-    for impl, make in candidates(model, args):
-        torch._dynamo.reset()
-        first_report = len(mugraph.backend.REPORTS)
-        try:
-            runner = make()
-            start, graphs = time.monotonic(), compiled_graphs()
-            # compiles happen here; mugraph's first call also decides, by timing the graph at
-            # this length, whether our kernels run (backend.py)
-            decode_steps(model, runner, args.warmup_context, 4, args.vocab, seed=7)
-            row = {"impl": impl, "warmup_s": time.monotonic() - start,
-                   "warmup_graphs": compiled_graphs() - graphs, "contexts": []}
-            for context in (int(c) for c in args.contexts.split(",")):
-                graphs = compiled_graphs()
-                times, error = decode_steps(model, runner, context, args.steps, args.vocab,
-                                            seed=context)
-                row["contexts"].append({
-                    "context": context, "step_us": 1e6 * statistics.median(times),
-                    "first_step_us": 1e6 * times[0], "rel_error": error,
-                    "graphs_compiled": compiled_graphs() - graphs})
-            if impl == "mugraph":
-                row["report"] = [r.as_dict() for r in mugraph.backend.REPORTS[first_report:]]
-        except Exception as e:  # every candidate is reported, then the next runs
-            traceback.print_exc()
-            row = {"impl": impl, "error": gpu_bench.short_error(e)}
-        rows.append(row)
-        print_row(name, row)
-    eager = {c["context"]: c["step_us"] for r in rows if r["impl"] == "eager"
-             for c in r.get("contexts", [])}
-    compiled = {c["context"]: c["step_us"] for r in rows if r["impl"].startswith("torch.compile")
-                for c in r.get("contexts", [])}
-    for r in rows:
-        for c in r.get("contexts", []):
-            c["vs_eager"] = eager.get(c["context"], 0) / c["step_us"]
-            c["vs_compile"] = compiled.get(c["context"], 0) / c["step_us"]
+    for sdpa in args.sdpa.split(","):
+        for impl, make in candidates(model, args):
+            with sdpa_backends(sdpa):
+                rows.append(run_row(name, model, impl, sdpa, make, args))
+    # Against the best of PyTorch at each context: the fastest eager and torch.compile rows.
+    for kind in ("eager", "torch.compile"):
+        best = {}
+        for r in rows:
+            if r["impl"].startswith(kind):
+                for c in r.get("contexts", []):
+                    best[c["context"]] = min(best.get(c["context"], c["step_us"]), c["step_us"])
+        for r in rows:
+            for c in r.get("contexts", []):
+                c[f"vs_best_{kind.replace('.', '_')}"] = best.get(c["context"], 0) / c["step_us"]
     del model
     torch.cuda.empty_cache()
     return {"model": name, "hidden": args.hidden, "layers": args.layers, "steps": args.steps,
             "max_length": args.max_length, "rows": rows}
 
 
+def run_row(name, model, impl, sdpa, make, args):
+    """One implementation under one SDPA backend: its warm-up, then each context."""
+    import mugraph.backend
+
+    torch._dynamo.reset()
+    first_report = len(mugraph.backend.REPORTS)
+    try:
+        runner = make()
+        start, graphs = time.monotonic(), compiled_graphs()
+        # compiles happen here; mugraph's first call also decides, by timing the graph at
+        # this length, whether our kernels run (backend.py)
+        decode_steps(model, runner, args.warmup_context, 4, args.vocab, seed=7)
+        row = {"impl": impl, "sdpa": sdpa, "warmup_s": time.monotonic() - start,
+               "warmup_graphs": compiled_graphs() - graphs, "contexts": []}
+        for context in (int(c) for c in args.contexts.split(",")):
+            graphs = compiled_graphs()
+            times, error = decode_steps(model, runner, context, args.steps, args.vocab,
+                                        seed=context)
+            row["contexts"].append({
+                "context": context, "step_us": 1e6 * statistics.median(times),
+                "first_step_us": 1e6 * times[0], "rel_error": error,
+                "graphs_compiled": compiled_graphs() - graphs})
+        if impl == "mugraph":
+            row["report"] = [r.as_dict() for r in mugraph.backend.REPORTS[first_report:]]
+    except Exception as e:  # every candidate is reported, then the next runs
+        traceback.print_exc()
+        row = {"impl": impl, "sdpa": sdpa, "error": gpu_bench.short_error(e)}
+    print_row(name, row)
+    return row
+
+
 def print_row(name, row):
+    label = f"{row['impl']} [sdpa {row['sdpa']}]"
     if "error" in row:
-        print(f"{name:8} {row['impl']:28} error: {row['error']}", flush=True)
+        print(f"{name:8} {label:40} error: {row['error']}", flush=True)
         return
-    print(f"{name:8} {row['impl']:28} warm-up {row['warmup_s']:.0f} s, "
+    print(f"{name:8} {label:40} warm-up {row['warmup_s']:.0f} s, "
           f"{row['warmup_graphs']} graphs", flush=True)
     for c in row["contexts"]:
-        print(f"{'':8} {'':28} context {c['context']:6}: {c['step_us']:9.1f} us/step, "
+        print(f"{'':8} {'':40} context {c['context']:6}: {c['step_us']:9.1f} us/step, "
               f"err {c['rel_error']:.1e}, {c['graphs_compiled']} graphs compiled", flush=True)
 
 
@@ -147,6 +174,8 @@ def main():
     parser.add_argument("--contexts", default="256,1024,4000")
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--warmup-context", type=int, default=1024)
+    parser.add_argument("--sdpa", default="default,flash",
+                        help="SDPA backends to run every row under (default: PyTorch's choice)")
     parser.add_argument("--max-length", type=int, default=4096)
     parser.add_argument("--time-limit", type=int, default=20, help="search seconds per subgraph")
     args = parser.parse_args()
