@@ -2,8 +2,16 @@
 subgraph's own aten nodes the way the rest of the graph runs (rest.py: compiled by Inductor,
 or eagerly), and our variant. Both are captured into a CUDA graph and timed over replays with
 CUDA events (median), so neither pays Python's launch overhead. The whole graph is timed the
-same way, with and without our kernels (`replay_us`)."""
+same way, with and without our kernels (`replay_us`).
+
+A graph with dynamic sizes runs at a new length at every step of a growing cache, and a
+replay at one length hides what a new length costs (cuDNN's attention builds a plan per
+shape: about 20 ms a step on an H200, where its replay takes 18 us). So where a subgraph or
+graph has symbolic sizes, each side is also run once at each of a few shorter lengths
+(`new_lengths_us`: synchronized wall time, the median), and its time is the larger of the two
+measures."""
 import statistics
+import time
 
 import torch
 
@@ -65,6 +73,89 @@ def time_subgraphs(gm, values, chosen, graph_report, rest):
             pytorch = rest.compile(module, theirs)
             pytorch_us = replay_us(lambda: pytorch(*theirs))
             ours_us = replay_us(lambda: torch.ops.mugraph.launch(key, ours))
+            nodes = {n.name: n for n in gm.graph.nodes}
+            theirs_at = shorter_sets(theirs, [nodes[name] for name in names])
+            sources = [_fx_name(i) for i in binding.inputs]
+            ours_at = None
+            if None not in sources and all(t is None for t in binding.tiled):
+                ours_at = shorter_sets(ours, [nodes[name] for name in sources])
+            if theirs_at and ours_at:
+                # PyTorch's side eagerly: Inductor compiled it for the recorded sizes only
+                pytorch_us = max(pytorch_us, new_lengths_us(module, theirs_at))
+                ours_us = max(ours_us, new_lengths_us(
+                    lambda *x: torch.ops.mugraph.launch(key, list(x)), ours_at))
             graph_report.timed(s["name"], pytorch_us, ours_us)
         except Exception as e:  # timing is a report, never a reason to fail
             graph_report.subgraphs[s["name"]]["timing_error"] = str(e)
+
+
+# How much shorter than the recorded length each timed call runs: each a length not met before.
+SHORTER_BY = (1, 2, 3, 4, 5)
+
+
+def new_lengths_us(fn, argument_sets):
+    """Median µs of fn called once on each argument set (each at a length of its own, made
+    just before its call), synchronized wall time: what a step at a new length costs, host
+    work included."""
+    fn(*argument_sets[0]())  # whatever a first call loads
+    times = []
+    for make in argument_sets[1:]:
+        arguments = make()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn(*arguments)
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(times)
+
+
+def shorter_sets(values, nodes, by=SHORTER_BY):
+    """Per `by`, a function giving the values at a length that much shorter along every
+    symbolic size (their FX nodes' metadata says which): dense copies of the tensors (compiled
+    code asserts dense strides), symbolic ints lowered. None where no size is symbolic, where
+    one is not a symbol plus a constant, or where a size would reach 0."""
+    if nodes is None:
+        return None
+    plans = [_symbolic_axes(n) for n in nodes]
+    if any(p is None for p in plans) or not any(plans):
+        return None
+    for value, axes in zip(values, plans):
+        if isinstance(value, torch.Tensor) and any(value.shape[a] - max(by) < 1 for a in axes):
+            return None
+
+    def shorter(delta):
+        result = []
+        for value, axes in zip(values, plans):
+            if isinstance(value, torch.Tensor) and axes:
+                for axis in axes:
+                    value = value.narrow(axis, 0, value.shape[axis] - delta)
+                value = value.contiguous()
+            elif axes:  # a symbolic int: the symbol's value
+                value = value - delta
+            result.append(value)
+        return result
+
+    return [lambda delta=delta: shorter(delta) for delta in by]
+
+
+def _symbolic_axes(node):
+    """The axes of node's value whose size is a symbol plus a constant ([0] for a symbolic
+    int); None where a size is any other expression."""
+    val = node.meta.get("val")
+    sizes = list(val.shape) if isinstance(val, torch.Tensor) else [val]
+    axes = []
+    for axis, size in enumerate(sizes):
+        if not isinstance(size, torch.SymInt) or size.node.expr.is_number:
+            continue
+        expr = size.node.expr
+        if len(expr.free_symbols) != 1 or not (expr - next(iter(expr.free_symbols))).is_number:
+            return None
+        axes.append(axis)
+    return axes
+
+
+def _fx_name(binding_input):
+    """The FX value a launch input is made from (a name, or a repeat of one)."""
+    if isinstance(binding_input, str):
+        return binding_input
+    return binding_input[1] if binding_input[0] == "repeat" else None

@@ -170,6 +170,22 @@ class DynamicSubstitutionTest(unittest.TestCase):
                         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
             for variant in stand_ins:
                 self.assertEqual(variant.lengths_seen, [18, 19, 20])
+        # What the backend times a dynamic graph at (timing.shorter_sets): the recorded
+        # arguments at shorter lengths, every symbolic size and symbol lowered together.
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        shorter = timing.shorter_sets(runs[0], placeholders)
+        self.assertEqual(len(shorter), len(timing.SHORTER_BY))
+        for variant in stand_ins:
+            variant.lengths_seen = []
+        for make in shorter:
+            args = make()
+            with torch.no_grad():
+                expected, got = gm(*args), inductor(*args)
+            for a, b in zip(got, expected):
+                if isinstance(b, torch.Tensor):
+                    torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+        for variant in stand_ins:
+            self.assertEqual(variant.lengths_seen, [18 - d for d in timing.SHORTER_BY])
 
 
 if __name__ == "__main__":
