@@ -10,6 +10,7 @@ shape: about 20 ms a step on an H200, where its replay takes 18 us). So where a 
 graph has symbolic sizes, each side is also run once at each of a few shorter lengths
 (`new_lengths_us`: synchronized wall time, the median), and its time is the larger of the two
 measures."""
+import itertools
 import statistics
 import time
 
@@ -89,8 +90,12 @@ def time_subgraphs(gm, values, chosen, graph_report, rest):
             graph_report.subgraphs[s["name"]]["timing_error"] = str(e)
 
 
-# How much shorter than the recorded length each timed call runs: each a length not met before.
-SHORTER_BY = (1, 2, 3, 4, 5)
+# How many calls at new lengths each side is timed over.
+NEW_LENGTHS = 5
+# How much shorter than the recorded length the next timed call runs: counted up over the
+# process, so no measurement meets a length an earlier one ran (whose plans a library such as
+# cuDNN would have kept: a subgraph timed after another would look cheaper than it is).
+_SHORTER_BY = itertools.count(1)
 
 
 def new_lengths_us(fn, argument_sets):
@@ -109,16 +114,18 @@ def new_lengths_us(fn, argument_sets):
     return statistics.median(times)
 
 
-def shorter_sets(values, nodes, by=SHORTER_BY):
-    """Per `by`, a function giving the values at a length that much shorter along every
-    symbolic size (their FX nodes' metadata says which): dense copies of the tensors (compiled
-    code asserts dense strides), symbolic ints lowered. None where no size is symbolic, where
-    one is not a symbol plus a constant, or where a size would reach 0."""
+def shorter_sets(values, nodes, count=NEW_LENGTHS):
+    """`count` functions, each giving the values at a length shorter than the recorded one
+    along every symbolic size (their FX nodes' metadata says which), each length one no
+    earlier call of this function gave: dense copies of the tensors (compiled code asserts
+    dense strides), symbolic ints lowered. None where no size is symbolic, where one is not a
+    symbol plus a constant, or where a size would reach 0."""
     if nodes is None:
         return None
     plans = [_symbolic_axes(n) for n in nodes]
     if any(p is None for p in plans) or not any(plans):
         return None
+    by = [next(_SHORTER_BY) for _ in range(count)]
     for value, axes in zip(values, plans):
         if isinstance(value, torch.Tensor) and any(value.shape[a] - max(by) < 1 for a in axes):
             return None

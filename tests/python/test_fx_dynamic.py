@@ -174,7 +174,7 @@ class DynamicSubstitutionTest(unittest.TestCase):
         # arguments at shorter lengths, every symbolic size and symbol lowered together.
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
         shorter = timing.shorter_sets(runs[0], placeholders)
-        self.assertEqual(len(shorter), len(timing.SHORTER_BY))
+        self.assertEqual(len(shorter), timing.NEW_LENGTHS)
         for variant in stand_ins:
             variant.lengths_seen = []
         for make in shorter:
@@ -184,8 +184,15 @@ class DynamicSubstitutionTest(unittest.TestCase):
             for a, b in zip(got, expected):
                 if isinstance(b, torch.Tensor):
                     torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+        seen = stand_ins[0].lengths_seen
+        self.assertEqual(len(set(seen)), timing.NEW_LENGTHS, seen)
+        self.assertTrue(all(n < 18 for n in seen), seen)
         for variant in stand_ins:
-            self.assertEqual(variant.lengths_seen, [18 - d for d in timing.SHORTER_BY])
+            self.assertEqual(variant.lengths_seen, seen)
+        # a later measurement meets none of these lengths (argument 3 is a layer's past keys,
+        # one shorter than the attention's after the append)
+        again = timing.shorter_sets(runs[0], placeholders)
+        self.assertFalse({int(make()[3].shape[2]) + 1 for make in again} & set(seen))
 
 
 if __name__ == "__main__":
