@@ -156,7 +156,7 @@ class LoadedVariant(BoundVariant):
     """A variant loaded on the GPU (`_capi.Variant`): its kernels run on the current stream."""
 
     def __init__(self, directory, output_shapes, output_strides=None):
-        self.variant = _loaded(directory)
+        self.variant = loaded(directory)
         super().__init__(directory, self.variant.tensors, output_shapes, output_strides,
                          self.variant.dims)
 
@@ -173,7 +173,7 @@ class LoadedVariant(BoundVariant):
 _LOADED = {}  # a variant folder's real path -> (its manifest's mtime, its _capi.Variant)
 
 
-def _loaded(directory):
+def loaded(directory):
     """The folder's variant, its PTX loaded (JIT-compiled by the driver) once per process: a
     recompile (a guard that failed, a second torch.compile) reuses it. The cache writes a
     folder by rename, so a rewritten one has a new manifest and is loaded again."""

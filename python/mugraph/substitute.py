@@ -134,7 +134,7 @@ def _symbolic(size):
 def _loaded_variant(directory, binding, fx_nodes, expected):
     """The variant at `directory`, bound to the FX outputs: their concrete shapes and strides,
     or for kernels that take the lengths of dynamic dims, shapes naming the dims."""
-    variant = kernels._loaded(directory)
+    variant = kernels.loaded(directory)
     if variant.dims:
         return kernels.LoadedVariant(directory, output_shapes(binding, fx_nodes, variant.tensors))
     return kernels.LoadedVariant(directory, [list(e.shape) for e in expected],
@@ -148,7 +148,7 @@ def _choose_variant(s, binding, values, graph_report, fx_nodes):
         return None, "its values are not CUDA tensors"
     inputs = binding.input_values(values, expected[0].device)
     reasons = []
-    dispatch = _dispatch(entry, result, binding, fx_nodes, graph_report)
+    dispatch = _dispatch(entry, result, binding, fx_nodes, expected, graph_report)
     if dispatch is not None:
         # every variant of the dispatch runs at this length, so each is checked here
         worst = 0.0
@@ -191,7 +191,7 @@ def _matches(loaded, inputs, expected, name, reasons):
     return worst
 
 
-def _dispatch(entry, result, binding, fx_nodes, graph_report):
+def _dispatch(entry, result, binding, fx_nodes, expected, graph_report):
     """The search's dispatch over a dynamic dim's lengths (dispatch.json beside the variants:
     each bucket of lengths runs one variant), where every variant it names was kept; None
     for a static program, or where it cannot be loaded."""
@@ -207,7 +207,9 @@ def _dispatch(entry, result, binding, fx_nodes, graph_report):
             return None
         with graph_report.phase("check_and_substitute/load_variants"):
             variants = {n: _loaded_variant(optimize.variant_directory(entry, n), binding,
-                                           fx_nodes, None) for n in names}
+                                           fx_nodes, expected) for n in names}
+        if not all(v.dims for v in variants.values()):
+            return None
         return kernels.DispatchedVariant(spec, variants)
     except (OSError, ValueError, KeyError, _capi.MugraphError):
         return None  # the variants one by one, below
