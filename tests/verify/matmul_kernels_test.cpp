@@ -238,8 +238,12 @@ double matmulWork(const graph::Program& program) {
 }
 
 // The reference path takes dot per element (minutes at 2^36 multiply-adds): larger schedules
-// only with MUGRAPH_CHECK_LARGE_SCHEDULES, as in shipped_schedules_test.cpp.
-constexpr double kMaxWork = 1.2e8;
+// only with MUGRAPH_CHECK_LARGE_SCHEDULES, as in shipped_schedules_test.cpp. At 5e7 every
+// kernel path (layouts, batches, split parts) is still compared on the decode schedules of
+// 1k-5k keys (and every size from 1 row up by the kernel tests above); the three above it
+// (the 8k and 12345-key decodes, the 1-row matmul at 5.9e7, whose reference alone took 31 s)
+// took 49 of the test's 62 s on 2 cores.
+constexpr double kMaxWork = 5e7;
 
 TEST(MatmulKernels, ShippedSchedulesEvaluateIdenticallyWithAndWithoutKernels) {
   const uint64_t seed = freshSeed();
@@ -260,7 +264,7 @@ TEST(MatmulKernels, ShippedSchedulesEvaluateIdenticallyWithAndWithoutKernels) {
     }
   }
   std::cout << "[matmul kernels] " << compared << " schedules compared\n";
-  EXPECT_GE(compared, 10);
+  EXPECT_GE(compared, 7);
 }
 
 }  // namespace
