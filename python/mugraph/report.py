@@ -136,7 +136,8 @@ def print_report(graph_report, verbose=True, stream=sys.stderr):
             if r.get("speedup"):
                 timing = (f", {r['pytorch_us']:.1f} us in PyTorch -> {r['ours_us']:.1f} us "
                           f"({r['speedup']:.2f}x)")
-            print(f"  {r['name']}: {r['variant']}{timing}", file=stream)
+            lengths = f", at every length of {', '.join(r['dynamic'])}" if r.get("dynamic") else ""
+            print(f"  {r['name']}: {r['variant']}{timing}{lengths}", file=stream)
         else:
             print(f"  {r['name']}: stays in PyTorch: {r.get('reason', '?')}", file=stream)
     if any(r["status"] == "used" and r.get("speedup") for r in rows):
