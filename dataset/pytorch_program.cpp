@@ -59,6 +59,10 @@ std::string expression(const graph::Program& program, const graph::KernelOp& op)
       return "torch.nn.functional.silu(" + in[0] + ")";
     case graph::OpKind::Sigmoid:
       return "torch.sigmoid(" + in[0] + ")";
+    case graph::OpKind::Tanh:
+      return "torch.tanh(" + in[0] + ")";
+    case graph::OpKind::Erf:
+      return "torch.erf(" + in[0] + ")";
     case graph::OpKind::Scale:
       return in[0] + " * " + number(op.attrs.scale);
     case graph::OpKind::AddScalar:

@@ -29,6 +29,8 @@ const std::vector<OpInfo> kOps = {
   {OpKind::BlockGraph, "block_graph",OpClass::BlockGraph,  -1, false, false, false, true,  false, false, false},
   {OpKind::RotateHalf, "rotate_half",OpClass::Reduction,   1,  true,  false, false, true,  true,  false, false},
   {OpKind::CausalMask, "causal_mask",OpClass::Unary,       1,  false, false, false, true,  true,  false, true},
+  {OpKind::Tanh,       "tanh",       OpClass::Unary,       1,  false, false, false, true,  true,  true, false},
+  {OpKind::Erf,        "erf",        OpClass::Unary,       1,  false, false, false, true,  true,  true, false},
 };
 // clang-format on
 

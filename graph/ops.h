@@ -33,7 +33,9 @@ enum class OpKind {
   AccumRescaledSum,
   BlockGraph,
   RotateHalf,
-  CausalMask,  // last, so the kinds before it keep their numbers
+  CausalMask,  // the kinds before it keep their numbers; later ones follow it
+  Tanh,
+  Erf,
 };
 
 enum class OpClass { Io, Matmul, Unary, Binary, Reduction, Accumulator, BlockGraph };

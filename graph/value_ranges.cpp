@@ -50,6 +50,8 @@ std::vector<bool> squaredRangeTensors(const KernelGraph& program) {
       case OpKind::Sqrt:
       case OpKind::RmsNorm:
       case OpKind::Sigmoid:
+      case OpKind::Tanh:
+      case OpKind::Erf:
       case OpKind::Exp:
         value = false;
         break;

@@ -95,13 +95,15 @@ Attribute readAttribute(const JsonReader& r) {
     a.i = r.integer(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   } else if (j.is_number()) {
     a.f = r.number();
+  } else if (j.is_string()) {
+    a.s = r.string();
   } else if (j.is_array()) {
     for (const JsonReader& e : r.items()) {
       a.ints.push_back(
           e.integer(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
     }
   } else {
-    r.fail("an attribute is an integer, a number or an array of integers");
+    r.fail("an attribute is an integer, a number, a string or an array of integers");
   }
   return a;
 }

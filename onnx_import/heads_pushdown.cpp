@@ -15,7 +15,8 @@ bool mapped(const NodeSupport& s) {
 
 const std::set<std::string> kElementwise = {
     "Add", "Sub",        "Mul",  "Div",      "Pow",   "Sqrt",  "Exp",   "Sigmoid",
-    "Neg", "Reciprocal", "Cast", "Identity", "IsNaN", "Where", "Slice", "Concat"};
+    "Neg", "Reciprocal", "Cast", "Identity", "IsNaN", "Where", "Slice", "Concat",
+    "Tanh", "Erf"};
 
 // Whether the node computes each row along the last axis of rank-`rank` values on its own.
 // (Slice and Concat are here only as the parts and head of a rotate_half, node_support.h.)

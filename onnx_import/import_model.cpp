@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "onnx_import/causal_masks.h"
+#include "onnx_import/function_ops.h"
 #include "onnx_import/heads_pushdown.h"
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/node_support.h"
@@ -214,8 +215,9 @@ std::string subgraphName(const Model& model, const std::vector<int>& all,
     if (!loose.count(n)) nodes.push_back(n);
   }
   if (nodes.empty()) nodes = all;
-  std::string name = sanitizeName(model.nodes[nodes.front()].name);
-  if (nodes.size() > 1) name += "-" + sanitizeName(model.nodes[nodes.back()].name);
+  std::string name = sanitizeName(sourceName(model.nodes[nodes.front()]));
+  const std::string& last = sourceName(model.nodes[nodes.back()]);
+  if (last != sourceName(model.nodes[nodes.front()])) name += "-" + sanitizeName(last);
   std::string unique = name;
   for (int k = 2; used.count(unique); ++k) unique = name + "-" + std::to_string(k);
   used.insert(unique);
@@ -253,8 +255,10 @@ Subgraph subgraph(const Model& model, const std::vector<NodeSupport>& support,
   s.causalMasks = std::move(built.causalMasks);
   for (int n : withReadNodes(model, support, nodes)) {
     if (built.readFromFramework.count(n)) continue;
-    s.nodes.push_back(model.nodes[n].name);
-    s.ops.push_back(model.nodes[n].op);
+    const std::string& name = sourceName(model.nodes[n]);
+    if (std::find(s.nodes.begin(), s.nodes.end(), name) != s.nodes.end()) continue;
+    s.nodes.push_back(name);
+    s.ops.push_back(model.nodes[n].origin.empty() ? model.nodes[n].op : model.nodes[n].originOp);
   }
   return s;
 }
@@ -284,6 +288,8 @@ ImportedModel importModel(const std::string& path, const DimPins& pins, const Di
 
 ImportedModel partitionModel(const Model& loaded) {
   Model model = loaded;
+  inferShapes(model);  // a LayerNormalization's rank decides the axes of its body
+  expandFunctionOps(model);
   inferShapes(model);
   shapeComputedMasks(model);
   std::vector<NodeSupport> support = classifyNodes(model);
@@ -348,9 +354,10 @@ ImportedModel partitionModel(const Model& loaded) {
   }
   std::set<std::string> inSubgraphs;
   for (const Subgraph& s : result.subgraphs) inSubgraphs.insert(s.nodes.begin(), s.nodes.end());
+  std::set<std::string> listed;  // a body's parts left out are listed once, as their node
   for (size_t n = 0; n < model.nodes.size(); ++n) {
     const Node& node = model.nodes[n];
-    if (inSubgraphs.count(node.name)) continue;
+    if (inSubgraphs.count(sourceName(node)) || !listed.insert(sourceName(node)).second) continue;
     std::string reason = support[n].reason;
     if (support[n].role == NodeRole::View)
       reason = "a view read only by nodes left to the framework";
@@ -362,7 +369,9 @@ ImportedModel partitionModel(const Model& loaded) {
           "the framework converts it: a subgraph reads its result or one relabelled from it (the "
           "narrowest float along the way)";
     }
-    result.unsupported.push_back({node.name, node.op, reason});
+    if (!node.origin.empty()) reason = node.op + " of its body: " + reason;
+    result.unsupported.push_back(
+        {sourceName(node), node.origin.empty() ? node.op : node.originOp, reason});
   }
   return result;
 }

@@ -14,7 +14,8 @@ using graph::Layout;
 
 const std::set<std::string> kComputeOps = {
     "MatMul",  "Gemm",       "Add", "Sub", "Mul",     "Div",       "Exp",        "Sqrt",
-    "Sigmoid", "Reciprocal", "Neg", "Pow", "Softmax", "ReduceSum", "ReduceMean", "ReduceMax"};
+    "Sigmoid", "Reciprocal", "Neg", "Pow", "Softmax", "ReduceSum", "ReduceMean", "ReduceMax",
+    "Tanh",    "Erf"};
 const std::set<std::string> kReshapeOps = {"Reshape", "Unsqueeze", "Squeeze", "Flatten"};
 
 NodeSupport unsupported(std::string reason) {
@@ -112,8 +113,8 @@ NodeSupport classifyCompute(const Model& model, const Node& node) {
   if (node.op == "Pow") {
     const std::optional<double> e = scalarConstant(model, node.inputs.at(1));
     if (!e) return unsupported("the exponent is not a constant scalar");
-    if (*e != 2.0 && *e != 1.0 && *e != 0.5) {
-      return unsupported("exponent " + std::to_string(*e) + " (2, 1 and 0.5 map)");
+    if (*e != 2.0 && *e != 1.0 && *e != 0.5 && *e != 3.0) {
+      return unsupported("exponent " + std::to_string(*e) + " (3, 2, 1 and 0.5 map)");
     }
   }
   if (node.op.rfind("Reduce", 0) == 0 && !axesOf(model, node)) {

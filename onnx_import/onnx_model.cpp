@@ -124,6 +124,7 @@ void readAttributes(const onnx::NodeProto& proto, Node& node, Model& model) {
     if (a.has_f()) attr.f = a.f();
     attr.ints.assign(a.ints().begin(), a.ints().end());
     if (a.has_t()) attr.tensor = readConstant(a.t());
+    if (a.has_s()) attr.s = a.s();
     node.attributes[a.name()] = attr;
   }
   if (node.op != "Constant" || node.domain != "" || node.outputs.empty()) return;
@@ -241,6 +242,11 @@ std::optional<std::vector<int64_t>> Node::intsAttr(const std::string& key) const
 double Node::floatAttr(const std::string& key, double fallback) const {
   const auto found = attributes.find(key);
   return found != attributes.end() && found->second.f ? *found->second.f : fallback;
+}
+
+std::string Node::stringAttr(const std::string& key, const std::string& fallback) const {
+  const auto found = attributes.find(key);
+  return found != attributes.end() && found->second.s ? *found->second.s : fallback;
 }
 
 int Model::producerOf(const std::string& value) const {

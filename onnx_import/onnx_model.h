@@ -64,6 +64,7 @@ struct Attribute {
   std::optional<double> f;
   std::vector<int64_t> ints;
   std::optional<Constant> tensor;  // a small tensor attribute's values
+  std::optional<std::string> s;    // a string attribute (Gelu's approximate)
 };
 
 struct Node {
@@ -73,10 +74,15 @@ struct Node {
   std::vector<std::string> inputs;  // "" for an omitted optional input
   std::vector<std::string> outputs;
   std::map<std::string, Attribute> attributes;
+  // The node this one is part of the body of (function_ops.h: a LayerNormalization written
+  // out as primitive ops) and its op, or "" for a node of the file.
+  std::string origin;
+  std::string originOp;
 
   int64_t intAttr(const std::string& key, int64_t fallback) const;
   std::optional<std::vector<int64_t>> intsAttr(const std::string& key) const;
   double floatAttr(const std::string& key, double fallback) const;
+  std::string stringAttr(const std::string& key, const std::string& fallback) const;
 };
 
 struct Model {

@@ -188,10 +188,15 @@ void ProgramBuilder::map(int index) {
   if (op0 == "Exp") return define(out, op(OpKind::Exp, {in}));
   if (op0 == "Sqrt") return define(out, op(OpKind::Sqrt, {in}));
   if (op0 == "Sigmoid") return define(out, op(OpKind::Sigmoid, {in}));
+  if (op0 == "Tanh") return define(out, op(OpKind::Tanh, {in}));
+  if (op0 == "Erf") return define(out, op(OpKind::Erf, {in}));
   if (op0 == "Neg") return define(out, op(OpKind::Scale, {in}, {.scale = -1.0}));
   if (op0 == "Pow") {
     const double e = *scalarOf(n.inputs.at(1));
     if (e == 1.0) return define(out, in);
+    if (e == 3.0) {
+      return define(out, op(OpKind::Mul, {in, op(OpKind::Square, {in}, {}, out + "_square")}));
+    }
     return define(out, op(e == 2.0 ? OpKind::Square : OpKind::Sqrt, {in}));
   }
   fail("no mapping for ONNX op '" + op0 + "'");

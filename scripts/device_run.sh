@@ -42,7 +42,7 @@ if [[ $step == all || $step == python ]]; then
       tee "$out/python_gpu_tests.log" | tail -25
   fi
   python3 tools/python/model_bench.py --out "$out/model_bench.json" ${MODEL_BENCH_ARGS:-} \
-    2>&1 | tee "$out/model_bench.log" | grep -v "^  " | grep -E "^(llama|qwen3|mistral)|mugraph:|Error|error" | head -80
+    2>&1 | tee "$out/model_bench.log" | grep -v "^  " | grep -E "^(llama|qwen3|mistral|gpt2|gpt_neox|phi)|mugraph:|Error|error" | head -80
 fi
 
 if [[ $step == dynamic_decode ]]; then

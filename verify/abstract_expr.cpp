@@ -32,6 +32,10 @@ const char* kindName(ExprKind kind) {
       return "silu";
     case ExprKind::Sigmoid:
       return "sigmoid";
+    case ExprKind::Tanh:
+      return "tanh";
+    case ExprKind::Erf:
+      return "erf";
     case ExprKind::Max:
       return "max";
     case ExprKind::RmsNorm:
@@ -150,6 +154,12 @@ AbstractExprRef AbstractExpr::silu(AbstractExprRef a) {
 AbstractExprRef AbstractExpr::sigmoid(AbstractExprRef a) {
   return make(ExprKind::Sigmoid, "", 0, 0, {std::move(a)});
 }
+AbstractExprRef AbstractExpr::tanh(AbstractExprRef a) {
+  return make(ExprKind::Tanh, "", 0, 0, {std::move(a)});
+}
+AbstractExprRef AbstractExpr::erf(AbstractExprRef a) {
+  return make(ExprKind::Erf, "", 0, 0, {std::move(a)});
+}
 AbstractExprRef AbstractExpr::max(int64_t n, AbstractExprRef a) {
   if (n == 1) return a;
   return make(ExprKind::Max, "", 0, n, {std::move(a)});
@@ -197,6 +207,10 @@ AbstractExprRef applyOp(OpKind kind, const graph::OpAttrs& attrs,
       return E::silu(in[0]);
     case OpKind::Sigmoid:
       return E::sigmoid(in[0]);
+    case OpKind::Tanh:
+      return E::tanh(in[0]);
+    case OpKind::Erf:
+      return E::erf(in[0]);
     case OpKind::Scale:
       return E::mul(in[0], E::constant(attrs.scale));
     case OpKind::AddScalar:
@@ -381,6 +395,12 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, bool keepShifts,
       break;
     case ExprKind::Sigmoid:
       result = E::sigmoid(in[0]);
+      break;
+    case ExprKind::Tanh:
+      result = E::tanh(in[0]);
+      break;
+    case ExprKind::Erf:
+      result = E::erf(in[0]);
       break;
     case ExprKind::Max:  // max-split
       result = in[0]->kind() == ExprKind::Max

@@ -24,6 +24,8 @@ enum class ExprKind {
   Sqrt,        // uninterpreted: no axioms mention it
   Silu,        // uninterpreted
   Sigmoid,     // uninterpreted
+  Tanh,        // uninterpreted
+  Erf,         // uninterpreted
   Max,         // max(n, a): reduce_max / accum_max over n things; uninterpreted
   RmsNorm,     // rms_norm(n, a); uninterpreted
   RotateHalf,  // rotate_half(a): RoPE's signed lane permutation; only x ⊑ rotate_half(x)
@@ -50,6 +52,8 @@ class AbstractExpr {
   static AbstractExprRef sqrt(AbstractExprRef a);
   static AbstractExprRef silu(AbstractExprRef a);
   static AbstractExprRef sigmoid(AbstractExprRef a);
+  static AbstractExprRef tanh(AbstractExprRef a);
+  static AbstractExprRef erf(AbstractExprRef a);
   static AbstractExprRef max(int64_t n, AbstractExprRef a);  // max(1, a) returns a
   static AbstractExprRef rmsNorm(int64_t n, AbstractExprRef a);
   static AbstractExprRef rotateHalf(AbstractExprRef a);

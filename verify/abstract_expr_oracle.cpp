@@ -91,6 +91,10 @@ class Encoder {
         return v_.silu(encode(in[0]));
       case ExprKind::Sigmoid:
         return v_.sigmoid(encode(in[0]));
+      case ExprKind::Tanh:
+        return v_.tanh(encode(in[0]));
+      case ExprKind::Erf:
+        return v_.erf(encode(in[0]));
       case ExprKind::Max:
         return v_.max(extent(), encode(in[0]));
       case ExprKind::RmsNorm:

@@ -37,6 +37,10 @@ inline double realFunction(graph::OpKind kind, double x) {
       return x / (1.0 + std::exp(-x));
     case graph::OpKind::Sigmoid:
       return 1.0 / (1.0 + std::exp(-x));
+    case graph::OpKind::Tanh:
+      return std::tanh(x);
+    case graph::OpKind::Erf:
+      return std::erf(x);
     default:
       throw std::logic_error("no real function for op '" + std::string(graph::opName(kind)) + "'");
   }

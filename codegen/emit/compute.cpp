@@ -25,6 +25,10 @@ std::string elementwiseExpression(OpKind kind, const graph::OpAttrs& attrs,
       return "mg::silu(" + x[0] + ")";
     case OpKind::Sigmoid:
       return "mg::sigmoid(" + x[0] + ")";
+    case OpKind::Tanh:
+      return "mg::tanh(" + x[0] + ")";
+    case OpKind::Erf:
+      return "erff(" + x[0] + ")";
     case OpKind::Scale:
       return x[0] + " * " + floatLiteral(attrs.scale);
     case OpKind::AddScalar:

@@ -115,6 +115,10 @@ def _repeated_heads(w, n, x, prefix, rep):
 
 def getitem(w, n):
     source, index = n.args
+    if isinstance(source, torch.fx.Node) and source.name in w.tuple_results:
+        w.node(n.name, n.name, "Identity", [w.tuple_results[source.name][index]],
+               [w.value_of(n)])
+        return
     if (isinstance(source, torch.fx.Node) and "scaled_dot_product" in str(source.target)
             and index == 0 and source.name in w.attentions
             and f"{w.attentions[source.name]}.out" in w.described):

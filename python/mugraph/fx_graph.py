@@ -12,7 +12,7 @@ import operator
 
 import torch
 
-from . import constant_mask, fx_attention, fx_dims
+from . import constant_mask, fx_attention, fx_dims, fx_functions
 from .fx_values import (ELEM_TYPES as _ELEM_TYPES, ONNX_TYPE_NUMBERS as _ONNX_TYPE_NUMBERS,
                         Untranslatable as _Untranslatable, packet as _packet,
                         static_shape as _static_shape, tensor_meta as _tensor_meta)
@@ -41,6 +41,9 @@ class _Writer:
         # (mask FX node name, rows, cols) -> whether it is a causal mask computed from no input,
         # read as is_causal (constant_mask.py): evaluated once however many attentions read it
         self.constant_causal_masks = {}
+        # FX node name -> the value names of its results, for a node that returns a tuple
+        # (native_layer_norm) which getitems read
+        self.tuple_results = {}
 
     def constant_causal(self, mask, rows, cols):
         key = (mask.name, rows, cols)
@@ -304,8 +307,10 @@ _TRANSLATIONS = {
     "_to_copy": _to_copy,
     "add": _binary("Add"), "sub": _binary("Sub"), "mul": _binary("Mul"), "div": _binary("Div"),
     "rsub": _rsub, "neg": _unary("Neg"), "exp": _unary("Exp"), "sqrt": _unary("Sqrt"),
+    "tanh": _unary("Tanh"), "erf": _unary("Erf"),
     "sigmoid": _unary("Sigmoid"), "reciprocal": _unary("Reciprocal"), "rsqrt": _rsqrt,
-    "silu": _silu, "pow": _pow,
+    "silu": _silu, "pow": _pow, "gelu": fx_functions.gelu,
+    "native_layer_norm": fx_functions.layer_norm,
     "mean": _reduce("ReduceMean"), "sum": _reduce("ReduceSum"), "amax": _reduce("ReduceMax"),
     "_softmax": _softmax, "softmax": _softmax, "slice": _slice, "cat": _cat,
     "_scaled_dot_product_flash_attention": fx_attention.sdpa,

@@ -146,6 +146,8 @@ inline std::vector<OneOpCase> oneOpCases() {
       {"sqrt_f32", sqrtOfSquare(t("x", DType::F32, {1000}))},
       {"silu_f16", oneOp("silu_f16", OpKind::Silu, {t("x", DType::F16, {2, 3, 4, 5})})},
       {"sigmoid_f16", oneOp("sigmoid_f16", OpKind::Sigmoid, {t("x", DType::F16, {64, 256})})},
+      {"tanh_f16", oneOp("tanh_f16", OpKind::Tanh, {t("x", DType::F16, {64, 256})})},
+      {"erf_bf16", oneOp("erf_bf16", OpKind::Erf, {t("x", DType::BF16, {3, 40, 50})})},
       {"scale_f32", oneOp("scale_f32", OpKind::Scale, {t("x", DType::F32, {128, 64})}, scale)},
       {"add_scalar_bf16",
        oneOp("add_scalar_bf16", OpKind::AddScalar, {t("x", DType::BF16, {3, 40, 50})}, shift)},

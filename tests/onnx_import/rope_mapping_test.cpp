@@ -34,7 +34,7 @@ class Records {
              graph::Dims shape) {
     tensor(out, shape);
     model_.producers[out] = static_cast<int>(model_.nodes.size());
-    model_.nodes.push_back(Node{op + "_" + out, op, "", std::move(in), {out}, {}});
+    model_.nodes.push_back(Node{op + "_" + out, op, "", std::move(in), {out}, {}, "", ""});
     return model_.nodes.back();
   }
   void output(const std::string& name) { model_.graphOutputs.push_back(name); }

@@ -6,17 +6,30 @@ import torch
 
 
 def configs(hidden=128, layers=2, vocab=512):
-    from transformers import LlamaConfig, MistralConfig, Qwen3Config
+    from transformers import (GPT2Config, GPTNeoXConfig, LlamaConfig, MistralConfig, PhiConfig,
+                              Qwen3Config)
 
     heads = max(4, hidden // 64)
     common = dict(hidden_size=hidden, intermediate_size=hidden * 11 // 4 // 8 * 8,
                   num_hidden_layers=layers, num_attention_heads=heads,
                   num_key_value_heads=max(2, heads // 4), vocab_size=vocab,
                   max_position_embeddings=4096, rms_norm_eps=1e-6, tie_word_embeddings=False)
+    # LayerNorm and GELU architectures (no GQA): GPT-2 (tanh GELU written out, a fused QKV
+    # projection), GPT-NeoX (exact GELU, parallel residual, partial RoPE), Phi (tanh GELU,
+    # parallel residual, partial RoPE)
+    plain = dict(num_hidden_layers=layers, num_attention_heads=heads, vocab_size=vocab,
+                 bos_token_id=0, eos_token_id=0, tie_word_embeddings=False)
     return {
         "llama": LlamaConfig(**common),
         "mistral": MistralConfig(**common, sliding_window=None),
         "qwen3": Qwen3Config(**common, head_dim=hidden // heads),
+        "gpt2": GPT2Config(n_embd=hidden, n_layer=layers, n_head=heads, vocab_size=vocab,
+                           n_positions=8192, bos_token_id=0, eos_token_id=0,
+                           tie_word_embeddings=False),
+        "gpt_neox": GPTNeoXConfig(hidden_size=hidden, intermediate_size=4 * hidden,
+                                  max_position_embeddings=8192, **plain),
+        "phi": PhiConfig(hidden_size=hidden, intermediate_size=4 * hidden,
+                         max_position_embeddings=8192, pad_token_id=0, **plain),
     }
 
 

@@ -119,6 +119,15 @@ TEST(PredefinedOps, Sigmoid) {
     return Eigen::ArrayXd((1.0 + (-x).exp()).inverse());
   });
 }
+TEST(PredefinedOps, Tanh) {
+  expectUnary(OpKind::Tanh, {}, false,
+              [](const Eigen::ArrayXd& x, double) { return Eigen::ArrayXd(x.tanh()); });
+}
+TEST(PredefinedOps, Erf) {
+  expectUnary(OpKind::Erf, {}, false, [](const Eigen::ArrayXd& x, double) {
+    return Eigen::ArrayXd(x.unaryExpr([](double v) { return std::erf(v); }));
+  });
+}
 TEST(PredefinedOps, AddScalar) {
   graph::OpAttrs attrs;
   attrs.scale = -0.37;
@@ -145,6 +154,22 @@ TEST(PredefinedOps, SigmoidGivesHandCheckedValuesAndItsLimits) {
   EXPECT_DOUBLE_EQ(y[2], 0.25);
   EXPECT_EQ(y[3], 1.0);
   EXPECT_EQ(y[4], 0.0);
+}
+
+// tanh(atanh(1/2)) = 1/2, erf is odd with erf(0) = 0, and both reach ±1 in the tails.
+TEST(PredefinedOps, TanhAndErfGiveHandCheckedValuesAndTheirLimits) {
+  const std::vector<double> t = unaryOn(OpKind::Tanh, {}, {0.0, std::atanh(0.5), -40.0, 40.0});
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0], 0.0);
+  EXPECT_DOUBLE_EQ(t[1], 0.5);
+  EXPECT_EQ(t[2], -1.0);
+  EXPECT_EQ(t[3], 1.0);
+  const std::vector<double> e = unaryOn(OpKind::Erf, {}, {0.0, 1.0, -1.0, 30.0});
+  ASSERT_EQ(e.size(), 4u);
+  EXPECT_EQ(e[0], 0.0);
+  EXPECT_NEAR(e[1], 0.8427007929497149, 1e-15);
+  EXPECT_EQ(e[2], -e[1]);
+  EXPECT_EQ(e[3], 1.0);
 }
 
 TEST(PredefinedOps, AddScalarAddsItsConstant) {

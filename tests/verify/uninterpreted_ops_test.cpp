@@ -47,7 +47,8 @@ TEST(UninterpretedOps, EqualArgumentsGiveEqualValuesAndOpsAndTrialsDiffer) {
       randomFieldInputs(program([](auto&, auto x, auto) { return x; }), seed);
   const TrialMeaning trial = trialMeaning(seed, false);
   const TrialMeaning otherTrial = trialMeaning(seed + 1, false);
-  const std::vector<OpKind> uninterpreted = {OpKind::Sqrt, OpKind::Silu, OpKind::Sigmoid};
+  const std::vector<OpKind> uninterpreted = {OpKind::Sqrt, OpKind::Silu, OpKind::Sigmoid,
+                                              OpKind::Tanh, OpKind::Erf};
   for (OpKind kind : uninterpreted) {
     SCOPED_TRACE(std::string(graph::opName(kind)));
     const auto xy = program([kind](GraphBuilder& g, TensorId x, TensorId y) {
