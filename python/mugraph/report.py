@@ -69,8 +69,8 @@ class GraphReport:
     def fallback(self, s, why):
         self.subgraphs[s["name"]].update(status="pytorch", reason=why)
 
-    def timed(self, name, pytorch_us, ours_us, earlier=False):
-        self.subgraphs[name].update(pytorch_us=pytorch_us, ours_us=ours_us,
+    def timed(self, name, variant, pytorch_us, ours_us, earlier=False):
+        self.subgraphs[name].update(timed_variant=variant, pytorch_us=pytorch_us, ours_us=ours_us,
                                     speedup=pytorch_us / ours_us if ours_us else None,
                                     timed_earlier=earlier)
 
@@ -90,10 +90,15 @@ class GraphReport:
         return [name for name, r in self.subgraphs.items() if r["status"] == "used"]
 
     def remember(self):
-        """Stores this compile's measured decisions for the next compile of the same graph."""
-        if not self.decisions or not self.graph or self.graph.get("ours_us") is None:
+        """Stores this compile's measured decisions for the next compile of the same graph:
+        each timed subgraph's times with the variant timed (used or not: one PyTorch ran faster
+        is not timed again either), and the whole graph's decision, also where no subgraph was
+        used and the graph was therefore not timed whole."""
+        if not self.decisions or not self.graph:
             return
-        rows = {name: {"variant": r.get("variant"), "pytorch_us": r["pytorch_us"],
+        if self.graph.get("ours_us") is None and self.graph["used"]:
+            return
+        rows = {name: {"variant": r.get("timed_variant"), "pytorch_us": r["pytorch_us"],
                        "ours_us": r["ours_us"]}
                 for name, r in self.subgraphs.items() if r.get("ours_us") is not None}
         whole = {k: self.graph[k] for k in ("runs", "pytorch_us", "ours_us")}

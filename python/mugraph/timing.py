@@ -62,7 +62,8 @@ def time_subgraphs(gm, values, chosen, graph_report, rest):
     for s, binding, (key, variant, error) in chosen:
         before = graph_report.measured_before(s["name"], variant["name"])
         if before:  # the same variant of the same graph, on this device, on an earlier compile
-            graph_report.timed(s["name"], before["pytorch_us"], before["ours_us"], earlier=True)
+            graph_report.timed(s["name"], variant["name"], before["pytorch_us"], before["ours_us"],
+                               earlier=True)
             continue
         try:
             module, names = pytorch_subgraph(gm, s, binding, graph_report.writer)
@@ -85,7 +86,7 @@ def time_subgraphs(gm, values, chosen, graph_report, rest):
                 pytorch_us = max(pytorch_us, new_lengths_us(module, theirs_at))
                 ours_us = max(ours_us, new_lengths_us(
                     lambda *x: torch.ops.mugraph.launch(key, list(x)), ours_at))
-            graph_report.timed(s["name"], pytorch_us, ours_us)
+            graph_report.timed(s["name"], variant["name"], pytorch_us, ours_us)
         except Exception as e:  # timing is a report, never a reason to fail
             graph_report.subgraphs[s["name"]]["timing_error"] = str(e)
 

@@ -204,3 +204,35 @@ class LoadedVariantTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class DecisionsTest(unittest.TestCase):
+    """The measured decisions a compile stores for the next compile of the same graph: every
+    subgraph it timed, also one PyTorch ran faster and a graph in which no subgraph was used,
+    so a cached compile times nothing again."""
+
+    def test_subgraphs_pytorch_ran_faster_are_remembered_with_the_variant_timed(self):
+        import model_graphs
+
+        from mugraph import _capi, fx_graph, report
+
+        torch.manual_seed(0)
+        (gm,) = model_graphs.traced_graphs(RmsNormMlp(), lambda m: m(torch.randn(8, 64)))
+        graph, writer = fx_graph.to_graph_json(gm)
+        partition = _capi.partition(graph)
+        self.assertTrue(partition["subgraphs"])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "decisions.json")
+            first = report.GraphReport(gm, writer, partition, path)
+            for s in partition["subgraphs"]:
+                first.searched(s, None, {"variants": []}, True)
+                first.timed(s["name"], "v1", 10.0, 20.0)
+                first.fallback(s, "PyTorch runs it faster")
+            first.finished("pytorch", "eager", compiled=True)
+            first.remember()
+            second = report.GraphReport(gm, writer, partition, path)
+            for s in partition["subgraphs"]:
+                before = second.measured_before(s["name"], "v1")
+                self.assertEqual((before["pytorch_us"], before["ours_us"]), (10.0, 20.0))
+                self.assertIsNone(second.measured_before(s["name"], "v2"))
+            self.assertEqual(second.decided_before()["runs"], "pytorch")

@@ -60,6 +60,29 @@ class GpuBackendTest(unittest.TestCase):
                            for row in r.subgraphs.values())
                 self.assertGreater(used, 0, "no subgraph runs our kernels")
 
+    def test_layer_norm_and_gelu_run_in_our_kernels(self):
+        """GPT-2 (tanh GELU written out) and GPT-NeoX (aten.gelu): the subgraphs holding a
+        LayerNorm and a GELU pass the check against PyTorch and run our kernels."""
+        import mugraph.backend
+
+        for name, function in (("gpt2", "tanh("), ("gpt_neox", "erf(")):
+            with self.subTest(model=name):
+                model = model_graphs.causal_lm(name, device="cuda", hidden=256)
+                ids = torch.randint(0, 512, (1, 64), device="cuda")
+                first_report = len(mugraph.backend.REPORTS)
+                with torch.no_grad():
+                    expected = model(input_ids=ids, use_cache=False).logits
+                    compiled = self.compiled(model, only_faster=False, end_to_end=False)
+                    compiled(input_ids=ids, use_cache=False)
+                    second = compiled(input_ids=ids, use_cache=False).logits
+                self.assertLess(max_relative_error(second, expected), 2e-2)
+                used = [s["program_text"] for r in mugraph.backend.REPORTS[first_report:]
+                        for s in r.partition["subgraphs"]
+                        if r.subgraphs[s["name"]]["status"] == "used"]
+                self.assertTrue(any(function in text for text in used), f"{name}: {used}")
+                self.assertTrue(any("sub(" in t and "sqrt(" in t and "matmul(" in t
+                                    for t in used), f"{name}: no LayerNorm with its projection")
+
     def test_by_default_the_faster_graph_runs_and_matches_eager(self):
         import mugraph.backend
 
