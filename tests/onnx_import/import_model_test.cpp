@@ -9,6 +9,7 @@
 
 #include "graph/error.h"
 #include "graph/program_text.h"
+#include "onnx_import/expect_computes.h"
 #include "onnx_import/import_model.h"
 #include "verify/equivalence.h"
 
@@ -21,14 +22,6 @@ std::string model(const std::string& name) {
 
 // The imported program computes `expected` (same input and output names), checked by
 // fingerprints at the finite-field level.
-void expectComputes(const graph::Program& imported, const std::string& expected) {
-  const graph::Program reference = graph::parseProgramText(expected, "expected");
-  const verify::EquivalenceReport r =
-      verify::checkEquivalence(reference, imported, verify::EquivalenceOptions{});
-  EXPECT_TRUE(r.equivalent) << r.mismatch << "\n" << graph::programToText(imported);
-  EXPECT_EQ(r.level, verify::VerificationLevel::FiniteField) << r.levelReason;
-}
-
 std::vector<std::string> bothExporters(const std::string& name) {
   return {model(name), model(name + "_legacy")};
 }

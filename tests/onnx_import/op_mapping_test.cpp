@@ -8,19 +8,13 @@
 #include <fstream>
 
 #include "graph/program_text.h"
+#include "onnx_import/expect_computes.h"
 #include "onnx_import/import_model.h"
 #include "onnx_import/onnx_graph.h"
 #include "verify/equivalence.h"
 
 namespace mugraph::onnx_import {
 namespace {
-
-void expectComputes(const graph::Program& imported, const std::string& expected) {
-  const graph::Program reference = graph::parseProgramText(expected, "expected");
-  const verify::EquivalenceReport r = verify::checkEquivalence(reference, imported, {});
-  EXPECT_TRUE(r.equivalent) << r.mismatch << "\n" << graph::programToText(imported);
-  EXPECT_EQ(r.level, verify::VerificationLevel::FiniteField) << r.levelReason;
-}
 
 TEST(OpMapping, GemmWithTransposedWeightAlphaBetaAndBias) {
   OnnxGraph g;
