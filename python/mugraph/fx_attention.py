@@ -59,8 +59,10 @@ def sdpa(w, n):
     elem = ELEM_TYPES[qv.dtype]
     batch = q_shape[:-2]
     kt = w.value(f"{prefix}.kt", elem, batch + [depth, cols])
-    w.node(n.name, f"{prefix}.kt", "Transpose", [k_name], [kt],
-           {"perm": list(range(len(batch))) + [len(batch) + 1, len(batch)]})
+    perm = list(range(len(batch))) + [len(batch) + 1, len(batch)]
+    w.node(n.name, f"{prefix}.kt", "Transpose", [k_name], [kt], {"perm": perm})
+    if heads == kv_heads:  # Kᵀ of the FX value itself, which the backend can make
+        w.permuted[kt] = (k, perm)
     logits = w.value(f"{prefix}.qk", elem, batch + [rows, cols])
     w.node(n.name, f"{prefix}.qk", "MatMul", [w.value_of(q), kt], [logits])
     scaled = w.value(f"{prefix}.scaled", elem, batch + [rows, cols])

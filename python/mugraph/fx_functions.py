@@ -2,6 +2,7 @@
 those single nodes: the C++ importer replaces each by its body (onnx_import/function_ops.h),
 the one place their definitions live, so a LayerNorm fuses with the matmul after it as the
 RMSNorm transformers writes out does."""
+from . import fx_dims
 from .fx_values import ELEM_TYPES, Untranslatable, tensor_meta
 
 
@@ -13,13 +14,13 @@ def layer_norm(w, n):
     source = tensor_meta(x)
     if source is None or not isinstance(results, (tuple, list)) or len(results) != 3:
         raise Untranslatable("its results are not three tensors")
-    if source.dtype not in (results[0].dtype,):
+    if source.dtype != results[0].dtype:
         raise Untranslatable("normalizes into another dtype")
     names = []
     for suffix, val in zip(("out", "mean", "rstd"), results):
         try:
             shape = w.shape_of(val)
-        except Exception as e:  # fx_dims.NoDim: a size that is no dim
+        except fx_dims.NoDim as e:
             raise Untranslatable(str(e))
         names.append(w.value(f"{n.name}.{suffix}", ELEM_TYPES.get(val.dtype, "not a tensor"),
                              shape))

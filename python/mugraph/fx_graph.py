@@ -38,6 +38,11 @@ class _Writer:
         # value name -> (FX node, rep): GQA's KV heads each repeated rep times along the heads
         # dim (-3), where a subgraph reads the repeats rather than the KV buffer
         self.repeated_heads = {}
+        # value name -> (FX node, perm): a transpose inside one translated aten node (SDPA's Kᵀ)
+        # of an FX value; where the partitioner leaves it out (K a view no layout describes
+        # twice, as after GPT-2's split of a fused QKV) and a subgraph reads it, the backend
+        # makes it, as a permute of the FX value
+        self.permuted = {}
         # (mask FX node name, rows, cols) -> whether it is a causal mask computed from no input,
         # read as is_causal (constant_mask.py): evaluated once however many attentions read it
         self.constant_causal_masks = {}

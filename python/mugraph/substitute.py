@@ -60,6 +60,8 @@ def _input_value(i, values, device):
         return values[i]
     if i[0] == "repeat":  # GQA's KV heads repeated for the query heads, as repeat_kv does
         return values[i[1]].repeat_interleave(i[2], dim=-3)
+    if i[0] == "permute":  # SDPA's Kᵀ, read where no layout describes the view it is
+        return values[i[1]].permute(i[2])
     return _causal_mask(i[1], i[2], i[3], device)
 
 
@@ -69,7 +71,8 @@ class Binding:
     made here, as `triu` of -inf."""
 
     def __init__(self, subgraph, writer, fx_nodes):
-        # FX node name, ("causal", rows, cols, dtype) or ("repeat", FX node name, rep)
+        # FX node name, ("causal", rows, cols, dtype), ("repeat", FX node name, rep) or
+        # ("permute", FX node name, perm)
         self.inputs = []
         self.tiled = []  # per input: None, or {"dim_from_end", "times"}
         for i in subgraph["inputs"]:
@@ -80,6 +83,9 @@ class Binding:
             elif buffer in writer.repeated_heads:
                 source, rep = writer.repeated_heads[buffer]
                 self.inputs.append(("repeat", source.name, rep))
+            elif buffer in writer.permuted:
+                source, perm = writer.permuted[buffer]
+                self.inputs.append(("permute", source.name, perm))
             elif buffer in fx_nodes:
                 self.inputs.append(buffer)
             else:
@@ -248,6 +254,10 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
             elif i[0] == "repeat":
                 arg = graph.call_function(torch.ops.aten.repeat_interleave.self_int,
                                           (nodes[i[1]], i[2], -3))
+            elif i[0] == "permute":
+                arg = graph.call_function(torch.ops.aten.permute.default, (nodes[i[1]], i[2]))
+                arg.meta["val"] = nodes[i[1]].meta["val"].permute(i[2])
+                arg = _dense(graph, arg)
             else:
                 full = graph.call_function(torch.ops.aten.full.default,
                                            ([i[1], i[2]], float("-inf")),

@@ -9,7 +9,7 @@ import unittest
 import torch
 
 import model_graphs
-from mugraph import _capi, fx_graph, report
+from mugraph import _capi, fx_graph, report, substitute
 
 
 MODELS = ("gpt2", "gpt_neox")
@@ -56,6 +56,25 @@ class FunctionOpsTest(unittest.TestCase):
                 text = s["program_text"]
                 self.assertIn("erf(" if name == "gpt_neox" else "tanh(", text, name)
                 self.assertGreaterEqual(text.count("matmul("), 1, f"{name}: {mark}")
+
+    def test_attention_reads_k_transposed_where_no_layout_describes_it(self):
+        """GPT-2 splits a fused QKV projection: K is a head-transposed view of a split, so
+        SDPA's Kᵀ is no view the IR has. The partitioner leaves that transpose out and the
+        binding makes it, as a permute of K, with the shape the program declares."""
+        gm, writer, partition = self.models["gpt2"]
+        fx_nodes = {n.name: n for n in gm.graph.nodes}
+        attentions = [s for s in partition["subgraphs"] if "causal_mask(" in s["program_text"]]
+        self.assertEqual(len(attentions), 2)
+        for s in attentions:
+            binding = substitute.Binding(s, writer, fx_nodes)
+            permutes = [(i, d) for i, d in zip(binding.inputs, s["inputs"])
+                        if isinstance(i, tuple) and i[0] == "permute"]
+            self.assertEqual(len(permutes), 1, s["inputs"])
+            (_, source, perm), declared = permutes[0]
+            shape = list(fx_nodes[source].meta["val"].permute(perm).shape)
+            line = next(line for line in s["program_text"].splitlines()
+                        if line.startswith(f"input {declared['name']} "))
+            self.assertIn(str([d for d in shape if d != 1])[1:-1], line)
 
     def test_every_node_is_placed_or_left_with_a_reason(self):
         for name, (gm, writer, partition) in self.models.items():

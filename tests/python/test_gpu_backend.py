@@ -80,6 +80,8 @@ class GpuBackendTest(unittest.TestCase):
                         for s in r.partition["subgraphs"]
                         if r.subgraphs[s["name"]]["status"] == "used"]
                 self.assertTrue(any(function in text for text in used), f"{name}: {used}")
+                # GPT-2's K is a view of its split QKV: the binding makes Kᵀ (substitute.py)
+                self.assertTrue(any("causal_mask(" in text for text in used), f"{name}: {used}")
                 self.assertTrue(any("sub(" in t and "sqrt(" in t and "matmul(" in t
                                     for t in used), f"{name}: no LayerNorm with its projection")
 
