@@ -120,11 +120,13 @@ TEST(LostQPart, AGraphThatTrulyDiffersIsRejectedAtEverySeed) {
   }
 }
 
-// RandomGraphs' program prog_380 (seed 940438052128485560 + 438) once verified at some trial
-// seeds and not at others: an operand of its max and uninterpreted ops lost its q-part in one
-// graph only.
+// RandomGraphs' program prog_380 (seed 940438052128485560 + 438, drawn from the ops up to
+// causal_mask, the generator's set then) once verified at some trial seeds and not at others:
+// an operand of its max and uninterpreted ops lost its q-part in one graph only.
 TEST(LostQPart, TheRandomScheduleThatFlippedWithTheTrialSeedVerifiesAtEverySeed) {
-  const graph::Schedule s = mugraph::testing::RandomGraphs(940438052128485560ULL + 438).schedule();
+  const graph::Schedule s =
+      mugraph::testing::RandomGraphs(940438052128485560ULL + 438, graph::OpKind::CausalMask)
+          .schedule();
   ASSERT_EQ(s.program.name, "prog_380");
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     EquivalenceOptions options = testing::fingerprintsOnly(seed);
