@@ -19,12 +19,15 @@ namespace {
 }
 
 // The phase of a block op's result, from the phases of its operands: an input tile is
-// per-iteration, an accumulator's result exists once per block after the loop, and any other
+// per-iteration, or invariant where the loop does not walk it, an accumulator's result exists once per block after the loop, and any other
 // op runs where its (phase-consistent) operands live. Validation and blockTensorPhases share it.
 Phase resultPhase(const BlockOp& op, const std::vector<Phase>& phase) {
   if (op.kind == OpKind::AccumMax) return Phase::Running;
   if (isAccumulator(op.kind)) return Phase::PostLoop;
-  if (op.kind == OpKind::Input || op.inputs.empty()) return Phase::PerIteration;
+  if (op.kind == OpKind::Input) {
+    return op.fmap == kReplicated ? Phase::Invariant : Phase::PerIteration;
+  }
+  if (op.inputs.empty()) return Phase::PerIteration;
   std::vector<Phase> operands;
   for (TensorId t : op.inputs) operands.push_back(phase[t]);
   return combinedPhase(operands).value_or(Phase::PerIteration);
@@ -143,7 +146,8 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
                  "' is written twice");
       }
       written[op.kernelTensor] = b;
-      if (block.forloop > 1 && phase[op.inputs[0]] == Phase::PerIteration) {
+      if (block.forloop > 1 && (phase[op.inputs[0]] == Phase::PerIteration ||
+                                phase[op.inputs[0]] == Phase::Invariant)) {
         fail(sec, k, b, "inputs",
              "output of '" + tile.name +
                  "' reads a per-iteration tile; with forloop > 1 outputs "
@@ -203,7 +207,8 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
         fail(sec, k, b, "inputs", e.what());
       }
       if (isAccumulator(op.kind)) {
-        if (phase[op.inputs[0]] != Phase::PerIteration) {
+        if (phase[op.inputs[0]] != Phase::PerIteration &&
+            phase[op.inputs[0]] != Phase::Invariant) {
           fail(sec, k, b, "inputs",
                std::string(info.name) + "(" + block.tensors[op.inputs[0]].name +
                    ") accumulates a tile that is already accumulated");
@@ -449,15 +454,20 @@ void validateSchedule(const Schedule& schedule) {
 }
 
 std::optional<Phase> combinedPhase(const std::vector<Phase>& operandPhases) {
-  bool perIteration = false, postLoop = false;
+  bool perIteration = false, postLoop = false, running = false, invariant = false;
   for (Phase p : operandPhases) {
     perIteration = perIteration || p == Phase::PerIteration;
     postLoop = postLoop || p == Phase::PostLoop;
+    running = running || p == Phase::Running;
+    invariant = invariant || p == Phase::Invariant;
   }
   if (perIteration && postLoop) return std::nullopt;
-  if (perIteration) return Phase::PerIteration;
   if (postLoop) return Phase::PostLoop;
-  return operandPhases.empty() ? Phase::PerIteration : Phase::Running;
+  // A running value with an invariant one changes every iteration like any per-iteration
+  // value; Running is what the running maxima alone make.
+  if (perIteration || (running && invariant)) return Phase::PerIteration;
+  if (running) return Phase::Running;
+  return invariant ? Phase::Invariant : Phase::PerIteration;
 }
 
 std::vector<Phase> blockTensorPhases(const BlockGraph& block) {

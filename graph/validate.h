@@ -23,11 +23,15 @@ void validateSchedule(const Schedule& schedule);
 // Whether each block tensor is computed once per iteration or once per block (after the
 // accumulators). Running: an accum_max tile, and what is computed from running tiles only; it
 // is updated every iteration, per-iteration ops read its current value and ops after the loop
-// its final one. Computed by validation's rules; also used by the interpreter and codegen.
-enum class Phase { PerIteration, PostLoop, Running };
+// its final one. Invariant: the same in every iteration, an input tile the for-loop does not
+// walk (no fmap) or what is computed from such tiles alone; per-iteration ops and the ops
+// after the loop both read it (a bias or a residual added to an accumulated product).
+// Computed by validation's rules; also used by the interpreter and codegen.
+enum class Phase { PerIteration, PostLoop, Running, Invariant };
 
 // The phase of an op's result from its operands' phases, or nullopt when it mixes
-// per-iteration and post-loop tiles. The one rule validation, the search and codegen share.
+// per-iteration and post-loop tiles. Invariant operands fit either side. The one rule
+// validation, the search and codegen share.
 std::optional<Phase> combinedPhase(const std::vector<Phase>& operandPhases);
 std::vector<Phase> blockTensorPhases(const BlockGraph& block);
 

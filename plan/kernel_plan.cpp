@@ -3,6 +3,7 @@
 #include "plan/kernel_plan.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "graph/error.h"
 
@@ -123,6 +124,11 @@ void planCopies(KernelPlan& plan, bool inputsToo) {
 template <typename Path>
 void useWarpgroupPath(KernelPlan& plan, Path path) {
   planCopies(plan, false);
+  // The GEMM epilogue's inputs are read from global memory (element by element, at the
+  // result's coordinates) as the general path reads its tiles.
+  if constexpr (std::is_same_v<Path, WarpgroupMmaPlan>) {
+    for (int op : path.epilogueInputs) planInputCopy(plan, op);
+  }
   plan.pipelineStages = path.stages;
   plan.sharedBytes = path.sharedBytes;
   plan.minBlocksPerSm = 1;

@@ -124,6 +124,8 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
       for (size_t a = 0; a < choice.grid.size(); ++a) imap[a] = flow.dimOf(t, choice.grid[a].var);
       const int fmap = choice.loopVar >= 0 ? flow.dimOf(t, choice.loopVar) : graph::kReplicated;
       tile[t] = builder.input(static_cast<int>(i), imap, fmap, "", declaredTile(flow, t, choice));
+      // A tile the loop does not walk is the same in every iteration and after the loop.
+      if (fmap == graph::kReplicated) state[t] = Phase::Invariant;
     }
     for (int i = segment.first; i <= segment.last; ++i) {
       const FlowOp& op = flow.ops[i];
@@ -195,7 +197,7 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
     }
     BuiltBlockGraph built;
     for (const auto& [t, readLater] : written) {
-      if (choice.loops() && state[t] == Phase::PerIteration) {
+      if (choice.loops() && (state[t] == Phase::PerIteration || state[t] == Phase::Invariant)) {
         result.reason = PruneReason::LoopPhase;
         return result;
       }

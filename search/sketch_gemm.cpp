@@ -1,5 +1,7 @@
 // The warpgroup GEMM family (sketches.h): one block per BM x BN tile of the result, a for-loop
-// of BK-deep steps over the contraction, a copy warpgroup and `consumers` multiplying ones.
+// of BK-deep steps over the contraction, a copy warpgroup and `consumers` multiplying ones,
+// and the element-wise ops that follow the matmul in the segment as its epilogue (a bias, an
+// activation, a residual, a gate: plan::isGemmEpilogueOp).
 // The plan (plan/warpgroup_mma_plan.cpp) takes such a block graph onto wgmma with bulk tensor
 // copies, sizes its ring of stages to the target's shared memory, and makes the blocks
 // persistent (walking tiles in raster groups) when there are more tiles than the target has
@@ -7,6 +9,7 @@
 #include <string>
 
 #include "graph/types.h"
+#include "plan/paths/warpgroup_mma_plan.h"
 #include "search/sketch_patterns.h"
 
 namespace mugraph::search::sketch {
@@ -39,12 +42,24 @@ bool sixteenBit(graph::DType dtype) {
   return dtype == graph::DType::F16 || dtype == graph::DType::BF16;
 }
 
+// Whether the segment is its first op, a matmul, then element-wise ops an epilogue runs (the
+// plan decides whether their operands lie along the result tile).
+bool matmulWithEpilogue(const Dataflow& flow, const Segment& segment) {
+  for (int i = segment.first + 1; i <= segment.last; ++i) {
+    const FlowOp& op = flow.ops[i];
+    if (!plan::isGemmEpilogueOp(op.kind) || !op.reducedVars.empty() || op.rescaledCombine) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<BlockChoice> warpgroupGemm(const Dataflow& flow, const Segment& segment,
                                        const SearchConfig& config) {
   std::vector<BlockChoice> choices;
-  if (!config.target->warpgroupMma || segment.first != segment.last) return choices;
+  if (!config.target->warpgroupMma || !matmulWithEpilogue(flow, segment)) return choices;
   const std::optional<MatmulVars> vars = matmulVars(flow, segment.first);
   if (!vars) return choices;
   for (int t : flow.ops[segment.first].inputs) {

@@ -117,6 +117,7 @@ BlockPlan planBlockGraph(const graph::KernelGraph& graph, const graph::KernelOp&
       step.placement = static_cast<int>(plan.placements.size());
       plan.placements.push_back(
           planInput(kernel, op, plan.tileShapes[op.output], splits[op.output]));
+      if (phases[op.output] == graph::Phase::Invariant) plan.running.push_back(step);
       plan.perIteration.push_back(std::move(step));
     } else if (op.kind == OpKind::Output) {
       step.placement = static_cast<int>(plan.placements.size());
@@ -124,7 +125,9 @@ BlockPlan planBlockGraph(const graph::KernelGraph& graph, const graph::KernelOp&
           planOutput(kernel, op, plan.tileShapes[op.inputs[0]], splits[op.inputs[0]]));
       plan.outputs.push_back(std::move(step));
     } else if (phases[op.output] != graph::Phase::PostLoop || graph::isAccumulator(op.kind)) {
-      if (phases[op.output] == graph::Phase::Running && !graph::isAccumulator(op.kind)) {
+      if ((phases[op.output] == graph::Phase::Running ||
+           phases[op.output] == graph::Phase::Invariant) &&
+          !graph::isAccumulator(op.kind)) {
         plan.running.push_back(step);
       }
       plan.perIteration.push_back(std::move(step));

@@ -79,8 +79,9 @@ struct BlockPlan {
   std::vector<TilePlacement> placements;
   std::vector<BlockStep> perIteration;  // inputs, per-iteration ops, accumulator updates
   std::vector<BlockStep> postLoop;      // ops after the accumulators, once per block
-  // Of perIteration, the ops on running maxima alone (graph::Phase::Running): a block that
-  // runs no iteration computes them once from the accumulators' identities.
+  // Of perIteration, the ops on running maxima alone (graph::Phase::Running) and the
+  // invariant inputs and ops (graph::Phase::Invariant): a block that runs no iteration reads
+  // and computes them once, the running ones from the accumulators' identities.
   std::vector<BlockStep> running;
   std::vector<BlockStep> outputs;       // tile writes after the loop
 };

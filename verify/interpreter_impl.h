@@ -156,8 +156,15 @@ void runBlock(const BlockPlan& plan, const BlockIndex& index, const TrialMeaning
                                       ? NumberDomain<T>::negInf()
                                       : NumberDomain<T>::zero());
     }
-    for (const BlockStep& step : plan.running)
-      tiles[step.output] = computeStep(plan, step, index, 0, tiles, meaning);
+    for (const BlockStep& step : plan.running) {
+      if (step.kind == graph::OpKind::Input) {
+        const TilePlacement& placement = plan.placements[step.placement];
+        readTile(*read[placement.deviceTensor], placement.realShape(index, 0),
+                 placement.offset(index, 0), tiles[step.output]);
+      } else {
+        tiles[step.output] = computeStep(plan, step, index, 0, tiles, meaning);
+      }
+    }
   }
   for (int64_t iteration = 0; iteration < iterations; ++iteration) {
     for (const BlockStep& step : plan.perIteration) {

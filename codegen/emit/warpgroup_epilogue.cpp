@@ -1,9 +1,12 @@
-// The epilogue of the warpgroup emitters: the consumers' accumulators stored to the output
-// tensor (see warpgroup_printer.h). A 16-bit result goes through each warp's staging buffer,
+// The epilogue of the warpgroup emitters: the GEMM's element-wise ops applied to the
+// accumulators in registers, then the consumers' accumulators stored to the output tensor
+// (see warpgroup_printer.h). A 16-bit result goes through each warp's staging buffer,
 // 16 rows at a time: pairs in (16-byte chunk c of row r at c ^ (r & 7), so the eight rows a
 // store instruction touches hit distinct banks), then each row out as 16-byte stores. An f32
 // result is stored from registers in pairs.
 #include "codegen/emit/warpgroup_printer.h"
+
+#include <map>
 
 namespace mugraph::codegen {
 namespace {
@@ -36,6 +39,19 @@ std::string realOutputExtent(const KernelPlan& plan, graph::TensorId tile, int d
          (cut.gridAxis == graph::kReplicated ? "0" : kWarpgroupTile[cut.gridAxis]) + ", 0)";
 }
 
+// Opens the unrolled loops over a consumer's accumulator fragments: m tile t, 8-column group
+// j, then `inner` over `innerCount` (h: the two 8-row halves; r: the four elements).
+void openFragmentLoops(CudaWriter& out, int mTiles, int64_t n, const std::string& inner,
+                       int innerCount) {
+  out.line("#pragma unroll");
+  out.open("for (int t = 0; t < " + std::to_string(mTiles) + "; ++t)");
+  out.line("#pragma unroll");
+  out.open("for (int j = 0; j < " + std::to_string(n / 8) + "; ++j)");
+  out.line("#pragma unroll");
+  out.open("for (int " + inner + " = 0; " + inner + " < " + std::to_string(innerCount) + "; ++" +
+           inner + ")");
+}
+
 }  // namespace
 
 void WarpgroupPrinter::storeAccumulators(int outputOp, const std::string& acc, int mTiles,
@@ -66,12 +82,7 @@ void WarpgroupPrinter::storeAccumulators(int outputOp, const std::string& acc, i
   if (ring_.epilogueOffset < 0) {
     // Pairs where a row's pairs are aligned (an even row stride), else element by element.
     const bool pairs = copy.globalStride[2].coefficient % 2 == 0 && realCols.empty();
-    out_.line("#pragma unroll");
-    out_.open("for (int t = 0; t < " + str(mTiles) + "; ++t)");
-    out_.line("#pragma unroll");
-    out_.open("for (int j = 0; j < " + str(n / 8) + "; ++j)");
-    out_.line("#pragma unroll");
-    out_.open("for (int h = 0; h < 2; ++h)");
+    openFragmentLoops(out_, mTiles, n, "h", 2);
     out_.line("const int row = consumer * " + rows + " + t * " + wgmmaRows +
               " + warp * 16 + (lane >> 2) + h * 8;");
     out_.line("const int col = j * 8 + ((lane & 3) << 1);");
@@ -140,6 +151,80 @@ void WarpgroupPrinter::storeAccumulators(int outputOp, const std::string& acc, i
   out_.line("mg::copy_chunk<16>(" + at + ", " + from + ");");
   out_.close();
   out_.line("__syncwarp();");
+  out_.close();
+  out_.close();
+}
+
+void WarpgroupPrinter::applyElementwiseOps(int accumulatorOp, const std::vector<int>& ops,
+                                           const std::vector<int>& inputs, int outputOp,
+                                           const std::string& acc, int mTiles, int64_t n,
+                                           int64_t rowsPerConsumer) const {
+  const KernelPlan& plan = context_.plan;
+  const graph::BlockGraph& block = context_.block();
+  std::map<graph::TensorId, std::string> value;  // each tile's f32 at this element
+  value[block.ops[accumulatorOp].output] = "v";
+  std::string names;
+  for (int o : ops) names += (names.empty() ? "" : ", ") + std::string(graph::opName(block.ops[o].kind));
+  out_.line("// epilogue: " + names);
+  out_.open("");
+  const graph::TensorId stored = block.ops[outputOp].inputs[0];
+  const std::string realRows = realOutputExtent(plan, stored, 2);
+  const std::string realCols = realOutputExtent(plan, stored, 1);
+  if (!realRows.empty()) out_.line("const int realRows = " + realRows + ";");
+  if (!realCols.empty()) out_.line("const int realCols = " + realCols + ";");
+  // Each input's tile base, and its element at (row, col): storage order swaps the last two
+  // dims of a transposed tensor; a dim of extent 1 broadcasts.
+  std::vector<std::string> element;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const graph::BlockOp& input = block.ops[inputs[i]];
+    const plan::InputCopy& copy = *plan.inputs[inputs[i]];
+    const graph::TensorDesc& source =
+        plan.graph->tensors[plan.kernel->inputs[input.kernelTensor]];
+    const bool transposed = source.layout == graph::Layout::Transposed;
+    const int rowDim = transposed ? 3 : 2;
+    const int colDim = transposed ? 2 : 3;
+    const std::string base = "e" + str(static_cast<int64_t>(i));
+    out_.line("const " + storageType(source.dtype) + "* const " + base + " = " +
+              context_.paramName(context_.kernel.inputParams[input.kernelTensor]) + " + (" +
+              tileOffset(context_, copy.blockStep) + ");");
+    std::vector<std::pair<std::string, std::string>> terms;
+    if (copy.boxExtent[rowDim] > 1) {
+      terms.push_back({"static_cast<long long>(row)", context_.product(copy.globalStride[rowDim])});
+    }
+    if (copy.boxExtent[colDim] > 1) {
+      terms.push_back({"col", context_.product(copy.globalStride[colDim])});
+    }
+    element.push_back("mg::to_f32(" + base + "[" + linearExpression(terms) + "])");
+  }
+  const std::string rows = str(rowsPerConsumer);
+  openFragmentLoops(out_, mTiles, n, "r", 4);
+  out_.line("const int row = consumer * " + rows + " + t * " + str(ring_.limits.wgmmaRows) +
+            " + warp * 16 + (lane >> 2) + (r >> 1) * 8;");
+  out_.line("const int col = j * 8 + ((lane & 3) << 1) + (r & 1);");
+  std::string inside;
+  if (!realRows.empty()) inside += "row < realRows";
+  if (!realCols.empty()) inside += std::string(inside.empty() ? "" : " && ") + "col < realCols";
+  if (!inside.empty()) out_.line("const bool inside = " + inside + ";");
+  out_.line("float& v = " + acc + "[4 * j + r];");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string name = "x" + str(static_cast<int64_t>(i));
+    // Past the real rows and columns nothing is stored, and nothing may be read.
+    out_.line("const float " + name + " = " +
+              (inside.empty() ? element[i] : "inside ? " + element[i] + " : 0.0f") + ";");
+    value[block.ops[inputs[i]].output] = name;
+  }
+  for (int o : ops) {
+    const graph::BlockOp& op = block.ops[o];
+    std::vector<std::string> operands;
+    for (graph::TensorId t : op.inputs) operands.push_back(value.at(t));
+    const std::string name = "y" + str(o);
+    out_.line("const float " + name + " = " + elementwiseExpression(op.kind, op.attrs, operands) +
+              ";");
+    value[op.output] = name;
+  }
+  out_.line("v = " + value.at(stored) + ";");
+  out_.close();
+  out_.close();
   out_.close();
   out_.close();
 }

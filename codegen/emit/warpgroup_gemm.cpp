@@ -233,6 +233,10 @@ class GemmEmitter {
     out_.line("for (int t = 0; t < " + str(wg_.mTiles) +
               "; ++t) mg::wgmma_fence_operands(acc[t]);");
     ring_.releaseStage("g - 1");
+    if (!wg_.epilogueOps.empty()) {
+      ring_.applyElementwiseOps(wg_.accumulatorOp, wg_.epilogueOps, wg_.epilogueInputs,
+                                wg_.outputOp, "acc[t]", wg_.mTiles, wg_.n, rowsPerConsumer);
+    }
     ring_.storeAccumulators(wg_.outputOp, "acc[t]", wg_.mTiles, wg_.n, rowsPerConsumer);
     if (opensTiles) closeTiles();
   }

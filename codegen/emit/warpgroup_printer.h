@@ -62,6 +62,13 @@ class WarpgroupPrinter {
   std::string wgmmaShape(int64_t n) const;  // "m64n128k16"
   std::string mapName(int map) const { return "mg_map" + std::to_string(map); }
 
+  // Applies element-wise block ops `ops` (in order) to accumulators `acc` (laid out as
+  // storeAccumulators reads them) of accumulator op `accumulatorOp` in place: each element's
+  // value, with `inputs`' elements at its row and column read from global memory, becomes
+  // that of the tile output op `outputOp` stores.
+  void applyElementwiseOps(int accumulatorOp, const std::vector<int>& ops,
+                           const std::vector<int>& inputs, int outputOp, const std::string& acc,
+                           int mTiles, int64_t n, int64_t rowsPerConsumer) const;
   // Stores accumulators `acc` (an expression of the m tile t) of the consumers to output op
   // `outputOp`'s tensor: through the staging buffers where the ring
   // has them, else from registers in pairs. acc[4 * j + r] of m tile t is row

@@ -10,8 +10,8 @@ namespace {
 
 using graph::OpKind;
 
-// The block graph's matmul, accumulator and output ops and its two inputs, or false where
-// the ops are not exactly those.
+// The block graph's matmul, accumulator, epilogue and output ops and its inputs, or false
+// where another op is there or one of these twice.
 bool findOps(const graph::BlockGraph& block, WarpgroupMmaPlan& wg, std::vector<int>& inputs) {
   for (size_t o = 0; o < block.ops.size(); ++o) {
     const graph::BlockOp& op = block.ops[o];
@@ -33,13 +33,72 @@ bool findOps(const graph::BlockGraph& block, WarpgroupMmaPlan& wg, std::vector<i
         wg.outputOp = index;
         break;
       default:
-        return false;
+        if (!isGemmEpilogueOp(op.kind)) return false;
+        wg.epilogueOps.push_back(index);
     }
   }
-  return inputs.size() == 2 && wg.matmulOp >= 0 && wg.accumulatorOp >= 0 && wg.outputOp >= 0;
+  return wg.matmulOp >= 0 && wg.accumulatorOp >= 0 && wg.outputOp >= 0;
+}
+
+// Whether `tile` is the result tile `result` or broadcast along it: the same rank, leading
+// (batch) dims 1, each of the last two the result's or 1.
+bool alongResult(const graph::Dims& tile, const graph::Dims& result) {
+  if (tile.size() != result.size() || tile.size() < 2) return false;
+  for (size_t d = 0; d < tile.size(); ++d) {
+    const bool last2 = d + 2 >= tile.size();
+    if (tile[d] != 1 && (!last2 || tile[d] != result[d])) return false;
+  }
+  return true;
+}
+
+// Checks the epilogue (WarpgroupMmaPlan::epilogueOps) and sorts the inputs other than the
+// matmul's operands into epilogue inputs: each op reads the accumulator, an earlier epilogue
+// op or an input loaded once, all along the result tile, and the output stores the
+// accumulator or the last epilogue op, of the result's own shape.
+bool planEpilogue(const KernelPlan& plan, WarpgroupMmaPlan& wg, const std::vector<int>& inputs,
+                  int aOp, int bOp) {
+  const graph::BlockGraph& block = *plan.block;
+  const graph::BlockOp& accumulator = block.ops[wg.accumulatorOp];
+  const graph::Dims& result = block.tensors[accumulator.output].shape;
+  std::vector<bool> available(block.tensors.size(), false);
+  available[accumulator.output] = true;
+  for (int o : inputs) {
+    if (o == aOp || o == bOp) continue;
+    const graph::BlockOp& input = block.ops[o];
+    if (input.fmap != graph::kReplicated ||
+        !alongResult(block.tensors[input.output].shape, result)) {
+      return false;
+    }
+    wg.epilogueInputs.push_back(o);
+    available[input.output] = true;
+  }
+  for (int o : wg.epilogueOps) {
+    const graph::BlockOp& op = block.ops[o];
+    for (graph::TensorId operand : op.inputs) {
+      if (!available[operand]) return false;
+    }
+    if (!alongResult(block.tensors[op.output].shape, result)) return false;
+    available[op.output] = true;
+  }
+  // What the loop and the epilogue make is read by nothing else.
+  const graph::TensorId stored = block.ops[wg.outputOp].inputs[0];
+  const graph::TensorId last =
+      wg.epilogueOps.empty() ? accumulator.output : block.ops[wg.epilogueOps.back()].output;
+  if (stored != last || block.tensors[stored].shape != result) return false;
+  for (int o : inputs) {
+    if (o == aOp || o == bOp) continue;
+    for (int consumer : plan.consumers[block.ops[o].output]) {
+      if (block.ops[consumer].kind == OpKind::Matmul) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
+
+bool isGemmEpilogueOp(graph::OpKind kind) {
+  return graph::isElementwise(kind) && kind != OpKind::CausalMask;
+}
 
 std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const Target& target) {
   // The persistent ring counts iterations across tiles: every tile must run all of them.
@@ -52,16 +111,14 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   if (!findOps(block, wg, inputs)) return std::nullopt;
   const graph::BlockOp& matmul = block.ops[wg.matmulOp];
   const graph::BlockOp& accumulator = block.ops[wg.accumulatorOp];
-  const graph::BlockOp& output = block.ops[wg.outputOp];
-  if (accumulator.inputs[0] != matmul.output || output.inputs[0] != accumulator.output) {
-    return std::nullopt;
-  }
+  if (accumulator.inputs[0] != matmul.output) return std::nullopt;
   const int aOp = plan.producer[matmul.inputs[0]];
   const int bOp = plan.producer[matmul.inputs[1]];
   if (aOp < 0 || bOp < 0 || aOp == bOp || block.ops[aOp].kind != OpKind::Input ||
       block.ops[bOp].kind != OpKind::Input) {
     return std::nullopt;
   }
+  if (!planEpilogue(plan, wg, inputs, aOp, bOp)) return std::nullopt;
   const graph::BlockTensor& aTile = block.tensors[matmul.inputs[0]];
   const graph::BlockTensor& bTile = block.tensors[matmul.inputs[1]];
   if (!isSixteenBit(aTile.dtype) || aTile.dtype != bTile.dtype) return std::nullopt;

@@ -1,5 +1,5 @@
-// GPU tests (ctest label `gpu`): every shipped schedule, replayed to PTX and run on the GPU
-// through `mugraph replay --run`, matches the reference interpreter on fresh random inputs
+// GPU tests (ctest label `gpu`): every shipped and search-found schedule, replayed to PTX and
+// run on the GPU through `mugraph replay --run`, matches the reference interpreter on fresh random inputs
 // with every poisoned output element overwritten; every safe attention schedule does so at
 // the logit spreads of real models. Skipped cleanly where there is no GPU.
 #include <gmock/gmock.h>
@@ -25,8 +25,10 @@ class ReplayOnGpu : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     std::string whyNot;
     if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
+    std::string name = GetParam();
+    std::replace(name.begin(), name.end(), '/', '_');
     scratch_ = std::filesystem::temp_directory_path() /
-               ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_" + GetParam());
+               ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_" + name);
     std::filesystem::create_directories(scratch_);
   }
   void TearDown() override {
@@ -90,6 +92,26 @@ INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu, ::testing::ValuesIn(ship
                          [](const auto& info) {
                            std::string name = info.param.substr(0, info.param.rfind('.'));
                            for (char& c : name) c = c == '.' ? '_' : c;
+                           return name;
+                         });
+
+// Every schedule the search found (schedules/found/): the paths and fusions no shipped
+// schedule takes (a GEMM's epilogue in registers, causal prefill, ...), relative to schedules/.
+std::vector<std::string> foundScheduleFiles() {
+  std::vector<std::string> found;
+  for (const auto& entry : std::filesystem::directory_iterator(sourceDir() + "/schedules/found")) {
+    if (entry.path().extension() == ".json") found.push_back("found/" + entry.path().filename().string());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+INSTANTIATE_TEST_SUITE_P(FoundSchedules, ReplayOnGpu, ::testing::ValuesIn(foundScheduleFiles()),
+                         [](const auto& info) {
+                           std::string name = info.param.substr(0, info.param.rfind('.'));
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
                            return name;
                          });
 

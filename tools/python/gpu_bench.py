@@ -343,6 +343,34 @@ def mlp_case(m, name, variants, options, ffn=FFN, fn=gated_mlp):
             "flops": 4 * m * HIDDEN * ffn, "rows": rows}
 
 
+def linear_silu_residual(x, w, bias, r):
+    """A projection with its bias, activation and residual: silu(X·Wᵀ + b) + R, W stored as
+    nn.Linear stores it ([out, in])."""
+    return torch.nn.functional.silu(x @ w.t() + bias) + r
+
+
+def linear_scaled_residual(x, w, bias, r):
+    """R + (X·Wᵀ + b) / 2."""
+    return r + (x @ w.t() + bias) * 0.5
+
+
+def epilogue_case(m, k, n, name, variants, options, fn=linear_silu_residual):
+    """fn with X [m, k] ~ N(0, 1), W [n, k] ~ N(0, WEIGHT_STD²), b and R ~ N(0, 1)
+    (tools/bench/programs/gemm_bias_*.mg): a GEMM whose epilogue PyTorch runs as cuBLAS and
+    a fused element-wise kernel (Inductor: a Triton template or cuBLAS with its epilogue)."""
+    x = torch.randn(m, k, dtype=torch.float16, device="cuda")
+    w = torch.randn(n, k, dtype=torch.float16, device="cuda") * WEIGHT_STD
+    bias = torch.randn(1, n, dtype=torch.float16, device="cuda")
+    r = torch.randn(m, n, dtype=torch.float16, device="cuda")
+    ref = fn(x.double(), w.double(), bias.double(), r.double())
+    inputs = {"A": x, "B": w, "bias": bias, "R": r}
+    rows = [ours_row(label, v, inputs, "y", ref) for label, v in variants.items()]
+    rows.append(timed_row("torch.eager", lambda: fn(x, w, bias, r), ref))
+    if options.compile:
+        rows.append(compiled_row("torch.compile", fn, (x, w, bias, r), ref))
+    return {"case": name, "kind": "gemm", "flops": 2 * m * k * n, "rows": rows}
+
+
 def gemm_case(n, dtype, name, variants, options, k=None, n_cols=None):
     """C = A·B, A [n, k] and B [k, n_cols] (both n by default) ~ N(0, 1): compute-bound."""
     k = k or n
@@ -423,6 +451,10 @@ def all_cases():
     cases["gemm_768x3072x768"] = functools.partial(gemm_case, 768, torch.float16, k=768,
                                                    n_cols=3072)
     cases["gemm_2000"] = functools.partial(gemm_case, 2000, torch.float16)
+    cases["gemm_bias_silu_residual_512x1024x2048"] = functools.partial(epilogue_case, 512, 1024,
+                                                                       2048)
+    cases["gemm_bias_scaled_residual_512x1024x2048"] = functools.partial(
+        epilogue_case, 512, 1024, 2048, fn=linear_scaled_residual)
     cases["mha_prefill_8x1024_d64"] = functools.partial(prefill_case, 1024, heads=8, d=64)
     cases["mha_prefill_16x4096_d128"] = functools.partial(prefill_case, 4096)
     cases["gqa_prefill_32q8kv_1024_d128"] = functools.partial(gqa_prefill_case, 32, 8, 1024, 128)

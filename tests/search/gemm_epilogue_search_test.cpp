@@ -1,0 +1,122 @@
+// A matmul followed by element-wise ops (a bias, an activation, a residual, a gate) is one
+// kernel on the sm_90 warpgroup GEMM path: the warpgroup GEMM sketch takes the ops after the
+// matmul as its epilogue, which runs on the accumulators in registers and reads the bias and
+// the residual once per result tile (graph::Phase::Invariant). The fused kernel is verified
+// like any candidate, and the plan refuses epilogues it cannot run in registers.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "graph/program_text.h"
+#include "plan/kernel_plan.h"
+#include "search/superoptimize.h"
+#include "search_support.h"
+
+namespace mugraph::search {
+namespace {
+
+// An output projection and its residual: y = r + x·W, large enough that the cost model
+// prefers the warpgroup GEMM to the general path's tiles.
+graph::Program projectionAndResidual() {
+  return graph::parseProgramText(
+      "program o_proj_residual\n"
+      "input x f16 [512, 1024]\n"
+      "input w f16 [1024, 2048] layout=transposed\n"
+      "input r f16 [512, 2048]\n"
+      "p = matmul(x, w)\n"
+      "y = add(r, p)\n"
+      "output y\n",
+      "o_proj_residual.mg");
+}
+
+// A gated MLP's gate, as Llama's FX graph writes it: silu(x·G)·u, silu as t·sigmoid(t), with
+// a bias on the product.
+graph::Program gate() {
+  return graph::parseProgramText(
+      "program gate\n"
+      "input x f16 [128, 256]\n"
+      "input g f16 [256, 128] layout=transposed\n"
+      "input b f16 [1, 128]\n"
+      "input u f16 [128, 128]\n"
+      "t0 = matmul(x, g)\n"
+      "t1 = add(t0, b)\n"
+      "t2 = sigmoid(t1)\n"
+      "t3 = mul(t1, t2)\n"
+      "y = mul(t3, u)\n"
+      "output y\n",
+      "gate.mg");
+}
+
+// The warpgroup GEMM plan of `g`'s kernel `k`, or null.
+const plan::WarpgroupMmaPlan* warpgroupGemm(const plan::KernelPlan& planned) {
+  return planned.as<plan::WarpgroupMmaPlan>();
+}
+
+TEST(GemmEpilogueSearch, AResidualAddedToAProjectionIsTheGemmsEpilogue) {
+  const graph::Program program = projectionAndResidual();
+  SearchOptions options = testing::quietOptions(program);
+  ASSERT_TRUE(options.config.target->warpgroupMma);
+  options.config.maxVariants = 1;
+  const SearchResult result = superoptimize(program, options);
+  ASSERT_EQ(result.variants.size(), 1u);
+  const VerifiedVariant& best = result.variants.front();
+  EXPECT_EQ(best.verification.level, "finite-field");
+  EXPECT_LE(best.verification.falseAcceptBound, 1e-12);
+  const graph::KernelGraph& g = best.schedule.graph;
+  ASSERT_EQ(g.ops.size(), 1u) << "the residual in a kernel of its own";
+  const plan::KernelPlan planned = plan::planKernel(g, 0, *options.config.target);
+  const plan::WarpgroupMmaPlan* wg = warpgroupGemm(planned);
+  ASSERT_TRUE(wg) << "the fused kernel is not on the warpgroup GEMM path";
+  ASSERT_EQ(wg->epilogueOps.size(), 1u);
+  EXPECT_EQ(g.ops[0].block->ops[wg->epilogueOps[0]].kind, graph::OpKind::Add);
+  ASSERT_EQ(wg->epilogueInputs.size(), 1u);
+  // The residual's tile is read once per result tile, after the loop.
+  const int residual = wg->epilogueInputs[0];
+  EXPECT_EQ(g.ops[0].block->ops[residual].fmap, graph::kReplicated);
+  EXPECT_EQ(planned.phases[g.ops[0].block->ops[residual].output], graph::Phase::Invariant);
+  ASSERT_TRUE(planned.inputs[residual]);
+  EXPECT_FALSE(planned.inputs[residual]->perIteration);
+}
+
+TEST(GemmEpilogueSearch, TheSketchProposesTheGateAsOneKernelWithItsWholeEpilogue) {
+  const graph::Program program = gate();
+  SearchConfig config = defaultConfig(classifyProgram(program));
+  // Every candidate is kept: at this size the cost model ranks the general path's tiles
+  // first, and the question is what the sketch proposes.
+  config.candidatePool = 1 << 20;
+  config.maxKernels = 1;  // the question is about one-kernel candidates only
+  bool fused = false;
+  for (const Candidate& candidate : testing::wholeSpace(program, config).best) {
+    const graph::KernelGraph& g = candidate.schedule.graph;
+    if (g.ops.size() != 1 || g.ops[0].name.find("_wgmma_gemm_") == std::string::npos) continue;
+    const plan::KernelPlan planned = plan::planKernel(g, 0, *config.target);
+    const plan::WarpgroupMmaPlan* wg = warpgroupGemm(planned);
+    ASSERT_TRUE(wg) << g.ops[0].name;
+    // add, sigmoid, mul, mul; the bias broadcast along the rows, the up projection whole.
+    EXPECT_EQ(wg->epilogueOps.size(), 4u);
+    EXPECT_EQ(wg->epilogueInputs.size(), 2u);
+    fused = true;
+  }
+  EXPECT_TRUE(fused) << "no candidate runs the gate as one warpgroup GEMM sketch kernel";
+}
+
+TEST(GemmEpilogueSearch, ThePlanRefusesAnEpilogueWhoseResultIsNotWhatIsStored) {
+  const graph::Program program = projectionAndResidual();
+  SearchOptions options = testing::quietOptions(program);
+  options.config.maxVariants = 1;
+  const SearchResult result = superoptimize(program, options);
+  ASSERT_EQ(result.variants.size(), 1u);
+  graph::KernelGraph g = result.variants.front().schedule.graph;
+  ASSERT_EQ(g.ops.size(), 1u);
+  graph::BlockGraph& block = *g.ops[0].block;
+  const plan::KernelPlan fused = plan::planKernel(g, 0, *options.config.target);
+  ASSERT_TRUE(warpgroupGemm(fused));
+  // The output now stores the bare accumulator: the add is left dangling, which no register
+  // epilogue can hold (nothing would read its result).
+  graph::BlockOp& output = block.ops[fused.as<plan::WarpgroupMmaPlan>()->outputOp];
+  output.inputs[0] = block.ops[fused.as<plan::WarpgroupMmaPlan>()->accumulatorOp].output;
+  EXPECT_FALSE(warpgroupGemm(plan::planKernel(g, 0, *options.config.target)));
+}
+
+}  // namespace
+}  // namespace mugraph::search
