@@ -19,8 +19,9 @@ namespace {
 }
 
 // The phase of a block op's result, from the phases of its operands: an input tile is
-// per-iteration, or invariant where the loop does not walk it, an accumulator's result exists once per block after the loop, and any other
-// op runs where its (phase-consistent) operands live. Validation and blockTensorPhases share it.
+// per-iteration, or invariant where the loop does not walk it; an accumulator's result exists
+// once per block after the loop, and any other op runs where its (phase-consistent) operands
+// live. Validation and blockTensorPhases share it.
 Phase resultPhase(const BlockOp& op, const std::vector<Phase>& phase) {
   if (op.kind == OpKind::AccumMax) return Phase::Running;
   if (isAccumulator(op.kind)) return Phase::PostLoop;

@@ -164,7 +164,8 @@ void WarpgroupPrinter::applyElementwiseOps(int accumulatorOp, const std::vector<
   std::map<graph::TensorId, std::string> value;  // each tile's f32 at this element
   value[block.ops[accumulatorOp].output] = "v";
   std::string names;
-  for (int o : ops) names += (names.empty() ? "" : ", ") + std::string(graph::opName(block.ops[o].kind));
+  for (int o : ops)
+    names += (names.empty() ? "" : ", ") + std::string(graph::opName(block.ops[o].kind));
   out_.line("// epilogue: " + names);
   out_.open("");
   const graph::TensorId stored = block.ops[outputOp].inputs[0];
@@ -178,8 +179,7 @@ void WarpgroupPrinter::applyElementwiseOps(int accumulatorOp, const std::vector<
   for (size_t i = 0; i < inputs.size(); ++i) {
     const graph::BlockOp& input = block.ops[inputs[i]];
     const plan::InputCopy& copy = *plan.inputs[inputs[i]];
-    const graph::TensorDesc& source =
-        plan.graph->tensors[plan.kernel->inputs[input.kernelTensor]];
+    const graph::TensorDesc& source = plan.graph->tensors[plan.kernel->inputs[input.kernelTensor]];
     const bool transposed = source.layout == graph::Layout::Transposed;
     const int rowDim = transposed ? 3 : 2;
     const int colDim = transposed ? 2 : 3;

@@ -1,6 +1,6 @@
 // GPU tests (ctest label `gpu`): every shipped and search-found schedule, replayed to PTX and
-// run on the GPU through `mugraph replay --run`, matches the reference interpreter on fresh random inputs
-// with every poisoned output element overwritten; every safe attention schedule does so at
+// run on the GPU through `mugraph replay --run`, matches the reference interpreter on fresh random
+// inputs with every poisoned output element overwritten; every safe attention schedule does so at
 // the logit spreads of real models. Skipped cleanly where there is no GPU.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -100,7 +100,8 @@ INSTANTIATE_TEST_SUITE_P(ShippedSchedules, ReplayOnGpu, ::testing::ValuesIn(ship
 std::vector<std::string> foundScheduleFiles() {
   std::vector<std::string> found;
   for (const auto& entry : std::filesystem::directory_iterator(sourceDir() + "/schedules/found")) {
-    if (entry.path().extension() == ".json") found.push_back("found/" + entry.path().filename().string());
+    if (entry.path().extension() == ".json")
+      found.push_back("found/" + entry.path().filename().string());
   }
   std::sort(found.begin(), found.end());
   return found;

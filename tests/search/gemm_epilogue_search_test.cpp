@@ -5,6 +5,7 @@
 // like any candidate, and the plan refuses epilogues it cannot run in registers.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "graph/program_text.h"
@@ -47,19 +48,25 @@ graph::Program gate() {
       "gate.mg");
 }
 
-// The warpgroup GEMM plan of `g`'s kernel `k`, or null.
+// The warpgroup GEMM plan of a planned kernel, or null where it runs on another path.
 const plan::WarpgroupMmaPlan* warpgroupGemm(const plan::KernelPlan& planned) {
   return planned.as<plan::WarpgroupMmaPlan>();
 }
 
+// The variant the search ranks first for `program`, verified.
+VerifiedVariant bestVariant(const graph::Program& program, const SearchOptions& options) {
+  SearchOptions one = options;
+  one.config.maxVariants = 1;
+  const SearchResult result = superoptimize(program, one);
+  if (result.variants.size() != 1) throw std::runtime_error("no verified variant");
+  return result.variants.front();
+}
+
 TEST(GemmEpilogueSearch, AResidualAddedToAProjectionIsTheGemmsEpilogue) {
   const graph::Program program = projectionAndResidual();
-  SearchOptions options = testing::quietOptions(program);
+  const SearchOptions options = testing::quietOptions(program);
   ASSERT_TRUE(options.config.target->warpgroupMma);
-  options.config.maxVariants = 1;
-  const SearchResult result = superoptimize(program, options);
-  ASSERT_EQ(result.variants.size(), 1u);
-  const VerifiedVariant& best = result.variants.front();
+  const VerifiedVariant best = bestVariant(program, options);
   EXPECT_EQ(best.verification.level, "finite-field");
   EXPECT_LE(best.verification.falseAcceptBound, 1e-12);
   const graph::KernelGraph& g = best.schedule.graph;
@@ -102,11 +109,8 @@ TEST(GemmEpilogueSearch, TheSketchProposesTheGateAsOneKernelWithItsWholeEpilogue
 
 TEST(GemmEpilogueSearch, ThePlanRefusesAnEpilogueWhoseResultIsNotWhatIsStored) {
   const graph::Program program = projectionAndResidual();
-  SearchOptions options = testing::quietOptions(program);
-  options.config.maxVariants = 1;
-  const SearchResult result = superoptimize(program, options);
-  ASSERT_EQ(result.variants.size(), 1u);
-  graph::KernelGraph g = result.variants.front().schedule.graph;
+  const SearchOptions options = testing::quietOptions(program);
+  graph::KernelGraph g = bestVariant(program, options).schedule.graph;
   ASSERT_EQ(g.ops.size(), 1u);
   graph::BlockGraph& block = *g.ops[0].block;
   const plan::KernelPlan fused = plan::planKernel(g, 0, *options.config.target);
