@@ -261,7 +261,7 @@ class CacheTest(unittest.TestCase):
     def test_a_searched_program_is_read_back_from_the_cache(self):
         gm, writer, partition = partitioned("llama")
         smallest = min(partition["subgraphs"], key=lambda s: len(s["nodes"]))
-        options = optimize.Options(time_limit=30, max_variants=1, profile=False)
+        options = optimize.Options(time_limit=5, max_variants=1, profile=False)
         with tempfile.TemporaryDirectory() as cache:
             os.environ["MUGRAPH_CACHE_DIR"] = cache
             try:
