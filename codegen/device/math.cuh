@@ -12,6 +12,16 @@ __device__ __forceinline__ float exp2_approx(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+
+// 1/x on the special-function unit (MUFU.RCP): relative error about 2^-23; 1/inf is 0, 1/0 is
+// inf. Where x / y compiles to IEEE division, ptxas adds a branch to a slow-path subroutine for
+// each element, which keeps the loads around it from being scheduled together (measured: a
+// GEMM whose epilogue applied silu with IEEE division ran 40% slower than its plain GEMM).
+__device__ __forceinline__ float reciprocal_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 #endif
 
 // e^x as 2^(x log2 e): two instructions where expf takes about ten, which matters where every
@@ -21,13 +31,13 @@ __device__ __forceinline__ float exp(float x) {
   return exp2_approx(x * 1.4426950408889634f);
 }
 
-__device__ __forceinline__ float silu(float x) {
-  return x / (1.0f + exp(-x));
-}
-// For x below about -88, exp(-x) overflows to +inf and the quotient is 0, the limit: no
-// branch on the sign is needed, and there is no inf/inf that could give NaN.
+// For x below about -88, exp(-x) overflows to +inf, its reciprocal is 0 and so is the result,
+// the limit: no branch on the sign is needed, and there is no inf/inf that could give NaN.
 __device__ __forceinline__ float sigmoid(float x) {
-  return 1.0f / (1.0f + exp(-x));
+  return reciprocal_approx(1.0f + exp(-x));
+}
+__device__ __forceinline__ float silu(float x) {
+  return x * sigmoid(x);
 }
 
 // tanh.approx.f32 (sm_75 on): one MUFU instruction, absolute error about 2^-11, below the f16

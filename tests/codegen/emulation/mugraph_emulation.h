@@ -24,6 +24,9 @@ inline void cp_async(void* shared, const void* global) {
 inline float exp2_approx(float x) {
   return ::exp2f(x);
 }
+inline float reciprocal_approx(float x) {
+  return 1.0f / x;
+}
 inline float negative_infinity() {
   return -__builtin_huge_valf();
 }
