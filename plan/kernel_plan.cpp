@@ -230,12 +230,10 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
   // static one: every path is open to it. Planned for the lengths, the combine took the general
   // path: a 16-part split-KV decode cost 19.9 us at s = 1 against the one-pass kernel's 7.4
   // (H200).
-  const bool dynamic = std::any_of(inputDynamicDims.begin(), inputDynamicDims.end(),
-                                   [](const std::vector<int>& dims) {
-                                     return std::any_of(dims.begin(), dims.end(), [](int d) {
-                                       return d != graph::kStaticDim;
-                                     });
-                                   });
+  const bool dynamic = std::any_of(
+      inputDynamicDims.begin(), inputDynamicDims.end(), [](const std::vector<int>& dims) {
+        return std::any_of(dims.begin(), dims.end(), [](int d) { return d != graph::kStaticDim; });
+      });
   plan.splits =
       graph::blockTileSplits(*plan.block, inputShapes, dynamic ? &inputDynamicDims : nullptr);
   plan.partial = graph::hasPartialTiles(plan.splits);
@@ -254,6 +252,14 @@ KernelPlan planKernel(const graph::KernelGraph& graph, int kernelIndex, const Ta
       plan.path = *owned;
       return plan;
     }
+    planCopies(plan, true);
+    if (std::optional<RowOwnedPlan> rows = planRowOwned(plan)) {
+      plan.minBlocksPerSm = 1;
+      plan.path = *rows;
+      return plan;
+    }
+    plan.inputs.assign(plan.block->ops.size(), std::nullopt);
+    plan.outputs.assign(plan.block->ops.size(), std::nullopt);
   }
   if (std::optional<WarpgroupAttentionPlan> attention = planWarpgroupAttention(plan, target)) {
     useWarpgroupPath(plan, std::move(*attention));

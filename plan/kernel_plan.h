@@ -3,7 +3,8 @@
 // consumers of each tile, how outputs are stored) and the numbers the search, `mugraph show`
 // and the manifest read (pipeline stages, shared-memory bytes, blocks per multiprocessor);
 // `path` holds what one lowering path decided, one alternative per path (plan/paths/):
-// the general mma.sync path, thread-owned elements, warpgroup GEMM and warpgroup attention.
+// the general mma.sync path, thread-owned elements, row-owned rows, warpgroup GEMM and
+// warpgroup attention.
 // Keeping these choices in one value makes the emitters plain printers of a decided plan,
 // and makes the plan's shared-memory bytes the one number the search prunes and ranks with.
 #pragma once
@@ -18,6 +19,7 @@
 #include "graph/tile_splits.h"
 #include "graph/validate.h"
 #include "plan/paths/general_plan.h"
+#include "plan/paths/row_owned_plan.h"
 #include "plan/paths/thread_owned_plan.h"
 #include "plan/paths/warpgroup_attention_plan.h"
 #include "plan/paths/warpgroup_mma_plan.h"
@@ -26,8 +28,8 @@
 
 namespace mugraph::plan {
 
-using PathPlan =
-    std::variant<GeneralPlan, ThreadOwnedPlan, WarpgroupMmaPlan, WarpgroupAttentionPlan>;
+using PathPlan = std::variant<GeneralPlan, ThreadOwnedPlan, RowOwnedPlan, WarpgroupMmaPlan,
+                              WarpgroupAttentionPlan>;
 
 struct KernelPlan {
   const graph::KernelGraph* graph = nullptr;

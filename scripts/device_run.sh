@@ -289,18 +289,21 @@ fi
 
 if [[ $step == ncu ]]; then
   # Nsight Compute on each schedule of NCU_SCHEDULES (paths): speed of light, the tensor
-  # pipe's utilization and the warps' issue stalls of its kernels, one launch each.
+  # pipe's utilization and the warps' issue stalls of every kernel of one run, then a table of
+  # each kernel's duration (the replay's own check against the interpreter comes first).
   echo "== ncu"
   for s in ${NCU_SCHEDULES:-schedules/mha_prefill_2048.warpgroups.json}; do
     name=$(basename "$s" .json)
-    "$mg" replay "$s" --out "/tmp/ncu_$name" >/dev/null || { echo "replay $s failed"; continue; }
+    kernels=$(python3 -c "import json, sys; print(len(json.load(open(sys.argv[1]))['kernels']))" "$s")
+    "$mg" replay "$s" --out "/tmp/ncu_$name" --run --repetitions 20 2>&1 | grep -A2 "^gpu " ||
+      { echo "replay $s failed"; continue; }
     ncu --clock-control none --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
       --section Occupancy --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
-      -k regex:mugraph -c 1 "$mg" replay "$s" --out "/tmp/ncu_$name" --run --repetitions 1 \
+      -k regex:mugraph -c "$kernels" "$mg" replay "$s" --out "/tmp/ncu_$name" --run --repetitions 1 \
       > "$out/ncu_$name.txt" 2>&1
     echo "ncu $name: exit $?"
-    grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|hmma_cycles_active|Stall|Issued Ipc|Registers Per|Achieved Occupancy" \
-      "$out/ncu_$name.txt" | head -30
+    grep -E "^  mugraph|Duration|Compute \(SM\) Throughput|Memory Throughput|hmma_cycles_active|Registers Per|Achieved Occupancy" \
+      "$out/ncu_$name.txt" | head -$((8 * kernels))
   done
 fi
 

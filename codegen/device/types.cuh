@@ -106,4 +106,43 @@ __device__ __forceinline__ void copy_chunk(void* to, const void* from) {
   *static_cast<Chunk<Bytes>*>(to) = *static_cast<const Chunk<Bytes>*>(from);
 }
 
+// N consecutive elements read with one N * sizeof(T)-byte load (aligned address) into f32
+// registers, and written back from them with one store. 16-bit elements travel in 32-bit words
+// (two each, the lower address in the low half) and are taken apart and put together with
+// shifts, never through a pointer of another type into a byte buffer (NVRTC split such a store
+// into bytes and lost some of them).
+template <int N, class T>
+__device__ __forceinline__ void load_f32(const T* from, float* to) {
+  if constexpr (sizeof(T) == 4) {
+    const WordChunk<N> chunk = *reinterpret_cast<const WordChunk<N>*>(from);
+#pragma unroll
+    for (int v = 0; v < N; ++v) to[v] = __uint_as_float(chunk.w[v]);
+  } else if constexpr (N == 1) {
+    to[0] = to_f32(*from);
+  } else {
+    const WordChunk<N / 2> chunk = *reinterpret_cast<const WordChunk<N / 2>*>(from);
+#pragma unroll
+    for (int w = 0; w < N / 2; ++w) {
+      to[2 * w] = to_f32(T{static_cast<unsigned short>(chunk.w[w] & 0xffffu)});
+      to[2 * w + 1] = to_f32(T{static_cast<unsigned short>(chunk.w[w] >> 16)});
+    }
+  }
+}
+template <int N, class T>
+__device__ __forceinline__ void store_f32(T* to, const float* from) {
+  if constexpr (sizeof(T) == 4) {
+    unsigned words[N];
+#pragma unroll
+    for (int v = 0; v < N; ++v) words[v] = __float_as_uint(from[v]);
+    store_words<N>(to, words);
+  } else if constexpr (N == 1) {
+    *to = from_f32<T>(from[0]);
+  } else {
+    unsigned words[N / 2];
+#pragma unroll
+    for (int w = 0; w < N / 2; ++w) words[w] = pack2<T>(from[2 * w], from[2 * w + 1]);
+    store_words<N / 2>(to, words);
+  }
+}
+
 }  // namespace mg

@@ -167,6 +167,7 @@ void emitMaterialize(const EmitContext& context, graph::TensorId tile);
 // The whole body of a kernel, one printer per lowering path (KernelPlan::path).
 void emitGeneralBody(const EmitContext& context);
 void emitThreadOwnedBody(const EmitContext& context);
+void emitRowOwnedBody(const EmitContext& context);
 void emitWarpgroupGemmBody(const EmitContext& context);
 void emitWarpgroupAttentionBody(const EmitContext& context);
 

@@ -77,6 +77,8 @@ void emitKernel(const EmitContext& context) {
   }
   if (plan.as<plan::ThreadOwnedPlan>()) {
     emitThreadOwnedBody(context);
+  } else if (plan.as<plan::RowOwnedPlan>()) {
+    emitRowOwnedBody(context);
   } else if (plan.as<plan::WarpgroupMmaPlan>()) {
     emitWarpgroupGemmBody(context);
   } else if (plan.as<plan::WarpgroupAttentionPlan>()) {

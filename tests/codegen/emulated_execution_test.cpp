@@ -11,8 +11,10 @@
 #include "emulated_kernels.h"
 #include "graph/builder.h"
 #include "tests/plan/memory_bound_schedules.h"
+#include "tests/plan/row_owned_schedules.h"
 #include "tests/verify/causal_attention.h"
 #include "tests/verify/safe_attention.h"
+#include "tests/verify/test_support.h"
 
 namespace mugraph::codegen::testing {
 namespace {
@@ -205,6 +207,20 @@ TEST_F(EmulatedExecution, TheShippedTiledGemmBlockGraphMatchesTheInterpreter) {
 
 TEST_F(EmulatedExecution, FusedTensorCoreEpilogueAccumMaxAndRmsNormMatchTheInterpreter) {
   expectMatchesInterpreter(fusedEpilogueSchedule(), 14, 0.5);
+}
+
+// Row-owned kernels (plan/paths/row_owned_plan.h): a residual, RMSNorm and a row sum over
+// rows of 256 and 2048 in 16-byte chunks, one and two rows a warp; RoPE of query and key heads
+// (fewer rows, masked) with the rotated halves in one lane, head dims 64 and 128. Inputs at a
+// model's spread (std 1).
+TEST_F(EmulatedExecution, RowOwnedNormsAndRotationsMatchTheInterpreter) {
+  const uint64_t seed = verify::testing::freshSeed();
+  SCOPED_TRACE(verify::testing::seedTrace(seed));
+  for (const graph::Schedule& schedule :
+       {plan::testing::residualRmsNorm(256, 8), plan::testing::residualRmsNorm(2048, 4),
+        plan::testing::gqaRope(64), plan::testing::gqaRope(128)}) {
+    expectMatchesInterpreter(schedule, verify::normalInputs(schedule.program, seed, 1.0));
+  }
 }
 
 // Fewer rows than a tensor-core fragment: the padding rows read the last real row again and

@@ -265,21 +265,23 @@ TEST(ShippedSchedules, WrittenFilesAreCompleteAndReload) {
 TEST(EmitSchedule, BlockGraphsNoGpuCouldLaunchAreRejectedWithTheReason) {
   graph::GraphBuilder program("too_big");
   const graph::TensorId x = program.input("X", graph::DType::F32, {256, 256});
-  program.output(program.op(graph::OpKind::Exp, {x}, {}, "Y"));
+  // X·X of 256 x 256 f32 in one block: both operands whole in shared memory (element-wise
+  // ops alone would run row-owned, in registers).
+  program.output(program.op(graph::OpKind::Matmul, {x, x}, {}, "Y"));
   graph::Schedule schedule;
   schedule.name = "too_big.one_block";
   schedule.program = program.finish();
   graph::BlockGraphBuilder block({1, 1, 1}, 128, 1, {schedule.program.tensors[0]});
-  block.output(block.op(graph::OpKind::Exp, {block.input(0, {-1, -1, -1}, -1, "x")}, {}, "y"),
-               {-1, -1, -1});
+  const graph::TensorId xt = block.input(0, {-1, -1, -1}, -1, "x");
+  block.output(block.op(graph::OpKind::Matmul, {xt, xt}, {}, "y"), {-1, -1, -1});
   graph::GraphBuilder graph = graph::GraphBuilder::withInputsOf(schedule.program, schedule.name);
-  graph.output(graph.blockGraph("exp", block.block(), {0}, {{"Y", graph::DType::F32}})[0]);
+  graph.output(graph.blockGraph("matmul", block.block(), {0}, {{"Y", graph::DType::F32}})[0]);
   schedule.graph = graph.finish();
   try {
     emitSchedule(schedule);
     FAIL() << "expected a UserError";
   } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("kernel exp"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("kernel matmul"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("shared memory"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(testTarget().name), std::string::npos) << e.what();
   }

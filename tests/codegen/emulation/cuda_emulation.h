@@ -237,6 +237,11 @@ inline float __uint_as_float(unsigned u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 inline float __shfl_xor_sync(unsigned, float value, int offset) {
   return ::mg_emu::shuffleXor(value, offset);
 }
