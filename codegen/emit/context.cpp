@@ -78,6 +78,10 @@ Index4 nameElementIndex(const EmitContext& context, const Extent4& extent,
   return index;
 }
 
+std::string wideIndex(const std::string& index) {
+  return index == "0" ? index : "static_cast<long long>(" + index + ")";
+}
+
 std::string storageType(graph::DType dtype) {
   switch (dtype) {
     case graph::DType::F16:
@@ -259,8 +263,8 @@ std::string EmitContext::causalMask(const graph::BlockOp& op, const std::string&
   const graph::TensorId tile = op.inputs[0];
   const std::string kept = op.attrs.queries > 0 ? "mg::causal_kept(" : "mg::causal_kept_rows(";
   return "(" + kept + tileStart(tile, graph::kMaxRank - 2, iteration) + " + (" + row + "), " +
-         tileStart(tile, graph::kMaxRank - 1, iteration) + " + (" + col + "), " +
-         causalShape(op) + ") ? " + x + " : mg::negative_infinity())";
+         tileStart(tile, graph::kMaxRank - 1, iteration) + " + (" + col + "), " + causalShape(op) +
+         ") ? " + x + " : mg::negative_infinity())";
 }
 
 std::string EmitContext::causalShape(const graph::BlockOp& op) const {

@@ -117,7 +117,9 @@ struct EmitContext {
 };
 
 std::string storageType(graph::DType dtype);  // "float", "mg::f16", "mg::bf16"
-std::string floatLiteral(double value);       // "0.125f"
+// An index expression as a 64-bit term of an address: "0" stays "0".
+std::string wideIndex(const std::string& index);
+std::string floatLiteral(double value);  // "0.125f"
 // Expression for sum of index*stride, skipping zero indices and strides ("0"), and strides of
 // "1".
 std::string linearExpression(const std::vector<std::pair<std::string, int64_t>>& terms);

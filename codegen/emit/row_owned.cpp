@@ -20,10 +20,6 @@ std::string str(int64_t value) {
   return std::to_string(value);
 }
 
-std::string wide(const std::string& index) {
-  return index == "0" ? index : "static_cast<long long>(" + index + ")";
-}
-
 class RowOwnedEmitter {
  public:
   explicit RowOwnedEmitter(const EmitContext& context)
@@ -104,7 +100,7 @@ class RowOwnedEmitter {
     const Index4 index = tileIndex(tile);
     std::vector<std::pair<std::string, std::string>> terms;
     for (int k = 0; k < graph::kMaxRank; ++k) {
-      terms.push_back({wide(index[order[k]]), context_.product(stride[k])});
+      terms.push_back({wideIndex(index[order[k]]), context_.product(stride[k])});
     }
     return baseOffset(context_, step, {}, "0") + " + " + linearExpression(terms);
   }

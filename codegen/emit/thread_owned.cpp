@@ -24,10 +24,6 @@ Index4 tileIndex(const EmitContext& context, TensorId tile, const Index4& owned)
   return index;
 }
 
-std::string wide(const std::string& index) {
-  return index == "0" ? index : "static_cast<long long>(" + index + ")";
-}
-
 class ThreadOwnedEmitter {
  public:
   explicit ThreadOwnedEmitter(const EmitContext& context)
@@ -140,7 +136,7 @@ class ThreadOwnedEmitter {
     const Index4 index = tileIndex(context_, op.output, index_);
     std::vector<std::pair<std::string, std::string>> terms;
     for (int k = 0; k < graph::kMaxRank; ++k) {
-      terms.push_back({wide(index[order[k]]), context_.product(copy.globalStride[k])});
+      terms.push_back({wideIndex(index[order[k]]), context_.product(copy.globalStride[k])});
     }
     return "mg::to_f32(" + context_.paramName(context_.kernel.inputParams[op.kernelTensor]) + "[" +
            baseOffset(context_, copy.blockStep, copy.iterationStep, iteration) + " + " +
@@ -198,7 +194,7 @@ class ThreadOwnedEmitter {
       if (index[d] == "0" && index_[d] != "0") {
         owner += std::string(owner.empty() ? "" : " && ") + index_[d] + " == 0";
       }
-      terms.push_back({wide(index[d]), context_.product(copy.globalStride[d])});
+      terms.push_back({wideIndex(index[d]), context_.product(copy.globalStride[d])});
     }
     const std::string target = context_.paramName(context_.kernel.outputParams[op.kernelTensor]) +
                                "[" + baseOffset(context_, copy.blockStep, {}, "") + " + " +
