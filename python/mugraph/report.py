@@ -74,6 +74,16 @@ class GraphReport:
                                     speedup=pytorch_us / ours_us if ours_us else None,
                                     timed_earlier=earlier)
 
+    def variant_timed(self, name, variant, us, why=None):
+        """One variant's time on this GPU, where the search ranked them by its cost model."""
+        row = self.subgraphs[name].setdefault("variants_us", {})
+        row[variant] = us if why is None else f"did not run under a CUDA graph: {why}"
+
+    def variant_before(self, name):
+        """The variant an earlier compile of the same graph timed for this subgraph, or None."""
+        row = (self.earlier or {}).get("subgraphs", {}).get(name)
+        return row.get("variant") if row else None
+
     def measured_before(self, name, variant):
         """The times an earlier compile measured for this subgraph's variant, or None."""
         row = (self.earlier or {}).get("subgraphs", {}).get(name)
@@ -142,7 +152,9 @@ def print_report(graph_report, verbose=True, stream=sys.stderr):
                 timing = (f", {r['pytorch_us']:.1f} us in PyTorch -> {r['ours_us']:.1f} us "
                           f"({r['speedup']:.2f}x)")
             lengths = f", at every length of {', '.join(r['dynamic'])}" if r.get("dynamic") else ""
-            print(f"  {r['name']}: {r['variant']}{timing}{lengths}", file=stream)
+            timed = r.get("variants_us", {})
+            fastest = f", the fastest of {len(timed)} timed here" if len(timed) > 1 else ""
+            print(f"  {r['name']}: {r['variant']}{timing}{lengths}{fastest}", file=stream)
         else:
             print(f"  {r['name']}: stays in PyTorch: {r.get('reason', '?')}", file=stream)
     if any(r["status"] == "used" and r.get("speedup") for r in rows):

@@ -147,7 +147,15 @@ def _loaded_variant(directory, binding, fx_nodes, expected):
                                  [list(e.stride()) for e in expected])
 
 
-def _choose_variant(s, binding, values, graph_report, fx_nodes):
+def _choose_variant(s, binding, values, graph_report, fx_nodes, measure=False):
+    """The variant to run for subgraph s: (registry key, variant, its error), or (None, why).
+
+    The first variant, in the search's order, that matches PyTorch on the recorded values;
+    except where that order is the cost model's (a search that had no GPU to time on) and
+    `measure` is set: then every variant that matches is timed here on this GPU, the way the
+    subgraph itself is timed (timing.replay_us), and the fastest is used (each one's time is in
+    the report's `variants_us`). A later compile of the same graph takes the variant this one
+    chose, without timing the others again."""
     entry, result = graph_report.entries[s["name"]]
     expected = [values[o] for o in binding.outputs]
     if not all(isinstance(e, torch.Tensor) and e.is_cuda for e in expected):
@@ -164,8 +172,15 @@ def _choose_variant(s, binding, values, graph_report, fx_nodes):
             key = f"{s['name']}:dispatch"
             kernels.register(key, dispatch)
             return (key, {"name": dispatch.name, "hash": dispatch.name}, worst), None
-    for v in result.get("variants", []):
-        key = f"{s['name']}:{v['name']}"
+    variants = list(result.get("variants", []))
+    before = graph_report.variant_before(s["name"])
+    ranked_unmeasured = not str(result.get("ranked_by", "")).startswith("measured")
+    if any(v["name"] == before for v in variants):
+        variants.sort(key=lambda v: v["name"] != before)  # stable: the rest keep their order
+        measure = False
+    measure = measure and ranked_unmeasured and len(variants) > 1
+    matching = []
+    for v in variants:
         try:
             with graph_report.phase("check_and_substitute/load_variants"):
                 loaded = _loaded_variant(optimize.variant_directory(entry, v["name"]), binding,
@@ -175,11 +190,39 @@ def _choose_variant(s, binding, values, graph_report, fx_nodes):
             continue
         worst = _matches(loaded, inputs, expected, v["name"], reasons)
         if worst <= TOLERANCE.get(expected[0].dtype, 2e-2):
-            kernels.register(key, loaded)
-            return (key, v, worst), None
+            matching.append((v, worst, loaded))
+            if not measure:
+                break
+    if matching:
+        if len(matching) > 1:
+            matching = _fastest_first(s, matching, inputs, graph_report)
+        v, worst, loaded = matching[0]
+        key = f"{s['name']}:{v['name']}"
+        kernels.register(key, loaded)
+        return (key, v, worst), None
     if not result.get("variants"):
         return None, f"no verified variant ({result.get('no_variants', 'none found')})"
     return None, "no variant matches PyTorch: " + "; ".join(reasons)
+
+
+def _fastest_first(s, matching, inputs, graph_report):
+    """The matching (variant, error, loaded) sorted by their time on this GPU, each recorded in
+    the report; a variant that fails to run under a CUDA graph is dropped, with the reason."""
+    from . import timing
+
+    dense = [x.contiguous() for x in inputs]
+    timed = []
+    with graph_report.phase("check_and_substitute/time_variants"):
+        for v, worst, loaded in matching:
+            try:
+                us = timing.replay_us(lambda: loaded.run(dense))
+            except Exception as e:  # noqa: BLE001: reported, and the variant is not used
+                graph_report.variant_timed(s["name"], v["name"], None, str(e))
+                continue
+            graph_report.variant_timed(s["name"], v["name"], us)
+            timed.append((us, v, worst, loaded))
+    timed.sort(key=lambda t: t[0])
+    return [t[1:] for t in timed] or matching[:1]
 
 
 def _matches(loaded, inputs, expected, name, reasons):
@@ -348,7 +391,8 @@ def check_and_substitute(gm, args, graph_report, config):
             except ValueError as e:
                 graph_report.fallback(s, str(e))
                 continue
-            pick, why = _choose_variant(s, binding, values, graph_report, fx_nodes)
+            pick, why = _choose_variant(s, binding, values, graph_report, fx_nodes,
+                                        measure=config.time_subgraphs)
             if pick is None:
                 graph_report.fallback(s, why)
                 continue

@@ -235,4 +235,5 @@ class DecisionsTest(unittest.TestCase):
                 before = second.measured_before(s["name"], "v1")
                 self.assertEqual((before["pytorch_us"], before["ours_us"]), (10.0, 20.0))
                 self.assertIsNone(second.measured_before(s["name"], "v2"))
+                self.assertEqual(second.variant_before(s["name"]), "v1")
             self.assertEqual(second.decided_before()["runs"], "pytorch")

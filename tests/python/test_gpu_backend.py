@@ -119,6 +119,45 @@ class GpuBackendTest(unittest.TestCase):
             torch.cuda.synchronize()
         self.assertLess(max_relative_error(captured, expected), 2e-2)
 
+    def test_variants_ranked_without_a_gpu_are_timed_here_and_the_fastest_runs(self):
+        """A cache the search filled without a GPU (profile off: variants in the cost model's
+        order): the backend times every variant that matches PyTorch on this GPU and runs the
+        fastest; a second compile runs the same ones without timing them again."""
+        import mugraph.backend
+
+        model = model_graphs.causal_lm("llama", device="cuda", hidden=256)
+        ids = torch.randint(0, 512, (1, 64), device="cuda")
+        options = dict(profile=False, only_faster=False, end_to_end=False)
+        saved = os.environ["MUGRAPH_CACHE_DIR"]
+        with tempfile.TemporaryDirectory() as cache, torch.no_grad():
+            os.environ["MUGRAPH_CACHE_DIR"] = cache
+            try:
+                expected = model(input_ids=ids, use_cache=False).logits
+                first_report = len(mugraph.backend.REPORTS)
+                compiled = self.compiled(model, **options)
+                compiled(input_ids=ids, use_cache=False)
+                logits = compiled(input_ids=ids, use_cache=False).logits
+                first = [row for r in mugraph.backend.REPORTS[first_report:]
+                         for row in r.subgraphs.values()]
+                second_report = len(mugraph.backend.REPORTS)
+                self.compiled(model, **options)(input_ids=ids, use_cache=False)
+                second = [row for r in mugraph.backend.REPORTS[second_report:]
+                          for row in r.subgraphs.values()]
+            finally:
+                os.environ["MUGRAPH_CACHE_DIR"] = saved
+        self.assertLess(max_relative_error(logits, expected), 2e-2)
+        timed = [row for row in first if len(row.get("variants_us", {})) > 1]
+        self.assertTrue(timed, "no subgraph had two matching variants to time")
+        for row in timed:
+            times = {k: v for k, v in row["variants_us"].items() if isinstance(v, float)}
+            self.assertEqual(row["status"], "used", row.get("reason"))
+            self.assertEqual(row["variant"], min(times, key=times.get), row["variants_us"])
+        chosen = {row["name"]: row.get("variant") for row in first}
+        self.assertEqual(len(second), len(first))
+        for row in second:
+            self.assertNotIn("variants_us", row, "timed again on a cached compile")
+            self.assertEqual(row.get("variant"), chosen[row["name"]])
+
     def test_a_second_compile_reads_the_cache(self):
         model = model_graphs.causal_lm("qwen3", device="cuda", hidden=256)
         ids = torch.randint(0, 512, (1, 64), device="cuda")
