@@ -106,7 +106,7 @@ class CompiledGraph:
             except Exception as e:  # never wrong, never stuck: PyTorch with a warning
                 warnings.warn(f"mugraph: substitution failed, running in PyTorch: {e}")
                 substituted, outputs = None, None
-            self.runner = self._finish(substituted, args)
+            self.runner = self._finish(substituted, args, outputs)
             report.print_report(self.report, self.config.verbose)
             if outputs is not None:
                 return outputs
@@ -119,9 +119,10 @@ class CompiledGraph:
             self.runner = self.gm
             return self.gm(*args)
 
-    def _finish(self, substituted, args):
+    def _finish(self, substituted, args, expected=None):
         """The callable that runs the graph from now on: the rest compiled (rest.py), with our
-        kernels where the whole graph measures faster with them."""
+        kernels where the whole graph gives PyTorch's outputs (`expected`, this call's, where
+        given) and measures faster with them."""
         rest = self.config.rest
         earlier = self.report.decided_before() if substituted is not None else None
         if earlier and self.config.end_to_end and torch.cuda.is_available():
@@ -142,6 +143,11 @@ class CompiledGraph:
             return pytorch
         ours, why_ours = self._compiled(substituted, args, "the graph with our kernels")
         why = why or why_ours
+        mismatch = substitute.outputs_mismatch(ours, args, expected) if why is None else None
+        if mismatch:  # never wrong: each subgraph matched, the graph as a whole did not
+            self.report.finished("pytorch", rest.describe(), compiled=True, why=(
+                f"the graph with our kernels does not match PyTorch: {mismatch}"))
+            return pytorch
         if not (self.config.end_to_end and torch.cuda.is_available()):
             self.report.finished("mugraph", rest.describe(), compiled=why is None, why=why)
             return ours

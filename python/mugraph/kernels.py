@@ -224,6 +224,18 @@ def register(key, loaded):
     _REGISTRY[key] = loaded
 
 
+def registered(key):
+    return _REGISTRY[key]
+
+
+def stored_strides(loaded, j):
+    """The strides output j of a static variant has as our kernel stores it (its layout's
+    order), with no copy to the FX value's strides."""
+    t = loaded.outputs[j]
+    x = torch.empty(_storage_shape(loaded.output_shapes[j], t["layout"]), device="meta")
+    return list(_logical(x, t["layout"]).stride())
+
+
 @torch.library.custom_op("mugraph::launch", mutates_args=())
 def launch(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     return _REGISTRY[key].run(inputs)

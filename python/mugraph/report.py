@@ -126,12 +126,13 @@ class GraphReport:
         self.graph = {"runs": chosen, "rest": rest, "compiled": compiled, "why": why,
                       "pytorch_us": pytorch_us, "ours_us": ours_us, "timed_earlier": earlier,
                       "used": self.used_names()}
-        if chosen == "pytorch" and ours_us is not None:
+        if chosen == "pytorch" and (ours_us is not None or why):
+            reason = why if ours_us is None else (
+                f"the whole graph runs faster without our kernels ({pytorch_us:.1f} us, "
+                f"with them {ours_us:.1f} us)")
             for row in self.subgraphs.values():
                 if row["status"] == "used":
-                    row.update(status="pytorch", reason=(
-                        f"the whole graph runs faster without our kernels ({pytorch_us:.1f} us, "
-                        f"with them {ours_us:.1f} us)"))
+                    row.update(status="pytorch", reason=reason)
 
     def as_dict(self):
         return {"subgraphs": list(self.subgraphs.values()), "graph": self.graph,

@@ -7,6 +7,7 @@ of its outputs matches the recorded one: finite where PyTorch's is, and within t
 tolerance relative to the output's largest magnitude (TOLERANCE). Otherwise the next-ranked
 variant is tried, and a subgraph none matches stays in PyTorch with the reason.
 """
+import copy
 import json
 import operator
 import os
@@ -420,9 +421,106 @@ def substituted(gm, chosen, graph_report):
             graph_report.fallback(s, str(e))
             continue
         graph_report.used(s, variant, error)
-    optimized.graph.eliminate_dead_code()
+    _eliminate_dead_code(optimized.graph)  # the replaced nodes, which read launch outputs too
+    _outputs_only_launches_read(optimized.graph)
+    _eliminate_dead_code(optimized.graph)
     optimized.recompile()
     return optimized
+
+
+def outputs_mismatch(run, args, expected):
+    """Why `run(*args)` does not give the `expected` outputs within the tolerance of their
+    dtype (the first output that differs), or None where it does or nothing is expected."""
+    if expected is None:
+        return None
+    got = run(*args)
+    flat_got, flat_expected = _flat(got), _flat(expected)
+    if len(flat_got) != len(flat_expected):
+        return f"{len(flat_got)} outputs for {len(flat_expected)}"
+    for i, (a, b) in enumerate(zip(flat_got, flat_expected)):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            continue
+        if a.shape != b.shape:
+            return f"output {i} is {tuple(a.shape)}, PyTorch's {tuple(b.shape)}"
+        if not b.is_floating_point():
+            if not torch.equal(a, b):
+                return f"output {i} differs"
+            continue
+        error = max_relative_error(a, b)
+        if error > TOLERANCE.get(b.dtype, 2e-2):
+            return f"output {i}: max relative error {error:.3g}"
+    return None
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        return [y for item in x for y in _flat(item)]
+    return [x]
+
+
+def _eliminate_dead_code(graph):
+    """The graph without the nodes whose results nothing reads, a replaced attention included:
+    SDPA's aten ops carry the seeded-random tag (for their dropout), which FX's default counts
+    as a side effect, so the attention a launch replaced would stay and read its inputs."""
+    try:
+        graph.eliminate_dead_code(is_impure_node=lambda n: n.is_impure(impure_random=False))
+    except TypeError:  # an older torch, whose purity test takes no impure_random
+        graph.eliminate_dead_code()
+
+
+def _is_launch(node):
+    return node.op == "call_function" and node.target is torch.ops.mugraph.launch.default
+
+
+def _is_dense_copy(node):
+    return (node.op == "call_function" and node.target is torch.ops.aten.clone.default
+            and node.kwargs.get("memory_format") == torch.contiguous_format)
+
+
+def _outputs_only_launches_read(graph):
+    """An output of a launch that only other launches read (directly, or through the dense
+    copy `_dense` placed for them) keeps the layout our kernel stores it in. The FX value's
+    strides are what aten nodes downstream were traced with, and no aten node reads it: the
+    copy to those strides inside the launch and the copy back to dense for the next launch
+    would both be work for nothing (RoPE computed on a head-transposed view, read by the
+    attention kernel, paid both). The variant is registered again under a key of its own
+    with those outputs' strides; the launch's fake outputs follow."""
+    for call in list(graph.nodes):
+        if not _is_launch(call):
+            continue
+        variant = kernels.registered(call.args[0])
+        if getattr(variant, "output_strides", None) is None:
+            continue  # a dispatch, or a dynamic variant: outputs already as stored
+        strides = [list(s) for s in variant.output_strides]
+        freed = []
+        for item in [u for u in call.users if u.target is operator.getitem]:
+            j = item.args[1]
+            readers = list(item.users)
+            if not readers or not all(
+                    _is_launch(r) or (_is_dense_copy(r) and r.users and all(
+                        _is_launch(w) for w in r.users)) for r in readers):
+                continue
+            stored = kernels.stored_strides(variant, j)
+            val = item.meta.get("val")
+            if stored == strides[j] or not isinstance(val, torch.Tensor):
+                continue
+            try:
+                item.meta["val"] = val.new_empty_strided(val.shape, stored)
+            except Exception:  # noqa: BLE001: no value to describe it by: left as traced
+                continue
+            strides[j] = stored
+            freed.append(j)
+            if item.meta["val"].is_contiguous():
+                for r in readers:
+                    if _is_dense_copy(r):
+                        r.replace_all_uses_with(item)
+                        graph.erase_node(r)
+        if freed:
+            free = copy.copy(variant)
+            free.output_strides = strides
+            key = f"{call.args[0]}:stored{''.join(f'-{j}' for j in freed)}"
+            kernels.register(key, free)
+            call.args = (key,) + tuple(call.args[1:])
 
 
 def _faster(s, graph_report):

@@ -1,7 +1,8 @@
 """Each substituted subgraph timed both ways on the recorded values: PyTorch running the
 subgraph's own aten nodes the way the rest of the graph runs (rest.py: compiled by Inductor,
 or eagerly), and our variant. Both are captured into a CUDA graph and timed over replays with
-CUDA events (median), so neither pays Python's launch overhead. The whole graph is timed the
+CUDA events (median), each replay queued behind a spinning kernel, so neither side pays
+Python's launch overhead nor the graph's submission. The whole graph is timed the
 same way, with and without our kernels (`replay_us`).
 
 A graph with dynamic sizes runs at a new length at every step of a growing cache, and a
@@ -19,8 +20,17 @@ import torch
 from . import kernels
 
 
+# GPU clock cycles a kernel spins before each timed replay (about 1 ms at H100/H200 clocks):
+# longer than the host takes to record the start event and submit the graph, so the GPU runs
+# the replay as soon as the start event is passed. Without it an idle GPU passes the start
+# event, then waits for the submission (10-15 us), and a subgraph of a few microseconds
+# measures mostly that wait, on both sides alike.
+BACKLOG_CYCLES = 2_000_000
+
+
 def replay_us(fn, repetitions=20):
-    """Median µs of fn over CUDA-graph replays (fn runs once before the capture)."""
+    """Median µs of fn over CUDA-graph replays (fn runs once before the capture), each
+    replay queued behind a spinning kernel so that the events time the GPU's work alone."""
     fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -31,6 +41,7 @@ def replay_us(fn, repetitions=20):
     times = []
     for _ in range(repetitions):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda._sleep(BACKLOG_CYCLES)
         start.record()
         graph.replay()
         end.record()

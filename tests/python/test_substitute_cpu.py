@@ -2,6 +2,7 @@
 `mugraph::launch` whose variant is a stand-in (the subgraph's own aten nodes, writing its
 outputs densely, as our kernels do), and the substituted graph run: it gives the original's
 outputs, whatever strides the aten nodes downstream of a launch depend on."""
+import operator
 import unittest
 
 import torch
@@ -84,52 +85,75 @@ def traced_with_inputs(model, **kwargs):
 
 class SubstituteTest(unittest.TestCase):
     def test_every_subgraph_substituted_gives_the_original_outputs(self):
+        """Every subgraph replaced, or every one but RoPE's (which then stays in PyTorch and
+        hands the attention launch a head-transposed value): the original outputs either way."""
         for name in ("llama", "qwen3", "mistral"):
-            with self.subTest(model=name):
-                model = model_graphs.causal_lm(name, dtype=torch.float32)
-                ids = torch.randint(0, 512, (1, 16))
-                gm, args = traced_with_inputs(model, input_ids=ids, use_cache=False)
-                graph, writer = fx_graph.to_graph_json(gm)
-                graph_report = report.GraphReport(gm, writer, _capi.partition(graph))
-                recorder = substitute._Recorder(gm)
-                with torch.no_grad():
-                    expected = recorder.run(*args)
-                fx_nodes = {n.name for n in gm.graph.nodes}
-                chosen, stand_ins = [], []
-                for s in graph_report.partition["subgraphs"]:
-                    graph_report.searched(s, None, {"variants": []}, False)
-                    binding = substitute.Binding(s, writer, fx_nodes)
-                    module, names = timing.pytorch_subgraph(gm, s, binding, writer)
-                    inputs = binding.input_values(recorder.values, torch.device("cpu"))
-                    outputs = [recorder.values[o] for o in binding.outputs]
-                    variant = StandInVariant(module, inputs, outputs)
-                    variant.bind(binding, names, recorder.values)
-                    key = f"{name}:{s['name']}"
-                    kernels.register(key, variant)
-                    stand_ins.append(variant)
-                    chosen.append((s, binding, (key, {"name": "stand-in"}, 0.0)))
-                optimized = substitute.substituted(gm, chosen, graph_report)
-                launches = [n for n in optimized.graph.nodes
-                            if n.target is torch.ops.mugraph.launch.default]
-                self.assertEqual(len(launches), len(chosen), graph_report.as_dict())
-                # Every launch reads dense values: a strided one (RoPE on a head-transposed
-                # view) through a clone in the graph, which Inductor fuses into its producer.
-                args_in = [a for n in launches for a in n.args[1]]
-                for a in args_in:
-                    val = a.meta.get("val")
-                    if isinstance(val, torch.Tensor):
-                        self.assertTrue(val.is_contiguous(), a.name)
-                self.assertTrue(any(a.target is torch.ops.aten.clone.default for a in args_in))
-                runners = [(optimized, 1e-5)]
-                if name == "llama":  # Inductor around the launches, as the backend runs it
-                    runners.append((rest.Rest("inductor").compile(optimized, args), 1e-4))
-                for calls, (runner, tolerance) in enumerate(runners, start=1):
-                    with torch.no_grad():
-                        got = runner(*args)
-                    self.assertTrue(all(v.launches == calls for v in stand_ins))
-                    for a, b in zip(got, expected):
-                        if isinstance(b, torch.Tensor):
-                            torch.testing.assert_close(a, b, rtol=tolerance, atol=tolerance)
+            for rope_in_pytorch in (False, True):
+                with self.subTest(model=name, rope_in_pytorch=rope_in_pytorch):
+                    self.check_substituted(name, rope_in_pytorch)
+
+    def check_substituted(self, name, rope_in_pytorch):
+        model = model_graphs.causal_lm(name, dtype=torch.float32)
+        ids = torch.randint(0, 512, (1, 16))
+        gm, args = traced_with_inputs(model, input_ids=ids, use_cache=False)
+        graph, writer = fx_graph.to_graph_json(gm)
+        graph_report = report.GraphReport(gm, writer, _capi.partition(graph))
+        recorder = substitute._Recorder(gm)
+        with torch.no_grad():
+            expected = recorder.run(*args)
+        fx_nodes = {n.name for n in gm.graph.nodes}
+        chosen = []
+        for s in graph_report.partition["subgraphs"]:
+            graph_report.searched(s, None, {"variants": []}, False)
+            if rope_in_pytorch and "rotate_half(" in s["program_text"] \
+                    and "matmul(" not in s["program_text"]:
+                continue
+            binding = substitute.Binding(s, writer, fx_nodes)
+            module, names = timing.pytorch_subgraph(gm, s, binding, writer)
+            inputs = binding.input_values(recorder.values, torch.device("cpu"))
+            outputs = [recorder.values[o] for o in binding.outputs]
+            variant = StandInVariant(module, inputs, outputs)
+            variant.bind(binding, names, recorder.values)
+            key = f"{name}:{s['name']}:{rope_in_pytorch}"
+            kernels.register(key, variant)
+            chosen.append((s, binding, (key, {"name": "stand-in"}, 0.0)))
+        optimized = substitute.substituted(gm, chosen, graph_report)
+        launches = [n for n in optimized.graph.nodes
+                    if n.target is torch.ops.mugraph.launch.default]
+        self.assertEqual(len(launches), len(chosen), graph_report.as_dict())
+        # Every launch reads dense values.
+        args_in = [a for n in launches for a in n.args[1]]
+        for a in args_in:
+            val = a.meta.get("val")
+            if isinstance(val, torch.Tensor):
+                self.assertTrue(val.is_contiguous(), a.name)
+        clones = [a for a in args_in if a.target is torch.ops.aten.clone.default]
+        if rope_in_pytorch:
+            # A strided value from PyTorch (RoPE on a head-transposed view) through a clone
+            # in the graph, which Inductor fuses into its producer.
+            self.assertTrue(clones)
+        else:
+            # One that only launches read (RoPE's Q and K, read by attention) is passed on
+            # as the kernel stored it: no copy to the FX strides and back.
+            self.assertEqual([a for a in clones if a.args[0].target is operator.getitem
+                              and substitute._is_launch(a.args[0].args[0])], [])
+            self.assertTrue(any(":stored" in n.args[0] for n in launches))
+        launched = [kernels.registered(n.args[0]) for n in launches]  # copies for ":stored"
+        runners = [(optimized, 1e-5)]
+        if name == "llama":  # Inductor around the launches, as the backend runs it
+            runners.append((rest.Rest("inductor").compile(optimized, args), 1e-4))
+        for calls, (runner, tolerance) in enumerate(runners, start=1):
+            with torch.no_grad():
+                got = runner(*args)
+            self.assertTrue(all(v.launches == calls for v in launched))
+            for a, b in zip(got, expected):
+                if isinstance(b, torch.Tensor):
+                    torch.testing.assert_close(a, b, rtol=tolerance, atol=tolerance)
+        with torch.no_grad():
+            self.assertIsNone(substitute.outputs_mismatch(optimized, args, expected))
+            wrong = [x * 1.5 if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                     for x in expected]
+            self.assertIn("max relative error", substitute.outputs_mismatch(optimized, args, wrong))
 
 
 class OutputStridesTest(unittest.TestCase):
