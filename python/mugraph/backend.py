@@ -143,7 +143,8 @@ class CompiledGraph:
             return pytorch
         ours, why_ours = self._compiled(substituted, args, "the graph with our kernels")
         why = why or why_ours
-        mismatch = substitute.outputs_mismatch(ours, args, expected) if why is None else None
+        mismatch = substitute.outputs_mismatch(ours, args, expected, self.report.inputs_before) \
+            if why is None else None
         if mismatch:  # never wrong: each subgraph matched, the graph as a whole did not
             self.report.finished("pytorch", rest.describe(), compiled=True, why=(
                 f"the graph with our kernels does not match PyTorch: {mismatch}"))

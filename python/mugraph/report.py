@@ -33,6 +33,8 @@ class GraphReport:
         self.entries = {}  # subgraph name -> (cache entry, search result)
         self.subgraphs = {}  # subgraph name -> report row
         self.graph = None  # what runs the whole graph (finished), after the first call
+        # (argument, its value before the first call) of each argument the graph writes
+        self.inputs_before = []
         fx_names = [n.name for n in gm.graph.nodes if n.op == "call_function"]
         in_subgraph = {writer.origin.get(name) for s in partition["subgraphs"]
                        for name in s["nodes"]}

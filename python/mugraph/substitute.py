@@ -380,6 +380,8 @@ def check_and_substitute(gm, args, graph_report, config):
     # Its parts are phases of their own ("check_and_substitute/record", ...), so a slow
     # compile says which part it spent its time in.
     with graph_report.phase("check_and_substitute/record"):
+        written = [args[i] for i in mutated_inputs(gm) if isinstance(args[i], torch.Tensor)]
+        graph_report.inputs_before = [(t, t.clone()) for t in written]
         recorder = _Recorder(gm)
         outputs = recorder.run(*args)
         values = recorder.values
@@ -428,11 +430,45 @@ def substituted(gm, chosen, graph_report):
     return optimized
 
 
-def outputs_mismatch(run, args, expected):
+def mutated_inputs(gm):
+    """Indices of the graph's arguments it writes in place: a KV cache, and a cache's step
+    counter, which makes a second run of the graph on the same arguments a different step."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    index = {n: i for i, n in enumerate(placeholders)}
+    written = set()
+    for n in gm.graph.nodes:
+        schema = getattr(n.target, "_schema", None)
+        if n.op != "call_function" or schema is None:
+            continue
+        given = dict(zip((a.name for a in schema.arguments), n.args))
+        given.update(n.kwargs)
+        for a in schema.arguments:
+            if a.alias_info is not None and a.alias_info.is_write and a.name in given:
+                base = _base_of(given[a.name])
+                if base in index:
+                    written.add(index[base])
+    return sorted(written)
+
+
+def _base_of(node):
+    """The node whose storage a chain of views of `node` reads."""
+    while isinstance(node, torch.fx.Node) and node.op == "call_function":
+        schema = getattr(node.target, "_schema", None)
+        if schema is None or not schema.arguments or schema.arguments[0].alias_info is None:
+            return node
+        node = node.args[0]
+    return node
+
+
+def outputs_mismatch(run, args, expected, inputs_before=()):
     """Why `run(*args)` does not give the `expected` outputs within the tolerance of their
-    dtype (the first output that differs), or None where it does or nothing is expected."""
+    dtype (the first output that differs), or None where it does or nothing is expected.
+    `inputs_before`: (argument, its value before the expected outputs were computed) of the
+    arguments the graph writes, put back first so that run takes the same step."""
     if expected is None:
         return None
+    for t, before in inputs_before:
+        t.copy_(before)
     got = run(*args)
     flat_got, flat_expected = _flat(got), _flat(expected)
     if len(flat_got) != len(flat_expected):

@@ -156,6 +156,27 @@ class SubstituteTest(unittest.TestCase):
             self.assertIn("max relative error", substitute.outputs_mismatch(optimized, args, wrong))
 
 
+class StatefulGraphTest(unittest.TestCase):
+    def test_a_graph_that_steps_a_counter_is_checked_on_the_same_step(self):
+        """A cache's step counter written in place: the check of the graph with our kernels
+        puts the written arguments back as they were before the expected outputs were made."""
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def step(cache, counter, x):
+            cache.index_copy_(0, counter.long(), x)
+            counter.add_(1)
+            return (cache * counter).sum(0)
+
+        cache, counter, x = torch.randn(4, 3), torch.zeros(1), torch.randn(1, 3)
+        gm = make_fx(step)(cache.clone(), counter.clone(), x)
+        self.assertEqual(substitute.mutated_inputs(gm), [0, 1])
+        args = [cache, counter, x]
+        before = [(args[i], args[i].clone()) for i in substitute.mutated_inputs(gm)]
+        expected = gm(*args)
+        self.assertIn("max relative error", substitute.outputs_mismatch(gm, args, expected))
+        self.assertIsNone(substitute.outputs_mismatch(gm, args, expected, before))
+
+
 class OutputStridesTest(unittest.TestCase):
     def test_a_stored_layout_with_the_fx_strides_is_returned_without_a_copy(self):
         stored = torch.randn(64, 4, 32)  # heads_transposed storage of a [4, 64, 32] value
