@@ -151,6 +151,8 @@ class CompiledGraph:
             return pytorch
         if not (self.config.end_to_end and torch.cuda.is_available()):
             self.report.finished("mugraph", rest.describe(), compiled=why is None, why=why)
+            if why is None:
+                self.report.remember()  # the subgraphs' times and variants, for next time
             return ours
         with self.report.phase("whole_graph_timing"):
             pytorch_us = timing.replay_us(lambda: pytorch(*args))

@@ -108,14 +108,17 @@ class GraphReport:
         used and the graph was therefore not timed whole."""
         if not self.decisions or not self.graph:
             return
-        if self.graph.get("ours_us") is None and self.graph["used"]:
-            return
         rows = {name: {"variant": r.get("timed_variant"), "pytorch_us": r["pytorch_us"],
                        "ours_us": r["ours_us"]}
                 for name, r in self.subgraphs.items() if r.get("ours_us") is not None}
-        whole = {k: self.graph[k] for k in ("runs", "pytorch_us", "ours_us")}
-        whole["used"] = sorted(self.graph["used"])
-        cache.store_json(self.decisions, {"subgraphs": rows, "graph": whole})
+        stored = {"subgraphs": rows}
+        # The whole graph's decision where it was made by timing, or where none was used;
+        # a graph that runs our kernels untimed (end_to_end off) stores its subgraphs alone.
+        if self.graph.get("ours_us") is not None or not self.graph["used"]:
+            whole = {k: self.graph[k] for k in ("runs", "pytorch_us", "ours_us")}
+            whole["used"] = sorted(self.graph["used"])
+            stored["graph"] = whole
+        cache.store_json(self.decisions, stored)
 
     def any_used(self):
         return any(r["status"] == "used" for r in self.subgraphs.values())
