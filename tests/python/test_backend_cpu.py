@@ -237,3 +237,30 @@ class DecisionsTest(unittest.TestCase):
                 self.assertIsNone(second.measured_before(s["name"], "v2"))
                 self.assertEqual(second.variant_before(s["name"]), "v1")
             self.assertEqual(second.decided_before()["runs"], "pytorch")
+
+    def test_a_graph_run_with_our_kernels_untimed_keeps_its_subgraphs_variants(self):
+        """end_to_end off: no whole-graph decision to keep, but each subgraph's times and the
+        variant chosen for it are kept, so a cached compile times no variant again."""
+        import model_graphs
+
+        from mugraph import _capi, fx_graph, report
+
+        (gm,) = model_graphs.traced_graphs(RmsNormMlp(), lambda m: m(torch.randn(8, 64)))
+        graph, writer = fx_graph.to_graph_json(gm)
+        partition = _capi.partition(graph)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "decisions.json")
+            first = report.GraphReport(gm, writer, partition, path)
+            for s in partition["subgraphs"]:
+                first.searched(s, None, {"variants": []}, True)
+                first.variant_timed(s["name"], "v2", 3.0)
+                first.variant_timed(s["name"], "v1", 4.0)
+                first.timed(s["name"], "v2", 5.0, 3.0)
+                first.used(s, {"name": "v2"}, 0.0)
+            first.finished("mugraph", "eager", compiled=True)
+            first.remember()
+            second = report.GraphReport(gm, writer, partition, path)
+            self.assertIsNone(second.decided_before())
+            for s in partition["subgraphs"]:
+                self.assertEqual(second.variant_before(s["name"]), "v2")
+                self.assertIsNotNone(second.measured_before(s["name"], "v2"))
