@@ -124,6 +124,9 @@ class CompiledGraph:
         kernels where the whole graph gives PyTorch's outputs (`expected`, this call's, where
         given) and measures faster with them."""
         rest = self.config.rest
+        # The written arguments' values before the first call: used once by the check below,
+        # not kept (a KV cache's copy would live as long as the report).
+        inputs_before, self.report.inputs_before = self.report.inputs_before, []
         earlier = self.report.decided_before() if substituted is not None else None
         if earlier and self.config.end_to_end and torch.cuda.is_available():
             # The same graph with the same variants was timed whole on an earlier compile:
@@ -143,7 +146,7 @@ class CompiledGraph:
             return pytorch
         ours, why_ours = self._compiled(substituted, args, "the graph with our kernels")
         why = why or why_ours
-        mismatch = substitute.outputs_mismatch(ours, args, expected, self.report.inputs_before) \
+        mismatch = substitute.outputs_mismatch(ours, args, expected, inputs_before) \
             if why is None else None
         if mismatch:  # never wrong: each subgraph matched, the graph as a whole did not
             self.report.finished("pytorch", rest.describe(), compiled=True, why=(
