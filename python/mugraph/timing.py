@@ -81,18 +81,21 @@ def _as_substituted(gm, s, binding, key, chosen, graph_report):
 
     origin = graph_report.writer.origin
     members = {}  # FX name -> subgraph name, of every chosen subgraph
-    for other, _, _ in chosen:
+    reads = {}  # subgraph name -> the FX values its launch takes as they are
+    for other, other_binding, _ in chosen:
         for name in other["nodes"]:
             if origin.get(name):
                 members[origin[name]] = other["name"]
+        reads[other["name"]] = {i for i, tiled in zip(other_binding.inputs, other_binding.tiled)
+                                if isinstance(i, str) and tiled is None}
     loaded = kernels.registered(key)
     if getattr(loaded, "output_strides", None) is None:
         return key
     nodes = {n.name: n for n in gm.graph.nodes}
     strides = [list(x) for x in loaded.output_strides]
     for j, o in enumerate(binding.outputs):
-        readers = [u.name for u in nodes[o].users]
-        if readers and all(members.get(r) not in (None, s["name"]) for r in readers):
+        readers = [members.get(u.name) for u in nodes[o].users]
+        if readers and all(r not in (None, s["name"]) and o in reads[r] for r in readers):
             strides[j] = kernels.stored_strides(loaded, j)
     if strides == loaded.output_strides:
         return key

@@ -117,6 +117,20 @@ class SubstituteTest(unittest.TestCase):
             key = f"{name}:{s['name']}:{rope_in_pytorch}"
             kernels.register(key, variant)
             chosen.append((s, binding, (key, {"name": "stand-in"}, 0.0)))
+        # Timed as it will run: RoPE's outputs, which only the attention launch reads, without
+        # the copy to the FX strides; an output PyTorch reads (the attention's) with it.
+        timed = {s["name"]: timing._as_substituted(gm, s, binding, key, chosen, graph_report)
+                 for s, binding, (key, _, _) in chosen}
+        rope = [n for n, k in timed.items() if k.endswith(":timed")]
+        self.assertEqual(bool(rope), not rope_in_pytorch, timed)
+        for s, binding, (key, _, _) in chosen:
+            variant = kernels.registered(timed[s["name"]])
+            for j in range(len(binding.outputs)):
+                if s["name"] in rope:
+                    self.assertEqual(variant.output_strides[j],
+                                     kernels.stored_strides(variant, j))
+                elif "attention" in s["name"]:
+                    self.assertEqual(timed[s["name"]], key)
         optimized = substitute.substituted(gm, chosen, graph_report)
         launches = [n for n in optimized.graph.nodes
                     if n.target is torch.ops.mugraph.launch.default]
