@@ -6,6 +6,7 @@ from PyTorch's caching allocator. Nothing synchronizes or allocates outside PyTo
 module calling it captures into CUDA graphs. `register_fake` gives the outputs' shapes from the
 registry, so the op traces under FakeTensor (torch.compile, torch.export).
 """
+import copy
 import os
 
 import torch
@@ -226,6 +227,16 @@ def register(key, loaded):
 
 def registered(key):
     return _REGISTRY[key]
+
+
+def with_output_strides(key, strides, tag):
+    """The key of the variant registered under `key` registered again, under key:tag, with
+    its outputs' strides replaced by `strides` (the same kernels; only where run copies its
+    outputs to, and what its fake outputs say, differ)."""
+    variant = copy.copy(_REGISTRY[key])
+    variant.output_strides = [list(s) for s in strides]
+    _REGISTRY[f"{key}:{tag}"] = variant
+    return f"{key}:{tag}"
 
 
 def stored_strides(loaded, j):

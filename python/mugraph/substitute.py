@@ -7,7 +7,6 @@ of its outputs matches the recorded one: finite where PyTorch's is, and within t
 tolerance relative to the output's largest magnitude (TOLERANCE). Otherwise the next-ranked
 variant is tried, and a subgraph none matches stays in PyTorch with the reason.
 """
-import copy
 import json
 import operator
 import os
@@ -552,10 +551,8 @@ def _outputs_only_launches_read(graph):
                         r.replace_all_uses_with(item)
                         graph.erase_node(r)
         if freed:
-            free = copy.copy(variant)
-            free.output_strides = strides
-            key = f"{call.args[0]}:stored{''.join(f'-{j}' for j in freed)}"
-            kernels.register(key, free)
+            key = kernels.with_output_strides(
+                call.args[0], strides, "stored" + "".join(f"-{j}" for j in freed))
             call.args = (key,) + tuple(call.args[1:])
 
 

@@ -75,10 +75,6 @@ def _as_substituted(gm, s, binding, key, chosen, graph_report):
     (substitute._outputs_only_launches_read), so it is timed without the copy to the FX
     strides too. Where such a reader is not used in the end, the whole graph's timing has
     the last word."""
-    import copy
-
-    from . import kernels
-
     origin = graph_report.writer.origin
     members = {}  # FX name -> subgraph name, of every chosen subgraph
     reads = {}  # subgraph name -> the FX values its launch takes as they are
@@ -99,10 +95,7 @@ def _as_substituted(gm, s, binding, key, chosen, graph_report):
             strides[j] = kernels.stored_strides(loaded, j)
     if strides == loaded.output_strides:
         return key
-    timed = copy.copy(loaded)
-    timed.output_strides = strides
-    kernels.register(key + ":timed", timed)
-    return key + ":timed"
+    return kernels.with_output_strides(key, strides, "timed")
 
 
 def time_subgraphs(gm, values, chosen, graph_report, rest):
