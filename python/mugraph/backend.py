@@ -158,8 +158,8 @@ class CompiledGraph:
                 self.report.remember()  # the subgraphs' times and variants, for next time
             return ours
         with self.report.phase("whole_graph_timing"):
-            pytorch_us = timing.replay_us(lambda: pytorch(*args))
-            ours_us = timing.replay_us(lambda: ours(*args))
+            (pytorch_us, ours_us), rounds_us = timing.interleaved_us(
+                [lambda: pytorch(*args), lambda: ours(*args)])
             shorter = self._shorter_arguments(args)
             try:
                 if shorter:  # a step at a new length costs what a replay hides (timing.py)
@@ -171,7 +171,7 @@ class CompiledGraph:
                 warnings.warn(f"mugraph: timing the graph at new lengths failed: {e}")
         chosen = "mugraph" if ours_us < pytorch_us else "pytorch"
         self.report.finished(chosen, rest.describe(), compiled=why is None, why=why,
-                             pytorch_us=pytorch_us, ours_us=ours_us)
+                             pytorch_us=pytorch_us, ours_us=ours_us, rounds_us=rounds_us)
         if why is None:
             self.report.remember()
         return ours if chosen == "mugraph" else pytorch

@@ -124,13 +124,16 @@ class GraphReport:
         return any(r["status"] == "used" for r in self.subgraphs.values())
 
     def finished(self, chosen, rest, compiled, why=None, pytorch_us=None, ours_us=None,
-                 earlier=False):
+                 earlier=False, rounds_us=None):
         """What runs the graph from now on: "mugraph" (our kernels in it) or "pytorch"; the
         rest's runner, whether it compiled (why not), and the whole graph's times both ways
-        where they were measured (on an earlier compile of the same graph: `earlier`)."""
+        where they were measured (on an earlier compile of the same graph: `earlier`), with
+        each timing round's ([PyTorch's], [ours]: timing.interleaved_us)."""
         self.graph = {"runs": chosen, "rest": rest, "compiled": compiled, "why": why,
                       "pytorch_us": pytorch_us, "ours_us": ours_us, "timed_earlier": earlier,
                       "used": self.used_names()}
+        if rounds_us is not None:
+            self.graph["rounds_us"] = {"pytorch": rounds_us[0], "mugraph": rounds_us[1]}
         if chosen == "pytorch" and (ours_us is not None or why):
             reason = why if ours_us is None else (
                 f"the whole graph runs faster without our kernels ({pytorch_us:.1f} us, "

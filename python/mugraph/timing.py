@@ -3,7 +3,8 @@ subgraph's own aten nodes the way the rest of the graph runs (rest.py: compiled 
 or eagerly), and our variant. Both are captured into a CUDA graph and timed over replays with
 CUDA events (median), each replay queued behind a spinning kernel, so neither side pays
 Python's launch overhead nor the graph's submission. The whole graph is timed the
-same way, with and without our kernels (`replay_us`).
+same way, with and without our kernels; both sides of a comparison are timed in turn over a few
+rounds (`interleaved_us`).
 
 A graph with dynamic sizes runs at a new length at every step of a growing cache, and a
 replay at one length hides what a new length costs (cuDNN's attention builds a plan per
@@ -28,9 +29,8 @@ from . import kernels
 BACKLOG_CYCLES = 2_000_000
 
 
-def replay_us(fn, repetitions=20):
-    """Median µs of fn over CUDA-graph replays (fn runs once before the capture), each
-    replay queued behind a spinning kernel so that the events time the GPU's work alone."""
+def _captured(fn):
+    """fn run once, then captured into a CUDA graph and replayed once."""
     fn()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -38,6 +38,11 @@ def replay_us(fn, repetitions=20):
         fn()
     graph.replay()
     torch.cuda.synchronize()
+    return graph
+
+
+def _replays_us(graph, repetitions):
+    """µs of each of `repetitions` replays, each queued behind a spinning kernel."""
     times = []
     for _ in range(repetitions):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -47,7 +52,28 @@ def replay_us(fn, repetitions=20):
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1000.0)
-    return statistics.median(times)
+    return times
+
+
+def replay_us(fn, repetitions=20):
+    """Median µs of fn over CUDA-graph replays (fn runs once before the capture), each
+    replay queued behind a spinning kernel so that the events time the GPU's work alone."""
+    return statistics.median(_replays_us(_captured(fn), repetitions))
+
+
+def interleaved_us(fns, rounds=4, repetitions=20):
+    """([median µs of each fn], [[each round's median] of each fn]): every fn captured as in
+    replay_us, then timed in `rounds` rounds that take the functions in turn, the order
+    reversed every other round (A B, B A, A B, B A): a drift of the GPU's clocks or of a
+    neighbour's load during the measurement falls on every side alike (a steady drift exactly,
+    with an even number of rounds) instead of on whichever was timed second."""
+    graphs = [_captured(fn) for fn in fns]
+    rounds_us = [[] for _ in fns]
+    for r in range(rounds):
+        order = range(len(fns)) if r % 2 == 0 else reversed(range(len(fns)))
+        for i in order:
+            rounds_us[i].append(statistics.median(_replays_us(graphs[i], repetitions)))
+    return [statistics.median(times) for times in rounds_us], rounds_us
 
 
 def pytorch_subgraph(gm, s, binding, writer):
@@ -113,9 +139,9 @@ def time_subgraphs(gm, values, chosen, graph_report, rest):
             # below counts it where it cannot).
             ours = [x.contiguous() for x in binding.input_values(values, theirs[0].device)]
             pytorch = rest.compile(module, theirs)
-            pytorch_us = replay_us(lambda: pytorch(*theirs))
             as_run = _as_substituted(gm, s, binding, key, chosen, graph_report)
-            ours_us = replay_us(lambda: torch.ops.mugraph.launch(as_run, ours))
+            (pytorch_us, ours_us), _ = interleaved_us(
+                [lambda: pytorch(*theirs), lambda: torch.ops.mugraph.launch(as_run, ours)])
             nodes = {n.name: n for n in gm.graph.nodes}
             theirs_at = shorter_sets(theirs, [nodes[name] for name in names])
             sources = [_fx_name(i) for i in binding.inputs]

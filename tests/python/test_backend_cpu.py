@@ -4,12 +4,13 @@ subgraph, and the graph left to PyTorch compiled by Inductor (no GPU to run our 
 giving eager's outputs. Needs torch (scripts/setup.sh installs it and the package) and a build
 ($MUGRAPH_BUILD_DIR)."""
 import os
+import statistics
 import tempfile
 import unittest
 
 import torch
 
-from mugraph import backend
+from mugraph import backend, timing
 
 
 class RmsNormMlp(torch.nn.Module):
@@ -264,3 +265,43 @@ class DecisionsTest(unittest.TestCase):
             for s in partition["subgraphs"]:
                 self.assertEqual(second.variant_before(s["name"]), "v2")
                 self.assertIsNotNone(second.measured_before(s["name"], "v2"))
+
+
+class InterleavedTimingTest(unittest.TestCase):
+    """timing.interleaved_us on a stand-in clock (no GPU): the sides are timed in turn, so a
+    steady drift during the measurement (the GPU's clocks, a neighbour's load) gives two
+    equal sides equal times, where timing one side after the other did not."""
+
+    def setUp(self):
+        from unittest import mock
+
+        self.now = 0.0
+
+        def replays(fn, repetitions):  # each replay takes fn's cost, plus the drift so far
+            times = []
+            for _ in range(repetitions):
+                times.append(fn() + self.now)
+                self.now += 0.5
+            return times
+
+        self.patches = [mock.patch.object(timing, "_captured", lambda fn: fn),
+                        mock.patch.object(timing, "_replays_us", replays)]
+        for p in self.patches:
+            p.start()
+
+    def tearDown(self):
+        for p in self.patches:
+            p.stop()
+
+    def test_a_steady_drift_falls_on_both_sides_alike(self):
+        (a, b), rounds = timing.interleaved_us([lambda: 100.0, lambda: 100.0])
+        self.assertEqual(a, b)
+        self.assertEqual([len(r) for r in rounds], [4, 4])
+        self.now = 0.0  # one side timed after the other, as before: the second pays the drift
+        first = statistics.median(timing._replays_us(lambda: 100.0, 20))
+        second = statistics.median(timing._replays_us(lambda: 100.0, 20))
+        self.assertGreater(second - first, 5.0)
+
+    def test_a_real_difference_is_kept(self):
+        (a, b), _ = timing.interleaved_us([lambda: 100.0, lambda: 80.0])
+        self.assertAlmostEqual(a - b, 20.0)
