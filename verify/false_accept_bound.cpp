@@ -157,7 +157,10 @@ double collisionBound(const DegreeReport& report, MaxMeaning meaning) {
     const double n = static_cast<double>(report.applications);
     double perPair = 0.0;
     if (report.argumentDegree >= 0) {
-      perPair = std::max(perPair, pPartsCollide(report.argumentDegree, FieldParameters::p));
+      // Keyed on both parts (finite_field.h): the p-parts and the q-parts, evaluations at
+      // independent points, must both agree.
+      perPair = std::max(perPair, pPartsCollide(report.argumentDegree, FieldParameters::p) *
+                                      pPartsCollide(report.argumentDegree, FieldParameters::q));
     }
     if (report.argumentDegreePPart >= 0) {
       perPair = std::max(perPair, pPartsCollide(report.argumentDegreePPart, FieldParameters::q));

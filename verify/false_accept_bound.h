@@ -7,8 +7,7 @@
 // occurs (exp values range over the order-q subgroup and are modelled as independent, as in
 // Mirage's theorem), each random function's value (sqrt, silu, exp of an exp) counted as a
 // fresh variable; plus the probability that two distinct values the trial hashes or compares
-// by their p-parts collide: arguments of a random function (a union bound over pairs of
-// applications) and, where max selects, the two operands of one max (a union bound over max's
+// collide: arguments of a random function (a union bound over pairs of applications) and, where max selects, the two operands of one max (a union bound over max's
 // comparisons). k independent trials: ε^k.
 #pragma once
 
@@ -53,11 +52,12 @@ DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGr
 
 // The Schwartz–Zippel part: D / p, or D / q with exp.
 double perTrialBound(int64_t degree, bool usesExp);
-// Probability that two distinct values the trial hashes or compares by p-part alone collide.
+// Probability that two distinct values the trial hashes or compares collide.
 // Random-function arguments: for each of the N(N−1)/2 pairs of applications, two distinct
 // arguments differ by a rational function whose numerator has degree at most 2d (d the largest
-// argument degree, as recorded), so their p-parts agree with probability at most 2d/p when the
-// parts are independent evaluations, 2d/q when the p-part alone is. Under `Selection`, plus
+// argument degree, as recorded). Where both parts are independent evaluations the function
+// keys on both, and they agree with probability at most (2d/p)·(2d/q); where the p-part alone
+// is free, at most 2d/q (a value without a q-part never keys like one with). Under `Selection`, plus
 // 2d/q for each of max's comparisons (d the largest operand degree): two distinct operands that
 // tie make max return neither.
 double collisionBound(const DegreeReport& report, MaxMeaning meaning);

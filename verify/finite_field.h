@@ -1,9 +1,9 @@
 // The finite-field number domain used for fingerprints. A value is a pair (a mod p, b mod q)
 // with q prime and q | p - 1: arithmetic is component-wise, and exp maps the q-part b to
 // ω^b mod p, where ω has order q, so exp(x + y) = exp(x) · exp(y) holds exactly in the field.
-// The result of exp has no q-part; exp of such a value, and every op with no algebraic
-// meaning (sqrt, silu, sigmoid), is a per-trial random function of its argument's p-part, and
-// max selects by a random order of p-parts (verify/README.md).
+// The result of exp has no q-part; exp of such a value is a per-trial random function of its
+// argument's p-part, every op with no algebraic meaning (sqrt, silu, sigmoid) one of its
+// argument's whole pair, and max selects by a random order of p-parts (verify/README.md).
 #pragma once
 
 #include <cstdint>
@@ -105,6 +105,19 @@ inline FieldElement randomFunction(FieldElement x, uint64_t key) {
   return pairFromWord(mix64(orderRank(x, key)));
 }
 
+// The word a random function of a whole value keys on: its p-part and its q-part (or ⊥),
+// injectively (a < 2^32; b < q, or kNoQPart, which no residue mod q equals).
+inline uint64_t pairWord(FieldElement x) { return (uint64_t{x.a} << 32) | x.b; }
+
+// A value drawn from x's whole pair and `key`: equal values give equal results, distinct pairs
+// distinct words (pairWord and mix64 are injective) before the word is reduced to a pair. Two
+// distinct arguments that both carry a q-part collide only where both parts agree, at
+// independent points (verify/README.md, "The false-accept bound"); a value without a q-part
+// keys apart from every value with one.
+inline FieldElement randomFunctionOfPair(FieldElement x, uint64_t key) {
+  return pairFromWord(mix64(pairWord(x) ^ key));
+}
+
 // The key of op `kind`'s random function in the trial of `trialKey`: one function per kind.
 inline uint64_t functionKey(uint64_t trialKey, graph::OpKind kind) {
   return mix64(trialKey ^ mix64(0x756e696e74657270ULL + static_cast<uint64_t>(kind)));
@@ -158,11 +171,16 @@ struct NumberDomain<FieldElement> {
     }
     return F{field::omegaPower(x.b), F::kNoQPart};
   }
-  // An op with no algebraic meaning (sqrt, silu, ...): a random function of the p-part, one per
-  // op kind and trial. Consistent (equal arguments, equal results), so schedules that apply
-  // it to algebraically equal arguments agree; no identity of the real function holds.
+  // An op with no algebraic meaning (sqrt, silu, ...): a random function of the whole value
+  // (both parts, or the p-part and ⊥), one per op kind and trial. Consistent (equal arguments,
+  // equal results), so schedules that apply it to algebraically equal arguments computed
+  // alike agree; no identity of the real function holds. Keying on both parts makes two
+  // distinct arguments collide only where both parts agree: (2d/p)·(2d/q) per pair instead of
+  // 2d/p, what takes the bound of an LLM MLP (millions of silu values) below 1. The price: a
+  // value and the same value recomputed through exp (X and X·exp(Y)/exp(Y), no q-part) are
+  // different arguments, so such a pair of graphs is refuted, never wrongly accepted.
   static F uninterpreted(graph::OpKind kind, F x, const TrialMeaning& meaning) {
-    return field::randomFunction(x, field::functionKey(meaning.key, kind));
+    return field::randomFunctionOfPair(x, field::functionKey(meaning.key, kind));
   }
   // Selection by the trial's random order of p-parts: the operand of larger rank. Operands
   // with one p-part (the same value, one of them without q-part, or distinct values that

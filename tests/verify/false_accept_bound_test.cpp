@@ -155,9 +155,9 @@ TEST(FalseAcceptBound, CollisionTermIsAUnionBoundOverPairsOfApplications) {
     report.applications = n;
     const double pairs = static_cast<double>(n) * static_cast<double>(n - 1) / 2;
     // Two distinct arguments differ by a rational function of degree at most 2·2; the random
-    // function sees their p-parts, independent evaluations of it: they collide with
-    // probability 4/p.
-    EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any), pairs * (4.0 / kP));
+    // function keys on both parts, evaluations of it at independent points: they collide with
+    // probability (4/p)·(4/q).
+    EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any), pairs * (4.0 / kP) * (4.0 / kQ));
     EXPECT_DOUBLE_EQ(perTrialBound(report, MaxMeaning::Any),
                      3.0 / kP + collisionBound(report, MaxMeaning::Any));
   }
@@ -167,6 +167,16 @@ TEST(FalseAcceptBound, CollisionTermIsAUnionBoundOverPairsOfApplications) {
   report.applications = int64_t{1} << 20;
   EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any), 1.0);  // capped: no guarantee
   EXPECT_DOUBLE_EQ(perTrialBound(report, MaxMeaning::Any), 1.0);
+  // Without such arguments, an LLM MLP's silu over 512 rows x 8192 in both graphs (2^23
+  // applications, arguments of degree 8) keeps a bound: 9.8e-4 per trial (four trials give
+  // 9.1e-13), where a random function of the p-part alone passed 1 by five orders.
+  report.argumentDegreePPart = -1;
+  report.argumentDegree = 8;
+  report.applications = int64_t{1} << 23;
+  const double pairs = 8388608.0 * 8388607.0 / 2;
+  EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any), pairs * (16.0 / kP) * (16.0 / kQ));
+  EXPECT_LT(collisionBound(report, MaxMeaning::Any), 1e-3);
+  EXPECT_GE(pairs * (16.0 / kP), 1.0);
 }
 
 TEST(FalseAcceptBound, WhereMaxSelectsEachComparisonMayTieTwoOperandsSharingAPPart) {
@@ -183,7 +193,7 @@ TEST(FalseAcceptBound, WhereMaxSelectsEachComparisonMayTieTwoOperandsSharingAPPa
   report.argumentDegree = 2;
   report.applications = 40;
   EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Selection),
-                   40.0 * 39.0 / 2 * (4.0 / kP) + 1000 * (4.0 / kQ));
+                   40.0 * 39.0 / 2 * (4.0 / kP) * (4.0 / kQ) + 1000 * (4.0 / kQ));
   report.maxComparisons = int64_t{1} << 40;
   EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Selection), 1.0);  // capped
 }
@@ -303,8 +313,10 @@ TEST(FalseAcceptBound, AFusedRmsNormScheduleChecksInTheFieldWithTheCollisionTerm
   EXPECT_EQ(degree.argumentDegree, 2);
   EXPECT_EQ(degree.applications, 16 + 4 * 16);
   EXPECT_DOUBLE_EQ(report.perTrialBound, 2.0 / kP + collisionBound(degree, MaxMeaning::Selection));
-  // 80·79/2 pairs at 4/p each: ε ≈ 2.9e-6, and ε² ≈ 8.7e-12 is not yet 1e-12.
-  EXPECT_EQ(report.trials, 3);
+  // 80·79/2 pairs at (4/p)·(4/q) each: ε ≈ 2/p ≈ 4.7e-10, and ε² ≈ 2.2e-19 (keyed on the
+  // p-part alone each pair cost 4/p: ε ≈ 2.9e-6, and three trials were needed).
+  EXPECT_LT(collisionBound(degree, MaxMeaning::Selection), 1e-14);
+  EXPECT_EQ(report.trials, 2);
   EXPECT_LE(report.falseAcceptBound, 1e-12);
 }
 
