@@ -33,6 +33,18 @@ class GpuBackendTest(unittest.TestCase):
 
         return torch.compile(model, backend=mugraph_backend, options=options, dynamic=False)
 
+    def reports_since(self, first):
+        """The compile reports after the first `first`, at least one, each of a graph the
+        backend compiled: a compile that fell back to eager (no library, a failed partition)
+        leaves none, and must fail the test rather than pass on eager's logits."""
+        import mugraph.backend
+
+        reports = mugraph.backend.REPORTS[first:]
+        self.assertTrue(reports, "the backend compiled nothing (it fell back to eager)")
+        for r in reports:
+            self.assertTrue(r.graph and r.graph["compiled"], r.graph and r.graph["why"])
+        return reports
+
     def test_logits_match_eager_and_our_kernels_run(self):
         """Every matching variant is used (not only the faster ones), in a graph whose rest
         Inductor compiles around the mugraph::launch calls."""
@@ -97,16 +109,18 @@ class GpuBackendTest(unittest.TestCase):
             compiled(input_ids=ids, use_cache=False)
             second = compiled(input_ids=ids, use_cache=False).logits
         self.assertLess(max_relative_error(second, expected), 2e-2)
-        for r in mugraph.backend.REPORTS[first_report:]:
-            self.assertTrue(r.graph["compiled"], r.graph["why"])
+        for r in self.reports_since(first_report):
             self.assertEqual(r.graph["runs"] == "mugraph", r.any_used())
             if r.graph["ours_us"] is not None:  # timed whole both ways: the faster one runs
                 self.assertEqual(r.graph["runs"] == "mugraph",
                                  r.graph["ours_us"] < r.graph["pytorch_us"])
 
     def test_the_compiled_model_captures_into_a_cuda_graph(self):
+        import mugraph.backend
+
         model = model_graphs.causal_lm("llama", device="cuda", hidden=256)
         ids = torch.randint(0, 512, (1, 64), device="cuda")
+        first_report = len(mugraph.backend.REPORTS)
         with torch.no_grad():
             expected = model(input_ids=ids, use_cache=False).logits
             compiled = self.compiled(model, only_faster=False, end_to_end=False)
@@ -118,6 +132,8 @@ class GpuBackendTest(unittest.TestCase):
             graph.replay()
             torch.cuda.synchronize()
         self.assertLess(max_relative_error(captured, expected), 2e-2)
+        reports = self.reports_since(first_report)
+        self.assertTrue(any(r.any_used() for r in reports), "no subgraph of the capture is ours")
 
     def test_variants_ranked_without_a_gpu_are_timed_here_and_the_fastest_runs(self):
         """A cache the search filled without a GPU (profile off: variants in the cost model's
@@ -159,14 +175,25 @@ class GpuBackendTest(unittest.TestCase):
             self.assertEqual(row.get("variant"), chosen[row["name"]])
 
     def test_a_second_compile_reads_the_cache(self):
+        import mugraph.backend
+
         model = model_graphs.causal_lm("qwen3", device="cuda", hidden=256)
         ids = torch.randint(0, 512, (1, 64), device="cuda")
         with torch.no_grad():
+            first_report = len(mugraph.backend.REPORTS)
             self.compiled(model)(input_ids=ids, use_cache=False)
+            first = self.reports_since(first_report)
+            second_report = len(mugraph.backend.REPORTS)
             start = time.monotonic()
             self.compiled(model)(input_ids=ids, use_cache=False)
             seconds = time.monotonic() - start
+            second = self.reports_since(second_report)
         self.assertLess(seconds, 10.0)
+        self.assertEqual(len(second), len(first))
+        rows = [row for r in second for row in r.subgraphs.values()]
+        self.assertTrue(rows, "no subgraph to read from the cache")
+        for row in rows:
+            self.assertTrue(row["cached"], f"{row['name']} searched again")
 
 
 if __name__ == "__main__":
