@@ -7,7 +7,10 @@
 // one interpreter.
 #pragma once
 
+#include <tbb/enumerable_thread_specific.h>
+
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "verify/finite_field.h"
@@ -66,6 +69,48 @@ inline int64_t largestArgument(uint64_t bits, Group group) {
 }
 }  // namespace degree::traits
 
+// How many random-function applications of one or more evaluations had an argument whose two
+// field parts are independent evaluations of it, by the argument's degree (numerator plus
+// denominator): degrees below kExact each apart, larger ones together with the largest of them.
+// The collision term of the false-accept bound sums over pairs of such applications with each
+// pair's own larger degree (false_accept_bound.h), where one largest degree for all of them
+// overstates an LLM layer's: millions of silu values of low degree beside a few square roots
+// of the residual stream's higher one.
+struct ArgumentCounts {
+  static constexpr int kExact = 64;
+  std::array<int64_t, kExact + 1> byDegree{};  // [kExact]: degrees of kExact or more
+  int64_t largest = 0;                         // the largest of those
+
+  void add(int64_t degree) {
+    if (degree < kExact) {
+      ++byDegree[static_cast<size_t>(std::max<int64_t>(degree, 0))];
+      return;
+    }
+    ++byDegree[kExact];
+    largest = std::max(largest, degree);
+  }
+  ArgumentCounts& operator+=(const ArgumentCounts& o) {
+    for (size_t d = 0; d < byDegree.size(); ++d) byDegree[d] += o.byDegree[d];
+    largest = std::max(largest, o.largest);
+    return *this;
+  }
+};
+
+// The counts an evaluation over the degree domain makes through TrialMeaning::arguments, one
+// per thread the interpreter runs on, summed once it is done.
+class ArgumentTally {
+ public:
+  void add(int64_t degree) { local_.local().add(degree); }
+  ArgumentCounts counts() const {
+    ArgumentCounts total;
+    for (const ArgumentCounts& c : local_) total += c;
+    return total;
+  }
+
+ private:
+  tbb::enumerable_thread_specific<ArgumentCounts> local_;
+};
+
 namespace degree {
 
 inline uint64_t mix(uint64_t x) {
@@ -103,11 +148,17 @@ inline uint64_t argumentOf(const DegreeValue& x, traits::Group group) {
   return traits::argument(std::max(x.num, 0) + x.den, group);
 }
 
+// Whether a random function of x keys on both of its field parts: not after exp (no q-part)
+// or a max (whose selection couples them).
+inline bool keysOnBothParts(const DegreeValue& x) {
+  return (x.traits & (traits::kAfterExp | traits::kAfterMax)) == 0;
+}
+
 // A fresh variable of degree 1 standing for a random function's value at x, keyed by x and
 // `tag` (the function); it remembers x's degree as an argument.
 inline DegreeValue randomFunctionValue(const DegreeValue& x, uint64_t tag, bool afterExp) {
   using namespace traits;
-  const bool pPartAlone = (x.traits & (kAfterExp | kAfterMax)) != 0;
+  const bool pPartAlone = !keysOnBothParts(x);
   const uint64_t kept = x.traits & ~(kAfterExp | kAfterMax);
   return DegreeValue{1, 0, mix(x.key + tag), 1,
                      kept | argumentOf(x, pPartAlone ? Group::kPPartAlone : Group::kBothParts) |
@@ -152,7 +203,11 @@ struct NumberDomain<DegreeValue> {
     return D{1, 0, degree::mix(x.key + kTag), 1, x.traits | degree::traits::kAfterExp};
   }
   // A random function's value (finite_field.h): one fresh variable of degree 1.
-  static D uninterpreted(graph::OpKind kind, const D& x, const TrialMeaning&) {
+  // Counted in `meaning.arguments` where its argument keeps both parts.
+  static D uninterpreted(graph::OpKind kind, const D& x, const TrialMeaning& meaning) {
+    if (meaning.arguments && degree::keysOnBothParts(x)) {
+      meaning.arguments->add(int64_t{std::max(x.num, 0)} + x.den);
+    }
     return degree::randomFunctionValue(x, degree::mix(static_cast<uint64_t>(kind) + 1), false);
   }
   // The field's max returns one of its operands (or, on a tie, their shared p-part), or

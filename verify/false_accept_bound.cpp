@@ -101,10 +101,20 @@ TensorMap<DegreeValue> degreeInputs(const graph::KernelGraph& g, uint64_t seed) 
 DegreeReport differenceDegree(const graph::KernelGraph& a, const graph::KernelGraph& b,
                               uint64_t seed, ReferenceEvaluations* cache) {
   const TensorMap<DegreeValue> inputs = degreeInputs(a, seed);
-  const TensorMap<DegreeValue> outA =
-      cache ? cache->degreeOutputs(inputs, seed) : evaluate(a, inputs);
-  const TensorMap<DegreeValue> outB = evaluate(b, inputs);
+  ReferenceEvaluations::DegreeEvaluation evaluationA;
+  if (cache) {
+    evaluationA = cache->degreeOutputs(inputs, seed);
+  } else {
+    ArgumentTally tally;
+    evaluationA.outputs = evaluate(a, inputs, TrialMeaning{.arguments = &tally});
+    evaluationA.arguments = tally.counts();
+  }
+  const TensorMap<DegreeValue>& outA = evaluationA.outputs;
+  ArgumentTally tallyB;
+  const TensorMap<DegreeValue> outB = evaluate(b, inputs, TrialMeaning{.arguments = &tallyB});
   DegreeReport report;
+  report.bothPartsArguments = evaluationA.arguments;
+  *report.bothPartsArguments += tallyB.counts();
   report.usesExp = graphUsesExp(a) || graphUsesExp(b);
   for (const auto& [name, ta] : outA) {
     const auto found = outB.find(name);
@@ -151,21 +161,48 @@ double perTrialBound(int64_t degree, bool usesExp) {
   return std::min(1.0, static_cast<double>(degree) / field);
 }
 
+namespace {
+
+// Keyed on both parts (finite_field.h): the p-parts and the q-parts of two distinct arguments
+// of degree at most d, evaluations at independent points, must both agree.
+double bothPartsCollide(int64_t degree) {
+  return pPartsCollide(degree, FieldParameters::p) * pPartsCollide(degree, FieldParameters::q);
+}
+
+// The union bound over pairs of the counted applications, each pair at its larger degree:
+// a pair within one degree, then each application with every one of a lower degree.
+double pairsByDegree(const ArgumentCounts& counts) {
+  double bound = 0.0, lower = 0.0;
+  for (size_t d = 0; d < counts.byDegree.size(); ++d) {
+    const double n = static_cast<double>(counts.byDegree[d]);
+    if (n == 0) continue;
+    const int64_t degree = d < ArgumentCounts::kExact ? static_cast<int64_t>(d) : counts.largest;
+    bound += (n * (n - 1) / 2 + n * lower) * bothPartsCollide(degree);
+    lower += n;
+  }
+  return bound;
+}
+
+}  // namespace
+
 double collisionBound(const DegreeReport& report, MaxMeaning meaning) {
   double bound = 0.0;
   if (report.applications >= 2) {
-    const double n = static_cast<double>(report.applications);
-    double perPair = 0.0;
-    if (report.argumentDegree >= 0) {
-      // Keyed on both parts (finite_field.h): the p-parts and the q-parts, evaluations at
-      // independent points, must both agree.
-      perPair = std::max(perPair, pPartsCollide(report.argumentDegree, FieldParameters::p) *
-                                      pPartsCollide(report.argumentDegree, FieldParameters::q));
+    const double pairs =
+        static_cast<double>(report.applications) * static_cast<double>(report.applications - 1) / 2;
+    const double pPartAlone = report.argumentDegreePPart >= 0
+                                  ? pPartsCollide(report.argumentDegreePPart, FieldParameters::q)
+                                  : 0.0;
+    const double bothParts =
+        report.argumentDegree >= 0 ? bothPartsCollide(report.argumentDegree) : 0.0;
+    double term = pairs * std::max(bothParts, pPartAlone);
+    // Two arguments keyed on both parts collide only with each other (a value without a
+    // q-part never keys like one with): their pairs at their own degrees, every other pair at
+    // the p-part's bound.
+    if (report.bothPartsArguments && report.argumentDegree >= 0) {
+      term = std::min(term, pairsByDegree(*report.bothPartsArguments) + pairs * pPartAlone);
     }
-    if (report.argumentDegreePPart >= 0) {
-      perPair = std::max(perPair, pPartsCollide(report.argumentDegreePPart, FieldParameters::q));
-    }
-    bound += n * (n - 1) / 2 * perPair;
+    bound += term;
   }
   if (meaning == MaxMeaning::Selection && report.maxOperandDegree >= 0) {
     bound += static_cast<double>(report.maxComparisons) *

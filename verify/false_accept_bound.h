@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "graph/ir.h"
+#include "verify/degree_domain.h"
 
 namespace mugraph::verify {
 class ReferenceEvaluations;
@@ -38,6 +40,9 @@ struct DegreeReport {
   int64_t argumentDegree = -1;
   int64_t argumentDegreePPart = -1;
   int64_t applications = 0;
+  // Both graphs' applications whose argument keeps both parts, by the argument's exact degree
+  // (differenceDegree counts them as it evaluates; absent in a report made otherwise).
+  std::optional<ArgumentCounts> bothPartsArguments;
   // The same for max: the largest degree of an operand the outputs depend on (-1: none, rounded
   // alike), and how many times both graphs compare two operands in all.
   int64_t maxOperandDegree = -1;
@@ -57,7 +62,10 @@ double perTrialBound(int64_t degree, bool usesExp);
 // arguments differ by a rational function whose numerator has degree at most 2d (d the largest
 // argument degree, as recorded). Where both parts are independent evaluations the function
 // keys on both, and they agree with probability at most (2d/p)·(2d/q); where the p-part alone
-// is free, at most 2d/q (a value without a q-part never keys like one with). Under `Selection`, plus
+// is free, at most 2d/q (a value without a q-part never keys like one with). With
+// `bothPartsArguments`, the pairs of applications keyed on both parts are also summed with each
+// pair's own larger degree, plus N(N−1)/2 · 2d/q for pairs where the p-part alone is free, and
+// the smaller of the two sums is the term. Under `Selection`, plus
 // 2d/q for each of max's comparisons (d the largest operand degree): two distinct operands that
 // tie make max return neither.
 double collisionBound(const DegreeReport& report, MaxMeaning meaning);

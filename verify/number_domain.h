@@ -20,12 +20,16 @@ namespace mugraph::verify {
 // operands (which lets a check ask whether the outputs depend on what max returns at all);
 // each uninterpreted op (graph/ops.h: sqrt, silu, sigmoid) is a random function of its argument,
 // one per op kind.
+class ArgumentTally;
 struct TrialMeaning {
   uint64_t key = 0;
   bool arbitraryMax = false;
   // Mixed into max's key alone: two meanings that differ only here give max two independent
   // random functions and everything else the same (a probe of whether outputs depend on max).
   uint64_t maxSalt = 0;
+  // Where the degree domain counts the random-function applications of the evaluation by
+  // their arguments' degrees (degree_domain.h); the other domains ignore it.
+  ArgumentTally* arguments = nullptr;
 };
 
 // The real function of an op that the finite field leaves uninterpreted (OpInfo::uninterpreted).

@@ -39,9 +39,21 @@ TensorMap<FieldElement> ReferenceEvaluations::fieldOutputs(const TensorMap<Field
                 meaning);
 }
 
-TensorMap<DegreeValue> ReferenceEvaluations::degreeOutputs(const TensorMap<DegreeValue>& inputs,
-                                                           uint64_t seed) {
-  return cached(mutex_, degrees_, seed, reference_, inputs);
+ReferenceEvaluations::DegreeEvaluation ReferenceEvaluations::degreeOutputs(
+    const TensorMap<DegreeValue>& inputs, uint64_t seed) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = degrees_.find(seed);
+    if (found != degrees_.end()) return found->second;
+  }
+  ArgumentTally tally;
+  TrialMeaning meaning;
+  meaning.arguments = &tally;
+  DegreeEvaluation evaluation{evaluate(reference_, inputs, meaning), {}};
+  evaluation.arguments = tally.counts();
+  std::lock_guard<std::mutex> lock(mutex_);
+  degrees_.emplace(seed, evaluation);
+  return evaluation;
 }
 
 }  // namespace mugraph::verify

@@ -27,7 +27,12 @@ class ReferenceEvaluations {
   TensorMap<double> floatOutputs(const TensorMap<double>& inputs, uint64_t seed, double scale);
   TensorMap<FieldElement> fieldOutputs(const TensorMap<FieldElement>& inputs, uint64_t seed,
                                        const TrialMeaning& meaning);
-  TensorMap<DegreeValue> degreeOutputs(const TensorMap<DegreeValue>& inputs, uint64_t seed);
+  // The degree outputs with the evaluation's random-function arguments counted (degree_domain.h).
+  struct DegreeEvaluation {
+    TensorMap<DegreeValue> outputs;
+    ArgumentCounts arguments;
+  };
+  DegreeEvaluation degreeOutputs(const TensorMap<DegreeValue>& inputs, uint64_t seed);
 
  private:
   graph::KernelGraph reference_;
@@ -35,7 +40,7 @@ class ReferenceEvaluations {
   std::mutex mutex_;
   std::map<std::pair<uint64_t, double>, TensorMap<double>> floats_;
   std::map<std::pair<uint64_t, bool>, TensorMap<FieldElement>> fields_;
-  std::map<uint64_t, TensorMap<DegreeValue>> degrees_;
+  std::map<uint64_t, DegreeEvaluation> degrees_;
 };
 
 }  // namespace mugraph::verify

@@ -78,6 +78,12 @@ graph::TensorId in(GraphBuilder& g, const char* name) {
   return g.input(name, DType::F32, {4, 4});
 }
 
+int64_t applicationsCounted(const ArgumentCounts& counts) {
+  int64_t n = 0;
+  for (int64_t c : counts.byDegree) n += c;
+  return n;
+}
+
 Pair twoPrograms(const std::function<graph::TensorId(GraphBuilder&)>& first,
                  const std::function<graph::TensorId(GraphBuilder&)>& second) {
   GraphBuilder a("a"), b("b");
@@ -179,6 +185,50 @@ TEST(FalseAcceptBound, CollisionTermIsAUnionBoundOverPairsOfApplications) {
   EXPECT_GE(pairs * (16.0 / kP), 1.0);
 }
 
+TEST(FalseAcceptBound, CountedApplicationsPayForEachPairAtItsOwnLargerDegree) {
+  // An LLM layer's shape: 2^23 silu arguments of degree 5 beside 4096 square roots of degree
+  // 14. The largest degree for every pair (16, the class it falls in) gives 3.9e-3 per trial;
+  // each pair at its own larger degree gives 3.8e-4, which the check then uses.
+  DegreeReport report;
+  report.argumentDegree = 16;
+  report.applications = (int64_t{1} << 23) + 4096;
+  ArgumentCounts counts;
+  for (int i = 0; i < 4096; ++i) counts.add(14);
+  counts.byDegree[5] = int64_t{1} << 23;
+  report.bothPartsArguments = counts;
+  const auto collide = [](double d) { return (2 * d / kP) * (2 * d / kQ); };
+  const double silu = 8388608.0, roots = 4096.0;
+  const double byDegree = silu * (silu - 1) / 2 * collide(5) +
+                          (roots * (roots - 1) / 2 + roots * silu) * collide(14);
+  const double n = silu + roots;
+  const double largest = n * (n - 1) / 2 * collide(16);
+  EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any), byDegree);
+  EXPECT_LT(byDegree, largest / 8);
+  EXPECT_NEAR(largest, 3.9e-3, 1e-4);
+  EXPECT_NEAR(byDegree, 3.8e-4, 1e-5);
+  // Four trials then reach 1e-12, where the largest degree needed five.
+  EXPECT_EQ(trialsForBound(perTrialBound(report, MaxMeaning::Any), 1e-12, 64), 4);
+  report.bothPartsArguments.reset();
+  EXPECT_EQ(trialsForBound(perTrialBound(report, MaxMeaning::Any), 1e-12, 64), 5);
+  // Degrees past the exact ones count together at the largest of them.
+  counts = ArgumentCounts{};
+  counts.add(100);
+  counts.add(300);
+  EXPECT_EQ(counts.byDegree[ArgumentCounts::kExact], 2);
+  EXPECT_EQ(counts.largest, 300);
+  report.bothPartsArguments = counts;
+  report.argumentDegree = 512;
+  report.applications = 2;
+  EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any), collide(300));
+  // A p-part-alone argument keeps every pair's 2d/q, and the sum is never above the bound
+  // without counts.
+  report.argumentDegreePPart = 3;
+  report.applications = 10;
+  const double pairs = 45;
+  EXPECT_DOUBLE_EQ(collisionBound(report, MaxMeaning::Any),
+                   std::min(pairs * std::max(collide(512), 6 / kQ), collide(300) + pairs * 6 / kQ));
+}
+
 TEST(FalseAcceptBound, WhereMaxSelectsEachComparisonMayTieTwoOperandsSharingAPPart) {
   DegreeReport report;
   report.degree = 2;
@@ -236,6 +286,10 @@ TEST(FalseAcceptBound, RandomFunctionValuesAreFreshVariablesOfDegreeOne) {
   EXPECT_EQ(report.argumentDegree, 2);
   EXPECT_EQ(report.argumentDegreePPart, -1);
   EXPECT_EQ(report.applications, 32);
+  // Counted as they are evaluated, by their arguments' degrees: all 32 of degree 2.
+  ASSERT_TRUE(report.bothPartsArguments);
+  EXPECT_EQ(report.bothPartsArguments->byDegree[2], 32);
+  EXPECT_EQ(applicationsCounted(*report.bothPartsArguments), 32);
   // silu(X)·Z/Y: degree 2 over the denominator Y; rms_norm over the rows of X: X / r, one
   // root per row (4 rows), its argument the mean of squares (degree 2).
   p = twoPrograms(
@@ -247,6 +301,10 @@ TEST(FalseAcceptBound, RandomFunctionValuesAreFreshVariablesOfDegreeOne) {
   EXPECT_EQ(report.degree, 3);  // (silu·Z)·r − X·Y over Y·r
   EXPECT_EQ(report.argumentDegree, 2);
   EXPECT_EQ(report.applications, 16 + 4);
+  // silu's 16 arguments are X (degree 1), the 4 roots' the means of squares (degree 2).
+  EXPECT_EQ(report.bothPartsArguments->byDegree[1], 16);
+  EXPECT_EQ(report.bothPartsArguments->byDegree[2], 4);
+  EXPECT_EQ(applicationsCounted(*report.bothPartsArguments), 20);
   // silu of an exp value: its argument has no q-part, so only its p-part is free.
   p = twoPrograms([](GraphBuilder& g) { return g.op(OpKind::Silu, {g.op(OpKind::Exp, {0})}); },
                   [](GraphBuilder& g) { return g.op(OpKind::Silu, {g.op(OpKind::Exp, {0})}); });
@@ -254,6 +312,7 @@ TEST(FalseAcceptBound, RandomFunctionValuesAreFreshVariablesOfDegreeOne) {
   EXPECT_EQ(report.argumentDegree, -1);
   EXPECT_EQ(report.argumentDegreePPart, 1);
   EXPECT_TRUE(report.usesExp);
+  EXPECT_EQ(applicationsCounted(*report.bothPartsArguments), 0);  // none keyed on both parts
   // exp of an exp value is a random function too, and every exp then counts as an application.
   p = twoPrograms([](GraphBuilder& g) { return g.op(OpKind::Exp, {g.op(OpKind::Exp, {0})}); },
                   [](GraphBuilder& g) { return g.op(OpKind::Exp, {g.op(OpKind::Exp, {0})}); });
