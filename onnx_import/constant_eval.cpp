@@ -170,6 +170,9 @@ class Evaluator {
 
   const Constant* value(const std::string& name) {
     if (const auto c = model_.constants.find(name); c != model_.constants.end()) return &c->second;
+    if (const auto c = model_.maskOperands.find(name); c != model_.maskOperands.end()) {
+      return &c->second;
+    }
     if (const auto done = memo_.find(name); done != memo_.end()) {
       return done->second ? &*done->second : nullptr;
     }

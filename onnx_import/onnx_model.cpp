@@ -11,6 +11,7 @@
 #include "graph/display_text.h"
 #include "graph/dynamic_dims.h"
 #include "graph/error.h"
+#include "onnx_import/constant_eval.h"
 #include "onnx_import/onnx_tensors.h"
 
 namespace mugraph::onnx_import {
@@ -33,6 +34,18 @@ void noteCausalMask(Model& model, const std::string& name, const onnx::TensorPro
   if (std::optional<CausalPattern> p = causalPattern(shape, *at, lowestFinite(*dtype))) {
     model.causalConstants[name] = *p;
   }
+}
+
+// The values of an initializer or Constant node, where the importer reads them: small ones
+// (`constants`), boolean and integer ones a computed mask may read (`maskOperands`), and the
+// pattern of a float causal mask of any size.
+void noteConstant(Model& model, const std::string& name, const onnx::TensorProto& t) {
+  if (std::optional<Constant> c = readConstant(t)) {
+    model.constants[name] = *c;
+  } else if (std::optional<Constant> m = readMaskOperand(t, kMaxEvaluatedElements)) {
+    model.maskOperands[name] = *m;
+  }
+  noteCausalMask(model, name, t);
 }
 
 // The symbolic dims of a model as loadModel meets them: pinned (static) or dynamic, and
@@ -136,8 +149,7 @@ void readAttributes(const onnx::NodeProto& proto, Node& node, Model& model) {
       v.name = out;
       v.initializer = true;
       model.values[out] = v;
-      if (std::optional<Constant> c = readConstant(a.t())) model.constants[out] = *c;
-      noteCausalMask(model, out, a.t());
+      noteConstant(model, out, a.t());
     } else if (a.name() == "value_float" || a.name() == "value_int") {
       Value v;
       v.name = out;
@@ -318,8 +330,7 @@ Model loadModel(const std::string& path, const DimPins& pins, const DimRanges& r
   SymbolicDims symbols{pins, ranges, {}, {}};
   for (const onnx::TensorProto& t : g.initializer()) {
     model.values[t.name()] = describeInitializer(t);
-    if (std::optional<Constant> c = readConstant(t)) model.constants[t.name()] = *c;
-    noteCausalMask(model, t.name(), t);
+    noteConstant(model, t.name(), t);
   }
   for (const onnx::ValueInfoProto& info : g.value_info()) {
     if (model.values.count(info.name())) continue;  // an initializer's own dims are exact

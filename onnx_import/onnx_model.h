@@ -91,6 +91,9 @@ struct Model {
   std::vector<Node> nodes;  // topological, as ONNX requires
   std::map<std::string, Value> values;
   std::map<std::string, Constant> constants;  // initializers and Constant nodes, small ones
+  // Boolean and integer initializers and Constant nodes too large for `constants`, up to what
+  // the constant evaluation reads (constant_eval.h): the operands of a mask the graph computes.
+  std::map<std::string, Constant> maskOperands;
   std::set<std::string> folded;               // constants computed from others (model_shapes.cpp)
   // Initializers and Constant nodes whose values are a causal mask, of any size
   // (causal_pattern.h; small ones are also in `constants`).

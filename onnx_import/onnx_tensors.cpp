@@ -53,17 +53,28 @@ std::string elemTypeName(int32_t elemType) {
   return name;
 }
 
-std::optional<Constant> readConstant(const onnx::TensorProto& t) {
+namespace {
+
+// The values of a tensor of at most `maxCount` elements stored in the file.
+std::optional<Constant> readValues(const onnx::TensorProto& t, int64_t maxCount) {
   Constant c;
   for (int64_t d : t.dims()) c.shape.push_back(d);
   const std::optional<int64_t> checkedCount = graph::checkedElementCount(c.shape);
   if (!checkedCount) return std::nullopt;
   const int64_t count = *checkedCount;
-  if (count > kMaxReadConstant || t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
+  if (count > maxCount || t.data_location() == onnx::TensorProto_DataLocation_EXTERNAL) {
     return std::nullopt;
   }
   const std::string& raw = t.raw_data();
   switch (t.data_type()) {
+    case onnx::TensorProto_DataType_BOOL:  // a byte each in raw data, else in int32_data
+      if (t.has_raw_data()) {
+        if (raw.size() != static_cast<size_t>(count)) return std::nullopt;
+        for (char b : raw) c.values.push_back(b != 0 ? 1.0 : 0.0);
+      } else {
+        for (int32_t v : t.int32_data()) c.values.push_back(v != 0 ? 1.0 : 0.0);
+      }
+      break;
     case onnx::TensorProto_DataType_FLOAT:
       c.values = t.has_raw_data()
                      ? rawValues<float>(raw, count)
@@ -104,6 +115,23 @@ std::optional<Constant> readConstant(const onnx::TensorProto& t) {
   }
   if (static_cast<int64_t>(c.values.size()) != count) return std::nullopt;
   return c;
+}
+
+}  // namespace
+
+std::optional<Constant> readConstant(const onnx::TensorProto& t) {
+  return readValues(t, kMaxReadConstant);
+}
+
+std::optional<Constant> readMaskOperand(const onnx::TensorProto& t, int64_t maxCount) {
+  switch (t.data_type()) {
+    case onnx::TensorProto_DataType_BOOL:
+    case onnx::TensorProto_DataType_INT64:
+    case onnx::TensorProto_DataType_INT32:
+      return readValues(t, maxCount);
+    default:
+      return std::nullopt;
+  }
 }
 
 std::optional<std::function<double(int64_t)>> floatElements(const onnx::TensorProto& t,

@@ -27,6 +27,12 @@ std::string elemTypeName(int32_t elemType);
 // file, or of a type the mapping never reads (strings, complex numbers).
 std::optional<Constant> readConstant(const onnx::TensorProto& t);
 
+// The values of a boolean or integer tensor of at most `maxCount` elements, whatever its size
+// otherwise: the comparisons and positions a mask computed in the graph reads (exporters store
+// `keys <= queries` of a long prompt as a [1, 1, S, S] boolean initializer); nullopt for other
+// types, larger tensors and external data.
+std::optional<Constant> readMaskOperand(const onnx::TensorProto& t, int64_t maxCount);
+
 // Element i of a float tensor of `count` elements; nullopt for other types, external data, or
 // data that does not hold `count` elements.
 std::optional<std::function<double(int64_t)>> floatElements(const onnx::TensorProto& t,

@@ -22,6 +22,12 @@ struct Repeat {
   int headFromEnd = 0;  // the head dim's position counted from the last dim (1 = last)
 };
 
+Dims withoutLeadingOnes(const Dims& shape) {
+  size_t lead = 0;
+  while (lead + 1 < shape.size() && shape[lead] == 1) ++lead;
+  return Dims(shape.begin() + static_cast<std::ptrdiff_t>(lead), shape.end());
+}
+
 // value ← views ← Reshape merging (kv, rep) ← [copies] ← Expand along a new dim of 1 ←
 // Unsqueeze.
 std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSupport>& support,
@@ -45,7 +51,7 @@ std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSup
   const Dims& in = *model.values.at(model.nodes[e].inputs.at(0)).shape;
   const Dims& out = *model.values.at(model.nodes[e].outputs.at(0)).shape;
   const std::optional<Dims>& merged = model.values.at(reshape.outputs.at(0)).shape;
-  if (!merged || in.size() != out.size() || merged->size() + 1 != out.size()) return std::nullopt;
+  if (!merged || in.size() != out.size()) return std::nullopt;
   int axis = -1;
   for (size_t d = 0; d < in.size(); ++d) {
     if (in[d] == out[d]) continue;
@@ -56,7 +62,9 @@ std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSup
   Dims expected(out.begin(), out.end());
   expected[axis - 1] *= expected[axis];
   expected.erase(expected.begin() + axis);
-  if (expected != *merged) return std::nullopt;
+  // The merge may also drop leading dims of 1 (the dynamo exporter's [1, kv, rep, s, d] ->
+  // [h, s, d]), which the IR never keeps: compare without them.
+  if (withoutLeadingOnes(expected) != withoutLeadingOnes(*merged)) return std::nullopt;
   // The Unsqueeze inserting the repeated dim: with the fold, it relabels like the Expand.
   const int u = model.producerOf(model.nodes[e].inputs.at(0));
   if (u >= 0 && (model.nodes[u].op == "Reshape" || model.nodes[u].op == "Unsqueeze")) {
@@ -66,12 +74,12 @@ std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSup
     if (before && *before == squeezed) relabels.push_back(u);
   }
   return Repeat{relabels, out[axis - 1] * out[axis], out[axis],
-                static_cast<int>(merged->size()) - (axis - 1)};
+                static_cast<int>(expected.size()) - (axis - 1)};
 }
 
 bool hasHeads(const Dims& shape, const Repeat& r) {
   const int rank = static_cast<int>(shape.size());
-  return rank > r.headFromEnd && r.headFromEnd >= 2 && shape[rank - r.headFromEnd] == r.heads;
+  return rank >= r.headFromEnd && r.headFromEnd >= 2 && shape[rank - r.headFromEnd] == r.heads;
 }
 
 Dims foldedShape(Dims shape, Kind kind, const Repeat& r) {

@@ -137,6 +137,40 @@ TEST(CausalMask, MaskComputedFromPositionsInTheGraphIsEvaluatedAndCausal) {
   EXPECT_NE(std::find(nodes.begin(), nodes.end(), "Range_positions"), nodes.end());
 }
 
+// A [1, 1, rows, cols] boolean initializer, true where keep(r, c), in raw bytes.
+void boolInitializer(OnnxGraph& g, const std::string& name, int64_t rows, int64_t cols,
+                     const std::function<bool(int64_t, int64_t)>& keep) {
+  onnx::TensorProto* t = g.initializerFor(name);
+  t->set_data_type(onnx::TensorProto_DataType_BOOL);
+  for (int64_t d : {int64_t{1}, int64_t{1}, rows, cols}) t->add_dims(d);
+  std::string raw;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) raw.push_back(keep(r, c) ? 1 : 0);
+  }
+  t->set_raw_data(raw);
+}
+
+TEST(CausalMask, MaskOfBooleanInitializersTheExporterLeftUnfoldedIsEvaluatedAndCausal) {
+  // The dynamo exporter on a 512-token prompt: transformers' mask as And(And(true, keys <=
+  // queries), padding) of boolean initializers [1, 1, S, S], then Where(cond, 0, finfo.min).
+  // The comparisons are far larger than a parameter constant, and still read to evaluate it.
+  OnnxGraph g;
+  onnx::TensorProto* truth = g.initializerFor("new_ones");
+  truth->set_data_type(onnx::TensorProto_DataType_BOOL);
+  truth->set_raw_data(std::string(1, 1));
+  boolInitializer(g, "le", 16, 16, [](int64_t r, int64_t c) { return c <= r; });
+  boolInitializer(g, "eq", 16, 16, [](int64_t, int64_t) { return true; });
+  g.scalar("zero", 0.0f);
+  g.scalar("lowest", -3.4028234663852886e38f);
+  g.node("And", {"new_ones", "le"}, "and0");
+  g.node("And", {"and0", "eq"}, "keep");
+  g.node("Where", {"keep", "zero", "lowest"}, "M");
+  const ImportedModel m = attention(g, "causal_bool_initializers", 4, 16, 16, "M");
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  EXPECT_TRUE(m.unsupported.empty()) << m.unsupported[0].node << ": " << m.unsupported[0].reason;
+  expectCausalAttention(m.subgraphs[0], 4, 16, 16, 16);
+}
+
 TEST(CausalMask, TriluOfAnExpandedMinusInfinityIsCausal) {
   OnnxGraph g;  // torch.triu(torch.full((S, S), -inf), 1) as an exporter writes it
   g.scalar("minus_inf", -INFINITY);

@@ -108,7 +108,9 @@ TEST(RepeatedHeads, GqaAttentionReadsTheKvBuffersAndComputesTheModel) {
 // softmax(q·Kᵀ/4 + M)·V with M [1, 1, 8, 8].
 constexpr int kSmallHeads = 4, kSmallKv = 2, kSmallRows = 8, kSmallDim = 16;
 
-nlohmann::json maskedGqaGraph() {
+// With `dropBatch`, the repeats merge into [h, s, d], without the batch's leading 1, as the
+// dynamo exporter writes them at real sizes (Kᵀ then a swap of the last two of three dims).
+nlohmann::json maskedGqaGraph(bool dropBatch = false) {
   using nlohmann::json;
   json g = {{"format", "mugraph.graph"}, {"version", 1}, {"name", "gqa"}, {"opset", 21}};
   json values = json::array(), constants = json::array(), nodes = json::array();
@@ -142,12 +144,19 @@ nlohmann::json maskedGqaGraph() {
     node("Expand", {x + "u", x + "e.shape"}, x + "e");
     value(x + "c", {1, kv, h / kv, s, d});
     node("Identity", {x + "e"}, x + "c");
-    value(x + "r", {1, h, s, d});
-    shapeConstant(x + "r.shape", {1, h, s, d});
+    const std::vector<int64_t> merged =
+        dropBatch ? std::vector<int64_t>{h, s, d} : std::vector<int64_t>{1, h, s, d};
+    value(x + "r", merged);
+    shapeConstant(x + "r.shape", merged);
     node("Reshape", {x + "c", x + "r.shape"}, x + "r");
   }
-  value("kt", {1, h, d, s});
-  node("Transpose", {"Kr"}, "kt", {{"perm", {0, 1, 3, 2}}});
+  if (dropBatch) {
+    value("kt", {h, d, s});
+    node("Transpose", {"Kr"}, "kt", {{"perm", {0, 2, 1}}});
+  } else {
+    value("kt", {1, h, d, s});
+    node("Transpose", {"Kr"}, "kt", {{"perm", {0, 1, 3, 2}}});
+  }
   value("qk", {1, h, s, s});
   node("MatMul", {"q", "kt"}, "qk");
   values.push_back({{"name", "scale"}, {"type", "float16"}, {"shape", json::array()}});
@@ -168,8 +177,7 @@ nlohmann::json maskedGqaGraph() {
   return g;
 }
 
-TEST(RepeatedHeads, AMaskOverTheHeadsIsReadTiledAlongTheFoldedRows) {
-  const ImportedModel m = partitionModel(modelFromGraphJson(maskedGqaGraph(), "gqa.json"));
+void expectMaskedGqaFolded(const ImportedModel& m) {
   ASSERT_EQ(m.subgraphs.size(), 1u);
   const Subgraph& s = m.subgraphs[0];
   EXPECT_EQ(s.headFold, "4 query heads read as 2 KV groups of 2 (rows folded)");
@@ -228,6 +236,15 @@ TEST(RepeatedHeads, AMaskOverTheHeadsIsReadTiledAlongTheFoldedRows) {
     }
   }
   EXPECT_LT(worst, 1e-12);
+}
+
+TEST(RepeatedHeads, AMaskOverTheHeadsIsReadTiledAlongTheFoldedRows) {
+  expectMaskedGqaFolded(partitionModel(modelFromGraphJson(maskedGqaGraph(), "gqa.json")));
+}
+
+TEST(RepeatedHeads, RepeatsMergedWithoutTheBatchDimFoldAlike) {
+  expectMaskedGqaFolded(
+      partitionModel(modelFromGraphJson(maskedGqaGraph(/*dropBatch=*/true), "gqa.json")));
 }
 
 TEST(RepeatedHeads, MaskAndRopeOverTheRowsKeepTheRepeats) {
