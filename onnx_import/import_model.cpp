@@ -308,9 +308,11 @@ ImportedModel partitionModel(const Model& loaded) {
           nodes.begin(), nodes.end(), [&](int n) { return support[n].role == NodeRole::Compute; });
       if (!computes) {
         for (int n : nodes) {
-          support[n] = {NodeRole::Unsupported,
-                        "only converts or relabels a value between nodes left to the framework",
-                        false};
+          const std::string why =
+              support[n].role == NodeRole::Part && !support[n].reason.empty()
+                  ? support[n].reason
+                  : "only converts or relabels a value between nodes left to the framework";
+          support[n] = {NodeRole::Unsupported, why, false};
         }
         continue;
       }
@@ -346,7 +348,12 @@ ImportedModel partitionModel(const Model& loaded) {
         }
         result.subgraphs.push_back(std::move(*s));
       } catch (const BuildFailure& failure) {
-        support[failure.node] = {NodeRole::Unsupported, failure.what(), false};
+        // A part that says why it may stay out (a mask several subgraphs read) says so here too.
+        const NodeSupport& failed = support[failure.node];
+        const std::string why = failed.role == NodeRole::Part && !failed.reason.empty()
+                                    ? failed.reason
+                                    : std::string(failure.what());
+        support[failure.node] = {NodeRole::Unsupported, why, false};
         again = true;
         break;
       }

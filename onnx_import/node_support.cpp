@@ -353,9 +353,11 @@ std::vector<NodeSupport> classifyNodes(const Model& model) {
       s = {NodeRole::Alias, "", false, 2};
     } else if (rotations.count(static_cast<int>(index))) {
       s = {NodeRole::Compute, "", false};
-    } else if (rotationParts.count(static_cast<int>(index)) ||
-               masks.sources.count(static_cast<int>(index))) {
+    } else if (rotationParts.count(static_cast<int>(index))) {
       s = {NodeRole::Part, "", false};
+    } else if (masks.sources.count(static_cast<int>(index))) {
+      // Its reason stands where no subgraph holds it (a mask several attentions share).
+      s = {NodeRole::Part, kMaskSourceReason, false};
     } else if (!node.domain.empty()) {
       s = unsupported("op of domain '" + node.domain + "'");
     } else if (node.op == "Constant" ||

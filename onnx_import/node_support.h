@@ -36,9 +36,15 @@ namespace mugraph::onnx_import {
 
 enum class NodeRole { Compute, Alias, View, Constant, Guard, Part, Unsupported };
 
+// Why a node that only makes a causal mask is in no subgraph: several subgraphs read the mask
+// as causal_mask, none reads its values.
+inline constexpr const char* kMaskSourceReason =
+    "makes a causal mask, which the subgraphs reading it take as causal_mask structure: its "
+    "values are never read";
+
 struct NodeSupport {
   NodeRole role = NodeRole::Unsupported;
-  std::string reason;       // for Unsupported
+  std::string reason;       // for Unsupported; for a Part, why it may stay in no subgraph
   bool transposes = false;  // a View that swaps the last two dims
   int aliasInput = 0;       // an Alias: the input it stands for
   bool swapsHeads = false;  // a View that swaps the two dims before the last (the heads)

@@ -22,12 +22,6 @@ struct Repeat {
   int headFromEnd = 0;  // the head dim's position counted from the last dim (1 = last)
 };
 
-Dims withoutLeadingOnes(const Dims& shape) {
-  size_t lead = 0;
-  while (lead + 1 < shape.size() && shape[lead] == 1) ++lead;
-  return Dims(shape.begin() + static_cast<std::ptrdiff_t>(lead), shape.end());
-}
-
 // value ← views ← Reshape merging (kv, rep) ← [copies] ← Expand along a new dim of 1 ←
 // Unsqueeze.
 std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSupport>& support,
@@ -64,7 +58,7 @@ std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSup
   expected.erase(expected.begin() + axis);
   // The merge may also drop leading dims of 1 (the dynamo exporter's [1, kv, rep, s, d] ->
   // [h, s, d]), which the IR never keeps: compare without them.
-  if (withoutLeadingOnes(expected) != withoutLeadingOnes(*merged)) return std::nullopt;
+  if (!sameUpToLeadingOnes(expected, *merged)) return std::nullopt;
   // The Unsqueeze inserting the repeated dim: with the fold, it relabels like the Expand.
   const int u = model.producerOf(model.nodes[e].inputs.at(0));
   if (u >= 0 && (model.nodes[u].op == "Reshape" || model.nodes[u].op == "Unsqueeze")) {

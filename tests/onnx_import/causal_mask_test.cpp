@@ -171,6 +171,45 @@ TEST(CausalMask, MaskOfBooleanInitializersTheExporterLeftUnfoldedIsEvaluatedAndC
   expectCausalAttention(m.subgraphs[0], 4, 16, 16, 16);
 }
 
+TEST(CausalMask, AComputedMaskTwoAttentionsShareIsListedAsMadeForThem) {
+  // Two layers' attention read one mask computed from boolean initializers, an op the framework
+  // runs between them: each is causal_mask, and the node making the mask, in neither subgraph,
+  // says why it is left out.
+  OnnxGraph g;
+  boolInitializer(g, "le", 16, 16, [](int64_t r, int64_t c) { return c <= r; });
+  g.scalar("zero", 0.0f);
+  g.scalar("lowest", -3.4028234663852886e38f);
+  g.scalar("scale", 0.125f);
+  g.node("Where", {"le", "zero", "lowest"}, "M");
+  g.input("Q", {4, 16, 32});
+  g.input("KT", {4, 32, 16});
+  g.input("V", {4, 16, 32});
+  g.output("O2", {4, 16, 32});
+  g.output("between", {4, 16, 32});  // declared, so its shape is known past the Sin
+  for (const std::string layer : {"1", "2"}) {
+    const std::string q = layer == "1" ? "Q" : "between";
+    g.node("MatMul", {q, "KT"}, "qk" + layer);
+    g.node("Mul", {"qk" + layer, "scale"}, "scores" + layer);
+    g.node("Add", {"scores" + layer, "M"}, "masked" + layer);
+    OnnxGraph::attr(g.node("Softmax", {"masked" + layer}, "p" + layer), "axis", int64_t{-1});
+    g.node("MatMul", {"p" + layer, "V"}, "O" + layer);
+    if (layer == "1") g.node("Sin", {"O1"}, "between");  // no mapping: left to the framework
+  }
+  const ImportedModel m = g.import("shared_mask");
+  int causal = 0;
+  for (const Subgraph& s : m.subgraphs) {
+    causal += static_cast<int>(s.causalMasks.size());
+    for (const BoundInput& in : s.inputs) EXPECT_NE(in.value, "M") << s.name;
+  }
+  EXPECT_EQ(causal, 2);
+  EXPECT_EQ(m.subgraphs.size(), 2u);
+  ASSERT_EQ(m.unsupported.size(), 2u);
+  for (const LeftOut& left : m.unsupported) {
+    EXPECT_EQ(left.reason, left.op == "Where" ? kMaskSourceReason : "no mapping for ONNX op 'Sin'")
+        << left.node;
+  }
+}
+
 TEST(CausalMask, TriluOfAnExpandedMinusInfinityIsCausal) {
   OnnxGraph g;  // torch.triu(torch.full((S, S), -inf), 1) as an exporter writes it
   g.scalar("minus_inf", -INFINITY);
