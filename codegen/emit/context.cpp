@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 namespace mugraph::codegen {
 namespace {
@@ -213,11 +214,29 @@ void declareRealExtents(const EmitContext& context, bool loopDependent) {
   for (size_t t = 0; t < context.plan.splits.size(); ++t) {
     const graph::TileSplit& split = context.plan.splits[t];
     for (size_t d = 0; d < split.size(); ++d) {
-      if (!split[d].partial() || split[d].loop != loopDependent) continue;
+      if (!context.partialHere(split[d]) || split[d].loop != loopDependent) continue;
       context.out.line("const int " + realExtentName(static_cast<graph::TensorId>(t), d) + " = " +
                        realExtentExpression(context, split[d], "it", context.blockIndex) + ";");
     }
   }
+}
+
+std::string wholeLoopCondition(const EmitContext& context) {
+  std::set<std::string> terms;
+  bool followsLength = false;
+  for (const graph::TileSplit& split : context.plan.splits) {
+    for (const graph::DimSplit& cut : split) {
+      if (!cut.partial() || !cut.loop) continue;
+      followsLength = followsLength || cut.dynamicDim != graph::kStaticDim;
+      terms.insert(realExtentExpression(context, cut, "(" + context.forloop() + " - 1)",
+                                        context.blockIndex) +
+                   " == " + std::to_string(cut.tile));
+    }
+  }
+  if (!followsLength) return "";
+  std::string condition;
+  for (const std::string& term : terms) condition += (condition.empty() ? "" : " && ") + term;
+  return condition;
 }
 
 bool declareBlockIterations(const EmitContext& context, const std::string& part) {
@@ -235,10 +254,14 @@ std::string EmitContext::realExtent(graph::TensorId tile, int dim,
   const int pad = graph::kMaxRank - static_cast<int>(split.size());
   if (dim < pad) return "1";
   const graph::DimSplit& cut = split[dim - pad];
-  if (!cut.partial()) return std::to_string(cut.tile);
+  if (!partialHere(cut)) return std::to_string(cut.tile);
   // Declared once per block (grid cuts) or per iteration (loop cuts): see declareRealExtents.
   if (!cut.loop || iteration == "it") return realExtentName(tile, static_cast<size_t>(dim - pad));
   return realExtentExpression(*this, cut, iteration, blockIndex);
+}
+
+bool EmitContext::partialHere(const graph::DimSplit& cut) const {
+  return cut.partial() && !(wholeLoopTiles && cut.loop);
 }
 
 std::string EmitContext::tileStart(graph::TensorId tile, int dim,
@@ -280,7 +303,7 @@ std::string EmitContext::realCondition(graph::TensorId tile, const Index4& index
   const int pad = graph::kMaxRank - static_cast<int>(split.size());
   std::string condition;
   for (size_t d = 0; d < split.size(); ++d) {
-    if (!split[d].partial() || index[pad + d] == "0") continue;
+    if (!partialHere(split[d]) || index[pad + d] == "0") continue;
     if (!condition.empty()) condition += " && ";
     condition +=
         "(" + index[pad + d] + ") < " + realExtent(tile, pad + static_cast<int>(d), iteration);

@@ -68,6 +68,9 @@ struct EmitContext {
   // The block's index per grid axis, as the kernel names it: blockIdx, or a path's own (the
   // warpgroup attention path walks causal query blocks longest first).
   const char* const* blockIndex = kCudaBlockIndex;
+  // Set while printing the for-loop of a block whose every iteration reads whole tiles
+  // (wholeLoopCondition): the dims the loop cuts are printed as never partial.
+  bool wholeLoopTiles = false;
 
   const graph::BlockGraph& block() const { return *plan.block; }
   // What the general path decided (only its printers ask).
@@ -101,6 +104,9 @@ struct EmitContext {
   // Real elements along padded dim `dim` of `tile` in this block at loop iteration
   // `iteration`: an int expression, the tile's extent where the dim is not partial.
   std::string realExtent(graph::TensorId tile, int dim, const std::string& iteration) const;
+  // Whether `cut` leaves a partial tile in the code being printed (not where wholeLoopTiles
+  // makes the loop's cuts whole).
+  bool partialHere(const graph::DimSplit& cut) const;
   // Condition that element `index` of `tile` is real, or "" where every element is.
   std::string realCondition(graph::TensorId tile, const Index4& index,
                             const std::string& iteration) const;
@@ -150,6 +156,13 @@ std::string elementwiseExpression(graph::OpKind kind, const graph::OpAttrs& attr
 // those cut by the grid only (loopDependent false), at the kernel's start, or those cut by the
 // for-loop, at the top of each iteration.
 void declareRealExtents(const EmitContext& context, bool loopDependent);
+
+// The condition, true in a block whose every loop iteration reads whole tiles along each dim
+// the loop cuts into a partial last tile (its last iteration's tile is whole), where one of
+// those dims follows a length; "" in a kernel with no such dim. Such a kernel prints its loop
+// twice: unmasked under this condition (every block but the one holding a length's end, at
+// most), and with the real extents otherwise.
+std::string wholeLoopCondition(const EmitContext& context);
 
 // `const int mg_iterations`: the iterations this block runs (fewer than the loop's in the last
 // part of a shortened loop, KernelPlan::shortenedLoop); nothing without one. Returns whether

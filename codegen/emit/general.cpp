@@ -180,7 +180,21 @@ void emitGeneralBody(const EmitContext& context) {
   declareRealExtents(context, false);
   declareSharedTiles(context, false, "");
   initializeAccumulators(context);
-  emitLoop(context);
+  const std::string whole = wholeLoopCondition(context);
+  if (whole.empty()) {
+    emitLoop(context);
+  } else {
+    // Blocks whose every iteration reads whole tiles run the loop without the masks and the
+    // zero-filling copies a length's partial last tile needs.
+    EmitContext unmasked = context;
+    unmasked.wholeLoopTiles = true;
+    out.open("if (" + whole + ")");
+    emitLoop(unmasked);
+    out.close();
+    out.open("else");
+    emitLoop(context);
+    out.close();
+  }
   bool materialized = false;
   for (size_t t = 0; t < general.materialized.size(); ++t) {
     if (!general.materialized[t]) continue;

@@ -1,7 +1,8 @@
 // Kernels that take the lengths of dynamic dims as parameters (issue 28): the GEMM with
 // dynamic rows cut by the grid in tiles of 128 and the attention with a dynamic key length cut
 // by the loop in tiles of 64, and that attention split over 4 fixed key parts whose last parts
-// are empty at short lengths (tests/dynamic_schedules.h) become one kernel.cu whose kernels
+// are empty at short lengths (tests/dynamic_schedules.h; a part of whole tiles runs its loop
+// unmasked, the one holding the length's end masked) become one kernel.cu whose kernels
 // take `int dim_<name>`, whose manifest gives every shape, size and grid as a formula of the
 // dims, and which compiles with NVRTC. The one source, built for the CPU emulation of CUDA,
 // matches the interpreter of the schedule instantiated at lengths around each tile boundary,
@@ -25,6 +26,7 @@ namespace mugraph::codegen::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The source without its first line (which names the schedule's hash, and so its range).
 std::string withoutHeader(const std::string& source) {
@@ -95,6 +97,19 @@ TEST(DynamicKernels, ASplitOfFixedPartsTakesItsPartAndItsIterationsFromTheLength
   EXPECT_THAT(source, HasSubstr("if (it >= mg_iterations) break;"));
   // V [2, s, 32]: a part starts blockIdx.y · trips · 64 rows of 32 in.
   EXPECT_THAT(source, HasSubstr("static_cast<long long>(blockIdx.y) * 2048 * mg_forloop"));
+  // A part whose last tile is whole (every part but the one holding the length's end) runs
+  // the loop without masks or zero-filled copies; the other runs it with the real extents.
+  const std::string whole =
+      "if (mg::tile_extent(dim_s, (mg_forloop * 64), 64, blockIdx.y, (mg_forloop - 1)) == 64) {";
+  const size_t unmasked = source.find(whole);
+  ASSERT_NE(unmasked, std::string::npos);
+  const size_t masked = source.find("else {", unmasked);
+  ASSERT_NE(masked, std::string::npos);
+  const std::string wholeLoop = source.substr(unmasked, masked - unmasked);
+  EXPECT_THAT(wholeLoop, HasSubstr("mg::cp_async<16>("));
+  EXPECT_THAT(wholeLoop, Not(HasSubstr("cp_async_zfill")));
+  EXPECT_THAT(wholeLoop, Not(HasSubstr("real_t")));
+  EXPECT_THAT(source.substr(masked), HasSubstr("cp_async_zfill"));
 }
 
 TEST(DynamicKernels, TheManifestGivesShapesSizesAndGridsAsFormulasOfTheDims) {
