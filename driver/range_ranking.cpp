@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <tbb/parallel_for.h>
 
@@ -25,6 +26,8 @@ nlohmann::json finiteOrNull(double x) {
 
 // The timed replays of each length --profile measures.
 constexpr int kRepetitions = 30;
+// The seed of the inputs --profile checks at the first ranking length (the l-th: this + l).
+constexpr uint64_t kReferenceSeed = 0x9e3779b9;
 
 // A program of one dynamic dim: its dispatch over the ranking lengths, from the variants'
 // measured times where --profile took them, else the cost model's.
@@ -43,8 +46,8 @@ void setDispatch(RangeRun& range, const graph::Program& program,
     const RangeVariant& rv = range.variants.at(v.name);
     rows.push_back(range.measured ? rv.measured : rv.costs);
   }
-  for (const search::LengthBucket& b : search::lengthBuckets(
-           lengths, program.dims.front().min, rows, search::kDispatchMargin)) {
+  for (const search::LengthBucket& b :
+       search::lengthBuckets(lengths, program.dims.front().min, rows, search::kDispatchMargin)) {
     range.dispatch.push_back(
         {b.min, b.max, variants[static_cast<size_t>(b.variant)].name, b.microseconds});
   }
@@ -102,44 +105,63 @@ RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Progra
   return range;
 }
 
-void profileOverRange(const runtime::CudaDriver& gpu, search::SearchResult& result,
-                      RangeRun& range, const graph::Program& program, const plan::Target& target,
+void profileOverRange(const runtime::CudaDriver& gpu, search::SearchResult& result, RangeRun& range,
+                      const graph::Program& program, const plan::Target& target,
                       const std::string& out) {
   const std::string scratch = out.empty() ? (std::filesystem::temp_directory_path() /
                                              ("mugraph_profile_" + std::to_string(::getpid())))
                                                 .string()
                                           : out;
-  std::vector<search::VerifiedVariant> kept;
-  for (search::VerifiedVariant& v : result.variants) {
-    RangeVariant& rv = range.variants.at(v.name);
-    std::string failure;
+  // Every variant's kernels first; then length by length, one reference of the interpreter
+  // (inputs drawn with that length's seed) that every variant is checked against.
+  std::vector<std::string> failures(result.variants.size());
+  for (size_t i = 0; i < result.variants.size(); ++i) {
+    const search::VerifiedVariant& v = result.variants[i];
     try {
-      const codegen::GeneratedCode code = variantCode(v.schedule, target);
+      codegen::writeGeneratedCode(variantCode(v.schedule, target), scratch + "/" + v.name);
+    } catch (const std::exception& e) {
+      failures[i] = std::string("not profiled: ") + e.what();
+    }
+  }
+  for (size_t l = 0; l < range.rankingLengths.size(); ++l) {
+    const graph::DimValues& at = range.rankingLengths[l];
+    const graph::Program instance = graph::instantiate(program, at);
+    std::optional<runtime::ProgramReference> reference;
+    if (verify::matmulWork(instance) <= kGpuCheckWork) {
+      reference = runtime::referenceRun(instance, kReferenceSeed + l, {});
+    }
+    for (size_t i = 0; i < result.variants.size(); ++i) {
+      if (!failures[i].empty()) continue;
+      const search::VerifiedVariant& v = result.variants[i];
+      RangeVariant& rv = range.variants.at(v.name);
       const std::string dir = scratch + "/" + v.name;
-      codegen::writeGeneratedCode(code, dir);
-      for (const graph::DimValues& at : range.rankingLengths) {
-        const graph::Program instance = graph::instantiate(program, at);
-        if (verify::matmulWork(instance) <= kGpuCheckWork) {
+      try {
+        if (reference) {
           const runtime::GpuCheckReport r =
-              runtime::checkOnGpu(gpu, code.schedule, dir, v.hash, kRepetitions, {}, at);
+              runtime::checkAgainstReference(gpu, *reference, dir, kRepetitions, at);
           if (!r.matches) {
-            failure = "its GPU result at " + graph::dimValuesText(at) +
-                      " does not match the interpreter (max relative error " +
-                      std::to_string(r.maxRelError) + ", " + std::to_string(r.unwrittenElements) +
-                      " elements NaN or unwritten)";
-            break;
+            failures[i] = "its GPU result at " + graph::dimValuesText(at) +
+                          " does not match the interpreter (max relative error " +
+                          std::to_string(r.maxRelError) + ", " +
+                          std::to_string(r.unwrittenElements) + " elements NaN or unwritten)";
+            continue;
           }
           rv.gpuChecked.push_back(at);
           rv.measured.push_back(r.timing.medianMicroseconds);
         } else {
-          rv.measured.push_back(
-              runtime::timeOnGpu(gpu, instance, dir, v.hash, kRepetitions, {}, at)
-                  .medianMicroseconds);
+          rv.measured.push_back(runtime::timeOnGpu(gpu, instance, dir, v.hash, kRepetitions, {}, at)
+                                    .medianMicroseconds);
         }
+      } catch (const std::exception& e) {
+        failures[i] = std::string("not profiled: ") + e.what();
       }
-    } catch (const std::exception& e) {
-      failure = std::string("not profiled: ") + e.what();
     }
+  }
+  std::vector<search::VerifiedVariant> kept;
+  for (size_t i = 0; i < result.variants.size(); ++i) {
+    search::VerifiedVariant& v = result.variants[i];
+    const RangeVariant& rv = range.variants.at(v.name);
+    const std::string& failure = failures[i];
     if (!failure.empty()) {
       std::string kept;
       if (!out.empty() && std::filesystem::exists(scratch + "/" + v.name)) {
@@ -174,15 +196,16 @@ nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& r
         {{"name", name}, {"range_check", verify::rangeReportJson(range.variants.at(name).check)}});
   }
   nlohmann::json summary = {{"dims", dims},
-                             {"searched_at", range.searchedAt},
-                             {"ranked_over", range.rankingLengths},
-                             {"aggregate", search::kRangeRankingAggregate},
-                             {"dropped_by_range_check", dropped}};
+                            {"searched_at", range.searchedAt},
+                            {"ranked_over", range.rankingLengths},
+                            {"aggregate", search::kRangeRankingAggregate},
+                            {"dropped_by_range_check", dropped}};
   if (range.measured) {
-    summary["measured"] = "median of " + std::to_string(kRepetitions) +
-                          " CUDA-graph replays at each ranking length (L2 flushed); checked against "
-                          "the interpreter where the program has at most " +
-                          std::to_string(static_cast<int64_t>(kGpuCheckWork)) + " multiply-adds";
+    summary["measured"] =
+        "median of " + std::to_string(kRepetitions) +
+        " CUDA-graph replays at each ranking length (L2 flushed); checked against "
+        "the interpreter where the program has at most " +
+        std::to_string(static_cast<int64_t>(kGpuCheckWork)) + " multiply-adds";
     summary["dropped_on_gpu"] = range.droppedOnGpu;
   }
   if (!range.dispatch.empty()) {
@@ -194,9 +217,8 @@ nlohmann::json rangeSummaryJson(const graph::Program& program, const RangeRun& r
                          {range.measured ? "measured_at_max_us" : "cost_at_max_us",
                           finiteOrNull(b.microseconds)}});
     }
-    summary["dispatch"] = {{"dim", range.dispatchDim},
-                           {"margin", search::kDispatchMargin},
-                           {"buckets", buckets}};
+    summary["dispatch"] = {
+        {"dim", range.dispatchDim}, {"margin", search::kDispatchMargin}, {"buckets", buckets}};
   }
   return summary;
 }
@@ -210,8 +232,9 @@ nlohmann::json dispatchJson(const graph::Program& program, const RangeRun& range
   for (const DispatchBucket& b : range.dispatch) {
     buckets.push_back({{"min", b.min}, {"max", b.max}, {"variant", b.variant}});
   }
-  return {{"format", "mugraph.dispatch"}, {"version", 1},        {"program", program.name},
-          {"dims", dims},                 {"dim", range.dispatchDim}, {"buckets", buckets}};
+  return {{"format", "mugraph.dispatch"}, {"version", 1},
+          {"program", program.name},      {"dims", dims},
+          {"dim", range.dispatchDim},     {"buckets", buckets}};
 }
 
 nlohmann::json rangeVariantJson(const RangeVariant& variant) {

@@ -62,10 +62,12 @@ RangeRun checkAndRankOverRange(search::SearchResult& result, const graph::Progra
 // ranking length (CUDA-graph replays, L2 flushed). A variant that does not match, or cannot
 // run, at a length is dropped from the variants, with the reason on stderr and in the
 // summary. The rest are ranked by the range score of their measured times, and the dispatch
-// follows the measured times too. The bound keeps the interpreter's reference, evaluated per
-// variant and length, quick: at 2^30 a 65536-position decode's 16 variants (17 lengths each, up
-// to 2^29 multiply-adds) did not finish profiling in 10 minutes on 16 cores. The range check
-// on the CPU has verified every length's structure; the GPU check is of the code.
+// follows the measured times too. The interpreter's reference is evaluated once per length
+// (its inputs drawn with that length's seed) and every variant is checked against it; the bound
+// keeps that quick: at 2^30, with a reference per variant and length, a 65536-position decode's
+// 16 variants (17 lengths each, up to 2^29 multiply-adds) did not finish profiling in 10
+// minutes on 16 cores. The range check on the CPU has verified every length's structure; the
+// GPU check is of the code.
 inline constexpr double kGpuCheckWork = 1u << 27;
 void profileOverRange(const runtime::CudaDriver& gpu, search::SearchResult& result,
                       RangeRun& range, const graph::Program& program, const plan::Target& target,

@@ -133,13 +133,18 @@ if [[ $step == dynamic ]]; then
   # carried): the dispatch over the lengths at each length against the static search's
   # variants and PyTorch's best. DYNAMIC_KIND: gemm (default), decode or prefill. With DYNAMIC_PROGRAM,
   # the dispatch is searched here first, ranked by measured times (`superoptimize --profile
-  # --max-variants DYNAMIC_VARIANTS`, default 16) into DIR/dispatch. Not part of `all`.
+  # --max-variants DYNAMIC_VARIANTS`, default 16) into DIR/dispatch, resumed from DIR/search.ckpt
+  # where the search was made on another machine (its `--checkpoint`), so only the GPU's part
+  # runs here. DYNAMIC_BENCH_ARGS: more dynamic_bench.py flags (--every-variant). Not part of
+  # `all`.
   echo "== dynamic"
   runs=${DYNAMIC_RUNS:?DYNAMIC_RUNS=DIR from scripts/dynamic_bench_search.sh}
   if [[ -n ${DYNAMIC_PROGRAM:-} ]]; then
     rm -rf "$runs/dispatch"
     start=$(date +%s)
-    "$mg" superoptimize "$DYNAMIC_PROGRAM" --arch sm_90 --profile \
+    resume=()
+    [[ -f $runs/search.ckpt ]] && resume=(--checkpoint "$runs/search.ckpt" --resume)
+    "$mg" superoptimize "$DYNAMIC_PROGRAM" --arch sm_90 --profile "${resume[@]}" \
       --max-variants "${DYNAMIC_VARIANTS:-16}" --out "$runs/dispatch" > "$out/dispatch_search.log" 2>&1
     echo "profiled search of $DYNAMIC_PROGRAM: exit $?, $(( $(date +%s) - start )) s"
     grep -A12 '^dispatch over' "$out/dispatch_search.log"
@@ -148,6 +153,7 @@ if [[ $step == dynamic ]]; then
   fi
   PYTHONUNBUFFERED=1 python3 tools/python/dynamic_bench.py --kind "${DYNAMIC_KIND:-gemm}" \
     --dispatch "$runs/dispatch" --static "$runs/static" ${DYNAMIC_LENGTHS:+--lengths "$DYNAMIC_LENGTHS"} \
+    ${DYNAMIC_BENCH_ARGS:-} \
     --out "$out/dynamic_${DYNAMIC_KIND:-gemm}.json" 2>&1 | tee "$out/dynamic_${DYNAMIC_KIND:-gemm}.log"
 fi
 

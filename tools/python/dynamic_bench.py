@@ -14,7 +14,8 @@ L2 flushed), on fresh normal inputs.
 DIR of --dispatch: the dynamic program's superoptimize folder. DIR of --static: one
 superoptimize folder per length, named <dim><N> (scripts/dynamic_bench_search.sh writes both).
 Per length the rows are: "dispatch" (the bucket's variant), every other variant of the dispatch
-("bucket <min>-<max>"), the static search's variants in rank order ("static.r<i>") and PyTorch:
+("bucket <min>-<max>"), with --every-variant the folder's other variants ("variant.r<rank>"),
+the static search's variants in rank order ("static.r<i>") and PyTorch:
 - gemm: C = A·B with A [m, k] and B stored [n, k] (layout=transposed, as nn.Linear keeps its
   weight), against torch.matmul (cuBLAS);
 - decode: GQA decode, 32 query heads over 8 KV heads, d 128, a KV cache of s positions
@@ -112,6 +113,12 @@ def attention_rows(args, dispatch, s, case):
             label = f"bucket {b['min']}-{b['max']}"
             labelled[label] = Variant(os.path.join(args.dispatch, b["variant"]), dims)
             names[label] = b["variant"]
+    if args.every_variant:  # the dispatch folder's other variants too, in rank order
+        for i, folder in enumerate(ranked_variants(args.dispatch)):
+            name = os.path.basename(folder)
+            if name not in names.values():
+                labelled[f"variant.r{i + 1}"] = Variant(folder, dims)
+                names[f"variant.r{i + 1}"] = name
     for i, folder in enumerate(static_folders(args.static, dim, s)):
         labelled[f"static.r{i + 1}"] = Variant(folder)
         names[f"static.r{i + 1}"] = os.path.basename(folder)
@@ -136,6 +143,9 @@ def main():
     parser.add_argument("--n", type=int, default=4096)
     parser.add_argument("--heads", type=int, default=16, help="prefill: attention heads")
     parser.add_argument("--head-dim", type=int, default=128, help="prefill: head dim")
+    parser.add_argument("--every-variant", action="store_true",
+                        help="decode, prefill: also time every variant of --dispatch that no "
+                             "bucket chose (rows variant.r<rank>)")
     parser.add_argument("--out", default="dynamic_gemm.json")
     args = parser.parse_args()
     device = torch.cuda.get_device_name()
