@@ -1,0 +1,66 @@
+// Decode over a short key length in the search space: the general path's flash sketch walks
+// the keys in tiles of 16 and 32 too, and, with its one query tile per head, may cut the value
+// columns over the grid, so a 64-position GQA decode's 8 heads fill 32 or 64 blocks. Each such
+// candidate is one kernel whose grid and loop say so. The generic space is narrowed to keep
+// the test short.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "graph/program_text.h"
+#include "search/search_config.h"
+#include "search_support.h"
+
+namespace mugraph::search {
+namespace {
+
+graph::Program shortDecode() {
+  return graph::parseProgramText(
+      "program short_decode\n"
+      "input Q f16 [8, 4, 128]\n"
+      "input K f16 [8, 128, 64] layout=transposed\n"
+      "input V f16 [8, 64, 128]\n"
+      "A = scale(matmul(Q, K), c=0.08838834764831843)\n"
+      "M = reduce_max(A, dim=2)\n"
+      "E = exp(sub(A, M))\n"
+      "S = reduce_sum(E, dim=2)\n"
+      "O = matmul(div(E, S), V)\n"
+      "output O\n",
+      "short_decode.mg");
+}
+
+TEST(ShortDecodeSketch, SmallKeyTilesAndValueColumnsCutOverTheGrid) {
+  const graph::Program program = shortDecode();
+  SearchConfig config = defaultConfig(classifyProgram(program));
+  config.maxKernels = 1;
+  config.forloopCandidates = {1};
+  config.maxGridBlocks = 16;
+  config.candidatePool = 100000;
+  // sketch name -> (blocks, trips) of the one-kernel candidate carrying it
+  std::map<std::string, std::pair<int64_t, int64_t>> found;
+  for (const Candidate& c : testing::wholeSpace(program, config).best) {
+    const graph::KernelGraph& g = c.schedule.graph;
+    if (g.ops.size() != 1 || !g.ops[0].block) continue;
+    const std::string& name = g.ops[0].name;
+    const size_t at = name.find("flash_q64_kv");
+    if (at == std::string::npos) continue;
+    found[name.substr(at)] = {g.ops[0].block->blocks(), g.ops[0].block->forloop};
+  }
+  const std::map<std::string, std::pair<int64_t, int64_t>> expected{
+      {"flash_q64_kv16", {8, 4}},      {"flash_q64_kv16_v16", {64, 4}},
+      {"flash_q64_kv16_v32", {32, 4}}, {"flash_q64_kv32", {8, 2}},
+      {"flash_q64_kv32_v16", {64, 2}}, {"flash_q64_kv32_v32", {32, 2}}};
+  for (const auto& [sketch, shape] : expected) {
+    SCOPED_TRACE(sketch);
+    ASSERT_TRUE(found.count(sketch));
+    EXPECT_EQ(found.at(sketch), shape);
+  }
+  // 64 keys in tiles of 64 would run once: no loop, so no flash sketch of that tile; and no
+  // column cut with the larger tiles.
+  EXPECT_FALSE(found.count("flash_q64_kv64"));
+  EXPECT_FALSE(found.count("flash_q64_kv64_v16"));
+}
+
+}  // namespace
+}  // namespace mugraph::search
