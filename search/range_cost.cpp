@@ -105,8 +105,17 @@ std::vector<LengthBucket> lengthBuckets(const std::vector<int64_t>& lengths, int
     }
     const int64_t to = lengths[l];
     if (best >= 0) {
-      const double first = costs.front()[l];
-      if (std::isfinite(first) && first <= costs[static_cast<size_t>(best)][l] * (1.0 + margin)) {
+      // Within the margin of the fastest, the previous bucket's variant goes on (a switch must
+      // save the margin), else the first-ranked one is taken.
+      const double fastest = costs[static_cast<size_t>(best)][l];
+      const auto near = [&](int v) {
+        const double c = costs[static_cast<size_t>(v)][l];
+        return std::isfinite(c) && c <= fastest * (1.0 + margin);
+      };
+      const bool continues = !buckets.empty() && buckets.back().max + 1 == from;
+      if (continues && near(buckets.back().variant)) {
+        best = buckets.back().variant;
+      } else if (near(0)) {
         best = 0;
       }
       const double at = costs[static_cast<size_t>(best)][l];

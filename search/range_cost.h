@@ -64,7 +64,8 @@ struct LengthBucket {
 };
 
 // costs[v][l]: variant v's estimate at lengths[l] (lengths sorted, increasing, within
-// [dimMin, ...]); variants in rank order.
+// [dimMin, ...]); variants in rank order. Each length runs its fastest variant, except that a
+// variant within `margin` of it is kept: the previous bucket's, else the first-ranked one.
 std::vector<LengthBucket> lengthBuckets(const std::vector<int64_t>& lengths, int64_t dimMin,
                                         const std::vector<std::vector<double>>& costs,
                                         double margin);

@@ -74,6 +74,21 @@ TEST(RangeCost, ASwitchWithinTheMarginKeepsTheFirstChoice) {
   EXPECT_EQ(finer[1].max, 64);
 }
 
+TEST(RangeCost, AVariantWithinTheMarginOfTheFastestGoesOnFromTheBucketBefore) {
+  // Variants 1 and 2 trade places by 1-2% over 1..16 (a measurement's noise) and variant 0
+  // only wins at 1024: one bucket for 1..16, not four.
+  const std::vector<std::vector<double>> costs = {
+      {9, 9, 9, 9, 10}, {6.90, 7.02, 6.98, 7.03, 30}, {7.01, 6.91, 7.05, 6.94, 40}};
+  const std::vector<LengthBucket> buckets = lengthBuckets({1, 2, 8, 16, 1024}, 1, costs, 0.03);
+  ASSERT_EQ(buckets.size(), 2u);
+  EXPECT_EQ(buckets[0].variant, 1);
+  EXPECT_EQ(buckets[0].max, 16);
+  EXPECT_EQ(buckets[1].variant, 0);
+  // A switch that saves the margin still happens.
+  const std::vector<std::vector<double>> faster = {{9, 9, 9}, {6.9, 7.0, 30}, {7.0, 6.5, 40}};
+  EXPECT_EQ(lengthBuckets({1, 2, 64}, 1, faster, 0.03).size(), 3u);
+}
+
 TEST(RangeCost, ALengthNoVariantCanRunAtIsAGapBetweenBuckets) {
   const double inf = std::numeric_limits<double>::infinity();
   const std::vector<LengthBucket> buckets =
@@ -108,8 +123,7 @@ TEST(RangeCost, ThePoolKeepsEachLengthsCheapestBeyondItsLimit) {
     return c;
   };
   const std::vector<Candidate> all{candidate(1, {1, 1, 1, 90}), candidate(2, {1.1, 1.1, 1.1, 80}),
-                                   candidate(3, {1.2, 1.2, 1.2, 70}),
-                                   candidate(4, {9, 9, 9, 20})};
+                                   candidate(3, {1.2, 1.2, 1.2, 70}), candidate(4, {9, 9, 9, 20})};
   // Every insertion order gives the same pool.
   for (const std::vector<int>& order : std::vector<std::vector<int>>{{0, 1, 2, 3}, {3, 2, 1, 0}}) {
     std::vector<Candidate> pool;
