@@ -26,11 +26,6 @@ constexpr int64_t kGeneralQueryRows[] = {64, 128};
 // positions, where a 64-key tile is mostly padding in shared memory and in the multiplies).
 constexpr int64_t kWarpgroupKeyTiles[] = {64, 128};
 constexpr int64_t kGeneralKeyTiles[] = {16, 32, 64, 128};
-// With those small key tiles, where one query tile holds every query row (decode), the value
-// columns may be cut over the grid too: a head's few rows otherwise leave all but a handful of
-// multiprocessors idle, and each block recomputes only a short tile's scores.
-constexpr int64_t kSmallKeyTile = 32;
-constexpr int64_t kValueColumnTiles[] = {16, 32};
 // Split-KV: key tiles of whole tensor-core steps (16) between 64 and 128 positions, so a
 // context that is no multiple of 128 still gets tiles that nearly fill a split; at most this
 // many waves of blocks over the target's multiprocessors (more splits than run at once only
@@ -66,32 +61,15 @@ void addFlash(const Dataflow& flow, const Segment& segment, const AttentionVars&
   if (!grid) return;
   const std::span<const int64_t> keyTiles = warpgroup ? std::span<const int64_t>(kWarpgroupKeyTiles)
                                                       : std::span<const int64_t>(kGeneralKeyTiles);
-  const std::vector<int> parallel = parallelVars(flow, segment);
-  const bool oneQueryTile = !tiled(flow, vars.query(), rows);
-  const bool columnsParallel =
-      std::find(parallel.begin(), parallel.end(), vars.second.n) != parallel.end();
   for (int64_t keys : keyTiles) {
-    const std::string name = std::string(warpgroup ? "flash_wgmma" : "flash") + "_q" + str(rows) +
-                             "_kv" + str(keys) +
-                             (warpgroup ? "_c" + str(threads / kWarpgroupThreads - 1) : "");
-    std::vector<std::pair<std::vector<GridSplit>, std::string>> grids{{*grid, name}};
-    if (!warpgroup && keys <= kSmallKeyTile && oneQueryTile && columnsParallel) {
-      for (int64_t columns : kValueColumnTiles) {
-        if (std::optional<GridSplit> cut = tiled(flow, vars.second.n, columns)) {
-          std::vector<GridSplit> withColumns = *grid;
-          withColumns.push_back(*cut);
-          grids.emplace_back(std::move(withColumns), name + "_v" + str(columns));
-        }
-      }
-    }
-    for (auto& [blocks, sketch] : grids) {
-      std::optional<BlockChoice> choice = withGrid(std::move(blocks));
-      if (!choice || !loopInTiles(flow, *choice, vars.keys(), keys)) continue;
-      choice->threads = threads;
-      choice->sketch = sketch;
-      choice->sketchOnWarpgroupPath = warpgroup;
-      out.push_back(std::move(*choice));
-    }
+    std::optional<BlockChoice> choice = withGrid(*grid);
+    if (!choice || !loopInTiles(flow, *choice, vars.keys(), keys)) continue;
+    choice->threads = threads;
+    choice->sketch = std::string(warpgroup ? "flash_wgmma" : "flash") + "_q" + str(rows) + "_kv" +
+                     str(keys) +
+                     (warpgroup ? "_c" + str(threads / kWarpgroupThreads - 1) : std::string());
+    choice->sketchOnWarpgroupPath = warpgroup;
+    out.push_back(std::move(*choice));
   }
 }
 
