@@ -21,11 +21,12 @@ constexpr int kConsumers[] = {1, 2, 3};
 // The general path: one warpgroup of mma.sync warps.
 constexpr int kGeneralThreads = 128;
 constexpr int64_t kGeneralQueryRows[] = {64, 128};
-// Key/value positions per iteration in one pass: the warpgroup path takes 64 or 128; the
-// general path 16 and 32 too, whose small tiles suit short key lengths (a decode over a few
-// positions, where a 64-key tile is mostly padding in shared memory and in the multiplies).
-constexpr int64_t kWarpgroupKeyTiles[] = {64, 128};
-constexpr int64_t kGeneralKeyTiles[] = {16, 32, 64, 128};
+// Key/value positions per iteration in one pass: 64 or 128; on the general path, where one
+// query tile holds every query row (decode), 16 and 32 too, whose small tiles suit short key
+// lengths (a 64-key tile over a few positions is mostly padding in shared memory and in the
+// multiplies; with a prefill's query tile the larger key tiles win).
+constexpr int64_t kKeyTiles[] = {64, 128};
+constexpr int64_t kDecodeKeyTiles[] = {16, 32, 64, 128};
 // Split-KV: key tiles of whole tensor-core steps (16) between 64 and 128 positions, so a
 // context that is no multiple of 128 still gets tiles that nearly fill a split; at most this
 // many waves of blocks over the target's multiprocessors (more splits than run at once only
@@ -59,8 +60,9 @@ void addFlash(const Dataflow& flow, const Segment& segment, const AttentionVars&
               int threads, bool warpgroup, std::vector<BlockChoice>& out) {
   const std::optional<std::vector<GridSplit>> grid = queryBlocks(flow, segment, vars, rows);
   if (!grid) return;
-  const std::span<const int64_t> keyTiles = warpgroup ? std::span<const int64_t>(kWarpgroupKeyTiles)
-                                                      : std::span<const int64_t>(kGeneralKeyTiles);
+  const bool decode = !warpgroup && !tiled(flow, vars.query(), rows);
+  const std::span<const int64_t> keyTiles =
+      decode ? std::span<const int64_t>(kDecodeKeyTiles) : std::span<const int64_t>(kKeyTiles);
   for (int64_t keys : keyTiles) {
     std::optional<BlockChoice> choice = withGrid(*grid);
     if (!choice || !loopInTiles(flow, *choice, vars.keys(), keys)) continue;
