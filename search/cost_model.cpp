@@ -172,6 +172,17 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
                          threads);
       } else if (general->ops[o].emitted) {
         cost = opMicroseconds(tileElements);
+        // A row phase does its element-wise ops' and its sum's element work under its one
+        // barrier.
+        if (const std::optional<plan::RowPhase>& phase = general->ops[o].rowPhase) {
+          std::vector<int> moved = phase->elementwise;
+          moved.push_back(phase->sum);
+          for (int m : moved) {
+            const double elements =
+                static_cast<double>(graph::elementCount(block.tensors[block.ops[m].output].shape));
+            cost += c.elementMicroseconds * std::ceil(elements / threads);
+          }
+        }
       }
       (inLoop ? w.stepMicroseconds : w.postLoopMicroseconds) += cost;
     }

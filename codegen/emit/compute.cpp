@@ -107,12 +107,30 @@ void emitAccumulate(const EmitContext& context, int accumulatorOp, const std::st
     return;
   }
   out.open("");
-  out.line("const float previous = " + target + ";");
-  out.line("const float running = it == 0 ? " + value + " : mg::max_of(previous, " + value + ");");
-  out.line(target + " = running;");
-  out.line(context.factorElement(acc, index) + " = it == 0 ? 0.0f : mg::exp(previous - running);");
+  emitRunningMax(context, accumulatorOp, target, value, index, "");
   out.close();
 }
+
+}  // namespace
+
+void emitRunningMax(const EmitContext& context, int accumulatorOp, const std::string& target,
+                    const std::string& value, const Index4& index, const std::string& writer) {
+  const TensorId acc = context.block().ops[accumulatorOp].output;
+  CudaWriter& out = context.out;
+  out.line("const float previous = " + target + ";");
+  // The writer overwrites what the other threads of its warp have just read.
+  if (!writer.empty()) out.line("__syncwarp();");
+  out.line("const float running = it == 0 ? " + value + " : mg::max_of(previous, " + value + ");");
+  if (!writer.empty()) out.open("if (" + writer + ")");
+  out.line(target + " = running;");
+  if (context.general().rescaleFactors[acc]) {
+    out.line(context.factorElement(acc, index) +
+             " = it == 0 ? 0.0f : mg::exp(previous - running);");
+  }
+  if (!writer.empty()) out.close();
+}
+
+namespace {
 
 void emitSinks(const EmitContext& context, int host, TensorId tile, const std::string& computed,
                const Index4& index, const std::string& fragment) {
@@ -159,6 +177,15 @@ void emitEpilogue(const EmitContext& context, int host, const std::string& value
     registers[tile] = name;
     emitSinks(context, host, tile, name, index, fragment);
   }
+}
+
+void emitElementwiseAt(const EmitContext& context, int opIndex, const Index4& index,
+                       const std::map<TensorId, std::string>& registers, const std::string& name) {
+  const std::vector<std::string> operands =
+      bindOperands(context, context.block().ops[opIndex], index, registers, name);
+  context.out.line("const float " + name + " = " +
+                   expressionAt(context, opIndex, operands, index) + ";");
+  emitEpilogue(context, opIndex, name, index, "");
 }
 
 void emitComputeOp(const EmitContext& context, int opIndex) {

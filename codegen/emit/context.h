@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,20 @@ void emitThreadOwnedBody(const EmitContext& context);
 void emitRowOwnedBody(const EmitContext& context);
 void emitWarpgroupGemmBody(const EmitContext& context);
 void emitWarpgroupAttentionBody(const EmitContext& context);
+
+// Running max `accumulatorOp` (an accum_max) updated with `value` at `index`, `target` its
+// element: declares `previous` and `running` in every thread that runs it; the threads where
+// `writer` holds (every thread, where it is "") store the running max and, where the max has
+// one, the rescale factor, after the threads of their warp have read the old max.
+void emitRunningMax(const EmitContext& context, int accumulatorOp, const std::string& target,
+                    const std::string& value, const Index4& index, const std::string& writer);
+
+// Element-wise op `opIndex` at `index` into `const float name`, its operands taken from
+// `registers` where they are named there (else read from their shared tiles), then its
+// register epilogue (emitEpilogue).
+void emitElementwiseAt(const EmitContext& context, int opIndex, const Index4& index,
+                       const std::map<graph::TensorId, std::string>& registers,
+                       const std::string& name);
 
 // The register epilogue of `host` for one element: `value` is the host's result at `index`;
 // prints the fused chain, stores to shared tiles and folded accumulator updates.

@@ -152,10 +152,116 @@ void emitRotateHalf(const EmitContext& context, int opIndex) {
   out.close();
 }
 
+// A row phase (plan::RowPhase): per row, a group of lanes reads the reduced tile once into
+// registers, takes the max (updating the running max), applies the element-wise op and its
+// chain to each element, and sums what the reduce_sum reads; shuffles within the group combine
+// the lanes' parts. Every thread runs the same passes, so the shuffles see whole warps; lanes
+// past the last row compute row 0's values and store nothing.
+void emitRowPhase(const EmitContext& context, int opIndex) {
+  const plan::RowPhase& phase = *context.general().ops[opIndex].rowPhase;
+  const graph::BlockGraph& block = context.block();
+  const graph::BlockOp& max = block.ops[opIndex];
+  const graph::BlockOp& sum = block.ops[phase.sum];
+  const TensorId x = max.inputs[0];
+  const int dim = paddedDim(block.tensors[x], max.attrs.dim);
+  const int64_t n = padTo4(block.tensors[x].shape)[dim];
+  const Extent4 rows = padTo4(block.tensors[max.output].shape);
+  const int64_t rowCount = rows[0] * rows[1] * rows[2] * rows[3];
+  const int64_t lanes = phase.lanes;
+  const int64_t perLane = (n + lanes - 1) / lanes;
+  const int64_t rowsPerPass = context.threads() / lanes;
+  const int64_t passes = (rowCount + rowsPerPass - 1) / rowsPerPass;
+  const bool ragged = n % lanes != 0;
+  const std::string real = context.realExtent(x, dim, "it");
+  const std::string inRow = real != std::to_string(n) ? "g < " + real : ragged ? "g < " + std::to_string(n) : "";
+  CudaWriter& out = context.out;
+  std::string with;
+  for (int o : phase.elementwise) {
+    with += std::string(graph::opName(block.ops[o].kind)) + " -> " +
+            block.tensors[block.ops[o].output].name + ", ";
+  }
+  out.line("// with " + with + "reduce_sum -> " + block.tensors[sum.output].name + ", " +
+           std::to_string(lanes) + " lanes a row");
+  out.open("");
+  out.line("const int part = threadIdx.x % " + std::to_string(lanes) + ";");
+  out.open("for (int pass = 0; pass < " + std::to_string(passes) + "; ++pass)");
+  out.line("const int row = pass * " + std::to_string(rowsPerPass) + " + threadIdx.x / " +
+           std::to_string(lanes) + ";");
+  out.line("const bool live = row < " + std::to_string(rowCount) + ";");
+  out.line("const int e = live ? row : 0;");
+  const Index4 index = nameElementIndex(context, rows, "e");
+  const Index4 at = withDim(index, dim, "g");
+  const auto eachElement = [&] {
+    out.line("#pragma unroll");
+    out.open("for (int j = 0; j < " + std::to_string(perLane) + "; ++j)");
+    out.line("const int g = part + j * " + std::to_string(lanes) + ";");
+  };
+  const auto combine = [&](const std::string& variable, bool isMax) {
+    for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
+      const std::string other = "__shfl_xor_sync(0xffffffffu, " + variable + ", " +
+                                std::to_string(offset) + ")";
+      out.line(variable + (isMax ? " = mg::max_of(" + variable + ", " + other + ");"
+                                 : " += " + other + ";"));
+    }
+  };
+  // The padding of a partial tile holds zero: read, as the element-wise op reads it, but not
+  // in the max.
+  out.line("float x[" + std::to_string(perLane) + "];");
+  out.line("float v = mg::negative_infinity();");
+  eachElement();
+  out.line("x[j] = " + std::string(ragged ? "g < " + std::to_string(n) + " ? " : "") +
+           context.readShared(x, at) + (ragged ? " : 0.0f" : "") + ";");
+  out.line((inRow.empty() ? "" : "if (" + inRow + ") ") + "v = mg::max_of(v, x[j]);");
+  out.close();
+  combine("v", true);
+  const std::string writer = "live && part == 0";
+  std::map<TensorId, std::string> registers{{x, "x[j]"}};
+  if (phase.runningMax >= 0) {
+    const TensorId running = block.ops[phase.runningMax].output;
+    emitRunningMax(context, phase.runningMax,
+                   context.tileName(running) + "[" + context.sharedIndex(running, index) + "]", "v",
+                   index, writer);
+    registers[running] = "running";
+  } else {
+    out.open("if (" + writer + ")");
+    emitEpilogue(context, opIndex, "v", index, "");
+    out.close();
+    registers[max.output] = "v";
+  }
+  out.line("float total = 0.0f;");
+  eachElement();
+  out.open("if (live" + std::string(ragged ? " && g < " + std::to_string(n) : "") + ")");
+  // Each op's value, and its chain's (emitEpilogue names them f<tile>), in registers for the
+  // ops after it.
+  std::map<TensorId, std::string> values = registers;
+  for (size_t i = 0; i < phase.elementwise.size(); ++i) {
+    const int o = phase.elementwise[i];
+    const std::string name = "y" + std::to_string(i);
+    emitElementwiseAt(context, o, at, values, name);
+    values[block.ops[o].output] = name;
+    for (TensorId t : context.general().ops[o].chain) values[t] = "f" + std::to_string(t);
+  }
+  const TensorId summed = sum.inputs[0];
+  const std::string value = values.at(summed);
+  const std::string realSummed = context.realCondition(summed, at, "it");
+  out.line("total += " + (realSummed.empty() ? value : "(" + realSummed + ") ? " + value + " : 0.0f") +
+           ";");
+  out.close();
+  out.close();
+  combine("total", false);
+  out.open("if (" + writer + ")");
+  emitEpilogue(context, phase.sum, "total", index, "");
+  out.close();
+  out.close();
+  out.close();
+}
+
 }  // namespace
 
 void emitReduction(const EmitContext& context, int opIndex) {
-  if (context.block().ops[opIndex].kind == OpKind::RotateHalf) {
+  if (context.general().ops[opIndex].rowPhase) {
+    emitRowPhase(context, opIndex);
+  } else if (context.block().ops[opIndex].kind == OpKind::RotateHalf) {
     emitRotateHalf(context, opIndex);
   } else if (context.block().ops[opIndex].kind == OpKind::RmsNorm) {
     emitRmsNorm(context, opIndex);

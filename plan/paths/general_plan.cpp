@@ -270,6 +270,93 @@ void planWarpReductions(const KernelPlan& plan, GeneralPlan& g) {
   }
 }
 
+// The emitted op after `o`, or -1.
+int nextEmitted(const GeneralPlan& g, int o) {
+  for (int next = o + 1; next < static_cast<int>(g.ops.size()); ++next) {
+    if (g.ops[next].emitted) return next;
+  }
+  return -1;
+}
+
+// Row phases (RowPhase): a reduce_max, then element-wise ops over the reduced tile's shape,
+// then a reduce_sum over the same dim of a value they compute, with nothing emitted between
+// them. Everything the element-wise ops read besides the reduced tile, the max and each
+// other's values is computed before the reduce_max, so moving them to its position changes
+// no value.
+void planRowPhases(const KernelPlan& plan, GeneralPlan& g) {
+  const graph::BlockGraph& block = *plan.block;
+  if (block.threads % graph::kWarpSize != 0) return;
+  for (int r = 0; r < static_cast<int>(block.ops.size()); ++r) {
+    const graph::BlockOp& max = block.ops[r];
+    if (max.kind != OpKind::ReduceMax || !g.ops[r].emitted || !g.ops[r].chain.empty()) continue;
+    const TensorId x = max.inputs[0];
+    const int dim = max.attrs.dim;
+    // The max the element-wise ops read: the reduce_max's result, or the running max folded
+    // into it (then the result itself has no other reader).
+    TensorId rowMax = max.output;
+    int running = -1;
+    bool plain = true;
+    for (int c : plan.consumers[max.output]) {
+      const graph::BlockOp& consumer = block.ops[c];
+      if (consumer.kind == OpKind::AccumMax && !g.ops[c].emitted && g.emitter[consumer.output] == r &&
+          g.home[max.output] == TileHome::None && plan.consumers[max.output].size() == 1 &&
+          g.home[consumer.output] == TileHome::Shared) {
+        running = c;
+        rowMax = consumer.output;
+      } else if (graph::isAccumulator(consumer.kind)) {
+        plain = false;
+      }
+    }
+    if (!plain) continue;
+    RowPhase phase;
+    phase.runningMax = running;
+    std::set<TensorId> values{x, rowMax};
+    int next = nextEmitted(g, r);
+    for (; next >= 0; next = nextEmitted(g, next)) {
+      const graph::BlockOp& op = block.ops[next];
+      if (!graph::isElementwise(op.kind) || g.ops[next].mma ||
+          block.tensors[op.output].shape != block.tensors[x].shape ||
+          runsInLoop(plan, next) != runsInLoop(plan, r)) {
+        break;
+      }
+      std::vector<int> members{next};
+      for (TensorId t : g.ops[next].chain) members.push_back(plan.producer[t]);
+      bool ready = true;
+      std::set<TensorId> computed = values;
+      for (int m : members) {
+        for (TensorId in : block.ops[m].inputs) {
+          ready = ready && (computed.count(in) || g.emitter[in] < r);
+        }
+        computed.insert(block.ops[m].output);
+      }
+      if (!ready) break;
+      values = computed;
+      phase.elementwise.push_back(next);
+    }
+    if (phase.elementwise.empty() || next < 0) continue;
+    const graph::BlockOp& sum = block.ops[next];
+    if (sum.kind != OpKind::ReduceSum || sum.attrs.to != 1 || sum.attrs.dim != dim ||
+        runsInLoop(plan, next) != runsInLoop(plan, r) || !values.count(sum.inputs[0]) ||
+        sum.inputs[0] == x || sum.inputs[0] == rowMax) {
+      continue;
+    }
+    phase.sum = next;
+    const int64_t terms = block.tensors[x].shape[dim];
+    while (phase.lanes > 1 && phase.lanes / 2 >= terms) phase.lanes /= 2;
+    // The reduce_max's code computes their values (and shared memory holds every tile the
+    // phase reads or writes at once: see allocateSharedMemory).
+    for (int o : phase.elementwise) {
+      g.ops[o].emitted = false;
+      g.emitter[block.ops[o].output] = r;
+      for (TensorId t : g.ops[o].chain) g.emitter[t] = r;
+    }
+    g.ops[next].emitted = false;
+    g.emitter[sum.output] = r;
+    for (TensorId t : g.ops[next].chain) g.emitter[t] = r;
+    g.ops[r].rowPhase = std::move(phase);
+  }
+}
+
 // Input tiles loaded every iteration by cp.async are double-buffered at least.
 void bufferAsyncInputs(const KernelPlan& plan, GeneralPlan& g) {
   for (size_t o = 0; o < plan.inputs.size(); ++o) {
@@ -310,6 +397,7 @@ void planGeneral(KernelPlan& plan, const Target& target) {
   planRescaleFactors(plan, g);
   layOutSharedTiles(plan, g, transposedInput);
   planWarpReductions(plan, g);
+  planRowPhases(plan, g);
   bufferAsyncInputs(plan, g);
   choosePipelineStages(plan, g, target);
   // Several blocks per multiprocessor where shared memory allows and registers stay

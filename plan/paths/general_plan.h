@@ -48,6 +48,19 @@ struct MmaPlan {
   }
 };
 
+// A row phase: a reduce_max, the element-wise ops emitted right after it over the reduced
+// tile's shape (reading it, its result or the running max it updates, each other, and tiles
+// computed before it), and the reduce_sum of their values over the same dim (a softmax's max,
+// exp(x - max) and sum) in one pass: a group of `lanes` lanes per row, combining with
+// shuffles, so the ops share one barrier instead of one each. Planned on the reduce_max; the
+// others are not emitted at their own positions.
+struct RowPhase {
+  int lanes = 32;                // a power of two, at most a warp
+  std::vector<int> elementwise;  // the element-wise ops, in order
+  int sum = 0;                   // the reduce_sum
+  int runningMax = -1;  // the accum_max folded into the reduce_max (the ops read it), or -1
+};
+
 // How one op is emitted. Ops fused into a producer's epilogue and folded accumulators are
 // not emitted at their own position (`emitted` is false).
 struct OpPlan {
@@ -58,6 +71,7 @@ struct OpPlan {
   // Reductions: one warp per output element (lanes stride over the reduced dim and combine
   // with shuffles) where the reduction is long enough to keep a warp busy.
   bool warpPerRow = false;
+  std::optional<RowPhase> rowPhase;  // on a reduce_max that leads a row phase
 };
 
 struct GeneralPlan {

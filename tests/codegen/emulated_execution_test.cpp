@@ -357,6 +357,49 @@ TEST_F(EmulatedExecution, SafeAttentionOverAPartialSequenceMatchesTheInterpreter
   expectMatchesInterpreter(shortened, verify::testing::attentionInputs(program, 16.0, 33));
 }
 
+// Softmax rows in one pass (plan::RowPhase): the online softmax's max, exp(x - max) and sum
+// share one barrier, a group of lanes per row. 100 keys in 3 iterations of 34 (more keys than a
+// warp's lanes: two per lane, the last lane's second past the tile; the last tile partial),
+// 16 query rows over passes of 4 rows, with the running max of the loop and in a split; and
+// a block holding all 100 keys, whose rows take their own max.
+// One block per batch holding all 100 keys (no loop): the row's own max, 4 keys per lane.
+graph::KernelGraph wholeRowSoftmaxSchedule(const graph::Program& program) {
+  using graph::OpKind;
+  constexpr int kNone = graph::kReplicated;
+  auto b = graph::GraphBuilder::withInputsOf(program, "whole_rows");
+  graph::BlockGraphBuilder block({b.desc(0).shape[0], 1, 1}, 128, 1,
+                                 {b.desc(0), b.desc(1), b.desc(2)});
+  const auto q = block.input(0, {0, kNone, kNone}, kNone, "q");
+  const auto k = block.input(1, {0, kNone, kNone}, kNone, "k");
+  const auto v = block.input(2, {0, kNone, kNone}, kNone, "v");
+  const auto a = block.op(OpKind::Matmul, {q, k}, {}, "a");
+  const auto m = block.op(OpKind::ReduceMax, {a}, verify::testing::reduceAttrs(2), "m");
+  const auto e = block.op(OpKind::Exp, {block.op(OpKind::Sub, {a, m}, {}, "shifted")}, {}, "e");
+  const auto l = block.op(OpKind::ReduceSum, {e}, verify::testing::reduceAttrs(2), "l");
+  const auto ev = block.op(OpKind::Matmul, {e, v}, {}, "ev");
+  block.output(block.op(OpKind::Div, {ev, l}, {}, "out"), {0, kNone, kNone});
+  b.output(b.blockGraph("whole_rows", block.block(), {0, 1, 2}, {{"O", b.desc(0).dtype}})[0]);
+  return b.finish();
+}
+
+TEST_F(EmulatedExecution, SoftmaxRowsInOnePassMatchTheInterpreter) {
+  const graph::Program program =
+      verify::testing::safeAttentionProgram(2, 16, 32, 100, graph::DType::F16);
+  for (const graph::Schedule& schedule :
+       {graph::Schedule{"whole_rows", program, wholeRowSoftmaxSchedule(program)},
+        graph::Schedule{"online_rows", program,
+                        verify::testing::onlineSoftmaxSchedule(program, 3)},
+        graph::Schedule{"split_rows", program, verify::testing::splitKvSchedule(program, 2, 2)}}) {
+    const EmittedSource emitted = emitForEmulation(schedule);
+    EXPECT_NE(emitted.source.find("lanes a row"), std::string::npos) << schedule.name;
+    // A running max is read by every lane of the row before one overwrites it.
+    if (schedule.name != "whole_rows") {
+      EXPECT_NE(emitted.source.find("__syncwarp();"), std::string::npos) << schedule.name;
+    }
+    expectMatchesInterpreter(schedule, verify::testing::attentionInputs(program, 16.0, 35));
+  }
+}
+
 // Causal attention in one pass, the mask computed per score tile from the block's query part
 // and the iteration's keys: 100 keys in 3 iterations (the last partial), query parts of 12 and
 // 8 rows, and query heads folded into the rows (two sequences of 10 over 30 keys).

@@ -242,6 +242,9 @@ inline unsigned __float_as_uint(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
+inline void __syncwarp(unsigned = 0xffffffffu) {
+  ::mg_emu::wait(::mg_emu::warpBarrier());
+}
 inline float __shfl_xor_sync(unsigned, float value, int offset) {
   return ::mg_emu::shuffleXor(value, offset);
 }
