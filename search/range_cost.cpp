@@ -133,17 +133,60 @@ std::vector<LengthBucket> lengthBuckets(const std::vector<int64_t>& lengths, int
 
 std::vector<size_t> cheapestAtEachLength(const std::vector<std::vector<double>>& costs,
                                          int rounds) {
+  const size_t lengths = costs.empty() ? 0 : costs.front().size();
+  // The best finite cost at each length, and what a set of candidates loses against it: the
+  // sum over lengths of the log of its cheapest member's cost over the best (a length none of
+  // them can run at costs as much as a billion times the best).
+  std::vector<double> best(lengths, std::numeric_limits<double>::infinity());
+  for (const std::vector<double>& row : costs) {
+    for (size_t l = 0; l < lengths; ++l) best[l] = std::min(best[l], row[l]);
+  }
+  constexpr double kUnservedLog = 20.7;  // log(1e9)
+  std::vector<double> served(lengths, std::numeric_limits<double>::infinity());
+  const auto loss = [&](const std::vector<double>& cheapest) {
+    double sum = 0;
+    for (size_t l = 0; l < lengths; ++l) {
+      if (!std::isfinite(best[l])) continue;
+      sum += std::isfinite(cheapest[l]) ? std::log(cheapest[l] / best[l]) : kUnservedLog;
+    }
+    return sum;
+  };
   std::vector<size_t> order;
   std::set<size_t> taken;
-  const size_t lengths = costs.empty() ? 0 : costs.front().size();
   for (int round = 0; round < rounds; ++round) {
+    // This round's candidates: each length's cheapest not taken in an earlier round, in the
+    // order of the lengths they win first.
+    std::vector<size_t> members;
     for (size_t l = 0; l < lengths; ++l) {
-      size_t best = costs.size();
+      size_t cheapest = costs.size();
       for (size_t c = 0; c < costs.size(); ++c) {
-        if ((round > 0 && taken.count(c)) || !std::isfinite(costs[c][l])) continue;
-        if (best == costs.size() || costs[c][l] < costs[best][l]) best = c;
+        if (taken.count(c) || !std::isfinite(costs[c][l])) continue;
+        if (cheapest == costs.size() || costs[c][l] < costs[cheapest][l]) cheapest = c;
       }
-      if (best < costs.size() && taken.insert(best).second) order.push_back(best);
+      if (cheapest < costs.size() &&
+          std::find(members.begin(), members.end(), cheapest) == members.end()) {
+        members.push_back(cheapest);
+      }
+    }
+    // Taken greedily: next, the one that leaves the taken set losing least (the first in
+    // length order on a tie), so a verification cut short still covers the whole range.
+    while (!members.empty()) {
+      size_t pick = 0;
+      double pickLoss = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < members.size(); ++i) {
+        std::vector<double> with = served;
+        for (size_t l = 0; l < lengths; ++l) with[l] = std::min(with[l], costs[members[i]][l]);
+        const double candidateLoss = loss(with);
+        if (candidateLoss < pickLoss) {
+          pick = i;
+          pickLoss = candidateLoss;
+        }
+      }
+      const size_t c = members[pick];
+      for (size_t l = 0; l < lengths; ++l) served[l] = std::min(served[l], costs[c][l]);
+      taken.insert(c);
+      order.push_back(c);
+      members.erase(members.begin() + static_cast<std::ptrdiff_t>(pick));
     }
   }
   return order;

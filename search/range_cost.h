@@ -73,6 +73,10 @@ std::vector<LengthBucket> lengthBuckets(const std::vector<int64_t>& lengths, int
 // Which candidates to verify first for a dispatch: costs[c][l] is candidate c's estimate at
 // ranking length l. Round 1 takes each length's cheapest, each later round each length's
 // cheapest not yet taken; candidates in the order taken, none twice, none with no finite cost.
+// Within a round the next taken is the one whose addition leaves the taken set's loss over the
+// range smallest (the sum over lengths of the log of its cheapest cost over the best), so a
+// verification that stops after a few (--max-variants) still has a variant fast at every
+// length, not only the short lengths' many near-equal winners.
 std::vector<size_t> cheapestAtEachLength(const std::vector<std::vector<double>>& costs, int rounds);
 
 // What a switch of variant must save at a bucket's length (lengthBuckets' `margin`).

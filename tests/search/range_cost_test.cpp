@@ -110,6 +110,22 @@ TEST(RangeCost, VerifiedFirstAreEachLengthsCheapestThenEachLengthsRunnerUp) {
   EXPECT_EQ(cheapestAtEachLength(costs, 5).size(), 4u);  // never e
 }
 
+// Short lengths often have several winners within a few percent of each other: they are not
+// all verified before the one long-length winner (a split-KV kernel 90x faster there), so a
+// verification cut short after two variants still serves the whole range.
+TEST(RangeCost, VerifiedFirstCoverTheRangeBeforeTheShortLengthsNearTies) {
+  // Lengths 1, 2, 4, 8, 4096: a, b, c, d each win one short length by about 1%.
+  const std::vector<std::vector<double>> costs = {{10, 20, 40, 80, 9000},
+                                                  {11, 19, 41, 81, 9000},
+                                                  {12, 21, 39, 82, 9000},
+                                                  {13, 22, 42, 79, 9000},
+                                                  {50, 50, 50, 100, 100}};
+  const std::vector<size_t> order = cheapestAtEachLength(costs, 1);
+  ASSERT_EQ(order.size(), 5u);
+  EXPECT_EQ(order[0], 4u);  // the long length's winner loses least alone (5x at worst)
+  EXPECT_EQ(order[1], 0u);  // then the best of the short lengths'
+}
+
 // The pool keeps, beyond its limit, each ranking length's two cheapest: a split-KV variant
 // that wins only the longest length (worst mean) survives a pool of one.
 TEST(RangeCost, ThePoolKeepsEachLengthsCheapestBeyondItsLimit) {
