@@ -183,8 +183,8 @@ void emitElementwiseAt(const EmitContext& context, int opIndex, const Index4& in
                        const std::map<TensorId, std::string>& registers, const std::string& name) {
   const std::vector<std::string> operands =
       bindOperands(context, context.block().ops[opIndex], index, registers, name);
-  context.out.line("const float " + name + " = " +
-                   expressionAt(context, opIndex, operands, index) + ";");
+  context.out.line("const float " + name + " = " + expressionAt(context, opIndex, operands, index) +
+                   ";");
   emitEpilogue(context, opIndex, name, index, "");
 }
 

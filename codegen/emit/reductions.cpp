@@ -173,7 +173,9 @@ void emitRowPhase(const EmitContext& context, int opIndex) {
   const int64_t passes = (rowCount + rowsPerPass - 1) / rowsPerPass;
   const bool ragged = n % lanes != 0;
   const std::string real = context.realExtent(x, dim, "it");
-  const std::string inRow = real != std::to_string(n) ? "g < " + real : ragged ? "g < " + std::to_string(n) : "";
+  const std::string inRow = real != std::to_string(n) ? "g < " + real
+                            : ragged                  ? "g < " + std::to_string(n)
+                                                      : "";
   CudaWriter& out = context.out;
   std::string with;
   for (int o : phase.elementwise) {
@@ -198,10 +200,10 @@ void emitRowPhase(const EmitContext& context, int opIndex) {
   };
   const auto combine = [&](const std::string& variable, bool isMax) {
     for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
-      const std::string other = "__shfl_xor_sync(0xffffffffu, " + variable + ", " +
-                                std::to_string(offset) + ")";
-      out.line(variable + (isMax ? " = mg::max_of(" + variable + ", " + other + ");"
-                                 : " += " + other + ";"));
+      const std::string other =
+          "__shfl_xor_sync(0xffffffffu, " + variable + ", " + std::to_string(offset) + ")";
+      out.line(variable +
+               (isMax ? " = mg::max_of(" + variable + ", " + other + ");" : " += " + other + ";"));
     }
   };
   // The padding of a partial tile holds zero: read, as the element-wise op reads it, but not
@@ -244,8 +246,8 @@ void emitRowPhase(const EmitContext& context, int opIndex) {
   const TensorId summed = sum.inputs[0];
   const std::string value = values.at(summed);
   const std::string realSummed = context.realCondition(summed, at, "it");
-  out.line("total += " + (realSummed.empty() ? value : "(" + realSummed + ") ? " + value + " : 0.0f") +
-           ";");
+  out.line("total += " +
+           (realSummed.empty() ? value : "(" + realSummed + ") ? " + value + " : 0.0f") + ";");
   out.close();
   out.close();
   combine("total", false);

@@ -298,9 +298,9 @@ void planRowPhases(const KernelPlan& plan, GeneralPlan& g) {
     bool plain = true;
     for (int c : plan.consumers[max.output]) {
       const graph::BlockOp& consumer = block.ops[c];
-      if (consumer.kind == OpKind::AccumMax && !g.ops[c].emitted && g.emitter[consumer.output] == r &&
-          g.home[max.output] == TileHome::None && plan.consumers[max.output].size() == 1 &&
-          g.home[consumer.output] == TileHome::Shared) {
+      if (consumer.kind == OpKind::AccumMax && !g.ops[c].emitted &&
+          g.emitter[consumer.output] == r && g.home[max.output] == TileHome::None &&
+          plan.consumers[max.output].size() == 1 && g.home[consumer.output] == TileHome::Shared) {
         running = c;
         rowMax = consumer.output;
       } else if (graph::isAccumulator(consumer.kind)) {

@@ -387,8 +387,7 @@ TEST_F(EmulatedExecution, SoftmaxRowsInOnePassMatchTheInterpreter) {
       verify::testing::safeAttentionProgram(2, 16, 32, 100, graph::DType::F16);
   for (const graph::Schedule& schedule :
        {graph::Schedule{"whole_rows", program, wholeRowSoftmaxSchedule(program)},
-        graph::Schedule{"online_rows", program,
-                        verify::testing::onlineSoftmaxSchedule(program, 3)},
+        graph::Schedule{"online_rows", program, verify::testing::onlineSoftmaxSchedule(program, 3)},
         graph::Schedule{"split_rows", program, verify::testing::splitKvSchedule(program, 2, 2)}}) {
     const EmittedSource emitted = emitForEmulation(schedule);
     EXPECT_NE(emitted.source.find("lanes a row"), std::string::npos) << schedule.name;
