@@ -145,7 +145,11 @@ uint64_t nextEnumeratorId() {
 KernelGraphEnumerator::KernelGraphEnumerator(const graph::Program& program,
                                              const SearchConfig& config,
                                              verify::SubexpressionOracle& oracle)
-    : program_(program), config_(config), oracle_(oracle), id_(nextEnumeratorId()) {}
+    : program_(program),
+      rankingLengths_(rankingLengths(program)),
+      config_(config),
+      oracle_(oracle),
+      id_(nextEnumeratorId()) {}
 
 PartialSchedule KernelGraphEnumerator::start(const graph::Program& form) const {
   PartialSchedule state{buildDataflow(form),
@@ -398,9 +402,12 @@ std::optional<Child> KernelGraphEnumerator::child(const PartialSchedule& state, 
   if (!apply(state, step, result.state, stats)) return std::nullopt;
   if (complete(result.state)) return result;
   const graph::KernelGraph& graph = result.state.builder.graph();
-  result.kernelMicroseconds =
-      estimateKernelMicroseconds(graph, static_cast<int>(graph.ops.size()) - 1, *config_.target);
+  const int kernel = static_cast<int>(graph.ops.size()) - 1;
+  result.kernelMicroseconds = estimateKernelMicroseconds(graph, kernel, *config_.target);
   result.state.microseconds += result.kernelMicroseconds;
+  if (!rankingLengths_.empty() && !step.block.sketch.empty()) {
+    result.rangeMicroseconds = kernelCostOverRange(graph, kernel, rankingLengths_, *config_.target);
+  }
   result.future = futureOf(result.state);
   return result;
 }
@@ -418,6 +425,22 @@ std::vector<bool> undominated(const std::vector<std::optional<Child>>& children,
     for (size_t m = 0; m < members.size(); ++m) {
       // A complete schedule has no future to share: it is a candidate of its own.
       keep[members[m]] = perFuture <= 0 || future.empty() || m < static_cast<size_t>(perFuture);
+    }
+    // The members costed over the range: the cheapest few at each length too.
+    std::vector<size_t> ranged;
+    for (size_t i : members) {
+      if (!children[i]->rangeMicroseconds.empty()) ranged.push_back(i);
+    }
+    if (perFuture <= 0 || ranged.size() <= static_cast<size_t>(perFuture)) {
+      for (size_t i : ranged) keep[i] = true;
+      continue;
+    }
+    const size_t lengths = children[ranged.front()]->rangeMicroseconds.size();
+    for (size_t l = 0; l < lengths; ++l) {
+      std::stable_sort(ranged.begin(), ranged.end(), [&](size_t a, size_t b) {
+        return children[a]->rangeMicroseconds.at(l) < children[b]->rangeMicroseconds.at(l);
+      });
+      for (size_t m = 0; m < static_cast<size_t>(perFuture); ++m) keep[ranged[m]] = true;
     }
   }
   return keep;
@@ -447,7 +470,10 @@ void KernelGraphEnumerator::explore(const PartialSchedule& state, SubtreeOutcome
   const std::vector<bool> keep = undominated(children, config_.childrenPerFuture);
   for (size_t i = 0; i < children.size(); ++i) {
     if (!children[i]) continue;
-    if (!keep[i] || (!children[i]->future.empty() && dominated(*children[i], outcome))) {
+    // A child kept for its cost at some length is not judged again at the reference length.
+    const bool byRange = !children[i]->rangeMicroseconds.empty();
+    if (!keep[i] ||
+        (!byRange && !children[i]->future.empty() && dominated(*children[i], outcome))) {
       ++outcome.stats.pruned[static_cast<int>(PruneReason::Dominated)];
       continue;
     }

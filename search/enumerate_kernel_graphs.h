@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "graph/builder.h"
+#include "graph/dynamic_dims.h"
 #include "search/block_choices.h"
 #include "search/build_block_graph.h"
 #include "search/candidate_pool.h"
@@ -71,11 +72,19 @@ struct Child {
   PartialSchedule state;
   double kernelMicroseconds = 0;
   std::string future;
+  // Of a dynamic program's sketch kernel (a member of a parametric family: parts, tiles), its
+  // estimate at each of the program's ranking lengths (range_cost.h); empty otherwise. The
+  // kernelMicroseconds above are at the reference length (every dim at its max), where the
+  // family's members that win the short lengths (a 64-key tile, one trip per part at 1024 keys)
+  // lose to the long lengths' large tiles.
+  std::vector<double> rangeMicroseconds;
 };
 
 // Of the children of one partial schedule (pruned ones empty), which to explore: the
 // `perFuture` cheapest of each future (ties by position), every complete one, or all when
-// `perFuture` <= 0. A child left out is dominated.
+// `perFuture` <= 0; and, of the children with rangeMicroseconds, those among the `perFuture`
+// cheapest of their future's such children at some ranking length (sketch families are small,
+// so this keeps few more). A child left out is dominated.
 std::vector<bool> undominated(const std::vector<std::optional<Child>>& children, int perFuture);
 
 // The candidates one subtree produced: every hash (to count and dedupe) and the best few.
@@ -122,6 +131,7 @@ class KernelGraphEnumerator {
   void finish(const PartialSchedule& state, SubtreeOutcome& outcome) const;
 
   const graph::Program& program_;
+  const std::vector<graph::DimValues> rankingLengths_;  // empty for a static program
   const SearchConfig& config_;
   verify::SubexpressionOracle& oracle_;
   uint64_t id_;  // distinct per enumerator: keys the per-thread oracle memo

@@ -15,7 +15,9 @@ std::vector<graph::DimValues> rankingLengths(const graph::KernelGraph& graph) {
   for (const graph::DynamicDim& dim : graph.dims) {
     std::set<int64_t> values{dim.min, dim.max};
     for (int64_t p = 1; p < dim.max; p *= 2) {
-      if (p > dim.min) values.insert(p);
+      for (int64_t n : {p, p + p / 2}) {
+        if (n > dim.min && n < dim.max) values.insert(n);
+      }
     }
     for (int64_t n : values) {
       graph::DimValues at = reference;
@@ -34,6 +36,26 @@ std::vector<double> costOverRange(const graph::Schedule& schedule,
     try {
       const graph::Schedule at = graph::instantiate(schedule, values);
       costs.push_back(estimateCost(at.graph, target, constants).microseconds);
+    } catch (const UserError&) {
+      costs.push_back(std::numeric_limits<double>::infinity());
+    }
+  }
+  return costs;
+}
+
+std::vector<double> kernelCostOverRange(const graph::KernelGraph& graph, int kernelIndex,
+                                        const std::vector<graph::DimValues>& lengths,
+                                        const plan::Target& target,
+                                        const CostConstants& constants) {
+  // A partial schedule's graph has no outputs yet, which instantiate's validation refuses:
+  // the kernel's own outputs stand for them (no other kernel's cost is asked).
+  graph::KernelGraph whole = graph;
+  if (whole.outputs.empty()) whole.outputs = whole.ops.at(kernelIndex).outputs;
+  std::vector<double> costs;
+  for (const graph::DimValues& values : lengths) {
+    try {
+      const graph::KernelGraph at = graph::instantiate(whole, values);
+      costs.push_back(estimateKernelMicroseconds(at, kernelIndex, target, constants));
     } catch (const UserError&) {
       costs.push_back(std::numeric_limits<double>::infinity());
     }

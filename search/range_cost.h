@@ -19,9 +19,12 @@
 namespace mugraph::search {
 
 // The lengths a dynamic graph's candidates are costed at: for each dynamic dim in turn, its
-// min, every power of two strictly inside its range and its max (one length per power-of-two
-// bucket), the other dims at their max (their reference). Sorted, no repeats; empty for a
-// static graph.
+// min, every power of two and every power of two times 1.5 strictly inside its range, and its
+// max, the other dims at their max (their reference). Sorted, no repeats; empty for a static
+// graph. Two lengths per octave, not one: a schedule's parts and tiles fit a length exactly or
+// waste up to a tile per part, and at powers of two alone the power-of-two tiles always fit
+// (16 parts of 96-key tiles serve 3000 keys in two full trips, but lose to 128-key tiles at
+// both 2048 and 4096, so a dispatch decided there never runs them).
 std::vector<graph::DimValues> rankingLengths(const graph::KernelGraph& graph);
 
 // The microseconds of `schedule` instantiated at each of `lengths`; +infinity at a length the
@@ -30,6 +33,13 @@ std::vector<double> costOverRange(const graph::Schedule& schedule,
                                   const std::vector<graph::DimValues>& lengths,
                                   const plan::Target& target,
                                   const CostConstants& constants = calibratedConstants());
+
+// The microseconds of kernel `kernelIndex` of `graph` (complete or not) instantiated at each
+// of `lengths` (estimateKernelMicroseconds); +infinity at a length it cannot run at.
+std::vector<double> kernelCostOverRange(const graph::KernelGraph& graph, int kernelIndex,
+                                        const std::vector<graph::DimValues>& lengths,
+                                        const plan::Target& target,
+                                        const CostConstants& constants = calibratedConstants());
 
 // The geometric mean of costOverRange at rankingLengths(schedule.graph): ordering candidates by
 // it orders them as geometricMeanRelativeCost does (the per-length best divides every

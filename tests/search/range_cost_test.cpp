@@ -37,14 +37,14 @@ TEST(RangeCost, ALengthNoCandidateCanRunAtIsSkipped) {
   EXPECT_DOUBLE_EQ(score[1], 2.0);
 }
 
-TEST(RangeCost, LengthsArePowerOfTwoBucketsAndTheRangesEnds) {
+TEST(RangeCost, LengthsAreTwoPerOctaveAndTheRangesEnds) {
   const graph::Program program = graph::parseProgramText(
       "program p\ndim m in [3, 40]\ninput A f16 [m, 16]\ninput B f16 [16, 16]\n"
       "C = matmul(A, B)\noutput C\n",
       "p.mg");
   std::vector<int64_t> lengths;
   for (const graph::DimValues& values : rankingLengths(program)) lengths.push_back(values.at("m"));
-  EXPECT_EQ(lengths, (std::vector<int64_t>{3, 4, 8, 16, 32, 40}));
+  EXPECT_EQ(lengths, (std::vector<int64_t>{3, 4, 6, 8, 12, 16, 24, 32, 40}));
 }
 
 TEST(RangeCost, EachBucketRunsTheVariantCheapestAtItsLengthAndNeighboursMerge) {

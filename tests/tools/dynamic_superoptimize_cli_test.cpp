@@ -96,7 +96,7 @@ TEST_F(DynamicSuperoptimizeCli, TheTableSaysTheRankingIsOverTheRange) {
                           " --threads 1 --time-limit 20 --max-variants 1");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("ranked over the range by the cost model"));
-  EXPECT_THAT(r.out, HasSubstr("m=1; m=2; m=4"));
+  EXPECT_THAT(r.out, HasSubstr("m=1; m=2; m=3; m=4; m=6"));
 }
 
 // At its reference length this GEMM has more tiles than the target has multiprocessors, where
