@@ -37,6 +37,12 @@ constexpr int64_t kSplitKeyTileStep = 16;
 constexpr int64_t kSplitWaves = 2;
 // A query block of decode's few rows (grouped heads) is padded to one tensor-core tile.
 constexpr int64_t kSplitQueryRows = 64;
+// Decode in one pass with fewer blocks than multiprocessors (a head per block: 8 KV heads on
+// 132 SMs): the value columns cut over the grid too, each block walking every key for its
+// columns (the scores recomputed per column block; the value tile, the products and the
+// stores divided). Column tiles of whole tensor-core steps.
+constexpr int64_t kValueColumnParts[] = {2, 4, 8};
+constexpr int64_t kValueColumnTileMin = 16;
 
 std::string str(int64_t v) {
   return std::to_string(v);
@@ -57,21 +63,45 @@ std::optional<std::vector<GridSplit>> queryBlocks(const Dataflow& flow, const Se
 }
 
 void addFlash(const Dataflow& flow, const Segment& segment, const AttentionVars& vars, int64_t rows,
-              int threads, bool warpgroup, std::vector<BlockChoice>& out) {
+              int threads, bool warpgroup, const plan::Target& target,
+              std::vector<BlockChoice>& out) {
   const std::optional<std::vector<GridSplit>> grid = queryBlocks(flow, segment, vars, rows);
   if (!grid) return;
   const bool decode = !warpgroup && !tiled(flow, vars.query(), rows);
   const std::span<const int64_t> keyTiles =
       decode ? std::span<const int64_t>(kDecodeKeyTiles) : std::span<const int64_t>(kKeyTiles);
-  for (int64_t keys : keyTiles) {
-    std::optional<BlockChoice> choice = withGrid(*grid);
-    if (!choice || !loopInTiles(flow, *choice, vars.keys(), keys)) continue;
-    choice->threads = threads;
-    choice->sketch = std::string(warpgroup ? "flash_wgmma" : "flash") + "_q" + str(rows) + "_kv" +
-                     str(keys) +
-                     (warpgroup ? "_c" + str(threads / kWarpgroupThreads - 1) : std::string());
-    choice->sketchOnWarpgroupPath = warpgroup;
-    out.push_back(std::move(*choice));
+  // Decode's grids with the value columns cut too (kValueColumnParts), where the blocks are
+  // fewer than the multiprocessors.
+  std::vector<std::pair<std::vector<GridSplit>, int64_t>> grids{{*grid, 1}};
+  int64_t blocks = 1;
+  for (const GridSplit& g : *grid) blocks *= g.count;
+  const int columns = vars.second.n;
+  const std::vector<int> parallel = parallelVars(flow, segment);
+  if (decode && blocks < target.streamingMultiprocessors &&
+      std::find(parallel.begin(), parallel.end(), columns) != parallel.end()) {
+    for (int64_t parts : kValueColumnParts) {
+      const int64_t extent = flow.vars[columns].extent;
+      if (extent % parts != 0 || extent / parts < kValueColumnTileMin ||
+          blocks * parts > target.streamingMultiprocessors) {
+        continue;
+      }
+      std::vector<GridSplit> withColumns = *grid;
+      withColumns.push_back(GridSplit{columns, parts, 0});
+      grids.emplace_back(std::move(withColumns), parts);
+    }
+  }
+  for (const auto& [gridSplits, columnParts] : grids) {
+    for (int64_t keys : keyTiles) {
+      std::optional<BlockChoice> choice = withGrid(gridSplits);
+      if (!choice || !loopInTiles(flow, *choice, vars.keys(), keys)) continue;
+      choice->threads = threads;
+      choice->sketch = std::string(warpgroup ? "flash_wgmma" : "flash") + "_q" + str(rows) + "_kv" +
+                       str(keys) +
+                       (warpgroup ? "_c" + str(threads / kWarpgroupThreads - 1) : std::string()) +
+                       (columnParts > 1 ? "_v" + str(columnParts) : std::string());
+      choice->sketchOnWarpgroupPath = warpgroup;
+      out.push_back(std::move(*choice));
+    }
   }
 }
 
@@ -85,11 +115,11 @@ std::vector<BlockChoice> flashAttention(const Dataflow& flow, const Segment& seg
   if (config.target->warpgroupMma) {
     for (int consumers : kConsumers) {
       addFlash(flow, segment, *vars, kRowsPerConsumer * consumers,
-               kWarpgroupThreads * (consumers + 1), true, choices);
+               kWarpgroupThreads * (consumers + 1), true, *config.target, choices);
     }
   }
   for (int64_t rows : kGeneralQueryRows) {
-    addFlash(flow, segment, *vars, rows, kGeneralThreads, false, choices);
+    addFlash(flow, segment, *vars, rows, kGeneralThreads, false, *config.target, choices);
   }
   return choices;
 }

@@ -7,7 +7,9 @@
 //    warpgroup and the multiplying ones); batch dims one per block;
 //  - flash attention (two matmuls, the second contracting the first's columns: softmax(Q·K)·V
 //    in any written form): query rows per block (64 per consumer warpgroup on the warpgroup
-//    path, or the general path's 128 threads), key/value positions per iteration;
+//    path, or the general path's 128 threads), key/value positions per iteration; in decode
+//    with fewer blocks than multiprocessors, the value columns cut over the grid too (2, 4 or
+//    8 parts: each block walks every key for its columns);
 //  - split-KV attention (the same, where the grid may split the key positions): splits, key
 //    positions per iteration and iterations per split, the splits filling at most a few
 //    waves of the target's multiprocessors; and the rescaling combine that finishes it, one

@@ -8,7 +8,10 @@
 #include <string>
 
 #include "graph/program_text.h"
+#include "search/dataflow.h"
 #include "search/search_config.h"
+#include "search/segment.h"
+#include "search/sketches.h"
 #include "search_support.h"
 
 namespace mugraph::search {
@@ -55,6 +58,50 @@ TEST(ShortDecodeSketch, SmallKeyTilesWalkAShortCache) {
   }
   // 64 keys in tiles of 64 would run once: no loop, so no flash sketch of that tile.
   EXPECT_FALSE(found.count("flash_q64_kv64"));
+}
+
+// Decode of a few KV heads gets a block per head, far fewer than the multiprocessors: the
+// flash sketch also cuts the value columns over the grid (the static search's fastest kernel
+// at one position cuts them 8 ways), with the loop over the keys kept, so a dynamic program's
+// short lengths get those blocks too. With a block per multiprocessor already, it does not.
+int columnParts(const graph::Program& program, std::map<std::string, int64_t>* blocks) {
+  const Dataflow flow = buildDataflow(program);
+  const Segment segment = analyzeSegment(flow, 0, static_cast<int>(flow.ops.size()) - 1);
+  const SearchConfig config = defaultConfig(classifyProgram(program));
+  int found = 0;
+  for (const BlockChoice& choice : sketchChoices(flow, segment, config)) {
+    if (choice.sketch.rfind("flash_q", 0) != 0 || choice.sketch.find("_v") == std::string::npos) {
+      continue;
+    }
+    ++found;
+    int64_t count = 1;
+    for (const GridSplit& g : choice.grid) count *= g.count;
+    if (blocks) (*blocks)[choice.sketch] = count;
+    EXPECT_GT(choice.forloop, 1) << choice.sketch;
+  }
+  return found;
+}
+
+// A safe-softmax decode of `heads` KV heads of 4 query rows each over `keys` positions (a
+// number, or a dim that `dims` declares).
+graph::Program decodeOf(int heads, const std::string& keys, const std::string& dims = "") {
+  const std::string h = std::to_string(heads);
+  const std::string inputs = "input Q f16 [" + h + ", 4, 128]\n" + "input K f16 [" + h + ", 128, " +
+                             keys + "] layout=transposed\n" + "input V f16 [" + h + ", " + keys +
+                             ", 128]\n";
+  const std::string body =
+      "A = scale(matmul(Q, K), c=0.088)\nM = reduce_max(A, dim=2)\nE = exp(sub(A, M))\n"
+      "S = reduce_sum(E, dim=2)\nO = matmul(div(E, S), V)\noutput O\n";
+  return graph::parseProgramText("program d\n" + dims + inputs + body, "d.mg");
+}
+
+TEST(ShortDecodeSketch, FewHeadsCutTheValueColumnsOverTheGrid) {
+  std::map<std::string, int64_t> blocks;
+  EXPECT_GT(columnParts(decodeOf(8, "s", "dim s in [1, 4096]\n"), &blocks), 0);
+  EXPECT_EQ(blocks.at("flash_q64_kv32_v8"), 64);  // 8 heads x 8 column tiles of 16
+  EXPECT_EQ(blocks.at("flash_q64_kv16_v2"), 16);
+  // 256 heads: a block per multiprocessor and more already.
+  EXPECT_EQ(columnParts(decodeOf(256, "512"), nullptr), 0);
 }
 
 }  // namespace
