@@ -44,8 +44,14 @@ std::vector<GridSplit> gridCounts(int varId, const IndexVar& var, bool matmulDim
   }
   for (int64_t tile = minimumTile(matmulDim, config); 2 * tile <= var.extent; tile *= 2) {
     const int64_t count = (var.extent + tile - 1) / tile;
-    if (var.extent % tile == 0 || count > config.maxGridPerDim) continue;
-    counts.push_back(GridSplit{varId, count, tile});
+    if (count > config.maxGridPerDim) continue;
+    if (var.extent % tile != 0) {
+      counts.push_back(GridSplit{varId, count, tile});
+    } else if ((count & (count - 1)) != 0) {
+      // A power-of-two tile that divides an extent with an odd factor (11008 = 172 · 64): a
+      // count the powers of two above never reach, whose tiles the tensor cores take whole.
+      counts.push_back(GridSplit{varId, count, 0});
+    }
   }
   return counts;
 }

@@ -1,6 +1,7 @@
 // The choices that make a block graph of one segment, enumerated generically. A choice
 // splits index variables: up to three across the grid (each a power-of-two count dividing the
-// variable, or, where none divides, ⌈n/t⌉ parts of a power-of-two tile t with a partial last
+// variable; n/t parts of a power-of-two tile t that divides it where that count is no power
+// of two, 11008 = 172 · 64; or, where t does not divide it, ⌈n/t⌉ parts with a partial last
 // one), at most one of them a reduction variable (each block then writes a partial result
 // that a combine op sums), one reduction variable across the for-loop, and a thread count.
 // Choices come in a fixed order (variables by id, counts ascending), so each block graph is

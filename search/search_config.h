@@ -25,8 +25,9 @@ struct SearchConfig {
   int maxBlockOps = 8;           // program ops fused into one block graph
   int64_t maxGridBlocks = 1024;  // blocks per kernel
   int64_t minGridBlocks = 1;
-  // Grid counts per mapped dim: powers of two dividing the dim, and ⌈n/t⌉ for power-of-two
-  // tiles t that do not divide it (partial tiles), at most maxGridPerDim.
+  // Grid counts per mapped dim: powers of two dividing the dim, n/t for power-of-two tiles t
+  // that divide it with a count no power of two reaches (172 tiles of 64 for 11008), and ⌈n/t⌉
+  // for those that do not divide it (partial tiles), at most maxGridPerDim.
   int64_t maxGridPerDim = 1024;
   // A dim that a matmul reads as its M, N or K is never tiled below this (tensor-core shape).
   int64_t minMatmulTile = 16;
