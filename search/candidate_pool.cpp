@@ -1,6 +1,7 @@
 #include "search/candidate_pool.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace mugraph::search {
@@ -12,6 +13,27 @@ std::pair<size_t, bool> solutionShape(const Candidate& candidate) {
 bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i) {
   for (size_t j = 0; j < i; ++j) {
     if (solutionShape(pool[j]) == solutionShape(pool[i])) return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::vector<std::array<int64_t, graph::kGridAxes>> kernelGrids(const Candidate& candidate) {
+  std::vector<std::array<int64_t, graph::kGridAxes>> grids;
+  for (const graph::KernelOp& kernel : candidate.schedule.graph.ops) {
+    grids.push_back(kernel.block ? kernel.block->grid
+                                 : std::array<int64_t, graph::kGridAxes>{0, 0, 0});
+  }
+  return grids;
+}
+
+}  // namespace
+
+bool bestOfItsGrids(const std::vector<Candidate>& pool, size_t i) {
+  const auto mine = kernelGrids(pool[i]);
+  for (size_t j = 0; j < i; ++j) {
+    if (kernelGrids(pool[j]) == mine) return false;
   }
   return true;
 }

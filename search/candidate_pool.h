@@ -44,4 +44,15 @@ inline constexpr int kKeptPerLength = 2;
 // Whether pool[i] is the best candidate of its solution shape in `pool` (sorted best first).
 bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i);
 
+// Whether pool[i] is the best candidate of its kernels' grids in `pool` (sorted best first):
+// the best of each way of tiling the work. Verified right after the best of each shape, so
+// that `--profile` measures different tilings (768 x 3072 in 96, 144 or 288 tiles) rather
+// than the tiling the cost model ranks first in each of its consumer and cluster choices.
+bool bestOfItsGrids(const std::vector<Candidate>& pool, size_t i);
+// Only tilings estimated within this factor of the best are verified ahead of the rest: the
+// model's errors between tilings of one kernel family are tens of percent (768 x 3072: 96
+// tiles estimated 10.6 us, measured 12.4; 192 tiles 15.5, measured 14.0), not the 10x of an
+// unfused attention.
+inline constexpr double kTilingSpread = 2.0;
+
 }  // namespace mugraph::search

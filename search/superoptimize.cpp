@@ -24,8 +24,8 @@
 #include "search/enumerate_kernel_graphs.h"
 #include "search/program_rewrites.h"
 #include "search/progress.h"
-#include "search/rank_messages.h"
 #include "search/range_cost.h"
+#include "search/rank_messages.h"
 #include "search/search_state.h"
 #include "search/split_program.h"
 #include "search/superoptimize_pieces.h"
@@ -61,11 +61,10 @@ VerificationRecord verifySchedule(const graph::Program& program, const graph::Ke
     // max), as the static pair graph::instantiate gives, which the scaled twins take (the
     // range check covers the other lengths, driver/range_ranking.h).
     const verify::EquivalenceReport report =
-        graph.dims.empty()
-            ? verify::checkEquivalence(program, graph, options)
-            : verify::checkEquivalence(graph::instantiate(program, graph::referenceValues(program)),
-                                       graph::instantiate(graph, graph::referenceValues(graph)),
-                                       options);
+        graph.dims.empty() ? verify::checkEquivalence(program, graph, options)
+                           : verify::checkEquivalence(
+                                 graph::instantiate(program, graph::referenceValues(program)),
+                                 graph::instantiate(graph, graph::referenceValues(graph)), options);
     record.equivalent = report.equivalent;
     record.level = verify::levelName(report.level);
     record.falseAcceptBound = report.falseAcceptBound;
@@ -279,8 +278,8 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
     timeUp = distributed::broadcast(timeUp ? "1" : "0") == "1";
 
     // Verify the best candidates at their real shapes until enough pass: first the best of
-    // each solution shape (so the report shows each), then the rest, best first; the report
-    // is ordered by estimated cost.
+    // each solution shape (so the report shows each), then of each tiling, then the rest, best
+    // first; the report is ordered by estimated cost.
     const CheckpointState found = shareRootState(state);
     const auto referenceCache = std::make_shared<verify::ReferenceEvaluations>(program);
     std::vector<const Candidate*> order;
@@ -301,9 +300,16 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
         order.push_back(&found.pool[i]);
       }
     }
-    for (int pass = 0; pass < 2; ++pass) {
+    // Then the best of each tiling (the kernels' grids) estimated within kTilingSpread of the
+    // best, then the rest.
+    for (int pass = 0; pass < 3; ++pass) {
       for (size_t i = 0; i < found.pool.size(); ++i) {
-        if (placed.count(i) == 0 && bestOfItsShape(found.pool, i) == (pass == 0)) {
+        if (placed.count(i) > 0) continue;
+        const bool shapeBest = bestOfItsShape(found.pool, i);
+        const bool gridsBest = bestOfItsGrids(found.pool, i) &&
+                               found.pool[i].cost <= kTilingSpread * found.pool.front().cost;
+        if ((pass == 0 && shapeBest) || (pass == 1 && !shapeBest && gridsBest) ||
+            (pass == 2 && !shapeBest && !gridsBest)) {
           order.push_back(&found.pool[i]);
         }
       }
@@ -491,8 +497,7 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
     result.variants.resize(static_cast<size_t>(std::max(options.config.maxVariants, 1)));
   }
   summary.verified = result.variants.size();
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 
