@@ -8,11 +8,6 @@
 namespace mugraph::onnx_import {
 namespace {
 
-bool mapped(const NodeSupport& s) {
-  return s.role == NodeRole::Compute || s.role == NodeRole::Alias || s.role == NodeRole::Guard ||
-         s.role == NodeRole::Part;
-}
-
 const std::set<std::string> kElementwise = {
     "Add", "Sub",        "Mul",  "Div",      "Pow",   "Sqrt",  "Exp",   "Sigmoid",
     "Neg", "Reciprocal", "Cast", "Identity", "IsNaN", "Where", "Slice", "Concat",

@@ -16,11 +16,6 @@
 namespace mugraph::onnx_import {
 namespace {
 
-bool mapped(const NodeSupport& s) {
-  return s.role == NodeRole::Compute || s.role == NodeRole::Alias || s.role == NodeRole::Guard ||
-         s.role == NodeRole::Part;
-}
-
 struct Graph {
   std::map<std::string, std::vector<int>> consumers;  // value -> nodes
 };

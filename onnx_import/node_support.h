@@ -51,6 +51,12 @@ struct NodeSupport {
   std::optional<CausalAdd> causal = std::nullopt;  // an Add read as causal_mask
 };
 
+// Whether the node has a part in the programs: computed, an alias, a guard or a part.
+inline bool mapped(const NodeSupport& s) {
+  return s.role == NodeRole::Compute || s.role == NodeRole::Alias || s.role == NodeRole::Guard ||
+         s.role == NodeRole::Part;
+}
+
 // How a value read through `view` lies in its buffer, given how the view's input lies there
 // (classification refuses any view whose result no layout describes).
 graph::Layout viewLayout(graph::Layout before, const NodeSupport& view);

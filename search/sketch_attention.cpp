@@ -14,10 +14,6 @@
 namespace mugraph::search::sketch {
 namespace {
 
-// Query rows of one consumer warpgroup on the warpgroup attention path (one wgmma M).
-constexpr int64_t kRowsPerConsumer = 64;
-constexpr int kWarpgroupThreads = 128;
-constexpr int kConsumers[] = {1, 2, 3};
 // The general path: one warpgroup of mma.sync warps.
 constexpr int kGeneralThreads = 128;
 constexpr int64_t kGeneralQueryRows[] = {64, 128};

@@ -15,9 +15,6 @@
 namespace mugraph::search::sketch {
 namespace {
 
-// Rows of one wgmma instruction: each consumer warpgroup owns a multiple of them.
-constexpr int64_t kRowsPerConsumer = 64;
-constexpr int kWarpgroupThreads = 128;
 // 192 rows: three consumers of 64 (cuBLAS runs 3000^3 in 192 x 192 tiles on an H200).
 constexpr int64_t kTileRows[] = {64, 128, 192, 256};
 // Result columns of a block: wgmma widths (plan/paths/warpgroup_ring.h) whose tiles split the
@@ -26,7 +23,6 @@ constexpr int64_t kTileRows[] = {64, 128, 192, 256};
 constexpr int64_t kTileColumns[] = {64, 96, 128, 192, 256};
 // One 128-byte swizzled row of 16-bit elements: the box a bulk copy moves along K.
 constexpr int64_t kStepK = 64;
-constexpr int kConsumers[] = {1, 2, 3};
 // Pairs of blocks in a cluster along grid x (consecutive row tiles, which read the same column
 // tile of B) or along y (column tiles, which read the same rows of A): the copy engine
 // multicasts the shared tile to both, so each SM asks L2 for half of it. Where rows straddle

@@ -13,6 +13,12 @@
 
 namespace mugraph::search::sketch {
 
+// The warpgroup paths (GEMM, attention): each consumer warpgroup owns a multiple of one wgmma
+// instruction's rows, and a block runs one to three consumers besides its copy warpgroup.
+inline constexpr int64_t kRowsPerConsumer = 64;
+inline constexpr int kWarpgroupThreads = 128;
+inline constexpr int kConsumers[] = {1, 2, 3};
+
 // The index variables of a matmul C[batch..., m, n] = Σ_k A[batch..., m, k]·B[batch..., k, n].
 struct MatmulVars {
   int op = -1;  // flow op

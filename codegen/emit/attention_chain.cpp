@@ -5,10 +5,6 @@
 namespace mugraph::codegen {
 namespace {
 
-std::string str(int64_t value) {
-  return std::to_string(value);
-}
-
 // Scales folded into the exponent (FA3's exp2 with log2 e in the scale). An S tile that is
 // scale(x, c) with c > 0 is held as x itself when every use can take it unscaled: a row max
 // (scaled after the reduction), a causal mask (which commutes with the scale), or the

@@ -124,6 +124,9 @@ struct EmitContext {
 };
 
 std::string storageType(graph::DType dtype);  // "float", "mg::f16", "mg::bf16"
+inline std::string str(int64_t value) {
+  return std::to_string(value);
+}
 // An index expression as a 64-bit term of an address: "0" stays "0".
 std::string wideIndex(const std::string& index);
 std::string floatLiteral(double value);  // "0.125f"

@@ -16,10 +16,6 @@ namespace {
 using graph::OpKind;
 using graph::TensorId;
 
-std::string str(int64_t value) {
-  return std::to_string(value);
-}
-
 class RowOwnedEmitter {
  public:
   explicit RowOwnedEmitter(const EmitContext& context)

@@ -9,10 +9,6 @@
 namespace mugraph::codegen {
 namespace {
 
-std::string str(int64_t value) {
-  return std::to_string(value);
-}
-
 // Per consumer warpgroup and iteration: S = Q·K into `kv / 2` accumulators, the chain of ops on S
 // and its rows in registers, O rescaled by its factor, then O += P·V with P packed from registers.
 class AttentionEmitter {

@@ -17,10 +17,6 @@ namespace {
 using plan::BulkOperand;
 using plan::WarpgroupMmaPlan;
 
-std::string str(int64_t value) {
-  return std::to_string(value);
-}
-
 class GemmEmitter {
  public:
   explicit GemmEmitter(const EmitContext& context)

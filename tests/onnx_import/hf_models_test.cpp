@@ -16,13 +16,10 @@
 #include "graph/program_text.h"
 #include "onnx_import/import_model.h"
 #include "onnx_import/onnx_model.h"
+#include "tests/onnx_import/exported_models.h"
 
 namespace mugraph::onnx_import {
 namespace {
-
-std::string model(const std::string& name) {
-  return std::string(MUGRAPH_SOURCE_DIR) + "/tests/onnx_import/models/" + name + ".onnx";
-}
 
 int countOf(const std::vector<std::string>& ops, const std::string& op) {
   return static_cast<int>(std::count(ops.begin(), ops.end(), op));
@@ -30,7 +27,7 @@ int countOf(const std::vector<std::string>& ops, const std::string& op) {
 
 TEST(HfModels, EachLayersAttentionIsOneSubgraphThroughTheNanGuard) {
   for (const std::string name : {"hf_llama", "hf_mistral", "hf_qwen3"}) {
-    const ImportedModel m = importModel(model(name), {});
+    const ImportedModel m = importModel(exportedModel(name), {});
     int softmaxes = 0;
     for (const Subgraph& s : m.subgraphs) {
       const int softmax = countOf(s.ops, "Softmax");
@@ -74,7 +71,7 @@ int countIn(const std::string& text, const std::string& what) {
 TEST(HfModels, AtMostThreeSubgraphsPerLayerWithRopeInsideAndEveryNodePlacedOrExplained) {
   constexpr int kLayers = 2;
   for (const std::string name : {"hf_llama", "hf_mistral", "hf_qwen3"}) {
-    const ImportedModel m = importModel(model(name), {});
+    const ImportedModel m = importModel(exportedModel(name), {});
     // Three per layer, plus the last layer's o_proj and MLP with the final norm and lm_head:
     // they run after that layer's attention, so a convex subgraph cannot hold them with its
     // Q/K/V projections (each earlier layer's join the next layer's projections).
@@ -102,7 +99,7 @@ TEST(HfModels, AtMostThreeSubgraphsPerLayerWithRopeInsideAndEveryNodePlacedOrExp
     // Queries and keys of each layer rotated in the IR, read per head without a copy.
     EXPECT_EQ(rotations, 2 * kLayers) << name;
     EXPECT_GE(headsReads, 2 * kLayers) << name;
-    const Model loaded = loadModel(model(name), {});
+    const Model loaded = loadModel(exportedModel(name), {});
     std::set<std::string> leftOps;
     for (const LeftOut& u : m.unsupported) {
       EXPECT_FALSE(u.reason.empty()) << name << ": " << u.node;

@@ -11,19 +11,16 @@
 #include "graph/program_text.h"
 #include "onnx_import/expect_computes.h"
 #include "onnx_import/import_model.h"
+#include "tests/onnx_import/exported_models.h"
 #include "verify/equivalence.h"
 
 namespace mugraph::onnx_import {
 namespace {
 
-std::string model(const std::string& name) {
-  return std::string(MUGRAPH_SOURCE_DIR) + "/tests/onnx_import/models/" + name + ".onnx";
-}
-
 // The imported program computes `expected` (same input and output names), checked by
 // fingerprints at the finite-field level.
 std::vector<std::string> bothExporters(const std::string& name) {
-  return {model(name), model(name + "_legacy")};
+  return {exportedModel(name), exportedModel(name + "_legacy")};
 }
 
 TEST(ImportModel, LlamaMlpIsOneSubgraphComputingTheGatedMlp) {

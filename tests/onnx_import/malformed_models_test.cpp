@@ -11,6 +11,7 @@
 #include "graph/display_text.h"
 #include "graph/error.h"
 #include "onnx_import/import_model.h"
+#include "tests/onnx_import/exported_models.h"
 #include "tools/run_cli.h"
 
 namespace mugraph::onnx_import {
@@ -20,10 +21,6 @@ std::string scratch(const std::string& name) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mugraph_onnx_tests";
   std::filesystem::create_directories(dir);
   return (dir / name).string();
-}
-
-std::string model(const std::string& name) {
-  return std::string(MUGRAPH_SOURCE_DIR) + "/tests/onnx_import/models/" + name + ".onnx";
 }
 
 void addTensor(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
@@ -71,7 +68,7 @@ std::string errorOf(const std::string& path, const DimPins& pins = {}) {
 }
 
 TEST(MalformedModels, TruncatedProtobufIsOneClearError) {
-  std::ifstream in(model("llama_mlp"), std::ios::binary);
+  std::ifstream in(exportedModel("llama_mlp"), std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), {});
   for (size_t keep : {bytes.size() / 2, size_t{100}, size_t{7}}) {
     const std::string path = scratch("truncated.onnx");
@@ -89,7 +86,7 @@ TEST(MalformedModels, TruncatedProtobufIsOneClearError) {
 // until --dim pins it to a static size.
 TEST(MalformedModels, DynamicDimIsAProgramDimUntilPinned) {
   for (const char* name : {"llama_mlp_dynamic_seq", "llama_mlp_dynamic_seq_legacy"}) {
-    const ImportedModel dynamic = importModel(model(name), {});
+    const ImportedModel dynamic = importModel(exportedModel(name), {});
     ASSERT_EQ(dynamic.subgraphs.size(), 1u);
     const graph::Program& d = dynamic.subgraphs[0].program;
     ASSERT_EQ(d.dims.size(), 1u);
@@ -99,17 +96,19 @@ TEST(MalformedModels, DynamicDimIsAProgramDimUntilPinned) {
     EXPECT_EQ(d.dims[0].max, 65536);
     EXPECT_EQ(d.tensors[d.inputs[0]].shape, (graph::Dims{65536, 128}));
     EXPECT_EQ(d.tensors[d.inputs[0]].dynamicDims, (std::vector<int>{0, graph::kStaticDim}));
-    const ImportedModel ranged = importModel(model(name), {}, {{dim, DimRange{16, 512}}});
+    const ImportedModel ranged = importModel(exportedModel(name), {}, {{dim, DimRange{16, 512}}});
     const graph::Program& r = ranged.subgraphs[0].program;
     EXPECT_EQ(r.dims.at(0).min, 16);
     EXPECT_EQ(r.tensors[r.inputs[0]].shape, (graph::Dims{512, 128}));
     // A pin takes precedence over a range.
-    const ImportedModel m = importModel(model(name), {{dim, 40}}, {{dim, DimRange{16, 512}}});
+    const ImportedModel m =
+        importModel(exportedModel(name), {{dim, 40}}, {{dim, DimRange{16, 512}}});
     ASSERT_EQ(m.subgraphs.size(), 1u);
     const graph::Program& p = m.subgraphs[0].program;
     EXPECT_TRUE(p.dims.empty());
     EXPECT_EQ(p.tensors[p.inputs[0]].shape, (graph::Dims{40, 128}));
-    EXPECT_NE(errorOf(model(name), {{dim, 40}, {"batch", 2}}).find("'batch' names no dynamic dim"),
+    EXPECT_NE(errorOf(exportedModel(name), {{dim, 40}, {"batch", 2}})
+                  .find("'batch' names no dynamic dim"),
               std::string::npos);
   }
 }
@@ -158,7 +157,7 @@ TEST(MalformedModels, NamesThatAreNotTextAreRefusedWithTheBadBytesEscaped) {
   };
   for (const auto& [name, expected] : cases) {
     try {
-      importModel(model(name), {});
+      importModel(exportedModel(name), {});
       ADD_FAILURE() << name << " was imported";
     } catch (const UserError& e) {
       const std::string message = e.what();
@@ -213,7 +212,6 @@ TEST(MalformedModels, AValueWrittenTwiceIsOneClearError) {
   EXPECT_NE(error.find("node 'Sqrt_A' (Sqrt) writes 'A'"), std::string::npos) << error;
   EXPECT_NE(error.find("already defines"), std::string::npos) << error;
 }
-
 
 }  // namespace
 }  // namespace mugraph::onnx_import

@@ -14,14 +14,11 @@
 #include "graph/program_text.h"
 #include "onnx_import/graph_json.h"
 #include "onnx_import/import_model.h"
+#include "tests/onnx_import/exported_models.h"
 #include "verify/interpreter.h"
 
 namespace mugraph::onnx_import {
 namespace {
-
-std::string model(const std::string& name) {
-  return std::string(MUGRAPH_SOURCE_DIR) + "/tests/onnx_import/models/" + name + ".onnx";
-}
 
 constexpr int kHeads = 8, kKvHeads = 2, kRows = 128, kKeys = 128, kDim = 64;
 
@@ -63,7 +60,7 @@ std::vector<double> attentionByHead(const std::vector<double>& q, const std::vec
 
 TEST(RepeatedHeads, GqaAttentionReadsTheKvBuffersAndComputesTheModel) {
   for (const char* name : {"gqa_attention_core", "gqa_attention_core_legacy"}) {
-    const ImportedModel m = importModel(model(name), {});
+    const ImportedModel m = importModel(exportedModel(name), {});
     ASSERT_EQ(m.subgraphs.size(), 1u) << name;
     EXPECT_TRUE(m.unsupported.empty()) << name << ": " << m.unsupported.front().node;
     const Subgraph& s = m.subgraphs[0];
@@ -248,7 +245,7 @@ TEST(RepeatedHeads, RepeatsMergedWithoutTheBatchDimFoldAlike) {
 }
 
 TEST(RepeatedHeads, MaskAndRopeOverTheRowsKeepTheRepeats) {
-  const ImportedModel m = importModel(model("decoder_block"), {});
+  const ImportedModel m = importModel(exportedModel("decoder_block"), {});
   int expands = 0;
   for (const LeftOut& left : m.unsupported) expands += left.op == "Expand";
   EXPECT_EQ(expands, 2);

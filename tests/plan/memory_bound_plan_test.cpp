@@ -8,13 +8,12 @@
 #include "plan/kernel_plan.h"
 #include "plan/target.h"
 #include "tests/plan/memory_bound_schedules.h"
+#include "tests/plan/plan_test_support.h"
 
 namespace mugraph::plan {
 namespace {
 
-const Target& target() {
-  return targetByName(kDefaultTarget);
-}
+using testing::testTarget;
 
 std::vector<MmaPlan> mmaPlans(const KernelPlan& plan) {
   std::vector<MmaPlan> found;
@@ -30,7 +29,7 @@ TEST(MemoryBoundPlan, MatmulsOfFewRowsArePaddedToOneTensorCoreFragmentRow) {
   for (int64_t rows : {1, 4, 8, 16}) {
     for (graph::DType dtype : {graph::DType::F16, graph::DType::BF16}) {
       const graph::Schedule schedule = testing::smallRowMatmul(rows, dtype);
-      const KernelPlan plan = planKernel(schedule.graph, 0, target());
+      const KernelPlan plan = planKernel(schedule.graph, 0, testTarget());
       const std::vector<MmaPlan> mma = mmaPlans(plan);
       ASSERT_EQ(mma.size(), 1u) << schedule.name;
       EXPECT_EQ(mma[0].rows, rows);
@@ -41,20 +40,20 @@ TEST(MemoryBoundPlan, MatmulsOfFewRowsArePaddedToOneTensorCoreFragmentRow) {
   }
   // In f32 there is no tensor-core path, padded or not.
   const graph::Schedule f32 = testing::smallRowMatmul(4, graph::DType::F32);
-  EXPECT_TRUE(mmaPlans(planKernel(f32.graph, 0, target())).empty());
+  EXPECT_TRUE(mmaPlans(planKernel(f32.graph, 0, testTarget())).empty());
 }
 
 TEST(MemoryBoundPlan, DecodeRunsBothMatmulsOnTensorCoresAndCombinesInRegisters) {
   const graph::Schedule schedule = graph::loadSchedule(std::string(MUGRAPH_SOURCE_DIR) +
                                                        "/schedules/gqa_decode_4k.split_kv.json");
-  const KernelPlan partial = planKernel(schedule.graph, 0, target());
+  const KernelPlan partial = planKernel(schedule.graph, 0, testTarget());
   const std::vector<MmaPlan> mma = mmaPlans(partial);
   ASSERT_EQ(mma.size(), 2u);  // Q·K and exp·V, 4 query rows each
   for (const MmaPlan& plan : mma) EXPECT_EQ(plan.rows, 4);
   EXPECT_FALSE(partial.as<ThreadOwnedPlan>());
   EXPECT_GT(partial.sharedBytes, 0);
 
-  const KernelPlan combine = planKernel(schedule.graph, 1, target());
+  const KernelPlan combine = planKernel(schedule.graph, 1, testTarget());
   ASSERT_TRUE(combine.as<ThreadOwnedPlan>());
   EXPECT_EQ(combine.sharedBytes, 0);
   // One row of 128 values per block: one element per thread; the partials' sums and maxes
@@ -68,7 +67,7 @@ TEST(MemoryBoundPlan, DecodeRunsBothMatmulsOnTensorCoresAndCombinesInRegisters) 
 TEST(MemoryBoundPlan, WarpsLeftIdleByANarrowTileSplitK) {
   for (int64_t forloop : {1, 2}) {
     const graph::Schedule schedule = testing::narrowMatmul(1, graph::DType::F16, forloop);
-    const KernelPlan plan = planKernel(schedule.graph, 0, target());
+    const KernelPlan plan = planKernel(schedule.graph, 0, testTarget());
     const std::vector<MmaPlan> mma = mmaPlans(plan);
     ASSERT_EQ(mma.size(), 1u) << schedule.name;
     EXPECT_EQ(mma[0].warpsMN(), 1) << schedule.name;
@@ -86,13 +85,15 @@ TEST(MemoryBoundPlan, WarpsLeftIdleByANarrowTileSplitK) {
     }
   }
   // Where the warps already cover the tile's blocks, nothing splits.
-  EXPECT_EQ(mmaPlans(planKernel(testing::smallRowMatmul(1, graph::DType::F16).graph, 0,
-                                target()))[0].warpsK, 1);
+  EXPECT_EQ(
+      mmaPlans(planKernel(testing::smallRowMatmul(1, graph::DType::F16).graph, 0, testTarget()))[0]
+          .warpsK,
+      1);
 }
 
 TEST(MemoryBoundPlan, AMatmulOrAReductionKeepsTheSharedMemoryPath) {
   const graph::Schedule schedule = testing::smallRowMatmul(4, graph::DType::F16);
-  EXPECT_FALSE(planKernel(schedule.graph, 0, target()).as<ThreadOwnedPlan>());
+  EXPECT_FALSE(planKernel(schedule.graph, 0, testTarget()).as<ThreadOwnedPlan>());
 }
 
 }  // namespace

@@ -7,14 +7,13 @@
 
 #include "plan/kernel_plan.h"
 #include "plan/target.h"
+#include "tests/plan/plan_test_support.h"
 #include "tests/plan/rescale_schedules.h"
 
 namespace mugraph::plan {
 namespace {
 
-const Target& target() {
-  return targetByName(kDefaultTarget);
-}
+using testing::testTarget;
 
 graph::TensorId tileNamed(const KernelPlan& plan, const std::string& name) {
   for (size_t t = 0; t < plan.block->tensors.size(); ++t) {
@@ -29,7 +28,7 @@ bool sharesBytes(const SharedTile& a, const SharedTile& b) {
 
 TEST(RescalePlan, AttentionRescalesItsOutputInMmaRegistersInPlace) {
   const graph::Schedule schedule = testing::onlineAttention(graph::DType::F16);
-  const KernelPlan plan = planKernel(schedule.graph, 0, target());
+  const KernelPlan plan = planKernel(schedule.graph, 0, testTarget());
   const GeneralPlan& general = std::get<GeneralPlan>(plan.path);
   const graph::TensorId m = tileNamed(plan, "m");
   const graph::TensorId o = tileNamed(plan, "o");
@@ -62,7 +61,7 @@ TEST(RescalePlan, AttentionRescalesItsOutputInMmaRegistersInPlace) {
 
 TEST(RescalePlan, ARescaledSumIsFoldedOnlyIntoAnOpAfterItsMaxUpdate) {
   const graph::Schedule schedule = testing::earlySumRescaleSchedule();
-  const KernelPlan plan = planKernel(schedule.graph, 0, target());
+  const KernelPlan plan = planKernel(schedule.graph, 0, testTarget());
   const GeneralPlan& general = std::get<GeneralPlan>(plan.path);
   const graph::TensorId s = tileNamed(plan, "s");
   const graph::TensorId l = tileNamed(plan, "l");
@@ -78,7 +77,7 @@ TEST(RescalePlan, ARescaledSumIsFoldedOnlyIntoAnOpAfterItsMaxUpdate) {
 
 TEST(RescalePlan, ARunningMaxReadInTheLoopStaysInSharedMemoryBehindAMatmul) {
   const graph::Schedule schedule = testing::elementwiseMaxRescaleSchedule();
-  const KernelPlan plan = planKernel(schedule.graph, 0, target());
+  const KernelPlan plan = planKernel(schedule.graph, 0, testTarget());
   const GeneralPlan& general = std::get<GeneralPlan>(plan.path);
   const graph::TensorId m = tileNamed(plan, "m");
   const int a = plan.producer[tileNamed(plan, "a")];
@@ -91,7 +90,7 @@ TEST(RescalePlan, ARunningMaxReadInTheLoopStaysInSharedMemoryBehindAMatmul) {
 
 TEST(RescalePlan, RunningOpsRunInTheLoopAndPostLoopOpsAfterIt) {
   const graph::Schedule schedule = testing::splitKvAttention(graph::DType::F32);
-  const KernelPlan combine = planKernel(schedule.graph, 1, target());
+  const KernelPlan combine = planKernel(schedule.graph, 1, testTarget());
   EXPECT_TRUE(runsInLoop(combine, combine.producer[tileNamed(combine, "m")]));
   EXPECT_TRUE(runsInLoop(combine, combine.producer[tileNamed(combine, "f")]));
   EXPECT_TRUE(runsInLoop(combine, combine.producer[tileNamed(combine, "o")]));

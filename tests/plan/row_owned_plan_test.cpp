@@ -5,19 +5,18 @@
 
 #include "plan/kernel_plan.h"
 #include "plan/target.h"
+#include "tests/plan/plan_test_support.h"
 #include "tests/plan/row_owned_schedules.h"
 
 namespace mugraph::plan {
 namespace {
 
-const Target& target() {
-  return targetByName(kDefaultTarget);
-}
+using testing::testTarget;
 
 TEST(RowOwnedPlan, ResidualRmsNormRowsAreOwnedByWarpsInSixteenByteChunks) {
   for (int64_t hidden : {256, 2048}) {
     const graph::Schedule schedule = testing::residualRmsNorm(hidden, 4);
-    const KernelPlan plan = planKernel(schedule.graph, 0, target());
+    const KernelPlan plan = planKernel(schedule.graph, 0, testTarget());
     const RowOwnedPlan* rows = plan.as<RowOwnedPlan>();
     ASSERT_NE(rows, nullptr) << hidden;
     EXPECT_EQ(plan.sharedBytes, 0);
@@ -28,7 +27,7 @@ TEST(RowOwnedPlan, ResidualRmsNormRowsAreOwnedByWarpsInSixteenByteChunks) {
     EXPECT_EQ(rows->vector, 8);  // 16 bytes of f16
   }
   // Eight rows over four warps: two each.
-  EXPECT_EQ(planKernel(testing::residualRmsNorm(256, 8).graph, 0, target())
+  EXPECT_EQ(planKernel(testing::residualRmsNorm(256, 8).graph, 0, testTarget())
                 .as<RowOwnedPlan>()
                 ->rowsPerWarp(),
             2);
@@ -36,13 +35,13 @@ TEST(RowOwnedPlan, ResidualRmsNormRowsAreOwnedByWarpsInSixteenByteChunks) {
 
 TEST(RowOwnedPlan, RopeKeepsEachRotatedPairInOneLane) {
   // d = 64: two elements a lane, each its own chunk, so the halves are chunks 0 and 1.
-  const KernelPlan d64 = planKernel(testing::gqaRope(64).graph, 0, target());
+  const KernelPlan d64 = planKernel(testing::gqaRope(64).graph, 0, testTarget());
   ASSERT_NE(d64.as<RowOwnedPlan>(), nullptr);
   EXPECT_EQ(d64.as<RowOwnedPlan>()->perLane, 2);
   EXPECT_EQ(d64.as<RowOwnedPlan>()->vector, 1);
   EXPECT_EQ(d64.as<RowOwnedPlan>()->rows, 8);  // the query heads; the key heads are fewer
   // d = 128: four a lane in two chunks of two.
-  const KernelPlan d128 = planKernel(testing::gqaRope(128).graph, 0, target());
+  const KernelPlan d128 = planKernel(testing::gqaRope(128).graph, 0, testTarget());
   ASSERT_NE(d128.as<RowOwnedPlan>(), nullptr);
   EXPECT_EQ(d128.as<RowOwnedPlan>()->perLane, 4);
   EXPECT_EQ(d128.as<RowOwnedPlan>()->vector, 2);
@@ -51,13 +50,13 @@ TEST(RowOwnedPlan, RopeKeepsEachRotatedPairInOneLane) {
 
 TEST(RowOwnedPlan, LongRowsRaggedRowsAndColumnSumsStayOnTheGeneralPath) {
   // 4096 elements a row would be 128 registers per live tile and lane.
-  EXPECT_EQ(planKernel(testing::residualRmsNorm(4096, 1).graph, 0, target()).as<RowOwnedPlan>(),
+  EXPECT_EQ(planKernel(testing::residualRmsNorm(4096, 1).graph, 0, testTarget()).as<RowOwnedPlan>(),
             nullptr);
   // Sixteen rows a warp, one after another: the general path loads the tile at once.
-  EXPECT_EQ(planKernel(testing::residualRmsNorm(256, 64).graph, 0, target()).as<RowOwnedPlan>(),
+  EXPECT_EQ(planKernel(testing::residualRmsNorm(256, 64).graph, 0, testTarget()).as<RowOwnedPlan>(),
             nullptr);
   // A row of 48 does not split over 32 lanes.
-  EXPECT_EQ(planKernel(testing::residualRmsNorm(48, 4).graph, 0, target()).as<RowOwnedPlan>(),
+  EXPECT_EQ(planKernel(testing::residualRmsNorm(48, 4).graph, 0, testTarget()).as<RowOwnedPlan>(),
             nullptr);
   // A reduction along a dim that is not the row: the general path.
   using graph::DType;
@@ -77,7 +76,7 @@ TEST(RowOwnedPlan, LongRowsRaggedRowsAndColumnSumsStayOnTheGeneralPath) {
   graph.output(graph.blockGraph("columns", block.block(), {0}, {{"S", DType::F16}})[0]);
   schedule.graph = graph.finish();
   graph::validateSchedule(schedule);
-  const KernelPlan plan = planKernel(schedule.graph, 0, target());
+  const KernelPlan plan = planKernel(schedule.graph, 0, testTarget());
   EXPECT_EQ(plan.as<RowOwnedPlan>(), nullptr);
   EXPECT_NE(plan.as<GeneralPlan>(), nullptr);
   EXPECT_GT(plan.sharedBytes, 0);

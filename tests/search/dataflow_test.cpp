@@ -16,7 +16,7 @@ namespace {
 
 using Labels = std::vector<DimLabel>;
 
-graph::Program parse(const std::string& text) {
+graph::Program parseTestProgram(const std::string& text) {
   return graph::parseProgramText(text, "dataflow_test.mg");
 }
 
@@ -32,7 +32,7 @@ std::vector<int64_t> extents(const Dataflow& flow) {
 }
 
 TEST(Dataflow, GemmSharesTheContractedVariableAndReducesIt) {
-  const graph::Program program = parse(
+  const graph::Program program = parseTestProgram(
       "input A f16 [64, 32]\n"
       "input B f16 [32, 16]\n"
       "C = matmul(A, B)\n"
@@ -56,7 +56,7 @@ TEST(Dataflow, GemmSharesTheContractedVariableAndReducesIt) {
 }
 
 TEST(Dataflow, AttentionLabelsEveryTensorThroughBothMatmulsAndTheSoftmax) {
-  const graph::Program program = parse(
+  const graph::Program program = parseTestProgram(
       "input Q f16 [2, 32, 16]\n"
       "input K f16 [2, 16, 256]\n"
       "input V f16 [2, 256, 8]\n"
@@ -96,7 +96,7 @@ TEST(Dataflow, AttentionLabelsEveryTensorThroughBothMatmulsAndTheSoftmax) {
 }
 
 TEST(Dataflow, RmsNormMarksItsDimWholeAndReducesNothing) {
-  const graph::Program program = parse(
+  const graph::Program program = parseTestProgram(
       "input X f16 [16, 64]\n"
       "input W f16 [64, 48]\n"
       "N = rms_norm(X, dim=1)\n"
@@ -117,7 +117,7 @@ TEST(Dataflow, RmsNormMarksItsDimWholeAndReducesNothing) {
 }
 
 TEST(Dataflow, SizeOneDimsHaveNoVariableAndBroadcastTakesTheOtherOperandsLabel) {
-  const graph::Program program = parse(
+  const graph::Program program = parseTestProgram(
       "input X f16 [4, 8]\n"
       "input R f16 [1, 8]\n"
       "input C f16 [4, 1]\n"
@@ -135,7 +135,7 @@ TEST(Dataflow, SizeOneDimsHaveNoVariableAndBroadcastTakesTheOtherOperandsLabel) 
 
 TEST(Dataflow, ElementwiseOpsUnifyTheDimsOfSeparateInputs) {
   // X and Y start as four variables; add makes them two.
-  const graph::Program program = parse(
+  const graph::Program program = parseTestProgram(
       "input X f16 [4, 8]\n"
       "input Y f16 [4, 8]\n"
       "Z = add(X, Y)\n"
@@ -147,7 +147,7 @@ TEST(Dataflow, ElementwiseOpsUnifyTheDimsOfSeparateInputs) {
 }
 
 TEST(Dataflow, ReduceMaxAndReduceSumEmptyTheReducedDim) {
-  const graph::Program program = parse(
+  const graph::Program program = parseTestProgram(
       "input X f16 [4, 8, 16]\n"
       "M = reduce_max(X, dim=1)\n"
       "S = reduce_sum(X, dim=2)\n"
@@ -164,7 +164,7 @@ TEST(Dataflow, ReduceMaxAndReduceSumEmptyTheReducedDim) {
 }
 
 TEST(Dataflow, ReduceSumToSeveralPartsStaysPredefinedWithAFreshVariable) {
-  const graph::Program program = parse(
+  const graph::Program program = parseTestProgram(
       "input X f16 [4, 128]\n"
       "P = reduce_sum(X, dim=1, to=8)\n"
       "output P\n");
@@ -177,10 +177,10 @@ TEST(Dataflow, ReduceSumToSeveralPartsStaysPredefinedWithAFreshVariable) {
 }
 
 TEST(Dataflow, LabelsDoNotDependOnTensorNames) {
-  const Dataflow a = buildDataflow(
-      parse("input Q f16 [2, 8, 4]\ninput K f16 [2, 4, 16]\nA = exp(matmul(Q, K))\noutput A\n"));
-  const Dataflow b = buildDataflow(
-      parse("input X f16 [2, 8, 4]\ninput Y f16 [2, 4, 16]\nZ = exp(matmul(X, Y))\noutput Z\n"));
+  const Dataflow a = buildDataflow(parseTestProgram(
+      "input Q f16 [2, 8, 4]\ninput K f16 [2, 4, 16]\nA = exp(matmul(Q, K))\noutput A\n"));
+  const Dataflow b = buildDataflow(parseTestProgram(
+      "input X f16 [2, 8, 4]\ninput Y f16 [2, 4, 16]\nZ = exp(matmul(X, Y))\noutput Z\n"));
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
   for (size_t t = 0; t < a.tensors.size(); ++t) EXPECT_EQ(a.tensors[t].dims, b.tensors[t].dims);
   EXPECT_EQ(extents(a), extents(b));
@@ -205,7 +205,7 @@ TEST(DataflowQueries, DimOfFindsTheOutermostVariableOnlyAndBuriedInTheInnerOnes)
 
 TEST(DataflowQueries, DimOfOnABuiltProgram) {
   const graph::Program program =
-      parse("input A f16 [64, 32]\ninput B f16 [32, 16]\nC = matmul(A, B)\noutput C\n");
+      parseTestProgram("input A f16 [64, 32]\ninput B f16 [32, 16]\nC = matmul(A, B)\noutput C\n");
   const Dataflow flow = buildDataflow(program);
   const int c = *program.findTensor("C");
   EXPECT_EQ(flow.dimOf(c, 0), 0);

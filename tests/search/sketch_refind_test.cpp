@@ -22,7 +22,7 @@
 namespace mugraph::search {
 namespace {
 
-std::string shipped(const std::string& file) {
+std::string shippedPath(const std::string& file) {
   return std::string(MUGRAPH_SOURCE_DIR) + "/schedules/" + file;
 }
 
@@ -48,8 +48,8 @@ struct Refind {
 class SketchRefind : public ::testing::TestWithParam<Refind> {};
 
 TEST_P(SketchRefind, TheShippedScheduleIsACandidate) {
-  const graph::Program program = graph::loadProgram(shipped(GetParam().program));
-  const graph::Schedule schedule = graph::loadSchedule(shipped(GetParam().schedule));
+  const graph::Program program = graph::loadProgram(shippedPath(GetParam().program));
+  const graph::Schedule schedule = graph::loadSchedule(shippedPath(GetParam().schedule));
   const uint64_t hash = graph::scheduleHash(schedule);
   const uint64_t kernels = testing::sameKernelsHash(schedule);
   SearchConfig config = narrowConfig(program);
@@ -94,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(
 // says why); the plan multicasts the tile they share, B along x and A along y, and the
 // kernel's name records the cluster.
 TEST(SketchClusters, GemmCandidatesMulticastTheSharedTile) {
-  const graph::Program program = graph::loadProgram(shipped("gemm_1000.mg"));
+  const graph::Program program = graph::loadProgram(shippedPath("gemm_1000.mg"));
   SearchConfig config = narrowConfig(program);
   config.candidatePool = 100000;
   std::set<std::string> clusters;

@@ -17,19 +17,12 @@ using graph::DType;
 using graph::GraphBuilder;
 using graph::OpKind;
 using graph::TensorId;
+using testing::dimAttrs;
 using testing::freshSeed;
+using testing::kNone;
+using testing::kTolerance;
 using testing::normwiseError;
 using testing::seedTrace;
-
-constexpr int kNone = graph::kReplicated;
-constexpr double kTolerance = 1e-12;
-
-graph::OpAttrs dimAttrs(int dim, int64_t to = 1) {
-  graph::OpAttrs attrs;
-  attrs.dim = dim;
-  attrs.to = to;
-  return attrs;
-}
 
 // A kernel graph with one input "X" of `shape` and one block-graph kernel writing "Y".
 template <class Body>

@@ -15,8 +15,7 @@ using graph::DType;
 using graph::GraphBuilder;
 using graph::OpKind;
 using graph::TensorId;
-
-constexpr int kNone = graph::kReplicated;
+using testing::kNone;
 
 // Expects a UserError whose message contains every one of `fragments`.
 template <class Call>

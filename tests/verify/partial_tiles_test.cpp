@@ -21,18 +21,12 @@ using graph::DType;
 using graph::GraphBuilder;
 using graph::OpKind;
 using graph::TensorId;
-using ::testing::HasSubstr;
+using testing::dimAttrs;
 using testing::freshSeed;
+using ::testing::HasSubstr;
+using testing::kNone;
 using testing::normwiseError;
 using testing::seedTrace;
-
-constexpr int kNone = graph::kReplicated;
-
-graph::OpAttrs dimAttrs(int dim) {
-  graph::OpAttrs attrs;
-  attrs.dim = dim;
-  return attrs;
-}
 
 TEST(PartialTiles, SplitArithmeticOfDeclaredAndDefaultTiles) {
   graph::BlockGraph block;
@@ -203,8 +197,8 @@ TEST(PartialTiles, ALastSplitOfFewerIterationsSkipsThemAndStillEqualsItsProgram)
             1e-12);
   // The same with a combine that forgets the rescale is still caught.
   EXPECT_FALSE(checkEquivalence(program,
-                                testing::splitKvSchedule(program, 3, 2,
-                                                         testing::RescaleMistake::UnscaledCombine, 8),
+                                testing::splitKvSchedule(
+                                    program, 3, 2, testing::RescaleMistake::UnscaledCombine, 8),
                                 options)
                    .equivalent);
 }

@@ -15,14 +15,13 @@ namespace {
 using graph::Dims;
 using graph::OpKind;
 using testing::freshSeed;
+using testing::kTolerance;
 using testing::normwiseError;
 using testing::oneOpProgram;
 using testing::seedTrace;
 using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using ConstMatrixMap = Eigen::Map<const RowMatrix>;
 using MatrixMap = Eigen::Map<RowMatrix>;
-
-constexpr double kTolerance = 1e-12;
 
 struct OneOpRun {
   TensorMap<double> inputs;

@@ -15,9 +15,8 @@
 namespace mugraph::verify {
 namespace {
 
-graph::Program parse(const std::string& inputs, const std::string& body) {
-  return graph::parseProgramText("program p\n" + inputs + body + "output Y\n", "p.mg");
-}
+using testing::checkAtHalfScale;
+using testing::parseYProgram;
 
 // The element of x [outer, n, inner] at (o, j, i), row-major.
 double at(const HostTensor<double>& x, int64_t n, int64_t inner, int64_t o, int64_t j, int64_t i) {
@@ -31,8 +30,9 @@ TEST(RotateHalf, InterpreterMatchesAHandComputationOnNormalInputs) {
   for (const auto& [dim, outer, n, inner] :
        {std::tuple<int, int64_t, int64_t, int64_t>{2, 12, 8, 1}, {1, 3, 6, 5}}) {
     const graph::Dims shape = dim == 2 ? graph::Dims{3, 4, 8} : graph::Dims{3, 6, 5};
-    const graph::Program program = parse("input X f32 " + graph::formatDims(shape) + "\n",
-                                         "Y = rotate_half(X, dim=" + std::to_string(dim) + ")\n");
+    const graph::Program program =
+        parseYProgram("input X f32 " + graph::formatDims(shape) + "\n",
+                      "Y = rotate_half(X, dim=" + std::to_string(dim) + ")\n");
     const TensorMap<double> inputs = normalInputs(program, seed, 1.0);
     const HostTensor<double>& x = inputs.at("X");
     const HostTensor<double> y = evaluate(program, inputs).at("Y");
@@ -55,8 +55,8 @@ TEST(RotateHalf, RopeComposedFromMulAndAddMatchesAHandComputation) {
   const uint64_t seed = testing::freshSeed();
   SCOPED_TRACE(testing::seedTrace(seed));
   const graph::Program rope =
-      parse("input X f32 [4, 16, 32]\ninput C f32 [1, 16, 32]\ninput S f32 [1, 16, 32]\n",
-            "Y = add(mul(X, C), mul(rotate_half(X, dim=2), S))\n");
+      parseYProgram("input X f32 [4, 16, 32]\ninput C f32 [1, 16, 32]\ninput S f32 [1, 16, 32]\n",
+                    "Y = add(mul(X, C), mul(rotate_half(X, dim=2), S))\n");
   const TensorMap<double> inputs = normalInputs(rope, seed, 1.0);
   const HostTensor<double>& x = inputs.at("X");
   const HostTensor<double>& c = inputs.at("C");
@@ -75,18 +75,6 @@ TEST(RotateHalf, RopeComposedFromMulAndAddMatchesAHandComputation) {
   }
 }
 
-EquivalenceReport check(const graph::Program& a, const graph::Program& b, uint64_t seed,
-                        bool fingerprintsOnly) {
-  EquivalenceOptions options;
-  options.seed = seed;
-  options.floatScales = {0.5};
-  if (fingerprintsOnly) {
-    options.floatScales.clear();
-    options.trials = 1;
-  }
-  return checkEquivalence(a, b, options);
-}
-
 const char* const kInputs = "input A f32 [8, 16]\ninput B f32 [8, 16]\ninput S f32 [8, 16]\n";
 
 TEST(RotateHalf, TrueIdentitiesVerifyAtLevelFiniteField) {
@@ -102,7 +90,8 @@ TEST(RotateHalf, TrueIdentitiesVerifyAtLevelFiniteField) {
        "Y = scale(mul(rotate_half(A, dim=1), S), c=3)\n"}};
   for (const auto& [a, b] : pairs) {
     SCOPED_TRACE(a + b);
-    const EquivalenceReport report = check(parse(kInputs, a), parse(kInputs, b), seed, false);
+    const EquivalenceReport report =
+        checkAtHalfScale(parseYProgram(kInputs, a), parseYProgram(kInputs, b), seed, false);
     EXPECT_TRUE(report.equivalent) << report.mismatch;
     EXPECT_EQ(report.level, VerificationLevel::FiniteField) << report.levelReason;
   }
@@ -118,19 +107,23 @@ TEST(RotateHalf, WrongSignsAndDimsAreRejectedByFingerprintsAlone) {
         "Y = add(mul(A, B), mul(rotate_half(A, dim=0), S))\n",               // another dim
         "Y = add(mul(A, B), mul(rotate_half(rotate_half(A, dim=1), dim=1), S))\n"}) {
     SCOPED_TRACE(wrong);
-    EXPECT_FALSE(check(parse(kInputs, rope), parse(kInputs, wrong), seed, false).equivalent);
-    const EquivalenceReport field = check(parse(kInputs, rope), parse(kInputs, wrong), seed, true);
+    EXPECT_FALSE(
+        checkAtHalfScale(parseYProgram(kInputs, rope), parseYProgram(kInputs, wrong), seed, false)
+            .equivalent);
+    const EquivalenceReport field =
+        checkAtHalfScale(parseYProgram(kInputs, rope), parseYProgram(kInputs, wrong), seed, true);
     EXPECT_EQ(field.level, VerificationLevel::FiniteField) << field.levelReason;
     EXPECT_FALSE(field.equivalent) << "fingerprints alone accepted it";
   }
 }
 
 TEST(RotateHalf, ProgramTextRoundTripsAndAnOddDimIsRefused) {
-  const graph::Program program = parse("input X f16 [2, 16, 64]\n", "Y = rotate_half(X, dim=2)\n");
+  const graph::Program program =
+      parseYProgram("input X f16 [2, 16, 64]\n", "Y = rotate_half(X, dim=2)\n");
   const std::string text = graph::programToText(program);
   EXPECT_NE(text.find("rotate_half(X, dim=2)"), std::string::npos) << text;
   EXPECT_EQ(graph::programToText(graph::parseProgramText(text, "again.mg")), text);
-  EXPECT_ANY_THROW(parse("input X f16 [2, 16, 63]\n", "Y = rotate_half(X, dim=2)\n"));
+  EXPECT_ANY_THROW(parseYProgram("input X f16 [2, 16, 63]\n", "Y = rotate_half(X, dim=2)\n"));
 }
 
 }  // namespace

@@ -15,29 +15,16 @@
 namespace mugraph::verify {
 namespace {
 
-graph::Program parse(const std::string& inputs, const std::string& body) {
-  return graph::parseProgramText("program p\n" + inputs + body + "output Y\n", "p.mg");
-}
+using testing::checkAtHalfScale;
+using testing::parseYProgram;
 
 // Y = X / sqrt(mean(X²) + ε) over the rows of X [16, 64], ε = 1e-6, written as `rms`.
 graph::Program rmsNormWithEpsilon(const std::string& rms) {
-  return parse("input X f32 [16, 64]\n", "Y = div(X, " + rms + ")\n");
+  return parseYProgram("input X f32 [16, 64]\n", "Y = div(X, " + rms + ")\n");
 }
 
 const char* const kRms =
     "sqrt(add_scalar(scale(reduce_sum(square(X), dim=1), c=0.015625), c=1e-06))";
-
-EquivalenceReport check(const graph::Program& a, const graph::Program& b, uint64_t seed,
-                        bool fingerprintsOnly) {
-  EquivalenceOptions options;
-  options.seed = seed;
-  options.floatScales = {0.5};
-  if (fingerprintsOnly) {
-    options.floatScales.clear();
-    options.trials = 1;
-  }
-  return checkEquivalence(a, b, options);
-}
 
 TEST(SigmoidAddScalar, RmsNormWithEpsilonRearrangedVerifiesAtLevelFiniteField) {
   const uint64_t seed = testing::freshSeed();
@@ -49,7 +36,8 @@ TEST(SigmoidAddScalar, RmsNormWithEpsilonRearrangedVerifiesAtLevelFiniteField) {
        {"sqrt(add_scalar(reduce_sum(scale(square(X), c=0.015625), dim=1), c=1e-06))",
         "sqrt(scale(add_scalar(reduce_sum(mul(X, X), dim=1), c=6.4e-05), c=0.015625))"}) {
     SCOPED_TRACE(rms);
-    const EquivalenceReport report = check(reference, rmsNormWithEpsilon(rms), seed, false);
+    const EquivalenceReport report =
+        checkAtHalfScale(reference, rmsNormWithEpsilon(rms), seed, false);
     EXPECT_TRUE(report.equivalent) << report.mismatch;
     EXPECT_EQ(report.level, VerificationLevel::FiniteField) << report.levelReason;
     EXPECT_LE(report.falseAcceptBound, 1e-12);
@@ -68,29 +56,29 @@ TEST(SigmoidAddScalar, WrongEpsilonsAreRejectedByFingerprintsAlone) {
         "sqrt(add_scalar(reduce_sum(square(X), dim=1), c=1e-06))"}) {
     SCOPED_TRACE(rms);
     const graph::Program wrong = rmsNormWithEpsilon(rms);
-    EXPECT_FALSE(check(reference, wrong, seed, false).equivalent);
-    const EquivalenceReport field = check(reference, wrong, seed, true);
+    EXPECT_FALSE(checkAtHalfScale(reference, wrong, seed, false).equivalent);
+    const EquivalenceReport field = checkAtHalfScale(reference, wrong, seed, true);
     EXPECT_EQ(field.level, VerificationLevel::FiniteField) << field.levelReason;
     EXPECT_FALSE(field.equivalent) << "fingerprints alone accepted a wrong epsilon";
   }
 }
 
 graph::Program gate(const std::string& y) {
-  return parse("input X f32 [16, 64]\n", "Y = " + y + "\n");
+  return parseYProgram("input X f32 [16, 64]\n", "Y = " + y + "\n");
 }
 
 TEST(SigmoidAddScalar, SigmoidGatesVerifyRearrangedAndSwappedOpsAreRejected) {
   const uint64_t seed = testing::freshSeed();
   SCOPED_TRACE(testing::seedTrace(seed));
   const graph::Program reference = gate("mul(X, sigmoid(X))");
-  const EquivalenceReport same =
-      check(reference, gate("mul(sigmoid(scale(scale(X, c=4), c=0.25)), X)"), seed, false);
+  const EquivalenceReport same = checkAtHalfScale(
+      reference, gate("mul(sigmoid(scale(scale(X, c=4), c=0.25)), X)"), seed, false);
   EXPECT_TRUE(same.equivalent) << same.mismatch;
   EXPECT_EQ(same.level, VerificationLevel::FiniteField) << same.levelReason;
   for (const char* y : {"mul(X, silu(X))", "mul(X, sigmoid(add_scalar(X, c=1)))",
                         "mul(X, sigmoid(scale(X, c=-1)))", "sigmoid(X)"}) {
     SCOPED_TRACE(y);
-    const EquivalenceReport field = check(reference, gate(y), seed, true);
+    const EquivalenceReport field = checkAtHalfScale(reference, gate(y), seed, true);
     EXPECT_EQ(field.level, VerificationLevel::FiniteField) << field.levelReason;
     EXPECT_FALSE(field.equivalent) << "fingerprints alone accepted a wrong gate";
   }
@@ -101,7 +89,8 @@ TEST(SigmoidAddScalar, SigmoidGatesVerifyRearrangedAndSwappedOpsAreRejected) {
 TEST(SigmoidAddScalar, SiluAsXTimesSigmoidPassesFloatTestsAndIsRejectedAsUninterpreted) {
   const uint64_t seed = testing::freshSeed();
   SCOPED_TRACE(testing::seedTrace(seed));
-  const EquivalenceReport report = check(gate("silu(X)"), gate("mul(X, sigmoid(X))"), seed, false);
+  const EquivalenceReport report =
+      checkAtHalfScale(gate("silu(X)"), gate("mul(X, sigmoid(X))"), seed, false);
   EXPECT_FALSE(report.equivalent);
   EXPECT_EQ(report.level, VerificationLevel::FiniteField);
   EXPECT_LE(report.maxRelError, 1e-9);
