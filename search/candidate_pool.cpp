@@ -28,14 +28,35 @@ std::vector<std::array<int64_t, graph::kGridAxes>> kernelGrids(const Candidate& 
   return grids;
 }
 
-}  // namespace
-
 bool bestOfItsGrids(const std::vector<Candidate>& pool, size_t i) {
   const auto mine = kernelGrids(pool[i]);
   for (size_t j = 0; j < i; ++j) {
     if (kernelGrids(pool[j]) == mine) return false;
   }
   return true;
+}
+
+}  // namespace
+
+std::vector<size_t> verificationOrder(const std::vector<Candidate>& pool,
+                                      const std::vector<size_t>& first) {
+  std::vector<size_t> order = first;
+  std::vector<bool> placed(pool.size(), false);
+  for (size_t i : first) placed.at(i) = true;
+  std::vector<int> group(pool.size(), 2);
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (bestOfItsShape(pool, i)) {
+      group[i] = 0;
+    } else if (bestOfItsGrids(pool, i) && pool[i].cost <= kTilingSpread * pool.front().cost) {
+      group[i] = 1;
+    }
+  }
+  for (int g = 0; g < 3; ++g) {
+    for (size_t i = 0; i < pool.size(); ++i) {
+      if (!placed[i] && group[i] == g) order.push_back(i);
+    }
+  }
+  return order;
 }
 
 namespace {

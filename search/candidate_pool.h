@@ -44,15 +44,17 @@ inline constexpr int kKeptPerLength = 2;
 // Whether pool[i] is the best candidate of its solution shape in `pool` (sorted best first).
 bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i);
 
-// Whether pool[i] is the best candidate of its kernels' grids in `pool` (sorted best first):
-// the best of each way of tiling the work. Verified right after the best of each shape, so
-// that `--profile` measures different tilings (768 x 3072 in 96, 144 or 288 tiles) rather
-// than the tiling the cost model ranks first in each of its consumer and cluster choices.
-bool bestOfItsGrids(const std::vector<Candidate>& pool, size_t i);
-// Only tilings estimated within this factor of the best are verified ahead of the rest: the
-// model's errors between tilings of one kernel family are tens of percent (768 x 3072: 96
+// The order in which to verify `pool` (sorted best first): the positions `first` (a dynamic
+// program's cheapest at each ranking length), then the best of each solution shape (so the
+// report shows each), then the best of each tiling (the kernels' grids) estimated within
+// kTilingSpread of the best, so that --profile measures different tilings (768 x 3072 in 96,
+// 72, 64, 144 or 192 tiles) rather than one tiling's consumer and cluster choices, then the
+// rest; each group best first, every position once.
+std::vector<size_t> verificationOrder(const std::vector<Candidate>& pool,
+                                      const std::vector<size_t>& first);
+// The model's error between tilings of one kernel family is tens of percent (768 x 3072: 96
 // tiles estimated 10.6 us, measured 12.4; 192 tiles 15.5, measured 14.0), not the 10x of an
-// unfused attention.
+// unfused attention, which stays behind the fused one's other tilings.
 inline constexpr double kTilingSpread = 2.0;
 
 }  // namespace mugraph::search

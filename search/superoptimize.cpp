@@ -11,7 +11,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -277,13 +276,11 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
     reporter.checkpointNow();
     timeUp = distributed::broadcast(timeUp ? "1" : "0") == "1";
 
-    // Verify the best candidates at their real shapes until enough pass: first the best of
-    // each solution shape (so the report shows each), then of each tiling, then the rest, best
-    // first; the report is ordered by estimated cost.
+    // Verify the best candidates at their real shapes until enough pass, in verificationOrder
+    // (candidate_pool.h); the report is ordered by estimated cost.
     const CheckpointState found = shareRootState(state);
     const auto referenceCache = std::make_shared<verify::ReferenceEvaluations>(program);
-    std::vector<const Candidate*> order;
-    std::set<size_t> placed;
+    std::vector<size_t> first;
     // A dynamic program: before them, each ranking length's cheapest, then each one's runner-up,
     // so the dispatch over the lengths (driver/range_ranking.h) has the best tiles of each
     // bucket to choose from (--profile measures which is faster; the model's ties are many).
@@ -295,25 +292,10 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
                             ? c.lengthCosts
                             : costOverRange(c.schedule, lengths, *config.target));
       }
-      for (size_t i : cheapestAtEachLength(costs, 2)) {
-        placed.insert(i);
-        order.push_back(&found.pool[i]);
-      }
+      first = cheapestAtEachLength(costs, 2);
     }
-    // Then the best of each tiling (the kernels' grids) estimated within kTilingSpread of the
-    // best, then the rest.
-    for (int pass = 0; pass < 3; ++pass) {
-      for (size_t i = 0; i < found.pool.size(); ++i) {
-        if (placed.count(i) > 0) continue;
-        const bool shapeBest = bestOfItsShape(found.pool, i);
-        const bool gridsBest = bestOfItsGrids(found.pool, i) &&
-                               found.pool[i].cost <= kTilingSpread * found.pool.front().cost;
-        if ((pass == 0 && shapeBest) || (pass == 1 && !shapeBest && gridsBest) ||
-            (pass == 2 && !shapeBest && !gridsBest)) {
-          order.push_back(&found.pool[i]);
-        }
-      }
-    }
+    std::vector<const Candidate*> order;
+    for (size_t i : verificationOrder(found.pool, first)) order.push_back(&found.pool[i]);
     // Dealt out in that order, one candidate at a time per rank (verification uses the
     // rank's threads); rank 0 ends the dealing once the candidates before the next one to deal
     // hold enough acceptable variants, so the verdicts used are those a single process gets.

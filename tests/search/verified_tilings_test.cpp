@@ -8,11 +8,39 @@
 #include <vector>
 
 #include "graph/program_text.h"
+#include "search/candidate_pool.h"
 #include "search/superoptimize.h"
 #include "search_support.h"
 
 namespace mugraph::search {
 namespace {
+
+// A candidate of `blocks.size()` block-graph kernels with those grids along x.
+Candidate candidate(double cost, std::vector<int64_t> blocks) {
+  Candidate c;
+  c.cost = cost;
+  for (int64_t x : blocks) {
+    graph::KernelOp kernel;
+    kernel.kind = graph::OpKind::BlockGraph;
+    kernel.block = graph::BlockGraph{};
+    kernel.block->grid = {x, 1, 1};
+    c.schedule.graph.ops.push_back(kernel);
+  }
+  return c;
+}
+
+TEST(VerifiedTilings, OrderIsShapesThenTilingsNearTheBestThenTheRest) {
+  const std::vector<Candidate> pool = {
+      candidate(10, {96}),       // 0: the best, and the best one-kernel schedule
+      candidate(10.5, {96}),     // 1: the same tiling (another consumer count)
+      candidate(12, {72}),       // 2: another tiling within 2x
+      candidate(25, {144}),      // 3: another tiling, past 2x
+      candidate(90, {576, 512})  // 4: the best two-kernel schedule
+  };
+  EXPECT_EQ(verificationOrder(pool, {}), (std::vector<size_t>{0, 4, 2, 1, 3}));
+  // Positions a dynamic program places first come first, once.
+  EXPECT_EQ(verificationOrder(pool, {3, 1}), (std::vector<size_t>{3, 1, 0, 4, 2}));
+}
 
 TEST(VerifiedTilings, AMidSizeGemmVerifiesSeveralTilingsNearTheBest) {
   const graph::Program program = graph::parseProgramText(
