@@ -23,6 +23,21 @@ C = matmul(A, B)
 output C
 )";
 
+// A GQA-shaped decode (4 KV heads, 4 query rows each) over a long key range: one block per head
+// leaves the multiprocessors idle, so split-KV wins the long lengths.
+inline constexpr const char* kDynamicDecodeText = R"(program decode_dynamic
+dim s in [1, 16384]
+input Q f16 [4, 4, 64]
+input K f16 [4, 64, s] layout=transposed
+input V f16 [4, s, 64]
+A = scale(matmul(Q, K), c=0.125)
+M = reduce_max(A, dim=2)
+E = exp(sub(A, M))
+S = reduce_sum(E, dim=2)
+O = matmul(div(E, S), V)
+output O
+)";
+
 inline constexpr const char* kDynamicAttentionText = R"(program attention_dynamic_kv
 dim s in [1, 2048]
 input Q f16 [2, 16, 32]

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dynamic_schedules.h"
 #include "graph/program_text.h"
 #include "search/range_cost.h"
 #include "search/search_config.h"
@@ -48,19 +49,8 @@ TEST(RangeDominance, StaticChildrenKeepTheCheapestAtTheReference) {
 // length, and of each future (its count of parts) the cheapest at each length is explored,
 // which at the reference length alone would not be.
 TEST(RangeDominance, SplitKvMembersThatWinShortLengthsAreExplored) {
-  const graph::Program program = graph::parseProgramText(
-      "program decode_dynamic\n"
-      "dim s in [1, 16384]\n"
-      "input Q f16 [4, 4, 64]\n"
-      "input K f16 [4, 64, s] layout=transposed\n"
-      "input V f16 [4, s, 64]\n"
-      "A = scale(matmul(Q, K), c=0.125)\n"
-      "M = reduce_max(A, dim=2)\n"
-      "E = exp(sub(A, M))\n"
-      "S = reduce_sum(E, dim=2)\n"
-      "O = matmul(div(E, S), V)\n"
-      "output O\n",
-      "decode_dynamic.mg");
+  const graph::Program program =
+      graph::parseProgramText(mugraph::testing::kDynamicDecodeText, "decode_dynamic.mg");
   const SearchConfig config = defaultConfig(classifyProgram(program));
   const std::vector<ProgramForm> forms = programForms(program, config.maxRewriteForms);
   std::vector<verify::AbstractExprRef> targets;

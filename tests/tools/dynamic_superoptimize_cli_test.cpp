@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "dynamic_schedules.h"
 #include "graph/files.h"
 #include "tools/run_cli.h"
 
@@ -165,17 +166,7 @@ TEST_F(DynamicSuperoptimizeCli, AGemmOfManyTilesGetsTheSketchsWarpgroupKernelsFo
 // follow the length), it is verified over the range, empty parts included, and the dispatch
 // runs it at the long lengths, where one block per head leaves the SMs idle.
 TEST_F(DynamicSuperoptimizeCli, ADecodeOverALongRangeDispatchesSplitKvAtTheLongLengths) {
-  std::ofstream(scratch_ / "decode.mg") << "program decode_dynamic\n"
-                                           "dim s in [1, 16384]\n"
-                                           "input Q f16 [4, 4, 64]\n"
-                                           "input K f16 [4, 64, s] layout=transposed\n"
-                                           "input V f16 [4, s, 64]\n"
-                                           "A = scale(matmul(Q, K), c=0.125)\n"
-                                           "M = reduce_max(A, dim=2)\n"
-                                           "E = exp(sub(A, M))\n"
-                                           "S = reduce_sum(E, dim=2)\n"
-                                           "O = matmul(div(E, S), V)\n"
-                                           "output O\n";
+  std::ofstream(scratch_ / "decode.mg") << kDynamicDecodeText;
   const std::string out = (scratch_ / "out").string();
   const CliResult r = run("superoptimize " + (scratch_ / "decode.mg").string() +
                           " --max-kernels 2 --time-limit 30 --max-variants 6 --json --out " + out);
