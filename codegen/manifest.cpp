@@ -163,6 +163,8 @@ json manifestJson(const GeneratedCode& code) {
                    {"tensors", tensors},
                    {"workspace_bytes", abi.workspaceBytes},
                    {"kernels", kernels},
+                   // Every kernel starts with griddepcontrol.wait on sm_90 (codegen/README.md).
+                   {"waits_for_prior_grids", true},
                    {"resources", {{code.resourceArch, resources}}},
                    {"nvrtc", {{"version", code.nvrtcVersion}, {"options", options}}}};
   if (!code.schedule.graph.dims.empty()) {

@@ -28,6 +28,7 @@ namespace mugraph::runtime {
   X(moduleGetFunction, cuModuleGetFunction, "cuModuleGetFunction")                       \
   X(funcSetAttribute, cuFuncSetAttribute, "cuFuncSetAttribute")                          \
   X(launchKernel, cuLaunchKernel, "cuLaunchKernel")                                      \
+  X(launchKernelEx, cuLaunchKernelEx, "cuLaunchKernelEx")                                \
   X(memAlloc, cuMemAlloc, "cuMemAlloc_v2")                                               \
   X(memFree, cuMemFree, "cuMemFree_v2")                                                  \
   X(memcpyHtoD, cuMemcpyHtoD, "cuMemcpyHtoD_v2")                                         \

@@ -10,6 +10,9 @@
 namespace mugraph::runtime {
 namespace {
 
+// The first architecture whose PTX has griddepcontrol (programmatic dependent launch).
+inline constexpr int kProgrammaticLaunchArch = 90;
+
 int archNumber(const std::string& arch) {  // "sm_90" -> 90
   return arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : -1;
 }
@@ -54,6 +57,7 @@ KernelLauncher::KernelLauncher(const CudaDriver& driver, Manifest manifest, cons
     throw UserError(dir + "/manifest.json", "no PTX for this GPU (compute capability " +
                                                 std::to_string(driver_.computeCapability()) + ")");
   }
+  programmaticLaunch_ = manifest_.waitsForPriorGrids && best >= kProgrammaticLaunchArch;
   const plan::Target& target = plan::targetByName(ptxArch_, dir + "/manifest.json");
   const std::string ptx = graph::readFileText(dir + "/" + manifest_.ptx.at(ptxArch_));
   driver_.check(driver_.moduleLoadData(&module_, ptx.c_str()),
@@ -179,10 +183,25 @@ void KernelLauncher::launch(const std::vector<CUdeviceptr>& tensors, CUdeviceptr
     for (CUtensorMap& map : tensorMaps_[i]) args.push_back(&map);
     std::vector<int32_t> lengths = k.dimArguments;
     for (int32_t& length : lengths) args.push_back(&length);
-    driver_.check(
-        driver_.launchKernel(functions_[i], k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
-                             k.block[2], k.dynamicSharedBytes, stream, args.data(), nullptr),
-        "launching " + k.entry);
+    CUlaunchConfig config{};
+    config.gridDimX = k.grid[0];
+    config.gridDimY = k.grid[1];
+    config.gridDimZ = k.grid[2];
+    config.blockDimX = k.block[0];
+    config.blockDimY = k.block[1];
+    config.blockDimZ = k.block[2];
+    config.sharedMemBytes = k.dynamicSharedBytes;
+    config.hStream = stream;
+    // Kernels that wait for the grids before them themselves start while those drain.
+    CUlaunchAttribute overlap{};
+    overlap.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    overlap.value.programmaticStreamSerializationAllowed = 1;
+    if (programmaticLaunch_) {
+      config.attrs = &overlap;
+      config.numAttrs = 1;
+    }
+    driver_.check(driver_.launchKernelEx(&config, functions_[i], args.data(), nullptr),
+                  "launching " + k.entry);
   }
 }
 

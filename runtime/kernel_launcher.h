@@ -55,6 +55,7 @@ class KernelLauncher {
   nlohmann::json document_;  // kept for setLengths where the manifest has dims
   std::vector<graph::DynamicDim> dims_;
   std::string ptxArch_;
+  bool programmaticLaunch_ = false;  // launched with programmatic stream serialization
   CUmodule module_ = nullptr;
   std::vector<CUfunction> functions_;
   std::vector<CUdeviceptr> tensors_;  // of the last launch

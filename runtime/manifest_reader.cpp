@@ -39,6 +39,10 @@ class Reader {
     if (v < minimum) fail("must be at least " + std::to_string(minimum));
     return v;
   }
+  bool boolean() const {
+    if (!value_.is_boolean()) fail("expected true or false");
+    return value_.get<bool>();
+  }
   const json& raw() const { return value_; }
   [[noreturn]] void fail(const std::string& reason) const {
     throw UserError(file_ + ": " + path_, reason);
@@ -244,6 +248,9 @@ Manifest manifestAt(const nlohmann::json& document, const std::string& path,
         (__builtin_add_overflow(t.offset, t.bytes, &end) || end > m.workspaceBytes)) {
       top.at("workspace_bytes").fail("workspace tensor '" + t.name + "' does not fit");
     }
+  }
+  if (top.has("waits_for_prior_grids")) {
+    m.waitsForPriorGrids = top.at("waits_for_prior_grids").boolean();
   }
   const Reader kernels = top.at("kernels");
   for (size_t i = 0; i < kernels.size(); ++i) {

@@ -56,6 +56,9 @@ struct Manifest {
   std::vector<ManifestTensor> tensors;
   int64_t workspaceBytes = 0;
   std::vector<ManifestKernel> kernels;
+  // The kernels wait for the grids before them themselves (griddepcontrol.wait, sm_90 PTX), so
+  // they may be launched with programmatic stream serialization; false in older manifests.
+  bool waitsForPriorGrids = false;
   // The dynamic dims' lengths the shapes, bytes, grids and dim arguments above were evaluated
   // at (a manifest of kernels that take the lengths); empty for a static manifest.
   graph::DimValues dims;

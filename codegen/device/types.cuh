@@ -145,4 +145,21 @@ __device__ __forceinline__ void store_f32(T* to, const float* from) {
   }
 }
 
+// Programmatic dependent launch (sm_90). Every generated kernel starts with both calls:
+// launch_dependents lets the next kernel of the stream be scheduled as soon as every block of
+// this one has started (its blocks then wait, resident, instead of paying a launch after this
+// kernel drains), and wait_prior_grids returns once the kernels before this one have finished
+// and their writes are visible. Launched without the programmatic-serialization attribute
+// (or on sm_80, where both are empty) the stream already orders the kernels.
+__device__ __forceinline__ void launch_dependents() {
+#if !defined(MUGRAPH_HOST_EMULATION) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void wait_prior_grids() {
+#if !defined(MUGRAPH_HOST_EMULATION) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 }  // namespace mg

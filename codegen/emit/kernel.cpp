@@ -71,6 +71,10 @@ void emitKernel(const EmitContext& context) {
     out.line("    " + params[p] + (p + 1 == params.size() ? ") {" : ","));
   }
   out.enter();
+  // Before anything reads memory: the manifest's "waits_for_prior_grids" promises these, so a
+  // launcher may start this kernel while the one before it drains (mugraph_device.cuh).
+  out.line("mg::launch_dependents();");
+  out.line("mg::wait_prior_grids();");
   if (!counts.forloop.isStatic()) {
     // The trip count follows the length (graph::LaunchCount; the manifest has the formula).
     out.line("const int mg_forloop = " + context.count(counts.forloop) + ";");

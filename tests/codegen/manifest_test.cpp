@@ -11,6 +11,7 @@
 #include "codegen_test_support.h"
 #include "graph/error.h"
 #include "plan/lower_predefined_ops.h"
+#include "runtime/manifest_reader.h"
 
 namespace mugraph::codegen::testing {
 namespace {
@@ -92,6 +93,61 @@ TEST(Manifest, KernelsListWrittenThenReadParamsInLaunchOrder) {
   EXPECT_EQ(resources[0].at("entry"), "mugraph_k0_gqa_split_kv_partial");
   EXPECT_EQ(resources[0].at("spill_store_bytes"), 0);
   EXPECT_GT(resources[0].at("registers").get<int>(), 0);
+}
+
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Manifest, EveryKernelWaitsForThePriorGridsBeforeItTouchesMemory) {
+  const GeneratedCode& code = gqa();
+  EXPECT_EQ(manifestJson(code).at("waits_for_prior_grids"), true);
+  // Each entry's body opens with the two calls, before any load, store or early return.
+  const std::string& source = code.emitted.source;
+  size_t entries = 0;
+  for (size_t at = source.find("__global__"); at != std::string::npos;
+       at = source.find("__global__", at + 1)) {
+    ++entries;
+    const size_t body = source.find(") {\n", at);
+    ASSERT_NE(body, std::string::npos);
+    const size_t first = source.find_first_not_of(" \n", body + 3);
+    const std::string launch = "mg::launch_dependents();\n";
+    const std::string wait = "mg::wait_prior_grids();\n";
+    EXPECT_EQ(source.compare(first, launch.size(), launch), 0) << source.substr(first, 80);
+    const size_t second = source.find_first_not_of(" \n", source.find('\n', first));
+    EXPECT_EQ(source.compare(second, wait.size(), wait), 0) << source.substr(second, 80);
+  }
+  EXPECT_EQ(entries, 2u);
+  // sm_90 PTX has the instructions once per kernel; sm_80, which has no such thing, none.
+  EXPECT_EQ(occurrences(code.ptx.at("sm_90"), "griddepcontrol.wait"), 2u);
+  EXPECT_EQ(occurrences(code.ptx.at("sm_90"), "griddepcontrol.launch_dependents"), 2u);
+  EXPECT_EQ(occurrences(code.ptx.at("sm_80"), "griddepcontrol"), 0u);
+}
+
+// The runtime reads the promise: launches overlap only where the manifest makes it, and an
+// older manifest without the key is launched plainly.
+TEST(Manifest, TheRuntimeReadsWhetherTheKernelsWaitForThePriorGrids) {
+  const auto folder = scratchFolder("manifest_waits");
+  writeGeneratedCode(gqa(), folder.string());
+  const std::string path = (folder / "manifest.json").string();
+  EXPECT_TRUE(runtime::readManifest(path).waitsForPriorGrids);
+  json m = json::parse(graph::readFileText(path));
+  m.erase("waits_for_prior_grids");
+  graph::writeFileAtomic(path, m.dump());
+  EXPECT_FALSE(runtime::readManifest(path).waitsForPriorGrids);
+  m["waits_for_prior_grids"] = "yes";
+  graph::writeFileAtomic(path, m.dump());
+  try {
+    runtime::readManifest(path);
+    ADD_FAILURE() << "read a manifest whose waits_for_prior_grids is a string";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("$.waits_for_prior_grids: expected true or false"),
+              std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove_all(folder);
 }
 
 TEST(Manifest, IntermediatesOfALoweredProgramGetTheirOwnAlignedWorkspaceSlots) {

@@ -7,7 +7,9 @@ pointers to the tensors it writes, then to the tensors it reads; intermediate te
 one workspace at the offsets the manifest gives. Kernels on the sm_90 warpgroup path also take
 tensor maps by value after the pointers (params of kind "tensor_map"): encoded here with the
 driver's cuTensorMapEncodeTiled from the manifest's description, launched through
-cuLaunchKernel.
+cuLaunchKernelEx. A manifest with "waits_for_prior_grids" (every kernel starts with
+griddepcontrol.wait on sm_90) has its kernels launched with programmatic stream serialization,
+so each starts while the one before it drains.
 
 A dataset's external members (kernels from Triton or CUTLASS, dataset/external_member.h) carry
 the same manifest: their compiler-added parameters (Triton's scratch pointers) are workspace
@@ -39,13 +41,33 @@ _MAP_SWIZZLE = {"none": 0, "32B": 1, "64B": 2, "128B": 3}
 _MAP_L2_PROMOTION = {"none": 0, "64B": 1, "128B": 2, "256B": 3}
 _driver = None
 
+# cuda.h's CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, CUlaunchAttribute and
+# CUlaunchConfig.
+_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class _LaunchAttributeValue(ctypes.Union):
+    _fields_ = [("pad", ctypes.c_char * 64), ("allowed", ctypes.c_int)]
+
+
+class _LaunchAttribute(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", _LaunchAttributeValue)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
+                ("gridDimZ", ctypes.c_uint), ("blockDimX", ctypes.c_uint),
+                ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_LaunchAttribute)), ("numAttrs", ctypes.c_uint)]
+
 
 def _cuda_driver():
     global _driver
     if _driver is None:
         _driver = ctypes.CDLL("libcuda.so.1")
         _driver.cuTensorMapEncodeTiled.restype = ctypes.c_int
-        _driver.cuLaunchKernel.restype = ctypes.c_int
+        _driver.cuLaunchKernelEx.restype = ctypes.c_int
     return _driver
 
 
@@ -225,6 +247,10 @@ class Variant:
             # launcher needs no knowledge of any GPU's default.
             fn.max_dynamic_shared_size_bytes = k["dynamic_shared_bytes"]
             self.kernels.append((fn, k))
+        # Kernels that wait for the grids before them (griddepcontrol.wait in sm_90 PTX) start
+        # while those drain: launched with programmatic stream serialization.
+        self.programmatic = (self.manifest.get("waits_for_prior_grids", False)
+                             and int(self.arch[3:]) >= 90)
         self.tensors = {t["name"]: t for t in self.manifest["tensors"]}
         # With dynamic dims, the workspace is sized for the range's max.
         self.workspace = torch.empty(max(1, self.manifest["workspace_bytes"]), dtype=torch.uint8,
@@ -266,15 +292,16 @@ class Variant:
         with stream:
             for fn, k in self.kernels:
                 grid = tuple(evaluate_count(c, lengths) for c in k["grid"])
-                if any(p.get("kind") == "tensor_map" for p in k["params"]):
-                    self._launch_with_tensor_maps(fn, k, grid, pointers, lengths, stream.ptr)
+                if self.programmatic or any(p.get("kind") == "tensor_map" for p in k["params"]):
+                    self._launch_through_driver(fn, k, grid, pointers, lengths, stream.ptr)
                     continue
                 args = tuple(np.int32(lengths[p["dim"]]) if p.get("kind") == "dim"
                              else np.uint64(pointers[p["tensor"]]) for p in k["params"])
                 fn(grid, tuple(k["block"]), args, shared_mem=k["dynamic_shared_bytes"])
 
-    def _launch_with_tensor_maps(self, fn, k, grid, pointers, lengths, stream):
-        """cuLaunchKernel with each parameter's bytes: pointers, encoded tensor maps, lengths."""
+    def _launch_through_driver(self, fn, k, grid, pointers, lengths, stream):
+        """cuLaunchKernelEx with each parameter's bytes: pointers, encoded tensor maps, lengths;
+        with programmatic stream serialization where the kernels wait for earlier grids."""
         keep, addresses = [], []
         for p in k["params"]:
             if p.get("kind") == "dim":
@@ -291,7 +318,11 @@ class Variant:
                 addresses.append(ctypes.addressof(value))
         args = (ctypes.c_void_p * len(addresses))(*addresses)
         block = k["block"]
-        _check(_cuda_driver().cuLaunchKernel(
-            ctypes.c_void_p(getattr(fn, "kernel", fn).ptr), grid[0], grid[1], grid[2], block[0], block[1], block[2],
-            k["dynamic_shared_bytes"], ctypes.c_void_p(stream), args, None),
+        attribute = _LaunchAttribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
+        attribute.value.allowed = 1
+        config = _LaunchConfig(grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                               k["dynamic_shared_bytes"], ctypes.c_void_p(stream),
+                               ctypes.pointer(attribute), 1 if self.programmatic else 0)
+        _check(_cuda_driver().cuLaunchKernelEx(
+            ctypes.byref(config), ctypes.c_void_p(getattr(fn, "kernel", fn).ptr), args, None),
             f"launching {k['entry']}")
