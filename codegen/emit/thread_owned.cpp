@@ -14,6 +14,9 @@ namespace {
 using graph::OpKind;
 using graph::TensorId;
 
+// Iterations times owned elements up to which the loop is unrolled whole.
+inline constexpr int64_t kFullyUnrolledLoads = 32;
+
 // The tile's index at the owned element: "0" along the dims where the tile is 1.
 Index4 tileIndex(const EmitContext& context, TensorId tile, const Index4& owned) {
   const Extent4 extent = padTo4(context.block().tensors[tile].shape);
@@ -55,7 +58,13 @@ class ThreadOwnedEmitter {
     }
     closeOwnedElements();
 
-    if (block_.forloop >= 4) out.line("#pragma unroll 4");
+    // A short loop is unrolled whole, so every iteration's loads are in flight at once (a
+    // split's combine walks its partials in one memory latency, not forloop / 4 of them).
+    if (block_.forloop * owned_.perThread <= kFullyUnrolledLoads) {
+      out.line("#pragma unroll");
+    } else if (block_.forloop >= 4) {
+      out.line("#pragma unroll 4");
+    }
     out.open("for (int it = 0; it < " + std::to_string(block_.forloop) + "; ++it)");
     openOwnedElements();
     for (size_t o = 0; o < block_.ops.size(); ++o) {
