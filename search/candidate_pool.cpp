@@ -43,18 +43,25 @@ std::vector<size_t> verificationOrder(const std::vector<Candidate>& pool,
   std::vector<size_t> order = first;
   std::vector<bool> placed(pool.size(), false);
   for (size_t i : first) placed.at(i) = true;
-  std::vector<int> group(pool.size(), 2);
+  std::vector<size_t> shapes, tilings;
   for (size_t i = 0; i < pool.size(); ++i) {
+    if (placed[i]) continue;
     if (bestOfItsShape(pool, i)) {
-      group[i] = 0;
+      shapes.push_back(i);
     } else if (bestOfItsGrids(pool, i) && pool[i].cost <= kTilingSpread * pool.front().cost) {
-      group[i] = 1;
+      tilings.push_back(i);
     }
   }
-  for (int g = 0; g < 3; ++g) {
-    for (size_t i = 0; i < pool.size(); ++i) {
-      if (!placed[i] && group[i] == g) order.push_back(i);
+  for (size_t n = 0; n < std::max(shapes.size(), tilings.size()); ++n) {
+    for (const std::vector<size_t>* group : {&shapes, &tilings}) {
+      if (n < group->size()) {
+        order.push_back((*group)[n]);
+        placed[(*group)[n]] = true;
+      }
     }
+  }
+  for (size_t i = 0; i < pool.size(); ++i) {
+    if (!placed[i]) order.push_back(i);
   }
   return order;
 }

@@ -45,11 +45,12 @@ inline constexpr int kKeptPerLength = 2;
 bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i);
 
 // The order in which to verify `pool` (sorted best first): the positions `first` (a dynamic
-// program's cheapest at each ranking length), then the best of each solution shape (so the
-// report shows each), then the best of each tiling (the kernels' grids) estimated within
-// kTilingSpread of the best, so that --profile measures different tilings (768 x 3072 in 96,
-// 72, 64, 144 or 192 tiles) rather than one tiling's consumer and cluster choices, then the
-// rest; each group best first, every position once.
+// program's cheapest at each ranking length), then, taken in turn, the best of each solution
+// shape (so the report shows each) and the best of each other tiling (the kernels' grids)
+// estimated within kTilingSpread of the best, each list in cost order, then the rest. So
+// --profile measures different tilings (768 x 3072 in 96, 72, 64, 144 or 192 tiles; a decode
+// split into 120 or 128 blocks, with its combine fused) rather than one tiling's consumer and
+// cluster choices, even where a program has many shapes; every position once.
 std::vector<size_t> verificationOrder(const std::vector<Candidate>& pool,
                                       const std::vector<size_t>& first);
 // The model's error between tilings of one kernel family is tens of percent (768 x 3072: 96

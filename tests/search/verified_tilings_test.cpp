@@ -29,17 +29,21 @@ Candidate candidate(double cost, std::vector<int64_t> blocks) {
   return c;
 }
 
-TEST(VerifiedTilings, OrderIsShapesThenTilingsNearTheBestThenTheRest) {
-  const std::vector<Candidate> pool = {
-      candidate(10, {96}),       // 0: the best, and the best one-kernel schedule
-      candidate(10.5, {96}),     // 1: the same tiling (another consumer count)
-      candidate(12, {72}),       // 2: another tiling within 2x
-      candidate(25, {144}),      // 3: another tiling, past 2x
-      candidate(90, {576, 512})  // 4: the best two-kernel schedule
+TEST(VerifiedTilings, OrderTakesShapesAndTilingsNearTheBestInTurnThenTheRest) {
+  std::vector<Candidate> pool = {
+      candidate(10, {96}),          // 0: the best, and the best one-pass schedule
+      candidate(10.5, {96}),        // 1: the same tiling (another consumer count)
+      candidate(12, {72}),          // 2: another tiling within 2x
+      candidate(13, {64}),          // 3: another tiling within 2x
+      candidate(15, {128, 32, 1}),  // 4: the best three-kernel schedule
+      candidate(25, {144}),         // 5: another tiling, past 2x
+      candidate(90, {576, 512}),    // 6: the best two-kernel schedule
+      candidate(200, {64, 8})       // 7: the best two-kernel split
   };
-  EXPECT_EQ(verificationOrder(pool, {}), (std::vector<size_t>{0, 4, 2, 1, 3}));
+  pool[7].gridSplits = 1;
+  EXPECT_EQ(verificationOrder(pool, {}), (std::vector<size_t>{0, 2, 4, 3, 6, 7, 1, 5}));
   // Positions a dynamic program places first come first, once.
-  EXPECT_EQ(verificationOrder(pool, {3, 1}), (std::vector<size_t>{3, 1, 0, 4, 2}));
+  EXPECT_EQ(verificationOrder(pool, {5, 2}), (std::vector<size_t>{5, 2, 0, 3, 4, 6, 7, 1}));
 }
 
 TEST(VerifiedTilings, AMidSizeGemmVerifiesSeveralTilingsNearTheBest) {
