@@ -19,8 +19,11 @@ using graph::Dims;
 using graph::OpKind;
 using graph::TensorId;
 
-inline constexpr int64_t kElementwiseTile = 4096;  // elements per block
-inline constexpr int64_t kReductionTile = 8192;    // input elements per block and iteration
+inline constexpr int64_t kElementwiseTile = 4096;  // elements per block, at most
+// At least, where a small output would otherwise leave most multiprocessors idle and make one
+// block walk it element after element (a decode's [32, 128] division: 8 blocks, not 1).
+inline constexpr int64_t kSmallElementwiseTile = 512;
+inline constexpr int64_t kReductionTile = 8192;  // input elements per block and iteration
 
 // Largest divisor of n that is at most `limit`.
 int64_t divisorAtMost(int64_t n, int64_t limit) {
@@ -134,8 +137,12 @@ graph::BlockGraph lowerMatmul(const std::vector<graph::TensorDesc>& in, const Di
 }
 
 graph::BlockGraph lowerElementwise(const graph::KernelOp& op,
-                                   const std::vector<graph::TensorDesc>& in, const Dims& out) {
-  const Tiling tiling = tileOutput(out, std::vector<bool>(out.size(), true), kElementwiseTile);
+                                   const std::vector<graph::TensorDesc>& in, const Dims& out,
+                                   const Target& target) {
+  // A block per multiprocessor's share, within [kSmallElementwiseTile, kElementwiseTile].
+  const int64_t share = graph::elementCount(out) / target.streamingMultiprocessors;
+  const int64_t elements = std::clamp(share, kSmallElementwiseTile, kElementwiseTile);
+  const Tiling tiling = tileOutput(out, std::vector<bool>(out.size(), true), elements);
   graph::BlockGraphBuilder builder(tiling.grid, 128, 1, in);
   std::vector<TensorId> operands;
   for (size_t i = 0; i < in.size(); ++i) {
@@ -201,7 +208,7 @@ graph::KernelOp lowerKernelOp(const graph::KernelGraph& graph, const graph::Kern
         break;
       case graph::OpClass::Unary:
       case graph::OpClass::Binary:
-        lowered.block = lowerElementwise(op, in, out);
+        lowered.block = lowerElementwise(op, in, out, target);
         break;
       case graph::OpClass::Reduction:
         lowered.block = lowerReduction(op, in, out);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/codegen_test_support.h"
+#include "graph/program_text.h"
 #include "graph/validate.h"
 #include "verify/equivalence.h"
 
@@ -74,6 +75,22 @@ TEST(LowerPredefinedOps, MatmulTilesFillTheGpuOnTensorCoreShapes) {
   const graph::BlockGraph small = lowered("gemm_1024.mg");
   EXPECT_EQ(small.grid, (std::array<int64_t, 3>{16, 16, 1}));  // 64x64: 256 blocks
   EXPECT_EQ(small.threads, 128);
+}
+
+// A small element-wise output is spread over several blocks (one block walking 4096 elements
+// costs a decode's division 3 us on an H200); a large one keeps 4096-element blocks.
+TEST(LowerPredefinedOps, ElementwiseBlocksSpreadASmallOutputAndCapALargeOne) {
+  const auto blocks = [](const std::string& text) {
+    const graph::Schedule lowered = lowerProgram(graph::parseProgramText(text, "p.mg"));
+    const graph::BlockGraph& block = *lowered.graph.ops.at(0).block;
+    return block.grid[0] * block.grid[1] * block.grid[2];
+  };
+  EXPECT_EQ(blocks("program d\ninput N f16 [8, 4, 128]\ninput S f16 [8, 4, 1]\n"
+                   "O = div(N, S)\noutput O\n"),
+            8);  // 512 elements each
+  EXPECT_EQ(blocks("program a\ninput X f16 [4096, 4096]\ninput Y f16 [4096, 4096]\n"
+                   "Z = add(X, Y)\noutput Z\n"),
+            4096);  // 4096 elements each
 }
 
 TEST(LowerPredefinedOps, EveryDefaultScheduleCompilesForSm80AndSm90WithoutSpills) {
