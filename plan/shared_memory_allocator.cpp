@@ -112,7 +112,7 @@ void allocateSharedMemory(KernelPlan& plan, GeneralPlan& general) {
     const graph::Dims& shape = block.tensors[op.output].shape;
     Live item;
     item.start = item.end = points.ofOp(static_cast<int>(o));
-    item.bytes = graph::elementCount(shape) / shape[op.attrs.dim] * 4;
+    item.bytes = graph::elementCount(shape) / shape[op.attrs.dim] * general.ops[o].warpsPerRow * 4;
     item.offset = &scratchOffsets[o];
     live.push_back(item);
   }

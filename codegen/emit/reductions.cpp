@@ -107,12 +107,44 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
   out.line("float* const " + scratch + " = reinterpret_cast<float*>(mg_smem + " +
            std::to_string(context.general().rmsScratch[opIndex]) + ");");
   const bool perWarp = context.general().ops[opIndex].warpPerRow;
+  const int shared = context.general().ops[opIndex].warpsPerRow;  // warps per row
   // Over a partial dim: the real elements' mean square (the padding holds zero).
   const std::string real = context.realExtent(x, dim, "it");
   const std::string meanFactor = real == std::to_string(extent[dim])
                                      ? floatLiteral(1.0 / static_cast<double>(extent[dim]))
                                      : "(1.0f / static_cast<float>(" + real + "))";
-  {
+  const auto root = [&](const std::string& sum) {
+    return "sqrtf(" + sum + " * " + meanFactor + ")";
+  };
+  if (shared > 1) {
+    // Each row's warps take every shared-th stretch of 32; a warp's partial sum lands in the
+    // scratch at [row][part], and one thread per row adds the parts in order.
+    const std::string parts = std::to_string(shared);
+    out.open("");
+    out.line("const int warp = threadIdx.x >> 5;");
+    out.line("const int lane = threadIdx.x & 31;");
+    out.line("const int part = warp % " + parts + ";");
+    const Index4 index =
+        openElementLoop(context, rows, "r", "warp / " + parts, context.threads() / 32 / shared);
+    out.line("float sum = 0.0f;");
+    out.open("for (int g = part * 32 + lane; g < " + std::to_string(extent[dim]) +
+             "; g += " + std::to_string(32 * shared) + ")");
+    out.line("const float x = " + context.readShared(x, withDim(index, dim, "g")) + ";");
+    out.line("sum += x * x;");
+    out.close();
+    out.line("sum = mg::warp_sum(sum);");
+    out.line("if (lane == 0) " + scratch + "[(" + rowIndex(index) + ") * " + parts +
+             " + part] = sum;");
+    out.close();
+    out.close();
+    out.line("__syncthreads();");
+    const Index4 row = openElementLoop(context, rows, "r");
+    out.line("float sum = 0.0f;");
+    out.line("for (int p = 0; p < " + parts + "; ++p) sum += " + scratch + "[(" + rowIndex(row) +
+             ") * " + parts + " + p];");
+    out.line(scratch + "[(" + rowIndex(row) + ") * " + parts + "] = " + root("sum") + ";");
+    out.close();
+  } else {
     const Index4 index = openRows(context, rows, perWarp, "r");
     out.line("float sum = 0.0f;");
     out.open("for (int g = " + std::string(perWarp ? "lane" : "0") + "; g < " +
@@ -122,13 +154,16 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
     out.close();
     if (perWarp) out.line("sum = mg::warp_sum(sum);");
     out.line(std::string(perWarp ? "if (lane == 0) " : "") + scratch + "[" + rowIndex(index) +
-             "] = sqrtf(sum * " + meanFactor + ");");
+             "] = " + root("sum") + ";");
     closeRows(context, perWarp);
   }
   out.line("__syncthreads();");
   const Index4 index = openElementLoop(context, extent);
-  out.line("const float v = " + context.readShared(x, index) + " / " + scratch + "[" +
-           rowIndex(withDim(index, dim, "0")) + "];");
+  const std::string rowRoot =
+      shared > 1 ? "(" + rowIndex(withDim(index, dim, "0")) + ") * " + std::to_string(shared)
+                 : rowIndex(withDim(index, dim, "0"));
+  out.line("const float v = " + context.readShared(x, index) + " / " + scratch + "[" + rowRoot +
+           "];");
   emitEpilogue(context, opIndex, "v", index, "");
   out.close();
 }

@@ -267,6 +267,12 @@ void planWarpReductions(const KernelPlan& plan, GeneralPlan& g) {
     const int64_t n = block.tensors[op.inputs[0]].shape[op.attrs.dim];
     const int64_t terms = op.kind == OpKind::ReduceSum ? n / op.attrs.to : n;
     g.ops[o].warpPerRow = terms >= kWarpReductionMinTerms;
+    if (op.kind != OpKind::RmsNorm || !g.ops[o].warpPerRow) continue;
+    const int64_t rows = graph::elementCount(block.tensors[op.output].shape) / n;
+    const int64_t warps = block.threads / graph::kWarpSize;
+    int shared = 1;
+    while (rows * shared * 2 <= warps && terms >= kWarpReductionMinTerms * shared * 2) shared *= 2;
+    g.ops[o].warpsPerRow = shared;
   }
 }
 

@@ -71,6 +71,10 @@ struct OpPlan {
   // Reductions: one warp per output element (lanes stride over the reduced dim and combine
   // with shuffles) where the reduction is long enough to keep a warp busy.
   bool warpPerRow = false;
+  // An rms_norm of fewer rows than the block has warps: this many warps share each row, their
+  // partial sums met in the op's shared scratch (rows x warpsPerRow floats), so no warp idles
+  // while one walks a decode's 4096-wide row alone.
+  int warpsPerRow = 1;
   std::optional<RowPhase> rowPhase;  // on a reduce_max that leads a row phase
 };
 

@@ -209,6 +209,42 @@ TEST_F(EmulatedExecution, FusedTensorCoreEpilogueAccumMaxAndRmsNormMatchTheInter
   expectMatchesInterpreter(fusedEpilogueSchedule(), 14, 0.5);
 }
 
+// RMSNorm over rows of 4096 (longer than the row-owned path takes) on the general path, one,
+// two and four rows a block of four warps: four warps, two and one share each row
+// (OpPlan::warpsPerRow), their partial sums met in shared memory. Inputs at a model's spread.
+graph::Schedule wideRmsNorm(int64_t rowsPerBlock) {
+  graph::OpAttrs rows;
+  rows.dim = 1;
+  graph::GraphBuilder program("wide_rms_norm");
+  program.output(program.op(graph::OpKind::RmsNorm,
+                            {program.input("X", graph::DType::F16, {8, 4096})}, rows, "N"));
+  graph::Schedule schedule;
+  schedule.name = "wide_rms_norm.block";
+  schedule.program = program.finish();
+  graph::BlockGraphBuilder block({8 / rowsPerBlock, 1, 1}, 128, 1,
+                                 {schedule.program.tensors.front()});
+  block.output(block.op(graph::OpKind::RmsNorm, {block.input(0, {0, -1, -1}, -1, "x")}, rows, "n"),
+               {0, -1, -1});
+  graph::GraphBuilder graph = graph::GraphBuilder::withInputsOf(schedule.program, schedule.name);
+  graph.output(graph.blockGraph("norm", block.block(), {0}, {{"N", graph::DType::F16}}).at(0));
+  schedule.graph = graph.finish();
+  return schedule;
+}
+
+TEST_F(EmulatedExecution, RowsSharedByWarpsMatchTheInterpreter) {
+  const uint64_t seed = verify::testing::freshSeed();
+  SCOPED_TRACE(verify::testing::seedTrace(seed));
+  for (int64_t rowsPerBlock : {1, 2, 4}) {
+    SCOPED_TRACE(std::to_string(rowsPerBlock) + " rows a block");
+    const graph::Schedule schedule = wideRmsNorm(rowsPerBlock);
+    const GeneratedCode& code =
+        compiledOnce(schedule.name + std::to_string(rowsPerBlock), [&] { return schedule; }, {90});
+    const bool shared = code.emitted.source.find("const int part = warp % ") != std::string::npos;
+    EXPECT_EQ(shared, rowsPerBlock < 4);
+    expectMatchesInterpreter(schedule, verify::normalInputs(schedule.program, seed, 1.0));
+  }
+}
+
 // Row-owned kernels (plan/paths/row_owned_plan.h): a residual, RMSNorm and a row sum over
 // rows of 256 and 2048 in 16-byte chunks, one and two rows a warp; RoPE of query and key heads
 // (fewer rows, masked) with the rotated halves in one lane, head dims 64 and 128. Inputs at a
