@@ -218,7 +218,7 @@ class RowOwnedEmitter {
              partial + ");");
   }
 
-  // rms_norm: x / sqrt(mean of the row's squares), as the general path computes it.
+  // rms_norm: x times 1 / sqrt(mean of the row's squares), as the general path computes it.
   void rmsNorm(const graph::BlockOp& op) {
     CudaWriter& out = context_.out;
     const TensorId x = op.inputs[0];
@@ -233,11 +233,11 @@ class RowOwnedEmitter {
     out.line("#pragma unroll");
     out.line("for (int k = 0; k < " + str(rows_.perLane) + "; ++k) " + squares + " += " + name(x) +
              "[k] * " + name(x) + "[k];");
-    out.line("const float " + root + " = sqrtf(mg::warp_sum(" + squares + ") * " +
+    out.line("const float " + root + " = 1.0f / sqrtf(mg::warp_sum(" + squares + ") * " +
              floatLiteral(1.0 / static_cast<double>(rows_.extent[3])) + ");");
     out.line("float " + name(op.output) + "[" + str(rows_.perLane) + "];");
     openElements();
-    out.line(name(op.output) + "[k] = " + name(x) + "[k] / " + root + ";");
+    out.line(name(op.output) + "[k] = " + name(x) + "[k] * " + root + ";");
     out.close();
   }
 
