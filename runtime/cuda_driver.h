@@ -27,7 +27,6 @@ namespace mugraph::runtime {
   X(moduleUnload, cuModuleUnload, "cuModuleUnload")                                      \
   X(moduleGetFunction, cuModuleGetFunction, "cuModuleGetFunction")                       \
   X(funcSetAttribute, cuFuncSetAttribute, "cuFuncSetAttribute")                          \
-  X(launchKernel, cuLaunchKernel, "cuLaunchKernel")                                      \
   X(launchKernelEx, cuLaunchKernelEx, "cuLaunchKernelEx")                                \
   X(memAlloc, cuMemAlloc, "cuMemAlloc_v2")                                               \
   X(memFree, cuMemFree, "cuMemFree_v2")                                                  \

@@ -114,7 +114,7 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
   const std::string meanFactor = real == std::to_string(extent[dim])
                                      ? floatLiteral(1.0 / static_cast<double>(extent[dim]))
                                      : "(1.0f / static_cast<float>(" + real + "))";
-  const auto root = [&](const std::string& sum) {
+  const auto inverseRoot = [&](const std::string& sum) {
     return "1.0f / sqrtf(" + sum + " * " + meanFactor + ")";
   };
   if (shared > 1) {
@@ -143,7 +143,7 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
     out.line("float sum = 0.0f;");
     out.line("for (int p = 0; p < " + parts + "; ++p) sum += " + scratch + "[(" + rowIndex(row) +
              ") * " + parts + " + p];");
-    out.line(scratch + "[(" + rowIndex(row) + ") * " + parts + "] = " + root("sum") + ";");
+    out.line(scratch + "[(" + rowIndex(row) + ") * " + parts + "] = " + inverseRoot("sum") + ";");
     out.close();
   } else {
     const Index4 index = openRows(context, rows, perWarp, "r");
@@ -155,7 +155,7 @@ void emitRmsNorm(const EmitContext& context, int opIndex) {
     out.close();
     if (perWarp) out.line("sum = mg::warp_sum(sum);");
     out.line(std::string(perWarp ? "if (lane == 0) " : "") + scratch + "[" + rowIndex(index) +
-             "] = " + root("sum") + ";");
+             "] = " + inverseRoot("sum") + ";");
     closeRows(context, perWarp);
   }
   out.line("__syncthreads();");
