@@ -86,6 +86,29 @@ Program rebuild(const Program& program, size_t at, const Emit& emit) {
   return pruned.finish();
 }
 
+// `program` with each op that computes what an op before it does (the same kind, inputs and
+// attributes; not a program output) dropped and its readers reading that op's result.
+Program mergedEqualOps(const Program& program) {
+  GraphBuilder builder = GraphBuilder::withInputsOf(program, program.name);
+  std::vector<TensorId> remap = inputsRemapped(program, builder);
+  for (const KernelOp& op : program.ops) {
+    const TensorId out = op.outputs.at(0);
+    std::vector<TensorId> inputs;
+    for (TensorId t : op.inputs) inputs.push_back(remap[t]);
+    const bool isOutput =
+        std::find(program.outputs.begin(), program.outputs.end(), out) != program.outputs.end();
+    const auto& built = builder.graph().ops;
+    const auto same = std::find_if(built.begin(), built.end(), [&](const KernelOp& other) {
+      return other.kind == op.kind && other.inputs == inputs && other.attrs == op.attrs;
+    });
+    remap[out] = same != built.end() && !isOutput
+                     ? same->outputs[0]
+                     : builder.op(op.kind, inputs, op.attrs, program.tensors[out].name);
+  }
+  for (TensorId t : program.outputs) builder.output(remap[t]);
+  return builder.finish();
+}
+
 // matmul(div(E, S), Y) -> div(matmul(E, Y), S) where S is constant along the contracted dim.
 std::optional<Program> divPastMatmul(const Program& program, size_t at) {
   const KernelOp& matmul = program.ops[at];
@@ -300,7 +323,8 @@ const std::vector<RewriteRule>& rewriteRules() {
   return rules;
 }
 
-std::vector<ProgramForm> programForms(const graph::Program& program, int maxForms) {
+std::vector<ProgramForm> programForms(const graph::Program& program, int maxForms,
+                                      bool mergeEqualOps) {
   std::vector<ProgramForm> forms = {ProgramForm{program, {}}};
   std::set<uint64_t> seen = {graph::programHash(program)};
   for (size_t next = 0; next < forms.size(); ++next) {
@@ -308,6 +332,7 @@ std::vector<ProgramForm> programForms(const graph::Program& program, int maxForm
       for (size_t at = 0; at < forms[next].program.ops.size(); ++at) {
         if (static_cast<int>(forms.size()) >= maxForms) return forms;
         std::optional<Program> rewritten = entry.apply(forms[next].program, at);
+        if (rewritten && mergeEqualOps) rewritten = mergedEqualOps(*rewritten);
         if (!rewritten || !seen.insert(graph::programHash(*rewritten)).second) continue;
         ProgramForm form{std::move(*rewritten), forms[next].rulesApplied};
         form.rulesApplied.push_back(entry.rule.name);

@@ -27,8 +27,12 @@ const std::vector<RewriteRule>& rewriteRules();
 
 // The original program first, then every distinct form (by program hash) reachable by the
 // rules, breadth-first, at most `maxForms` in all (the original is always there, even when
-// maxForms < 1). Deterministic.
-std::vector<ProgramForm> programForms(const graph::Program& program, int maxForms);
+// maxForms < 1). Deterministic. With `mergeEqualOps`, an op a rule emits that computes what
+// another op already does is merged with it (the statistics of one norm expanded before each
+// of two matmuls are computed once, so both matmuls can share them in one kernel); without it,
+// a value the program computes more than once on purpose (recomputedPrologues) stays so.
+std::vector<ProgramForm> programForms(const graph::Program& program, int maxForms,
+                                      bool mergeEqualOps = true);
 
 // The program with every value that several matmuls read as their left operand (a norm
 // before Q, K and V; before gate and up), computed from program inputs and matmul results by

@@ -59,6 +59,9 @@ SearchConfig defaultConfig(ProgramKind kind) {
       break;
     case ProgramKind::NormMatmul:
       config.maxKernels = 4;
+      // A norm before a gated MLP in one block graph: rms_norm's statistics applied after both
+      // matmuls (program_rewrites.h), silu and the product are ten ops.
+      config.maxBlockOps = 12;
       config.maxVariants = 16;
       config.candidatePool = 64;
       break;

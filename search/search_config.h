@@ -48,6 +48,9 @@ struct SearchConfig {
   // computed once per matmul (program_rewrites.h, recomputedPrologues), and rank both forms'
   // variants together.
   bool recomputePrologues = true;
+  // Rewritten forms compute a value two rewrites emit alike once (program_rewrites.h); false
+  // where the program computes values more than once on purpose (the recomputed form).
+  bool mergeEqualOps = true;
   // Add the known-fast families' block choices (sketches.h) to the generic ones.
   bool sketches = true;
   // Of the children of a partial schedule that leave the same future, the cheapest this many

@@ -150,7 +150,7 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
   // A softmax written without max subtraction is searched only in its safe form: no emitted
   // variant may overflow where the real-number function is finite.
   const std::vector<ProgramForm> forms =
-      numericallySafeForms(programForms(program, config.maxRewriteForms));
+      numericallySafeForms(programForms(program, config.maxRewriteForms, config.mergeEqualOps));
   // The oracle's targets: the output terms of the program and of each rewritten form. The
   // forms compute the same function by identities the axioms may not know (rms_norm is
   // uninterpreted there), so a schedule of a form is judged against that form's own terms.
@@ -401,23 +401,72 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
 
 namespace {
 
+// Adds `more` to `into`'s variants (those it has already by hash left out) and keeps the
+// cheapest `maxVariants` of them, by cost, then hash.
+void addVariants(SearchResult& into, std::vector<VerifiedVariant> more, int maxVariants) {
+  for (VerifiedVariant& v : more) {
+    const bool seen = std::any_of(into.variants.begin(), into.variants.end(),
+                                  [&](const VerifiedVariant& w) { return w.hash == v.hash; });
+    if (!seen) into.variants.push_back(std::move(v));
+  }
+  std::stable_sort(into.variants.begin(), into.variants.end(),
+                   [](const VerifiedVariant& a, const VerifiedVariant& b) {
+                     if (a.cost.microseconds != b.cost.microseconds) {
+                       return a.cost.microseconds < b.cost.microseconds;
+                     }
+                     return a.hash < b.hash;
+                   });
+  if (into.variants.size() > static_cast<size_t>(std::max(maxVariants, 1))) {
+    into.variants.resize(static_cast<size_t>(std::max(maxVariants, 1)));
+  }
+  into.summary.verified = into.variants.size();
+}
+
+// The time a second search may take after the first, started at `start`, of a run limited to
+// `limit` seconds (0: none).
+double timeLeft(double limit, std::chrono::steady_clock::time_point start) {
+  if (limit <= 0) return 0;
+  const double spent =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::max(limit - spent, 0.5);
+}
+
 // superoptimize of one program form, without recomputedPrologues.
 SearchResult superoptimizeForm(const graph::Program& program, const SearchOptions& options) {
-  // Up front when no candidate can cover the whole program, or when the limits leave no room
-  // for every matmul as a kernel of its own (not in attention, whose two matmuls the flash
-  // sketches fuse into one kernel): pieces that leave that room. After the whole search when
-  // every candidate it began ran into the kernel limit: pieces of at most half its ops. Pieces
-  // have fewer ops than their program, so splitting again ends at single ops.
+  // In pieces up front when no candidate can cover the whole program. When the limits leave
+  // no room for every matmul as a kernel of its own (not in attention, whose two matmuls the
+  // flash sketches fuse into one kernel): the whole program (where its rewritten forms fuse
+  // the matmuls: a norm and a gated MLP in one kernel), then pieces that leave that room,
+  // ranked together, each search with half the time. After the whole search when every
+  // candidate it began ran into the kernel limit: pieces of at most half its ops. Pieces have
+  // fewer ops than their program, so splitting again ends at single ops.
   const int ops = static_cast<int>(program.ops.size());
   if (!options.config.splitLargePrograms) return searchWhole(program, options);
   const PieceLimits byOps{maxOpsPerPiece(options.config, ops)};
   const bool attention = classifyProgram(program) == ProgramKind::Attention;
-  const bool matmulsCrowded = !attention && !roomForMatmulsAlone(program, options.config);
-  if (ops > maxOpsOneSearch(options.config) || matmulsCrowded) {
+  if (ops > maxOpsOneSearch(options.config)) {
     return superoptimizeInPieces(program, options,
                                  attention ? byOps : pieceLimits(options.config, ops));
   }
-  SearchResult whole = searchWhole(program, options);
+  const bool matmulsCrowded = !attention && !roomForMatmulsAlone(program, options.config);
+  const auto start = std::chrono::steady_clock::now();
+  SearchOptions first = options;
+  if (matmulsCrowded && options.timeLimitSeconds > 0) {
+    first.timeLimitSeconds = options.timeLimitSeconds / 2;
+  }
+  SearchResult whole = searchWhole(program, first);
+  if (matmulsCrowded) {
+    SearchOptions rest = options;
+    rest.timeLimitSeconds = timeLeft(options.timeLimitSeconds, start);
+    SearchResult pieces =
+        superoptimizeInPieces(program, rest, pieceLimits(options.config, ops));
+    addUp(whole.summary, pieces.summary);
+    whole.summary.complete = whole.summary.complete && pieces.summary.complete;
+    addVariants(whole, std::move(pieces.variants), options.config.maxVariants);
+    whole.summary.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return whole;
+  }
   const uint64_t kernelLimited =
       whole.summary.stats.pruned[static_cast<int>(PruneReason::KernelLimit)];
   if (whole.summary.candidates == 0 && kernelLimited > 0 && ops > 1) {
@@ -451,34 +500,17 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
   each.config.recomputePrologues = false;
   if (options.timeLimitSeconds > 0) each.timeLimitSeconds = options.timeLimitSeconds / 2;
   SearchResult result = superoptimizeForm(program, each);
-  if (options.timeLimitSeconds > 0) {
-    const double spent =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    each.timeLimitSeconds = std::max(options.timeLimitSeconds - spent, 0.5);
-  }
+  each.timeLimitSeconds = timeLeft(options.timeLimitSeconds, start);
   each.checkpointPath.clear();
   each.resume = false;
+  each.config.mergeEqualOps = false;
   SearchResult other = superoptimizeForm(*recomputed, each);
   SearchSummary& summary = result.summary;
   addUp(summary, other.summary);
   summary.complete = summary.complete && other.summary.complete;
-  for (VerifiedVariant& v : other.variants) {
-    VerifiedVariant moved = asVariantOf(program, std::move(v));
-    const bool seen = std::any_of(result.variants.begin(), result.variants.end(),
-                                  [&](const VerifiedVariant& w) { return w.hash == moved.hash; });
-    if (!seen) result.variants.push_back(std::move(moved));
-  }
-  std::stable_sort(result.variants.begin(), result.variants.end(),
-                   [](const VerifiedVariant& a, const VerifiedVariant& b) {
-                     if (a.cost.microseconds != b.cost.microseconds) {
-                       return a.cost.microseconds < b.cost.microseconds;
-                     }
-                     return a.hash < b.hash;
-                   });
-  if (result.variants.size() > static_cast<size_t>(std::max(options.config.maxVariants, 1))) {
-    result.variants.resize(static_cast<size_t>(std::max(options.config.maxVariants, 1)));
-  }
-  summary.verified = result.variants.size();
+  std::vector<VerifiedVariant> moved;
+  for (VerifiedVariant& v : other.variants) moved.push_back(asVariantOf(program, std::move(v)));
+  addVariants(result, std::move(moved), options.config.maxVariants);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

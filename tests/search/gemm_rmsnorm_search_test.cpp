@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "graph/builder.h"
+#include "graph/program_text.h"
 #include "graph/tile_splits.h"
 #include "plan/kernel_plan.h"
 #include "search/builtin_programs.h"
@@ -100,6 +101,40 @@ TEST(RmsNormMatmulSearch, FindsAFusedSchedule) {
     fused = fused || (matmul && norm);
   }
   EXPECT_TRUE(fused);
+}
+
+TEST(RmsNormMatmulSearch, FusesANormAndAGatedMlpIntoOneKernel) {
+  // More kernels than the limit when each matmul is a kernel of its own: the whole program
+  // is searched (its form with the norm's statistics applied after both matmuls fits one
+  // block graph) beside the pieces, and both are ranked together.
+  const graph::Program program = graph::parseProgramText(
+      "program norm_mlp\n"
+      "input X f16 [4, 128]\n"
+      "input W1 f16 [128, 256]\n"
+      "input W3 f16 [128, 256]\n"
+      "N = rms_norm(X, dim=1)\n"
+      "Y = mul(silu(matmul(N, W1)), matmul(N, W3))\n"
+      "output Y\n",
+      "norm_mlp.mg");
+  SearchOptions options = testing::quietOptions(program);
+  options.config.maxVariants = 4;
+  const SearchResult result = superoptimize(program, options);
+  ASSERT_FALSE(result.variants.empty());
+  bool oneKernel = false;
+  for (const VerifiedVariant& v : result.variants) {
+    EXPECT_EQ(v.verification.level, "finite-field");
+    EXPECT_LE(v.verification.falseAcceptBound, 1e-12);
+    const graph::KernelGraph& g = v.schedule.graph;
+    if (g.ops.size() != 1 || !g.ops[0].block) continue;
+    // The norm whole (rms_norm) or as its statistics applied after the matmuls (sqrt).
+    int matmuls = 0, norms = 0;
+    for (const graph::BlockOp& op : g.ops[0].block->ops) {
+      matmuls += op.kind == graph::OpKind::Matmul ? 1 : 0;
+      norms += op.kind == graph::OpKind::Sqrt || op.kind == graph::OpKind::RmsNorm ? 1 : 0;
+    }
+    oneKernel = oneKernel || (matmuls == 2 && norms == 1);
+  }
+  EXPECT_TRUE(oneKernel) << "no variant computes the norm and both matmuls in one kernel";
 }
 
 }  // namespace

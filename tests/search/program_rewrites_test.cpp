@@ -118,6 +118,47 @@ TEST(ProgramForms, RmsNormPastMatmulExpandsTheNormIntoASumOfSquaresAfterTheMatmu
   EXPECT_LT(report.maxRelError, 1e-9);
 }
 
+const char* const kNormGatedMlp =
+    "program norm_mlp\n"
+    "input X f16 [4, 16]\n"
+    "input W1 f16 [16, 8]\n"
+    "input W3 f16 [16, 8]\n"
+    "N = rms_norm(X, dim=1)\n"
+    "Y = mul(silu(matmul(N, W1)), matmul(N, W3))\n"
+    "output Y\n";
+
+size_t countOps(const graph::Program& program, graph::OpKind kind) {
+  return static_cast<size_t>(std::count_if(program.ops.begin(), program.ops.end(),
+                                           [&](const graph::KernelOp& op) { return op.kind == kind; }));
+}
+
+TEST(ProgramForms, ANormBeforeTwoMatmulsExpandedPastBothComputesItsStatisticsOnce) {
+  const graph::Program program = parse(kNormGatedMlp);
+  const std::vector<ProgramForm> forms = programForms(program, 8);
+  const auto both = std::find_if(forms.begin(), forms.end(), [](const ProgramForm& form) {
+    return form.rulesApplied == Rules{"rms_norm_past_matmul", "rms_norm_past_matmul"};
+  });
+  ASSERT_NE(both, forms.end());
+  // One sum of squares and one root, both divisions reading it; no rms_norm left.
+  EXPECT_EQ(countOps(both->program, graph::OpKind::RmsNorm), 0u);
+  EXPECT_EQ(countOps(both->program, graph::OpKind::Square), 1u);
+  EXPECT_EQ(countOps(both->program, graph::OpKind::Sqrt), 1u);
+  EXPECT_EQ(countOps(both->program, graph::OpKind::Div), 2u);
+  EXPECT_EQ(both->program.ops.size(), 10u);
+  const verify::EquivalenceReport report = checkAgainst(program, *both);
+  EXPECT_TRUE(report.equivalent) << report.mismatch;
+  EXPECT_EQ(report.level, verify::VerificationLevel::FiniteField) << report.levelReason;
+
+  // Without merging (a program that computes values twice on purpose) each matmul keeps its own.
+  const std::vector<ProgramForm> unmerged = programForms(program, 8, /*mergeEqualOps=*/false);
+  const auto twice = std::find_if(unmerged.begin(), unmerged.end(), [](const ProgramForm& form) {
+    return form.rulesApplied == Rules{"rms_norm_past_matmul", "rms_norm_past_matmul"};
+  });
+  ASSERT_NE(twice, unmerged.end());
+  EXPECT_EQ(countOps(twice->program, graph::OpKind::Square), 2u);
+  EXPECT_EQ(countOps(twice->program, graph::OpKind::Sqrt), 2u);
+}
+
 TEST(ProgramForms, FreshNamesAvoidEveryNameOfTheOriginal) {
   // Y_num is an input, sq is defined before the rewritten matmul (and dropped by the
   // rewrite), rms after it: the new tensors take the next free names instead.
