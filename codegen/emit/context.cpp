@@ -52,12 +52,32 @@ const char* kIndexNames[graph::kMaxRank] = {"i0", "i1", "i2", "i3"};
 
 }  // namespace
 
+void openStridedLoop(const EmitContext& context, const std::string& variable,
+                     const std::string& start, int64_t count, int64_t stride,
+                     int64_t maxUnrolled) {
+  const int64_t trips = (count + stride - 1) / stride;
+  if (trips > maxUnrolled) {
+    context.out.open("for (int " + variable + " = " + start + "; " + variable + " < " +
+                     std::to_string(count) + "; " + variable + " += " + std::to_string(stride) +
+                     ")");
+    return;
+  }
+  const std::string trip = variable + "_trip";
+  context.out.line("#pragma unroll");
+  context.out.open("for (int " + trip + " = 0; " + trip + " < " + std::to_string(trips) + "; ++" +
+                   trip + ")");
+  context.out.line("const int " + variable + " = " + start + " + " + trip + " * " +
+                   std::to_string(stride) + ";");
+  if (count % stride != 0) {
+    context.out.line("if (" + variable + " >= " + std::to_string(count) + ") break;");
+  }
+}
+
 Index4 openElementLoop(const EmitContext& context, const Extent4& extent,
                        const std::string& variable, const std::string& start, int64_t stride) {
   const int64_t count = extent[0] * extent[1] * extent[2] * extent[3];
   if (stride == 0) stride = context.threads();
-  context.out.open("for (int " + variable + " = " + start + "; " + variable + " < " +
-                   std::to_string(count) + "; " + variable + " += " + std::to_string(stride) + ")");
+  openStridedLoop(context, variable, start, count, stride, 0);
   return nameElementIndex(context, extent, variable);
 }
 

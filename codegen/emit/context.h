@@ -135,6 +135,16 @@ std::string floatLiteral(double value);  // "0.125f"
 std::string linearExpression(const std::vector<std::pair<std::string, int64_t>>& terms);
 std::string linearExpression(const std::vector<std::pair<std::string, std::string>>& terms);
 
+// Opens a loop of `variable` from `start` (an expression in [0, stride): a thread's or a warp's
+// index) to below `count` in steps of `stride`. Where that is at most `maxUnrolled` trips it
+// is written as a fully unrolled loop over the trip, so a thread's element indices and
+// addresses are constants plus its own offset instead of divisions recomputed every trip.
+constexpr int64_t kUnrolledTrips = 8;
+constexpr int64_t kUnrolledElementTrips = 0;
+void openStridedLoop(const EmitContext& context, const std::string& variable,
+                     const std::string& start, int64_t count, int64_t stride,
+                     int64_t maxUnrolled = kUnrolledTrips);
+
 // Opens `for (variable = start; variable < elements; variable += stride)` over the elements
 // of `extent` (stride 0: the block's thread count) and names the element's index i0..i3.
 Index4 openElementLoop(const EmitContext& context, const Extent4& extent,
@@ -174,8 +184,10 @@ std::string wholeLoopCondition(const EmitContext& context);
 bool declareBlockIterations(const EmitContext& context, const std::string& part);
 
 // Part printers, one file each.
+// `inLoop`: issued every iteration of the for-loop, where a whole tile's copies are unrolled
+// (openStridedLoop); the copies before the loop stay a loop (no registers held for them).
 void emitInputLoad(const EmitContext& context, int op, const std::string& buffer,
-                   const std::string& iteration);
+                   const std::string& iteration, bool inLoop = false);
 void emitOutputStore(const EmitContext& context, int op);
 void emitComputeOp(const EmitContext& context, int op);
 void emitReduction(const EmitContext& context, int op);  // reduce_sum, reduce_max, rms_norm

@@ -111,10 +111,22 @@ RealBox realBox(const EmitContext& context, const graph::BlockOp& op,
   return realBox(context, op.output, source.layout == graph::Layout::Transposed, iteration);
 }
 
+// Floats a thread holds in register accumulators across the for-loop.
+int accumulatorRegisters(const EmitContext& context) {
+  int floats = 0;
+  for (const plan::OpPlan& op : context.general().ops) {
+    if (op.mma && op.accumulateInPlace) floats += op.mma->fragments();
+  }
+  return floats;
+}
+
+// The most accumulator floats a thread may hold where a loop's copies are unrolled.
+constexpr int kUnrolledCopyAccumulators = 32;
+
 }  // namespace
 
 void emitInputLoad(const EmitContext& context, int opIndex, const std::string& buffer,
-                   const std::string& iteration) {
+                   const std::string& iteration, bool inLoop) {
   const graph::BlockOp& op = context.block().ops[opIndex];
   const InputCopy& copy = *context.plan.inputs[opIndex];
   const SharedTile& tile = context.general().shared[op.output];
@@ -129,15 +141,20 @@ void emitInputLoad(const EmitContext& context, int opIndex, const std::string& b
            " + (" + baseOffset(context, copy.blockStep, copy.iterationStep, iteration,
                                     copy.stepPerTrip) +
                ");");
-  out.open("for (int c = threadIdx.x; c < " + std::to_string(rows * chunksPerRow) +
-           "; c += " + std::to_string(context.threads()) + ")");
+  const RealBox real = realBox(context, op, iteration);
+  // Unrolled only where registers are plentiful: a partial tile's copies (masks and zero-fill
+  // per chunk) and those of a block holding large accumulator tiles (a GEMM's) spill when
+  // their addresses are computed all at once.
+  const bool unrolled =
+      inLoop && !real.partial() && accumulatorRegisters(context) <= kUnrolledCopyAccumulators;
+  openStridedLoop(context, "c", "threadIdx.x", rows * chunksPerRow, context.threads(),
+                  unrolled ? kUnrolledTrips : 0);
   out.line("const int row = c / " + std::to_string(chunksPerRow) + ";");
   out.line("const int col = (c % " + std::to_string(chunksPerRow) + ") * " +
            std::to_string(chunkElements) + ";");
   const std::array<std::string, 3> s = splitRow(out, copy.boxExtent);
   out.line("const long long g = " + globalOffset(context, s, copy.globalStride) + ";");
   const std::string destination = buffer + " + " + storedIndex(tile, "row", "col");
-  const RealBox real = realBox(context, op, iteration);
   if (real.partial()) {
     // Past the real elements of a partial tile the chunk is zero-filled.
     out.line("const bool rowReal = " + real.rowCondition(s) + ";");
@@ -176,15 +193,14 @@ void emitOutputStore(const EmitContext& context, int opIndex) {
   out.line(type +
            "* const dst = " + context.paramName(context.kernel.outputParams[op.kernelTensor]) +
            " + (" + baseOffset(context, copy.blockStep, {}, "") + ");");
-  out.open("for (int c = threadIdx.x; c < " +
-           std::to_string(extent[0] * extent[1] * extent[2] * chunksPerRow) +
-           "; c += " + std::to_string(context.threads()) + ")");
+  const RealBox real = realBox(context, tile, false, "0");
+  openStridedLoop(context, "c", "threadIdx.x", extent[0] * extent[1] * extent[2] * chunksPerRow,
+                  context.threads(), 0);
   out.line("const int row = c / " + std::to_string(chunksPerRow) + ";");
   out.line("const int col = (c % " + std::to_string(chunksPerRow) + ") * " +
            std::to_string(chunkElements) + ";");
   const std::array<std::string, 3> s = splitRow(out, extent);
   out.line("const long long g = " + globalOffset(context, s, copy.globalStride) + ";");
-  const RealBox real = realBox(context, tile, false, "0");
   if (real.partial()) {
     // Only the real elements of a partial tile exist: whole chunks as usual, the chunk that
     // straddles the end element by element, nothing past it.

@@ -67,7 +67,34 @@ void initializeAccumulators(const EmitContext& context) {
   }
 }
 
-void emitOp(const EmitContext& context, int op) {
+// Whether loop op `op` only multiplies input tiles that live through the whole loop into a
+// register accumulator: it writes no shared memory, and no other op of the loop writes what
+// it reads (such tiles share bytes with nothing the loop computes, and only copies fill
+// them), so it needs no barrier before or after it within an iteration.
+bool registerOnlyMatmul(const EmitContext& context, int op) {
+  const plan::GeneralPlan& general = context.general();
+  const plan::OpPlan& opPlan = general.ops[op];
+  if (!opPlan.mma || !opPlan.accumulateInPlace || opPlan.mma->warpsK > 1 ||
+      !opPlan.chain.empty()) {
+    return false;
+  }
+  const graph::BlockGraph& block = context.block();
+  const TensorId product = block.ops[op].output;
+  for (int accumulator : general.foldedAccumulators) {
+    const graph::BlockOp& acc = block.ops[accumulator];
+    if (acc.inputs[0] == product && acc.kind != OpKind::AccumSum) return false;
+  }
+  for (TensorId t : block.ops[op].inputs) {
+    const int producer = general.emitter[t];
+    if (producer < 0 || block.ops[producer].kind != OpKind::Input) return false;
+    const plan::InputCopy& copy = *context.plan.inputs[producer];
+    if (general.shared[t].buffers <= 1 && copy.perIteration) return false;
+  }
+  return true;
+}
+
+// Emits op `op`, then a barrier unless `barrier` is false (the caller places it).
+void emitOp(const EmitContext& context, int op, bool barrier = true) {
   if (!context.general().ops[op].emitted) return;
   const graph::BlockOp& blockOp = context.block().ops[op];
   context.out.line("// " + std::string(graph::opName(blockOp.kind)) + " -> " +
@@ -79,7 +106,7 @@ void emitOp(const EmitContext& context, int op) {
   } else {
     emitComputeOp(context, op);
   }
-  context.out.line("__syncthreads();");
+  if (barrier) context.out.line("__syncthreads();");
 }
 
 // The for-loop. Tiles with several buffers form a cp.async pipeline of `stages` buffers:
@@ -144,7 +171,7 @@ void emitLoop(const EmitContext& context) {
     for (int op : prefetched) {
       emitInputLoad(context, op,
                     sharedPointer(context, block.ops[op].output, "(" + ahead + ") " + stageOf),
-                    ahead);
+                    ahead, true);
     }
     out.close();
     out.line("mg::cp_async_commit();");
@@ -153,12 +180,25 @@ void emitLoop(const EmitContext& context) {
     out.line("mg::cp_async_wait<0>();");
   }
   for (int op : loadedEachIteration) {
-    emitInputLoad(context, op, context.tileName(block.ops[op].output), "it");
+    emitInputLoad(context, op, context.tileName(block.ops[op].output), "it", true);
   }
   out.line("__syncthreads();");
+  // A barrier between two ops that touch shared memory (before the second, where the first
+  // wrote or read it), none around a matmul that only reads loop-long input tiles into
+  // registers, and one at the end (the next iteration's copies overwrite this one's stage).
+  bool pending = false;
   for (size_t o = 0; o < block.ops.size(); ++o) {
-    if (runsInLoop(plan, static_cast<int>(o))) emitOp(context, static_cast<int>(o));
+    const int op = static_cast<int>(o);
+    if (!runsInLoop(plan, op) || !general.ops[op].emitted) continue;
+    if (registerOnlyMatmul(context, op)) {
+      emitOp(context, op, false);
+      continue;
+    }
+    if (pending) out.line("__syncthreads();");
+    emitOp(context, op, false);
+    pending = true;
   }
+  out.line("__syncthreads();");
   out.close();
   if (shortened) {
     // Copies issued ahead for the skipped iterations land before shared memory is reused, and
