@@ -458,8 +458,7 @@ SearchResult superoptimizeForm(const graph::Program& program, const SearchOption
   if (matmulsCrowded) {
     SearchOptions rest = options;
     rest.timeLimitSeconds = timeLeft(options.timeLimitSeconds, start);
-    SearchResult pieces =
-        superoptimizeInPieces(program, rest, pieceLimits(options.config, ops));
+    SearchResult pieces = superoptimizeInPieces(program, rest, pieceLimits(options.config, ops));
     addUp(whole.summary, pieces.summary);
     whole.summary.complete = whole.summary.complete && pieces.summary.complete;
     addVariants(whole, std::move(pieces.variants), options.config.maxVariants);

@@ -53,8 +53,7 @@ const char* kIndexNames[graph::kMaxRank] = {"i0", "i1", "i2", "i3"};
 }  // namespace
 
 void openStridedLoop(const EmitContext& context, const std::string& variable,
-                     const std::string& start, int64_t count, int64_t stride,
-                     int64_t maxUnrolled) {
+                     const std::string& start, int64_t count, int64_t stride, int64_t maxUnrolled) {
   const int64_t trips = (count + stride - 1) / stride;
   if (trips > maxUnrolled) {
     context.out.open("for (int " + variable + " = " + start + "; " + variable + " < " +

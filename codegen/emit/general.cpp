@@ -74,8 +74,7 @@ void initializeAccumulators(const EmitContext& context) {
 bool registerOnlyMatmul(const EmitContext& context, int op) {
   const plan::GeneralPlan& general = context.general();
   const plan::OpPlan& opPlan = general.ops[op];
-  if (!opPlan.mma || !opPlan.accumulateInPlace || opPlan.mma->warpsK > 1 ||
-      !opPlan.chain.empty()) {
+  if (!opPlan.mma || !opPlan.accumulateInPlace || opPlan.mma->warpsK > 1 || !opPlan.chain.empty()) {
     return false;
   }
   const graph::BlockGraph& block = context.block();

@@ -245,6 +245,78 @@ TEST_F(EmulatedExecution, RowsSharedByWarpsMatchTheInterpreter) {
   }
 }
 
+// RMSNorm and a gated MLP in one block graph, as the search fuses them (the norm's sum of
+// squares accumulated across the loop, applied after both matmuls): X [8, 256], W1 and W3
+// [256, 512], 8 blocks of 64 columns, K 64 an iteration. The two matmuls only read the loop's
+// input tiles into registers, so the loop has no barrier around them; the sum of squares
+// still waits for its squares.
+graph::Schedule normGatedMlp() {
+  using graph::OpKind;
+  graph::OpAttrs rows;
+  rows.dim = 1;
+  graph::GraphBuilder program("norm_mlp");
+  const graph::TensorId x = program.input("X", graph::DType::F16, {8, 256});
+  const graph::TensorId w1 = program.input("W1", graph::DType::F16, {256, 512});
+  const graph::TensorId w3 = program.input("W3", graph::DType::F16, {256, 512});
+  const graph::TensorId n = program.op(OpKind::RmsNorm, {x}, rows, "N");
+  const graph::TensorId gate = program.op(OpKind::Silu, {program.op(OpKind::Matmul, {n, w1})});
+  program.output(program.op(OpKind::Mul, {gate, program.op(OpKind::Matmul, {n, w3})}, {}, "Y"));
+  graph::Schedule schedule;
+  schedule.name = "norm_mlp.fused";
+  schedule.program = program.finish();
+  const std::vector<graph::TensorDesc>& t = schedule.program.tensors;
+  graph::BlockGraphBuilder block({8, 1, 1}, 128, 4, {t[0], t[1], t[2]});
+  const graph::TensorId xt = block.input(0, {-1, -1, -1}, 1, "x");
+  const graph::TensorId w1t = block.input(1, {1, -1, -1}, 0, "w1");
+  const graph::TensorId w3t = block.input(2, {1, -1, -1}, 0, "w3");
+  const graph::TensorId up1 = block.op(OpKind::AccumSum, {block.op(OpKind::Matmul, {xt, w1t})});
+  graph::OpAttrs sum;
+  sum.dim = 1;
+  sum.to = 1;
+  const graph::TensorId squares = block.op(OpKind::Square, {xt}, {}, "sq");
+  const graph::TensorId total =
+      block.op(OpKind::AccumSum, {block.op(OpKind::ReduceSum, {squares}, sum, "sumsq")});
+  graph::OpAttrs mean;
+  mean.scale = 1.0 / 256;
+  const graph::TensorId root =
+      block.op(OpKind::Sqrt, {block.op(OpKind::Scale, {total}, mean)}, {}, "rms");
+  const graph::TensorId g = block.op(OpKind::Silu, {block.op(OpKind::Div, {up1, root})});
+  const graph::TensorId up3 = block.op(OpKind::AccumSum, {block.op(OpKind::Matmul, {xt, w3t})});
+  block.output(block.op(OpKind::Mul, {g, block.op(OpKind::Div, {up3, root})}), {1, -1, -1});
+  graph::GraphBuilder graph = graph::GraphBuilder::withInputsOf(schedule.program, schedule.name);
+  graph.output(graph.blockGraph("mlp", block.block(), {0, 1, 2}, {{"Y", graph::DType::F16}})[0]);
+  schedule.graph = graph.finish();
+  graph::validateSchedule(schedule);
+  return schedule;
+}
+
+// The text from `from` to `to` (both first occurrences, `to` after `from`) of `source`.
+std::string between(const std::string& source, const std::string& from, const std::string& to) {
+  const size_t begin = source.find(from);
+  const size_t end = source.find(to, begin == std::string::npos ? 0 : begin);
+  if (begin == std::string::npos || end == std::string::npos) return "";
+  return source.substr(begin, end - begin);
+}
+
+TEST_F(EmulatedExecution, ANormAndAGatedMlpInOneKernelMatchTheInterpreter) {
+  const uint64_t seed = verify::testing::freshSeed();
+  SCOPED_TRACE(verify::testing::seedTrace(seed));
+  const graph::Schedule schedule = normGatedMlp();
+  const std::string source = emitForEmulation(schedule).source;
+  // In the loop: the multiply, then the squares without a barrier between them; one between
+  // the squares and their sum.
+  const std::string loop = source.substr(source.find("for (int it = 0;"));
+  const std::string beforeSquares = between(loop, "// matmul", "// square");
+  const std::string squares = between(loop, "// square", "// reduce_sum");
+  ASSERT_FALSE(beforeSquares.empty());
+  ASSERT_FALSE(squares.empty());
+  EXPECT_EQ(beforeSquares.find("__syncthreads"), std::string::npos) << beforeSquares;
+  EXPECT_NE(squares.find("__syncthreads"), std::string::npos) << squares;
+  // Each iteration's copies are unrolled per thread.
+  EXPECT_NE(loop.find("#pragma unroll\n"), std::string::npos);
+  expectMatchesInterpreter(schedule, verify::normalInputs(schedule.program, seed, 1.0));
+}
+
 // Row-owned kernels (plan/paths/row_owned_plan.h): a residual, RMSNorm and a row sum over
 // rows of 256 and 2048 in 16-byte chunks, one and two rows a warp; RoPE of query and key heads
 // (fewer rows, masked) with the rotated halves in one lane, head dims 64 and 128. Inputs at a

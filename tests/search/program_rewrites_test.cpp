@@ -128,8 +128,9 @@ const char* const kNormGatedMlp =
     "output Y\n";
 
 size_t countOps(const graph::Program& program, graph::OpKind kind) {
-  return static_cast<size_t>(std::count_if(program.ops.begin(), program.ops.end(),
-                                           [&](const graph::KernelOp& op) { return op.kind == kind; }));
+  return static_cast<size_t>(
+      std::count_if(program.ops.begin(), program.ops.end(),
+                    [&](const graph::KernelOp& op) { return op.kind == kind; }));
 }
 
 TEST(ProgramForms, ANormBeforeTwoMatmulsExpandedPastBothComputesItsStatisticsOnce) {
