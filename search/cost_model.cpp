@@ -172,6 +172,12 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
                          threads);
       } else if (general->ops[o].emitted) {
         cost = opMicroseconds(tileElements);
+        // A reduction with a prologue computes the prologue's elements as it reads them.
+        if (const int prologue = general->ops[o].prologue; prologue >= 0) {
+          const double elements = static_cast<double>(
+              graph::elementCount(block.tensors[block.ops[prologue].output].shape));
+          cost += c.elementMicroseconds * std::ceil(elements / threads);
+        }
         // A row phase does its element-wise ops' and its sum's element work under its one
         // barrier.
         if (const std::optional<plan::RowPhase>& phase = general->ops[o].rowPhase) {

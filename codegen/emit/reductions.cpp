@@ -53,10 +53,15 @@ void emitSumOrMax(const EmitContext& context, int opIndex) {
       openRows(context, padTo4(context.block().tensors[op.output].shape), perWarp, "e");
   const std::string first = perWarp ? "lane" : "0";
   const std::string step = perWarp ? "32" : "1";
+  // A prologue (OpPlan::prologue) is applied to each term read from its loaded operand.
+  const int prologue = context.general().ops[opIndex].prologue;
   const auto term = [&](const std::string& g) {
     const std::string at =
         !sum || op.attrs.to == 1 ? g : g + " * " + std::to_string(op.attrs.to) + " + " + index[dim];
-    return context.readShared(x, withDim(index, dim, at));
+    if (prologue < 0) return context.readShared(x, withDim(index, dim, at));
+    const graph::BlockOp& unary = context.block().ops[prologue];
+    const std::string value = context.readShared(unary.inputs[0], withDim(index, dim, at));
+    return "(" + elementwiseExpression(unary.kind, unary.attrs, {"(" + value + ")"}) + ")";
   };
   CudaWriter& out = context.out;
   // The padding holds zero (plan/kernel_plan.h), so a sum runs over the whole tile; a max

@@ -141,9 +141,35 @@ void planRescaleFactors(const KernelPlan& plan, GeneralPlan& g) {
 bool readsInRegisters(const KernelPlan& plan, const GeneralPlan& g, TensorId tile, int consumer) {
   const graph::BlockOp& op = plan.block->ops[consumer];
   if (op.kind == OpKind::Output) return g.home[tile] == TileHome::Registers;
+  const int prologue = g.ops[consumer].prologue;
+  if (prologue >= 0 && plan.block->ops[prologue].output == tile) return true;
   if (g.ops[consumer].emitted) return false;
   // A chain member or folded accumulator reads `tile` inside the same epilogue.
   return g.emitter[op.output] == g.emitter[tile];
+}
+
+// Reduction prologues (OpPlan::prologue): a reduce_sum whose operand a unary element-wise op
+// computes from a loaded tile, for it alone and where it runs, reads the loaded tile and
+// applies the op to each term.
+void planReductionPrologues(const KernelPlan& plan, GeneralPlan& g) {
+  const graph::BlockGraph& block = *plan.block;
+  for (int r = 0; r < static_cast<int>(block.ops.size()); ++r) {
+    const graph::BlockOp& sum = block.ops[r];
+    if (sum.kind != OpKind::ReduceSum || !g.ops[r].emitted) continue;
+    const TensorId operand = sum.inputs[0];
+    const int u = plan.producer[operand];
+    const graph::BlockOp& unary = block.ops[u];
+    if (!graph::isElementwise(unary.kind) || unary.kind == OpKind::CausalMask ||
+        unary.inputs.size() != 1 || !g.ops[u].emitted || !g.ops[u].chain.empty() ||
+        plan.consumers[operand].size() != 1 || runsInLoop(plan, u) != runsInLoop(plan, r) ||
+        block.ops[plan.producer[unary.inputs[0]]].kind != OpKind::Input ||
+        block.tensors[unary.inputs[0]].shape != block.tensors[operand].shape) {
+      continue;
+    }
+    g.ops[r].prologue = u;
+    g.ops[u].emitted = false;
+    g.emitter[operand] = r;
+  }
 }
 
 void decideHomes(const KernelPlan& plan, GeneralPlan& g) {
@@ -398,6 +424,7 @@ void planGeneral(KernelPlan& plan, const Target& target) {
     }
   }
   foldAccumulators(plan, g);
+  planReductionPrologues(plan, g);
   decideHomes(plan, g);
   planWarpKSplits(plan, g);
   planRescaleFactors(plan, g);

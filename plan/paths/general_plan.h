@@ -76,6 +76,10 @@ struct OpPlan {
   // while one walks a decode's 4096-wide row alone.
   int warpsPerRow = 1;
   std::optional<RowPhase> rowPhase;  // on a reduce_max that leads a row phase
+  // A reduce_sum over a unary element-wise op of a loaded tile read by nothing else (a
+  // norm's squares): that op, applied to each term as the sum reads it, so its tile is never
+  // stored and no barrier stands between them; or -1.
+  int prologue = -1;
 };
 
 struct GeneralPlan {

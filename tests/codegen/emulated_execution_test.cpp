@@ -249,7 +249,7 @@ TEST_F(EmulatedExecution, RowsSharedByWarpsMatchTheInterpreter) {
 // squares accumulated across the loop, applied after both matmuls): X [8, 256], W1 and W3
 // [256, 512], 8 blocks of 64 columns, K 64 an iteration. The two matmuls only read the loop's
 // input tiles into registers, so the loop has no barrier around them; the sum of squares
-// still waits for its squares.
+// squares each term as it reads the loaded tile (OpPlan::prologue), so it needs none either.
 graph::Schedule normGatedMlp() {
   using graph::OpKind;
   graph::OpAttrs rows;
@@ -303,15 +303,17 @@ TEST_F(EmulatedExecution, ANormAndAGatedMlpInOneKernelMatchTheInterpreter) {
   SCOPED_TRACE(verify::testing::seedTrace(seed));
   const graph::Schedule schedule = normGatedMlp();
   const std::string source = emitForEmulation(schedule).source;
-  // In the loop: the multiply, then the squares without a barrier between them; one between
-  // the squares and their sum.
+  // In the loop: the multiply, the sum of squares (each term squared as it is read from the
+  // loaded tile: the squares are never stored) and the second multiply with no barrier
+  // between them, one at the iteration's end.
   const std::string loop = source.substr(source.find("for (int it = 0;"));
-  const std::string beforeSquares = between(loop, "// matmul", "// square");
-  const std::string squares = between(loop, "// square", "// reduce_sum");
-  ASSERT_FALSE(beforeSquares.empty());
-  ASSERT_FALSE(squares.empty());
-  EXPECT_EQ(beforeSquares.find("__syncthreads"), std::string::npos) << beforeSquares;
-  EXPECT_NE(squares.find("__syncthreads"), std::string::npos) << squares;
+  const std::string afterFirst = loop.substr(loop.find("// matmul") + 1);
+  const std::string middle = between(afterFirst, "// reduce_sum", "// matmul");
+  ASSERT_FALSE(middle.empty());
+  EXPECT_EQ(loop.find("// square"), std::string::npos);
+  EXPECT_EQ(between(loop, "// matmul", "// reduce_sum").find("__syncthreads"), std::string::npos);
+  EXPECT_EQ(middle.find("__syncthreads"), std::string::npos) << middle;
+  EXPECT_NE(middle.find(") * ("), std::string::npos) << middle;
   // Each iteration's copies are unrolled per thread.
   EXPECT_NE(loop.find("#pragma unroll\n"), std::string::npos);
   expectMatchesInterpreter(schedule, verify::normalInputs(schedule.program, seed, 1.0));
