@@ -140,6 +140,17 @@ void addRankShares(std::vector<RankWork>& ranks, const std::vector<distributed::
   }
 }
 
+// Variants in the order they are reported: by estimated cost, then by hash.
+void rankByCost(std::vector<VerifiedVariant>& variants) {
+  std::stable_sort(variants.begin(), variants.end(),
+                   [](const VerifiedVariant& a, const VerifiedVariant& b) {
+                     if (a.cost.microseconds != b.cost.microseconds) {
+                       return a.cost.microseconds < b.cost.microseconds;
+                     }
+                     return a.hash < b.hash;
+                   });
+}
+
 SearchResult searchWhole(const graph::Program& program, const SearchOptions& callerOptions) {
   const Clock::time_point start = Clock::now();
   const SearchOptions options = optionsOnThisRank(callerOptions);
@@ -375,13 +386,7 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
       result.variants.push_back(std::move(variant));
       ++verifiedCount;
     }
-    std::stable_sort(result.variants.begin(), result.variants.end(),
-                     [](const VerifiedVariant& a, const VerifiedVariant& b) {
-                       if (a.cost.microseconds != b.cost.microseconds) {
-                         return a.cost.microseconds < b.cost.microseconds;
-                       }
-                       return a.hash < b.hash;
-                     });
+    rankByCost(result.variants);
   }
   SearchSummary& summary = result.summary;
   summary.forms = static_cast<int>(forms.size());
@@ -397,10 +402,6 @@ SearchResult searchWhole(const graph::Program& program, const SearchOptions& cal
   return result;
 }
 
-}  // namespace
-
-namespace {
-
 // Adds `more` to `into`'s variants (those it has already by hash left out) and keeps the
 // cheapest `maxVariants` of them, by cost, then hash.
 void addVariants(SearchResult& into, std::vector<VerifiedVariant> more, int maxVariants) {
@@ -409,13 +410,7 @@ void addVariants(SearchResult& into, std::vector<VerifiedVariant> more, int maxV
                                   [&](const VerifiedVariant& w) { return w.hash == v.hash; });
     if (!seen) into.variants.push_back(std::move(v));
   }
-  std::stable_sort(into.variants.begin(), into.variants.end(),
-                   [](const VerifiedVariant& a, const VerifiedVariant& b) {
-                     if (a.cost.microseconds != b.cost.microseconds) {
-                       return a.cost.microseconds < b.cost.microseconds;
-                     }
-                     return a.hash < b.hash;
-                   });
+  rankByCost(into.variants);
   if (into.variants.size() > static_cast<size_t>(std::max(maxVariants, 1))) {
     into.variants.resize(static_cast<size_t>(std::max(maxVariants, 1)));
   }
