@@ -77,6 +77,26 @@ TEST(GemmSearch, CutsSizesNoTileDividesIntoPartialTiles) {
   EXPECT_TRUE(partial) << "no reported variant has a partial tile";
 }
 
+// Whether a reported variant is one block graph computing the norm once (whole, rms_norm, or
+// as its statistics applied after the matmuls, sqrt) and `matmuls` matmuls; every variant
+// verified in the field within the bound.
+bool fusesNormAndMatmuls(const SearchResult& result, int matmuls) {
+  bool fused = false;
+  for (const VerifiedVariant& v : result.variants) {
+    EXPECT_EQ(v.verification.level, "finite-field");
+    EXPECT_LE(v.verification.falseAcceptBound, 1e-12);
+    const graph::KernelGraph& g = v.schedule.graph;
+    if (g.ops.size() != 1 || !g.ops[0].block) continue;
+    int products = 0, norms = 0;
+    for (const graph::BlockOp& op : g.ops[0].block->ops) {
+      products += op.kind == graph::OpKind::Matmul ? 1 : 0;
+      norms += op.kind == graph::OpKind::Sqrt || op.kind == graph::OpKind::RmsNorm ? 1 : 0;
+    }
+    fused = fused || (products == matmuls && norms == 1);
+  }
+  return fused;
+}
+
 TEST(RmsNormMatmulSearch, FindsAFusedSchedule) {
   const graph::Program program = *builtinProgram("rmsnorm_matmul");
   SearchOptions options = testing::quietOptions(program);
@@ -86,21 +106,8 @@ TEST(RmsNormMatmulSearch, FindsAFusedSchedule) {
   options.config.maxVariants = 11;
   const SearchResult result = superoptimize(program, options);
   ASSERT_FALSE(result.variants.empty());
-  bool fused = false;
-  for (const VerifiedVariant& v : result.variants) {
-    // sqrt is a random function in the field: the fused schedule is checked by fingerprints.
-    EXPECT_EQ(v.verification.level, "finite-field");
-    EXPECT_LE(v.verification.falseAcceptBound, 1e-12);
-    const graph::KernelGraph& g = v.schedule.graph;
-    if (g.ops.size() != 1 || !g.ops[0].block) continue;
-    bool matmul = false, norm = false;
-    for (const graph::BlockOp& op : g.ops[0].block->ops) {
-      matmul = matmul || op.kind == graph::OpKind::Matmul;
-      norm = norm || op.kind == graph::OpKind::RmsNorm || op.kind == graph::OpKind::Sqrt;
-    }
-    fused = fused || (matmul && norm);
-  }
-  EXPECT_TRUE(fused);
+  // sqrt is a random function in the field: the fused schedule is checked by fingerprints.
+  EXPECT_TRUE(fusesNormAndMatmuls(result, 1));
 }
 
 TEST(RmsNormMatmulSearch, FusesANormAndAGatedMlpIntoOneKernel) {
@@ -120,21 +127,8 @@ TEST(RmsNormMatmulSearch, FusesANormAndAGatedMlpIntoOneKernel) {
   options.config.maxVariants = 4;
   const SearchResult result = superoptimize(program, options);
   ASSERT_FALSE(result.variants.empty());
-  bool oneKernel = false;
-  for (const VerifiedVariant& v : result.variants) {
-    EXPECT_EQ(v.verification.level, "finite-field");
-    EXPECT_LE(v.verification.falseAcceptBound, 1e-12);
-    const graph::KernelGraph& g = v.schedule.graph;
-    if (g.ops.size() != 1 || !g.ops[0].block) continue;
-    // The norm whole (rms_norm) or as its statistics applied after the matmuls (sqrt).
-    int matmuls = 0, norms = 0;
-    for (const graph::BlockOp& op : g.ops[0].block->ops) {
-      matmuls += op.kind == graph::OpKind::Matmul ? 1 : 0;
-      norms += op.kind == graph::OpKind::Sqrt || op.kind == graph::OpKind::RmsNorm ? 1 : 0;
-    }
-    oneKernel = oneKernel || (matmuls == 2 && norms == 1);
-  }
-  EXPECT_TRUE(oneKernel) << "no variant computes the norm and both matmuls in one kernel";
+  EXPECT_TRUE(fusesNormAndMatmuls(result, 2))
+      << "no variant computes the norm and both matmuls in one kernel";
 }
 
 }  // namespace
