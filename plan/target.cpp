@@ -16,6 +16,7 @@ constexpr int64_t kKiB = 1024;
 // wgmma and the bulk tensor copy engine of sm_90 (PTX ISA, CUDA driver API).
 constexpr WarpgroupLimits kHopperWarpgroup{.threads = 128,
                                            .wgmmaRows = 64,
+                                           .wgmmaK = 16,
                                            .swizzleRowBytes = 128,
                                            .swizzleAlignment = 1024,
                                            .maxBoxRows = 256,

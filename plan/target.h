@@ -18,6 +18,7 @@ namespace mugraph::plan {
 struct WarpgroupLimits {
   int threads;        // one warpgroup: the four warps that issue a wgmma together
   int64_t wgmmaRows;  // M of one wgmma instruction
+  int64_t wgmmaK;     // K of one wgmma instruction on 16-bit operands
   // One row of a 128-byte swizzled box: a box holds this many bytes of the tensor's
   // contiguous dim per row (64 16-bit elements).
   int64_t swizzleRowBytes;

@@ -8,7 +8,7 @@ cmake_minimum_required(VERSION 3.22)
 # Result widths N of the m64nNk16 multiplies (each thread holds N / 2 f32 accumulators), the
 # 16-bit element types, and where A comes from (shared memory by descriptor, or registers:
 # the wrapper's name ends in _rs).
-set(widths 64 96 128 192 256)
+set(widths 64 80 96 128 192 256)
 set(types f16 bf16)
 set(a_sources shared registers)
 

@@ -59,7 +59,7 @@ void AttentionChain::emitCausalMask(int index) {
 }
 int64_t AttentionChain::width(plan::FragmentRole role) const {
   return role == plan::FragmentRole::S   ? at_.kv / 2
-         : role == plan::FragmentRole::O ? at_.d / 2
+         : role == plan::FragmentRole::O ? at_.dv / 2
                                          : 2;
 }
 // Real key positions of S-shaped tile `t` in this iteration, or "" where every position is

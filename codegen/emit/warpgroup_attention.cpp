@@ -218,7 +218,7 @@ class AttentionEmitter {
       emitOp(index);
     }
     const graph::TensorId result = block_.ops[at_.outputOp].inputs[0];
-    ring_.storeAccumulators(at_.outputOp, name(result), 1, at_.d, limits.wgmmaRows);
+    ring_.storeAccumulators(at_.outputOp, name(result), 1, at_.dv, limits.wgmmaRows);
   }
 
   // One iteration's body: its stage, the ops in the loop, and its bookkeeping.
@@ -274,7 +274,7 @@ class AttentionEmitter {
     out_.line("mg::wgmma_fence();");
     const std::string call = "mg::wgmma_" + ring_.wgmmaShape(at_.kv) + "<" +
                              (at_.q.kMajor ? "0" : "1") + ", " + (at_.k.kMajor ? "0" : "1");
-    for (int kk = 0; kk < at_.d / 16; ++kk) {
+    for (int kk = 0; kk < at_.d / at_.limits.wgmmaK; ++kk) {
       out_.line(call + (kk == 0 ? ", 0>" : ">") + "(" + s + ", " +
                 ring_.descriptor(at_.q, "qBase", 0, kk) + ", " +
                 ring_.descriptor(at_.k, "kBase", 0, kk) + ", static_cast<const " +
@@ -302,7 +302,7 @@ class AttentionEmitter {
     const std::string o = name(block_.ops[outputAccumulator()].output);
     const std::string v = at_.overlapped ? "vPrevious" : "vBase";
     const std::string call =
-        "mg::wgmma_" + ring_.wgmmaShape(at_.d) + "_rs<" + (at_.v.kMajor ? "0" : "1") + ">";
+        "mg::wgmma_" + ring_.wgmmaShape(at_.dv) + "_rs<" + (at_.v.kMajor ? "0" : "1") + ">";
     for (int kk = 0; kk < at_.kv / 16; ++kk) {
       out_.line(call + "(" + o + ", " + packed + "[" + str(kk) + "], " +
                 ring_.descriptor(at_.v, v, 0, kk) + ", static_cast<const " +
@@ -317,7 +317,7 @@ class AttentionEmitter {
     const std::string p = name(op.inputs[0]);
     if (!at_.overlapped && acc.kind == graph::OpKind::AccumRescaledSum) {
       out_.line("#pragma unroll");
-      out_.line("for (int f = 0; f < " + str(at_.d / 2) + "; ++f) " + o +
+      out_.line("for (int f = 0; f < " + str(at_.dv / 2) + "; ++f) " + o +
                 "[f] *= " + name(acc.inputs[1]) + "_factor[(f >> 1) & 1];");
     }
     // P's columns [16 kk, 16 kk + 16) are S's accumulators 8 kk .. 8 kk + 7, packed in pairs.
@@ -354,7 +354,7 @@ class AttentionEmitter {
     ring_.releaseStage("previous - 1", "previous >= 1");
     if (acc.kind == graph::OpKind::AccumRescaledSum) {
       out_.line("#pragma unroll");
-      out_.line("for (int f = 0; f < " + str(at_.d / 2) + "; ++f) " + o +
+      out_.line("for (int f = 0; f < " + str(at_.dv / 2) + "; ++f) " + o +
                 "[f] *= " + name(acc.inputs[1]) + "_factor[(f >> 1) & 1];");
     }
     out_.line("mg::wgmma_fence_operands(" + o + ");");

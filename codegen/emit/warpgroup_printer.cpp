@@ -6,13 +6,6 @@
 
 namespace mugraph::codegen {
 
-namespace {
-
-// K of one wgmma instruction on 16-bit operands.
-constexpr int64_t kWgmmaK = 16;
-
-}  // namespace
-
 void WarpgroupPrinter::declareRing(const std::vector<std::string>& extraBarriers) const {
   const plan::WarpgroupLimits& limits = ring_.limits;
   const std::string alignment = str(limits.swizzleAlignment);
@@ -196,12 +189,12 @@ std::string WarpgroupPrinter::descriptor(const plan::BulkOperand& op, const std:
   int64_t offset;
   int64_t leading;
   if (op.kMajor) {
-    const int64_t stepsPerBox = boxElements / kWgmmaK;
-    offset = (kk / stepsPerBox) * op.boxBytes + (kk % stepsPerBox) * kWgmmaK * elementBytes() +
-             rows0 * rowBytes;
+    const int64_t stepsPerBox = boxElements / limits.wgmmaK;
+    offset = (kk / stepsPerBox) * op.boxBytes +
+             (kk % stepsPerBox) * limits.wgmmaK * elementBytes() + rows0 * rowBytes;
     leading = 16;  // unused by swizzled K-major layouts ("assumed 1")
   } else {
-    offset = (rows0 / boxElements) * op.boxBytes + kk * kWgmmaK * rowBytes;
+    offset = (rows0 / boxElements) * op.boxBytes + kk * limits.wgmmaK * rowBytes;
     leading = op.boxBytes;  // the next box of M or N
   }
   // The operand's descriptor at `base`, alike for every k step and tile (computed once),
@@ -212,7 +205,7 @@ std::string WarpgroupPrinter::descriptor(const plan::BulkOperand& op, const std:
 }
 
 std::string WarpgroupPrinter::wgmmaShape(int64_t n) const {
-  return "m" + str(ring_.limits.wgmmaRows) + "n" + str(n) + "k" + str(kWgmmaK);
+  return "m" + str(ring_.limits.wgmmaRows) + "n" + str(n) + "k" + str(ring_.limits.wgmmaK);
 }
 
 }  // namespace mugraph::codegen

@@ -143,13 +143,22 @@ std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& p
   at.rows = qTile[rank - 2];
   at.d = qTile[rank - 1];
   at.kv = sTile[rank - 1];
-  if (oTile[rank - 1] != at.d) return std::nullopt;  // V is [kv, d]: O has Q's width
+  at.dv = oTile[rank - 1];  // V is [kv, dv]
   if (at.rows != limits.wgmmaRows * at.consumers) return std::nullopt;
-  if ((at.kv != 64 && at.kv != 128) || (at.d != 64 && at.d != 128)) return std::nullopt;
+  if (at.kv != 64 && at.kv != 128) return std::nullopt;
+  if (at.d % limits.wgmmaK != 0 || !isWgmmaWidth(at.dv) || at.dv / 2 > limits.maxAccumulators) {
+    return std::nullopt;
+  }
 
-  std::optional<BulkOperand> q = planOperand(plan, limits, qOp, rank - 2, rank - 1, at.maps);
-  std::optional<BulkOperand> k = planOperand(plan, limits, kOp, rank - 1, rank - 2, at.maps);
-  std::optional<BulkOperand> v = planOperand(plan, limits, vOp, rank - 1, rank - 2, at.maps);
+  // Q and K are read along d and V along dv in whole wgmma steps or widths only: a head dim of
+  // no whole number of boxes is padded.
+  constexpr bool kMayGather = false, kPadLastBox = true;
+  std::optional<BulkOperand> q =
+      planOperand(plan, limits, qOp, rank - 2, rank - 1, at.maps, kMayGather, kPadLastBox);
+  std::optional<BulkOperand> k =
+      planOperand(plan, limits, kOp, rank - 1, rank - 2, at.maps, kMayGather, kPadLastBox);
+  std::optional<BulkOperand> v =
+      planOperand(plan, limits, vOp, rank - 1, rank - 2, at.maps, kMayGather, kPadLastBox);
   if (!q || !k || !v) return std::nullopt;
   at.q = *q;
   at.k = *k;
@@ -157,7 +166,7 @@ std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& p
 
   budgetRegisters(at, target);
   // S, O and P (packed) plus the chain's temporaries.
-  if (at.kv / 2 + at.d / 2 + at.kv / 4 + 48 > at.consumerRegisters) return std::nullopt;
+  if (at.kv / 2 + at.dv / 2 + at.kv / 4 + 48 > at.consumerRegisters) return std::nullopt;
 
   at.launchGrid = block.grid;  // one tile per block (see WarpgroupRing::persistent)
   at.qBytes = layOutStage({&at.q}, limits.swizzleAlignment);

@@ -27,7 +27,8 @@ enum class FragmentRole {
 struct WarpgroupAttentionPlan : WarpgroupRing {
   int64_t rows = 0;  // query rows of the block: limits.wgmmaRows per consumer warpgroup
   int64_t kv = 0;    // key positions per iteration (N of the first matmul)
-  int64_t d = 0;     // head dim: K of the first matmul, N of the second
+  int64_t d = 0;     // Q's and K's head dim: K of the first matmul
+  int64_t dv = 0;    // V's head dim: N of the second matmul, O's width
   graph::DType dtype = graph::DType::F16;
   BulkOperand q, k, v;  // q.offset in shared memory, k's and v's within a stage
   int firstMatmulOp = -1, secondMatmulOp = -1, outputOp = -1;
@@ -43,10 +44,12 @@ struct WarpgroupAttentionPlan : WarpgroupRing {
 
 // The plan of `plan`'s block graph as attention on the warpgroup path, or nothing where it
 // does not qualify: besides the target, the block graph must be exactly the shape described
-// above, with 16-bit Q, K and V whose contiguous extents are whole boxes, a key tile of 64 or
-// 128 positions, a head dim of 64 or 128, limits.wgmmaRows query rows per consumer warpgroup
-// and a copy warpgroup (threads = limits.threads x (consumers + 1)). `plan` needs its graph
-// facts (phases, producers, consumers) only.
+// above, with 16-bit Q, K and V, a key tile of 64 or 128 positions, a head dim d of whole
+// wgmma steps and a V head dim dv that is a wgmma width (kWgmmaWidths), whose
+// accumulators fit the consumers' registers, limits.wgmmaRows query rows per consumer
+// warpgroup and a copy warpgroup (threads = limits.threads x (consumers + 1)). Head dims that
+// are no whole number of boxes (96) are copied in padded boxes whose extra columns no multiply
+// reads. `plan` needs its graph facts (phases, producers, consumers) only.
 std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& plan,
                                                              const Target& target);
 

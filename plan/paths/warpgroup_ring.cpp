@@ -44,7 +44,8 @@ int WarpgroupRing::warpsPerWarpgroup() const {
 
 std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLimits& limits,
                                        int opIndex, int mn, int kDim,
-                                       std::vector<TensorMapDesc>& maps, bool mayGather) {
+                                       std::vector<TensorMapDesc>& maps, bool mayGather,
+                                       bool padLastBox) {
   const graph::BlockGraph& block = *plan.block;
   const graph::BlockOp& op = block.ops[opIndex];
   const graph::TensorId tensor = plan.kernel->inputs[op.kernelTensor];
@@ -72,12 +73,15 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
   operand.op = opIndex;
   operand.kMajor = contiguous == kDim;
   const int other = contiguous == kDim ? mn : kDim;
-  if (tile[contiguous] % boxElements != 0 || tile[other] > limits.maxBoxRows ||
-      tile[other] % 8 != 0) {
+  // A padded last box holds whole wgmma steps of K, or whole 8-column groups of M or N.
+  const bool ragged = tile[contiguous] % boxElements != 0;
+  const int64_t granule = operand.kMajor ? limits.wgmmaK : 8;
+  if ((ragged && (!padLastBox || tile[contiguous] % granule != 0)) ||
+      tile[other] > limits.maxBoxRows || tile[other] % 8 != 0) {
     return std::nullopt;
   }
   operand.rows = tile[other];
-  operand.boxes = static_cast<int>(tile[contiguous] / boxElements);
+  operand.boxes = static_cast<int>((tile[contiguous] + boxElements - 1) / boxElements);
   operand.boxBytes = operand.rows * boxElements * elementBytes;
 
   TensorMapDesc map;
@@ -112,6 +116,7 @@ std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLi
     }
   }
   if (!addressable) {
+    if (ragged) return std::nullopt;  // the padding is the copy engine's
     // Gathered: each copy thread takes every (threads / chunks per row)-th row of a box, so
     // the rows of a box must be a whole number of such steps.
     operand.gatherChunkBytes = mayGather ? gatherChunkBytes(map) : 0;

@@ -22,7 +22,7 @@ struct KernelPlan;
 
 // The result widths N of the m64nNk16 wgmma wrappers the device header has
 // (codegen/device/generate_wgmma.cmake prints them; a codegen test checks they agree).
-inline constexpr int64_t kWgmmaWidths[] = {64, 96, 128, 192, 256};
+inline constexpr int64_t kWgmmaWidths[] = {64, 80, 96, 128, 192, 256};
 inline bool isWgmmaWidth(int64_t n) {
   for (int64_t w : kWgmmaWidths) {
     if (w == n) return true;
@@ -122,10 +122,14 @@ struct WarpgroupRing {
 // layout; nothing when its tile does not fit the boxes. `mn` is the logical dim of the tile
 // that is M (operand A) or N (operand B), `kDim` the one that is K. Appends the map to `maps`.
 // Where the copy engine cannot address the tensor and `mayGather` (the ring has a copy
-// warpgroup that gathers), the operand is gathered instead and no map is appended.
+// warpgroup that gathers), the operand is gathered instead and no map is appended. With
+// `padLastBox`, a tile whose contiguous extent is no whole number of boxes (a head dim of 96)
+// takes one more box, its columns past the tile being the copy engine's zeros past the
+// tensor's end or the neighbouring elements: the caller's multiplies never read them.
 std::optional<BulkOperand> planOperand(const KernelPlan& plan, const WarpgroupLimits& limits,
                                        int opIndex, int mn, int kDim,
-                                       std::vector<TensorMapDesc>& maps, bool mayGather = false);
+                                       std::vector<TensorMapDesc>& maps, bool mayGather = false,
+                                       bool padLastBox = false);
 
 // Shares the copies of the operand of `operands` that is alike in every block of `block`'s
 // cluster (clusters along one grid axis) by multicast: false where there is no such operand,

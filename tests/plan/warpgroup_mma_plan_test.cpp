@@ -2,6 +2,8 @@
 // stages, operand majorness, tensor-map boxes and persistence; and what stays on mma.sync.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "graph/files.h"
 #include "plan/kernel_plan.h"
 #include "plan/target.h"
@@ -247,6 +249,54 @@ TEST(WarpgroupAttentionPlan, AHeadsTransposedOperandIsAddressedInStorageOrder) {
   EXPECT_EQ(at.v.rowDim, 2);
   EXPECT_FALSE(at.v.kMajor);
   EXPECT_EQ(at.v.iterationStep[2], at.kv);  // the loop walks the positions
+}
+
+TEST(WarpgroupAttentionPlan, HeadDimsOfNoWholeBoxArePaddedAndWideOnesTakeNarrowKeyTiles) {
+  // Phi-3's head dim 96: Q's and K's K (d) and V's N (dv) are one box and a half; each takes
+  // a second box whose columns past 96 no multiply reads (six k-steps, wgmma N = 96).
+  const KernelPlan d96 = planned(shipped("found/mha_prefill_16x1024_d96.v3b951690ab4491fa"));
+  ASSERT_TRUE(d96.as<WarpgroupAttentionPlan>());
+  const WarpgroupAttentionPlan& at = *d96.as<WarpgroupAttentionPlan>();
+  EXPECT_EQ(at.d, 96);
+  EXPECT_EQ(at.dv, 96);
+  EXPECT_EQ(at.kv, 128);
+  EXPECT_EQ(at.consumers, 2);
+  EXPECT_EQ(at.q.boxes, 2);
+  EXPECT_EQ(at.k.boxes, 2);
+  EXPECT_EQ(at.v.boxes, 2);
+  EXPECT_FALSE(at.v.kMajor);
+  ASSERT_GE(at.q.map, 0);
+  EXPECT_EQ(at.maps[at.q.map].dims[0], 96);  // the copy engine zero-fills past it
+  EXPECT_EQ(at.maps[at.q.map].box[0], 64);
+  EXPECT_EQ(at.stages, 3);  // the padded boxes cost what d 128's do: the overlapped loop
+  EXPECT_TRUE(at.overlapped);
+
+  // Gemma's 256: O takes 128 accumulators a thread, so key tiles of 64 positions and one
+  // multiplying warpgroup, whose 64 query rows leave room for three stages.
+  const KernelPlan d256 = planned(shipped("found/mha_prefill_8x1024_d256.ve208b25d1620563d"));
+  ASSERT_TRUE(d256.as<WarpgroupAttentionPlan>());
+  const WarpgroupAttentionPlan& wide = *d256.as<WarpgroupAttentionPlan>();
+  EXPECT_EQ(wide.d, 256);
+  EXPECT_EQ(wide.dv, 256);
+  EXPECT_EQ(wide.kv, 64);
+  EXPECT_EQ(wide.q.boxes, 4);
+  EXPECT_EQ(wide.v.boxes, 4);
+  EXPECT_EQ(wide.stages, 3);
+  EXPECT_TRUE(wide.overlapped);
+  EXPECT_LE(d256.sharedBytes, targetByName("sm_90").sharedBytesPerBlock);
+
+  // A key tile of 128 at d 256 (half the iterations) needs more registers than a multiplying
+  // thread gets.
+  nlohmann::json text = nlohmann::json::parse(
+      graph::readFileText(std::string(MUGRAPH_SOURCE_DIR) +
+                          "/schedules/found/mha_prefill_8x1024_d256.ve208b25d1620563d.json"));
+  text["kernels"][0]["forloop"] = text["kernels"][0]["forloop"].get<int>() / 2;
+  text.erase("hash");
+  const std::string path = ::testing::TempDir() + "/mha_prefill_8x1024_d256_kv128.json";
+  graph::writeFileAtomic(path, text.dump());
+  const KernelPlan kv128 = planned(graph::loadSchedule(path));
+  EXPECT_EQ(kv128.block->forloop, 8);
+  EXPECT_FALSE(kv128.as<WarpgroupAttentionPlan>());
 }
 
 TEST(WarpgroupAttentionPlan, OtherAttentionShapesStayOnTheGeneralPath) {

@@ -229,20 +229,21 @@ def gqa_safe_mirage_shape_case(name, variants, options):
 
 
 def decode_inputs(q, k, v):
-    """SDPA's [1, 32, 1, 128] query and [1, 8, seq, 128] cache as our decode program takes
-    them: Q [8, 4, 128] (4 query heads per KV head), K and V [8, seq, 128]."""
-    return {"Q": q.reshape(8, 4, 128).contiguous(), "K": k[0].contiguous(),
-            "V": v[0].contiguous()}
+    """SDPA's [1, Hq, 1, d] query and [1, Hkv, seq, d] cache as our decode program takes
+    them: Q [Hkv, Hq / Hkv, d] (the query heads of each KV head), K and V [Hkv, seq, d]."""
+    kv_heads, d = k.shape[1], k.shape[3]
+    return {"Q": q.reshape(kv_heads, q.shape[1] // kv_heads, d).contiguous(),
+            "K": k[0].contiguous(), "V": v[0].contiguous()}
 
 
-def decode_case(context, name, variants, options):
-    # Decode, safe program: batch 1, 32 query heads, 8 KV heads, d 128; the KV cache is
-    # [8, seq, 128] (schedules/gqa_decode_*k.mg).
-    q = torch.randn(1, 32, 1, 128, dtype=torch.float16, device="cuda")
-    k = torch.randn(1, 8, context, 128, dtype=torch.float16, device="cuda")
-    v = torch.randn(1, 8, context, 128, dtype=torch.float16, device="cuda")
-    result = attention_case(name, variants, q, k, v, decode_inputs, 1 / math.sqrt(128),
-                            lambda o: o.reshape(1, 32, 1, 128), LOGIT_SPREADS)
+def decode_case(context, name, variants, options, q_heads=32, kv_heads=8, d=128):
+    # Decode, safe program: batch 1, 32 query heads, 8 KV heads, d 128 unless told; the KV
+    # cache is [kv_heads, seq, d] (schedules/gqa_decode_*k.mg, tools/bench/programs/).
+    q = torch.randn(1, q_heads, 1, d, dtype=torch.float16, device="cuda")
+    k = torch.randn(1, kv_heads, context, d, dtype=torch.float16, device="cuda")
+    v = torch.randn(1, kv_heads, context, d, dtype=torch.float16, device="cuda")
+    result = attention_case(name, variants, q, k, v, decode_inputs, 1 / math.sqrt(d),
+                            lambda o: o.reshape(1, q_heads, 1, d), LOGIT_SPREADS)
     result["context"] = context
     for row in result["rows"]:
         row["context"] = context
@@ -467,6 +468,19 @@ def all_cases():
     cases["gqa_prefill_causal_32q8kv_2048_d128"] = functools.partial(
         gqa_prefill_case, 32, 8, 2048, 128, causal=True)
     cases["mha_prefill_16x512_d64"] = functools.partial(prefill_case, 512, heads=16, d=64)
+    # Head dims other than 64 and 128: Phi-2's 80, Phi-3-mini's 96, Gemma's 256.
+    cases["mha_prefill_16x1024_d96"] = functools.partial(prefill_case, 1024, heads=16, d=96)
+    cases["mha_prefill_causal_32x2048_d96"] = functools.partial(prefill_case, 2048, heads=32,
+                                                                d=96, causal=True)
+    cases["mha_prefill_causal_32x2048_d80"] = functools.partial(prefill_case, 2048, heads=32,
+                                                                d=80, causal=True)
+    cases["mha_prefill_8x1024_d256"] = functools.partial(prefill_case, 1024, heads=8, d=256)
+    cases["mha_decode_32x4096_d96"] = functools.partial(decode_case, 4096, q_heads=32,
+                                                        kv_heads=32, d=96)
+    cases["gqa_decode_8q4kv_8192_d256"] = functools.partial(decode_case, 8192, q_heads=8,
+                                                            kv_heads=4, d=256)
+    cases["gqa_prefill_causal_8q4kv_2048_d256"] = functools.partial(
+        gqa_prefill_case, 8, 4, 2048, 256, causal=True)
     # A Llama layer's attention as the torch.compile front end cuts it (hidden 2048).
     cases["llama_attention_512"] = functools.partial(gqa_prefill_case, 32, 8, 512, 64,
                                                      causal=True, v_heads_transposed=True)
