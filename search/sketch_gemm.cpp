@@ -57,7 +57,7 @@ std::vector<BlockChoice> warpgroupGemm(const Dataflow& flow, const Segment& segm
   std::vector<BlockChoice> choices;
   if (!config.target->warpgroupMma || !matmulWithEpilogue(flow, segment)) return choices;
   const std::optional<MatmulVars> vars = matmulVars(flow, segment.first);
-  if (!vars) return choices;
+  if (!vars || vars->m < 0) return choices;  // one row: no warpgroup tile
   for (int t : flow.ops[segment.first].inputs) {
     if (!sixteenBit(flow.tensors[t].desc.dtype)) return choices;
   }

@@ -27,7 +27,7 @@ std::optional<MatmulVars> matmulVars(const Dataflow& flow, int op) {
   vars.k = matmul.reducedVars[0];
   vars.m = soleVar(dims[rank - 2]);
   vars.n = soleVar(dims[rank - 1]);
-  if (vars.m < 0 || vars.n < 0) return std::nullopt;
+  if (vars.m == -2 || vars.n < 0) return std::nullopt;  // one row is m = -1 (decode's query)
   for (int d = 0; d < rank - 2; ++d) {
     const int v = soleVar(dims[d]);
     if (v == -2) return std::nullopt;
@@ -49,6 +49,7 @@ std::optional<AttentionVars> attentionVars(const Dataflow& flow, const Segment& 
 }
 
 std::optional<GridSplit> tiled(const Dataflow& flow, int var, int64_t tile) {
+  if (var < 0) return std::nullopt;  // a dim of one
   const int64_t extent = flow.vars[var].extent;
   if (tile >= extent) return std::nullopt;
   const int64_t count = (extent + tile - 1) / tile;

@@ -23,17 +23,17 @@ inline constexpr int kConsumers[] = {1, 2, 3};
 struct MatmulVars {
   int op = -1;  // flow op
   std::vector<int> batch;
-  int m = -1, n = -1, k = -1;
+  int m = -1, n = -1, k = -1;  // m is -1 where the result has one row
 };
 
-// Nothing when a dim of the result is a composite of variables.
+// Nothing when a dim of the result is a composite of variables or it has one column.
 std::optional<MatmulVars> matmulVars(const Dataflow& flow, int op);
 
 // softmax-like attention: S = Q·K (first), then some chain on S, then O = P·V (second)
 // contracting S's columns.
 struct AttentionVars {
   MatmulVars first, second;
-  int query() const { return first.m; }
+  int query() const { return first.m; }  // -1: one query row (MHA decode)
   int keys() const { return first.n; }
 };
 
@@ -41,7 +41,7 @@ struct AttentionVars {
 std::optional<AttentionVars> attentionVars(const Dataflow& flow, const Segment& segment);
 
 // `var` cut into tiles of `tile` (the last partial where they do not divide); nothing when one
-// tile covers it.
+// tile covers it or `var` is -1 (a dim of one).
 std::optional<GridSplit> tiled(const Dataflow& flow, int var, int64_t tile);
 
 // Every batch variable cut into single elements (each block one matrix: one head, one batch

@@ -104,5 +104,31 @@ TEST(ShortDecodeSketch, FewHeadsCutTheValueColumnsOverTheGrid) {
   EXPECT_EQ(columnParts(decodeOf(256, "512"), nullptr), 0);
 }
 
+// Decode with one query row per KV head (multi-head attention: GPT-2, Phi, Llama 2 7B): the
+// query dim is a dim of one, which once left the pattern without a query variable, so no
+// attention sketch applied and the search kept Q·K, the softmax and P·V in separate kernels.
+TEST(ShortDecodeSketch, OneQueryRowPerHeadGetsTheFlashSketches) {
+  const graph::Program program = graph::parseProgramText(
+      "program mha_decode\ninput Q f16 [32, 1, 96]\ninput K f16 [32, 96, 4096] layout=transposed\n"
+      "input V f16 [32, 4096, 96]\nA = scale(matmul(Q, K), c=0.1)\nM = reduce_max(A, dim=2)\n"
+      "E = exp(sub(A, M))\nS = reduce_sum(E, dim=2)\nO = matmul(div(E, S), V)\noutput O\n",
+      "mha_decode.mg");
+  const Dataflow flow = buildDataflow(program);
+  const Segment segment = analyzeSegment(flow, 0, static_cast<int>(flow.ops.size()) - 1);
+  const SearchConfig config = defaultConfig(classifyProgram(program));
+  std::map<std::string, int64_t> blocks;  // sketch -> blocks
+  for (const BlockChoice& choice : sketchChoices(flow, segment, config)) {
+    int64_t count = 1;
+    for (const GridSplit& g : choice.grid) count *= g.count;
+    blocks[choice.sketch] = count;
+  }
+  for (const char* sketch :
+       {"flash_q64_kv16", "flash_q64_kv32", "flash_q64_kv64", "flash_q64_kv128"}) {
+    SCOPED_TRACE(sketch);
+    ASSERT_TRUE(blocks.count(sketch));
+    EXPECT_EQ(blocks.at(sketch), 32);  // a block per head, its query row padded to a tile
+  }
+}
+
 }  // namespace
 }  // namespace mugraph::search
