@@ -6,8 +6,8 @@ import torch
 
 
 def configs(hidden=128, layers=2, vocab=512):
-    from transformers import (GPT2Config, GPTNeoXConfig, LlamaConfig, MistralConfig, PhiConfig,
-                              Qwen3Config)
+    from transformers import (GemmaConfig, GPT2Config, GPTNeoXConfig, LlamaConfig, MistralConfig,
+                              Phi3Config, PhiConfig, Qwen3Config)
 
     heads = max(4, hidden // 64)
     common = dict(hidden_size=hidden, intermediate_size=hidden * 11 // 4 // 8 * 8,
@@ -30,6 +30,14 @@ def configs(hidden=128, layers=2, vocab=512):
                                   max_position_embeddings=8192, **plain),
         "phi": PhiConfig(hidden_size=hidden, intermediate_size=4 * hidden,
                          max_position_embeddings=8192, pad_token_id=0, **plain),
+        # Head dims other than 64: Phi-3 (96: heads of hidden / 96, no GQA, a fused QKV and a
+        # fused gate/up projection) and Gemma (256 whatever the width, GeGLU, scaled embeddings).
+        "phi3": Phi3Config(**{**common, "num_attention_heads": max(1, hidden // 96),
+                              "num_key_value_heads": max(1, hidden // 96)},
+                           pad_token_id=0, bos_token_id=0, eos_token_id=0),
+        "gemma": GemmaConfig(**{**common, "num_attention_heads": max(1, hidden // 256),
+                                "num_key_value_heads": max(1, hidden // 1024)},
+                             head_dim=256, pad_token_id=0, bos_token_id=0, eos_token_id=0),
     }
 
 
