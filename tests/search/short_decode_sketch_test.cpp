@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "graph/program_text.h"
 #include "search/dataflow.h"
@@ -64,12 +65,16 @@ TEST(ShortDecodeSketch, SmallKeyTilesWalkAShortCache) {
 // flash sketch also cuts the value columns over the grid (the static search's fastest kernel
 // at one position cuts them 8 ways), with the loop over the keys kept, so a dynamic program's
 // short lengths get those blocks too. With a block per multiprocessor already, it does not.
-int columnParts(const graph::Program& program, std::map<std::string, int64_t>* blocks) {
+// The sketches' block choices for the whole program as one segment.
+std::vector<BlockChoice> wholeProgramSketches(const graph::Program& program) {
   const Dataflow flow = buildDataflow(program);
   const Segment segment = analyzeSegment(flow, 0, static_cast<int>(flow.ops.size()) - 1);
-  const SearchConfig config = defaultConfig(classifyProgram(program));
+  return sketchChoices(flow, segment, defaultConfig(classifyProgram(program)));
+}
+
+int columnParts(const graph::Program& program, std::map<std::string, int64_t>* blocks) {
   int found = 0;
-  for (const BlockChoice& choice : sketchChoices(flow, segment, config)) {
+  for (const BlockChoice& choice : wholeProgramSketches(program)) {
     if (choice.sketch.rfind("flash_q", 0) != 0 || choice.sketch.find("_v") == std::string::npos) {
       continue;
     }
@@ -113,11 +118,8 @@ TEST(ShortDecodeSketch, OneQueryRowPerHeadGetsTheFlashSketches) {
       "input V f16 [32, 4096, 96]\nA = scale(matmul(Q, K), c=0.1)\nM = reduce_max(A, dim=2)\n"
       "E = exp(sub(A, M))\nS = reduce_sum(E, dim=2)\nO = matmul(div(E, S), V)\noutput O\n",
       "mha_decode.mg");
-  const Dataflow flow = buildDataflow(program);
-  const Segment segment = analyzeSegment(flow, 0, static_cast<int>(flow.ops.size()) - 1);
-  const SearchConfig config = defaultConfig(classifyProgram(program));
   std::map<std::string, int64_t> blocks;  // sketch -> blocks
-  for (const BlockChoice& choice : sketchChoices(flow, segment, config)) {
+  for (const BlockChoice& choice : wholeProgramSketches(program)) {
     int64_t count = 1;
     for (const GridSplit& g : choice.grid) count *= g.count;
     blocks[choice.sketch] = count;
