@@ -9,6 +9,8 @@ namespace mugraph::graph {
 
 inline constexpr int kWarpSize = 32;
 inline constexpr int kMaxThreadsPerBlock = 1024;  // a block is a whole number of warps
+// Threads resident on one multiprocessor at once (every block of a kernel's occupancy).
+inline constexpr int kMaxThreadsPerSm = 2048;
 inline constexpr int64_t kMaxGridX = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxGridYZ = 65535;
 

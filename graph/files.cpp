@@ -67,7 +67,7 @@ void writeAll(int fd, std::string_view contents) {
 int keyRank(const std::string& key) {
   static const char* const kOrder[] = {
       "format", "version",  "op",     "name", "dtype",   "shape",   "layout",  "from",
-      "inputs", "outputs",  "output", "to",   "grid",    "cluster", "threads", "forloop", "imap",
+      "inputs", "outputs",  "output", "to",   "grid",    "cluster", "threads", "occupancy", "forloop", "imap",
       "omap",   "fmap",     "dim",    "c",    "program", "tensors", "kernels", "ops",
       "fusion", "producer", "fused",  "x",    "y",       "z",       "hash"};
   for (size_t i = 0; i < std::size(kOrder); ++i) {

@@ -111,6 +111,8 @@ BlockHashes hashBlockGraph(const BlockGraph& block, const std::vector<uint64_t>&
   if (block.clusterBlocks() > 1) {
     for (int a = 0; a < kGridAxes; ++a) body.add(static_cast<uint64_t>(block.cluster[a]));
   }
+  if (block.occupancy > 1)
+    body.add(std::string_view("occupancy")).add(static_cast<uint64_t>(block.occupancy));
   body.addSorted(outputPlacement).addSorted(fusion);
   BlockHashes result;
   result.body = body.value();

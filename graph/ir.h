@@ -79,6 +79,11 @@ struct BlockGraph {
   // them. A launch choice only: it does not change what the block graph computes.
   std::array<int64_t, kGridAxes> cluster{1, 1, 1};
   int threads = 128;
+  // Blocks of this kernel one multiprocessor runs at once (its occupancy): the plan gives each
+  // block that share of the multiprocessor's shared memory and registers, and a persistent
+  // kernel launches that many blocks per multiprocessor, so one block's copies, epilogue or
+  // tail run under another's multiplies. A launch choice only, like `cluster`.
+  int occupancy = 1;
   int64_t forloop = 1;
   std::vector<BlockTensor> tensors;
   std::vector<BlockOp> ops;  // definition before use

@@ -75,6 +75,7 @@ json kernelToJson(const KernelGraph& graph, const KernelOp& kernel) {
         json{{"x", block.cluster[0]}, {"y", block.cluster[1]}, {"z", block.cluster[2]}};
   }
   item["threads"] = block.threads;
+  if (block.occupancy > 1) item["occupancy"] = block.occupancy;
   item["forloop"] = block.forloop;
   item["ops"] = json::array();
   for (const BlockOp& op : block.ops) item["ops"].push_back(blockOpToJson(graph, kernel, op));
@@ -214,8 +215,8 @@ void ScheduleReader::readKernel(const JsonReader& item) {
   KernelOp kernel;
   kernel.kind = readOpKind(item, OpLevel::Kernel);
   if (kernel.kind == OpKind::BlockGraph) {
-    item.expectObject({"op", "name", "inputs", "outputs", "grid", "cluster", "threads", "forloop",
-                       "ops", "fusion"});
+    item.expectObject({"op", "name", "inputs", "outputs", "grid", "cluster", "threads",
+                       "occupancy", "forloop", "ops", "fusion"});
   } else {
     std::vector<std::string_view> keys{"op", "name", "inputs", "output"};
     for (std::string_view key : attrKeys(kernel.kind)) keys.push_back(key);
@@ -269,6 +270,9 @@ BlockGraph ScheduleReader::readBlockGraph(const JsonReader& item, const KernelOp
   }
   if (std::optional<JsonReader> threads = item.find("threads")) {
     block.threads = static_cast<int>(threads->integer(1, kMaxDimSize));
+  }
+  if (std::optional<JsonReader> occupancy = item.find("occupancy")) {
+    block.occupancy = static_cast<int>(occupancy->integer(1, kMaxThreadsPerSm / kWarpSize));
   }
   if (std::optional<JsonReader> forloop = item.find("forloop")) {
     block.forloop = forloop->integer(1, kMaxDimSize);

@@ -111,6 +111,13 @@ void validateBlockGraph(const KernelGraph& graph, const KernelOp& kernel, const 
              std::to_string(kWarpSize) + " in " + std::to_string(kWarpSize) + ".." +
              std::to_string(kMaxThreadsPerBlock) + ")");
   }
+  if (block.occupancy < 1 || int64_t{block.occupancy} * block.threads > kMaxThreadsPerSm) {
+    fail(sec, k, -1, "occupancy",
+         "occupancy is " + std::to_string(block.occupancy) + " (at least 1, and at most " +
+             std::to_string(kMaxThreadsPerSm) +
+             " threads on one multiprocessor: " + std::to_string(kMaxThreadsPerSm / block.threads) +
+             " blocks of " + std::to_string(block.threads) + ")");
+  }
   if (block.forloop < 1) {
     fail(sec, k, -1, "forloop", "forloop is " + std::to_string(block.forloop) + " (must be >= 1)");
   }

@@ -120,7 +120,8 @@ void planCopies(KernelPlan& plan, bool inputsToo) {
   }
 }
 
-// The warpgroup paths: one block per multiprocessor (setmaxnreg needs that cap).
+// The warpgroup paths: the schedule's occupancy, which the ring and the setmaxnreg budgets
+// were sized for, is promised to ptxas (setmaxnreg needs that cap).
 template <typename Path>
 void useWarpgroupPath(KernelPlan& plan, Path path) {
   planCopies(plan, false);
@@ -131,7 +132,7 @@ void useWarpgroupPath(KernelPlan& plan, Path path) {
   }
   plan.pipelineStages = path.stages;
   plan.sharedBytes = path.sharedBytes;
-  plan.minBlocksPerSm = 1;
+  plan.minBlocksPerSm = path.occupancy;
   plan.path = std::move(path);
 }
 
@@ -285,6 +286,13 @@ std::string launchProblem(const KernelPlan& plan, const Target& target) {
   if (plan.block->clusterBlocks() > target.maxClusterBlocks) {
     return "has clusters of " + std::to_string(plan.block->clusterBlocks()) + " blocks; " +
            target.name + " allows at most " + std::to_string(target.maxClusterBlocks);
+  }
+  // Only the warpgroup paths size a block for an occupancy; the others choose their own
+  // (Target::wantedBlocksPerSm).
+  if (plan.block->occupancy > 1 && !plan.ring()) {
+    return "has occupancy " + std::to_string(plan.block->occupancy) +
+           ": only the warpgroup GEMM and attention paths size a block for it, and this kernel " +
+           "takes another path";
   }
   if (plan.sharedBytes > target.sharedBytesPerBlock) {
     return "needs " + std::to_string(plan.sharedBytes) + " bytes of shared memory; an " +

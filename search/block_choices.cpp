@@ -129,7 +129,7 @@ std::vector<LoopChoice> loopChoices(int v, const IndexVar& var, bool matmulDim,
 bool BlockChoice::sameSplits(const BlockChoice& other) const {
   return grid == other.grid && reductionSplitVar == other.reductionSplitVar &&
          loopVar == other.loopVar && forloop == other.forloop && loopTile == other.loopTile &&
-         threads == other.threads && cluster == other.cluster;
+         threads == other.threads && cluster == other.cluster && occupancy == other.occupancy;
 }
 
 const GridSplit* gridSplitOf(const BlockChoice& choice, int var) {

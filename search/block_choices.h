@@ -39,6 +39,7 @@ struct BlockChoice {
   // Thread-block clusters per grid axis (graph::BlockGraph::cluster): 1, or blocks a sketch
   // groups so that they multicast the tile they share.
   std::array<int64_t, graph::kGridAxes> cluster{1, 1, 1};
+  int occupancy = 1;  // blocks one multiprocessor runs at once (graph::BlockGraph::occupancy)
   // Named by a sketch (sketches.h): its family and decisions, e.g. "wgmma_gemm_128x256x64_c2",
   // which become the kernel's name in the schedule; empty otherwise.
   std::string sketch;

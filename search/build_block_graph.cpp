@@ -230,6 +230,7 @@ BlockBuildResult buildBlockGraph(const Dataflow& flow, const Segment& segment,
     }
     built.block = builder.block();
     built.block.cluster = choice.cluster;
+    built.block.occupancy = choice.occupancy;
     fuseEpilogues(built.block);
     result.built = std::move(built);
   } catch (const graph::ShapeError&) {

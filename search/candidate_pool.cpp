@@ -19,11 +19,17 @@ bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i) {
 
 namespace {
 
-std::vector<std::array<int64_t, graph::kGridAxes>> kernelGrids(const Candidate& candidate) {
-  std::vector<std::array<int64_t, graph::kGridAxes>> grids;
+// Each kernel's grid and occupancy (blocks a multiprocessor runs at once): the same tiles at
+// another occupancy run as a different launch, which the model prices no better than tilings.
+std::vector<std::array<int64_t, graph::kGridAxes + 1>> kernelGrids(const Candidate& candidate) {
+  std::vector<std::array<int64_t, graph::kGridAxes + 1>> grids;
   for (const graph::KernelOp& kernel : candidate.schedule.graph.ops) {
-    grids.push_back(kernel.block ? kernel.block->grid
-                                 : std::array<int64_t, graph::kGridAxes>{0, 0, 0});
+    if (!kernel.block) {
+      grids.push_back({0, 0, 0, 0});
+      continue;
+    }
+    const graph::BlockGraph& block = *kernel.block;
+    grids.push_back({block.grid[0], block.grid[1], block.grid[2], block.occupancy});
   }
   return grids;
 }

@@ -46,8 +46,9 @@ bool bestOfItsShape(const std::vector<Candidate>& pool, size_t i);
 
 // The order in which to verify `pool` (sorted best first): the positions `first` (a dynamic
 // program's cheapest at each ranking length), then, taken in turn, the best of each solution
-// shape (so the report shows each) and the best of each other tiling (the kernels' grids)
-// estimated within kTilingSpread of the best, each list in cost order, then the rest. So
+// shape (so the report shows each) and the best of each other tiling (the kernels' grids and
+// occupancies) estimated within kTilingSpread of the best, each list in cost order, then the
+// rest. So
 // --profile measures different tilings (768 x 3072 in 96, 72, 64, 144 or 192 tiles; a decode
 // split into 120 or 128 blocks, with its combine fused) rather than one tiling's consumer and
 // cluster choices, even where a program has many shapes; every position once.

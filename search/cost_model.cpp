@@ -38,13 +38,19 @@ struct KernelWork {
   double rowsMicroseconds = 0;
   // Below 1 for blocks in clusters: each waits on the others' releases, whatever bounds it.
   double clusterEfficiency = 1;
+  // A warpgroup kernel sized for several blocks per multiprocessor (its occupancy): the block
+  // scheduler fills a multiprocessor up to it before the next, so a grid of fewer blocks than
+  // multiprocessors times the occupancy runs on blocks / occupancy of them (H200: 1024^3 in
+  // 128 tiles took 9.2 us one block a multiprocessor, 12.7 two; 128 x 4096 x 4096 in 128
+  // tiles of 64 x 64, 21.3 alone, 23.4 two, 27.0 three).
+  double packedOccupancy = 1;
 };
 
 double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const CostConstants& c) {
   const double sms = target.streamingMultiprocessors;
   const double peakBandwidth = target.memoryBytesPerSecond;
   const double resident = std::min(w.blocks, sms * w.blocksPerSm);
-  const double activeSms = std::min(w.blocks, sms);
+  const double activeSms = std::min(std::ceil(w.blocks / w.packedOccupancy), sms);
   const double streaming = c.bandwidthEfficiency * peakBandwidth;
   const double bandwidth = std::min(streaming, resident * c.perSmBandwidthShare * streaming / sms);
   const double smFraction = activeSms / sms;
@@ -65,7 +71,7 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
       waves * (w.serialSteps * w.stepMicroseconds + w.postLoopMicroseconds) * 1e-6;
   // What one SM pulls from L2 and memory over the kernel: its share of the blocks (the blocks
   // resident on it at once share its load rate), each loading bytesPerBlock.
-  const double blocksPerSmOverKernel = std::ceil(w.blocks / sms);
+  const double blocksPerSmOverKernel = std::ceil(w.blocks / activeSms);
   const double blockLoads = blocksPerSmOverKernel * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
   return c.launchMicroseconds +
          1e6 * std::max({memory, compute * tail, latency, blockLoads}) / w.clusterEfficiency +
@@ -125,6 +131,12 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
   w.blocks = static_cast<double>(block.blocks());
   const plan::KernelPlan planned = plan::planKernel(g, kernelIndex, target);
   w.blocksPerSm = static_cast<double>(target.blocksPerSmByShared(planned.sharedBytes));
+  // A warpgroup kernel's registers are budgeted for its occupancy (setmaxnreg): no more of its
+  // blocks fit, however little shared memory its ring takes.
+  if (const plan::WarpgroupRing* ring = planned.ring()) {
+    w.blocksPerSm = std::min(w.blocksPerSm, static_cast<double>(ring->occupancy));
+    w.packedOccupancy = w.blocksPerSm;
+  }
   w.serialSteps = static_cast<double>(block.forloop);
   const double threads = static_cast<double>(block.threads);
   // A step of the loop: a fixed latency, then each op the plan emits there (a barrier and
@@ -218,8 +230,15 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
       w.vectorFlops += tileElements * times;
     }
   }
-  if (asynchronous && planned.ring()->stages <= 2) w.tensorFlops /= c.twoStageRingEfficiency;
-  if (asynchronous && planned.ring()->consumers == 1) w.tensorFlops /= c.singleConsumerEfficiency;
+  // A ring of two stages cannot keep copies ahead of the multiplies, and one multiplying
+  // warpgroup cannot hide its own waits: unless other blocks on the same multiprocessor
+  // (occupancy) multiply meanwhile.
+  if (asynchronous && planned.ring()->stages * w.blocksPerSm <= 2) {
+    w.tensorFlops /= c.twoStageRingEfficiency;
+  }
+  if (asynchronous && planned.ring()->consumers * w.blocksPerSm == 1) {
+    w.tensorFlops /= c.singleConsumerEfficiency;
+  }
   if (asynchronous && planned.ring()->clusterBlocks > 1) w.clusterEfficiency = c.clusterEfficiency;
   double unique = 0;
   for (graph::TensorId t : op.inputs) unique += bytesOf(g.tensors[t]);

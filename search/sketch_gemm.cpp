@@ -4,8 +4,9 @@
 // activation, a residual, a gate: plan::isGemmEpilogueOp).
 // The plan (plan/warpgroup_mma_plan.cpp) takes such a block graph onto wgmma with bulk tensor
 // copies, sizes its ring of stages to the target's shared memory, and makes the blocks
-// persistent (walking tiles in raster groups) when there are more tiles than the target has
-// multiprocessors; a choice the plan declines is pruned.
+// persistent (walking tiles in raster groups) when there are more tiles than the target's
+// multiprocessors run at once (the choice's occupancy: blocks per multiprocessor); a choice the
+// plan declines is pruned.
 #include <string>
 
 #include "graph/types.h"
@@ -33,6 +34,16 @@ constexpr int64_t kStepK = 64;
 // pairs only. With two or more consumers: one cannot hide the other block's waits.
 constexpr int64_t kClusterBlocks = 2;
 constexpr size_t kClusterAxes = 2;  // x and y: the row and column tiles
+// Blocks of a small tile that run on one multiprocessor at once, each with its share of the
+// shared memory and registers, where there are more tiles than multiprocessors: the last wave
+// fills, and one block's first copies and epilogue run under another's multiplies (H200,
+// 768 x 3072 x 768 in 64 x 192 tiles: 14.0 us alone, 12.8 two at a time). With no more tiles
+// than multiprocessors, blocks doubled up on some leave others idle (1024^3 in 128 tiles of
+// 128 x 64: 9.2 us alone, 12.7 two at a time), so none is offered there. Tiles up to
+// 128 x 128; the plan declines those whose accumulators do not fit in the launch's share of
+// registers (64 x 128 with one consumer at two blocks, 64 x 64 at three).
+constexpr int kOccupancies[] = {2, 3};
+constexpr int64_t kMostResidentTileElements = 128 * 128;
 
 bool sixteenBit(graph::DType dtype) {
   return dtype == graph::DType::F16 || dtype == graph::DType::BF16;
@@ -83,6 +94,18 @@ std::vector<BlockChoice> warpgroupGemm(const Dataflow& flow, const Segment& segm
         // The plan declines a cluster whose blocks share no tile it can multicast, and one
         // along y in a persistent kernel.
         choices.push_back(*choice);
+        int64_t tiles = 1;
+        for (const GridSplit& split : choice->grid) tiles *= split.count;
+        for (int occupancy : kOccupancies) {
+          if (rows * columns > kMostResidentTileElements ||
+              tiles <= config.target->streamingMultiprocessors) {
+            break;
+          }
+          BlockChoice resident = *choice;
+          resident.occupancy = occupancy;
+          resident.sketch += "_o" + std::to_string(occupancy);
+          choices.push_back(std::move(resident));
+        }
         if (consumers < 2) continue;
         for (size_t axis = 0; axis < kClusterAxes && axis < choice->grid.size(); ++axis) {
           if (choice->grid[axis].count % kClusterBlocks != 0) continue;

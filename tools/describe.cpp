@@ -50,8 +50,10 @@ std::string planText(const KernelGraph& lowered, int k, const plan::Target& targ
     out << " in clusters of (" << block.cluster[0] << ", " << block.cluster[1] << ", "
         << block.cluster[2] << ")";
   }
-  out << ", threads " << block.threads << ", forloop " << block.forloop << ", shared memory "
-      << kernel.sharedBytes << " B on " << target.name;
+  out << ", threads " << block.threads;
+  if (block.occupancy > 1) out << ", " << block.occupancy << " blocks per multiprocessor";
+  out << ", forloop " << block.forloop << ", shared memory " << kernel.sharedBytes << " B on "
+      << target.name;
   if (kernel.pipelineStages > 1) out << ", " << kernel.pipelineStages << " pipeline stages";
   if (const plan::WarpgroupMmaPlan* gemm = kernel.as<plan::WarpgroupMmaPlan>()) {
     const plan::WarpgroupMmaPlan& wg = *gemm;

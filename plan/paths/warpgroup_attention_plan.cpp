@@ -164,9 +164,12 @@ std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& p
   at.k = *k;
   at.v = *v;
 
+  at.occupancy = block.occupancy;
   budgetRegisters(at, target);
-  // S, O and P (packed) plus the chain's temporaries.
-  if (at.kv / 2 + at.dv / 2 + at.kv / 4 + 48 > at.consumerRegisters) return std::nullopt;
+  // S, O and P (packed) plus the chain's temporaries; S, O and P within what ptxas compiles
+  // the kernel with.
+  const int held = static_cast<int>(at.kv / 2 + at.dv / 2 + at.kv / 4);
+  if (held + 48 > at.consumerRegisters || held > at.launchedRegisters) return std::nullopt;
 
   at.launchGrid = block.grid;  // one tile per block (see WarpgroupRing::persistent)
   at.qBytes = layOutStage({&at.q}, limits.swizzleAlignment);

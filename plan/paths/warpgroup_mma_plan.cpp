@@ -135,6 +135,7 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   const int warpgroups = static_cast<int>(block.threads / limits.threads);
   wg.producer = warpgroups > 1;
   wg.consumers = wg.producer ? warpgroups - 1 : 1;
+  wg.occupancy = block.occupancy;
   if (wg.m % (limits.wgmmaRows * wg.consumers) != 0) return std::nullopt;
   wg.mTiles = static_cast<int>(wg.m / (limits.wgmmaRows * wg.consumers));
   if (wg.accumulatorsPerThread() > limits.maxAccumulators) return std::nullopt;
@@ -153,7 +154,8 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   }
   if (wg.producer) {
     budgetRegisters(wg, target);
-    if (wg.consumerRegisters < wg.accumulatorsPerThread() + 32) return std::nullopt;
+    const int compiled = std::min(wg.consumerRegisters, wg.launchedRegisters);
+    if (compiled < wg.accumulatorsPerThread() + 32) return std::nullopt;
   }
   // An M-major A is read one box of rows per wgmma; a K-major operand's rows per box must
   // keep each 8-row group swizzle-aligned: both hold by the checks above.
@@ -166,10 +168,12 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
   }
   const int64_t tiles = block.grid[0] * block.grid[1] * block.grid[2];
   wg.launchGrid = block.grid;
-  // Persistent where the reference extents have more tiles than multiprocessors. A kernel that
-  // takes the lengths walks as many tiles as the length gives (the walk's counts follow it;
-  // the launch stays one block per multiprocessor, and the blocks past the tiles run none).
-  if (wg.producer && tiles > target.streamingMultiprocessors) {
+  // Persistent where the reference extents have more tiles than the multiprocessors run at
+  // once (occupancy blocks each). A kernel that takes the lengths walks as many tiles as the
+  // length gives (the walk's counts follow it; the launch stays `occupancy` blocks per
+  // multiprocessor, and the blocks past the tiles run none).
+  const int64_t resident = target.streamingMultiprocessors * wg.occupancy;
+  if (wg.producer && tiles > resident) {
     // The blocks of a cluster walk consecutive tiles, which share their column of tiles (grid
     // x and each raster group hold whole clusters), and the same number of them: clusters
     // along x only.
@@ -177,7 +181,7 @@ std::optional<WarpgroupMmaPlan> planWarpgroupMma(const KernelPlan& plan, const T
     const int64_t group = std::min<int64_t>(limits.rasterGroup, block.grid[0]);
     if (group % cluster != 0 || block.cluster[0] != cluster) return std::nullopt;
     wg.persistent = true;
-    wg.launchGrid = {target.streamingMultiprocessors / cluster * cluster, 1, 1};
+    wg.launchGrid = {resident / cluster * cluster, 1, 1};
     wg.rasterGroup = static_cast<int>(group);
   }
   return wg;

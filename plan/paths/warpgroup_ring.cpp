@@ -182,12 +182,13 @@ void budgetRegisters(WarpgroupRing& ring, const Target& target) {
   ring.producerRegisters =
       ring.fillArrivals > 1 ? limits.gatheringProducerRegisters : limits.producerRegisters;
   // setmaxnreg only moves registers between the block's warpgroups: the pool is what the block
-  // launched with, each thread's share of the register file in whole granules (168 a thread
-  // for 384 threads, not 65536 / 384). A consumer asking for more than the pool holds after
-  // the copy warpgroup's release would wait forever.
+  // launched with, each thread's share of the block's part of the register file in whole
+  // granules (168 a thread for 384 threads at occupancy 1, not 65536 / 384). A consumer asking
+  // for more than the pool holds after the copy warpgroup's release would wait forever.
   const int64_t blockThreads = int64_t{limits.threads} * (ring.consumers + 1);
-  const int64_t launched =
-      target.registersPerSm / blockThreads / kSetmaxnregGranule * kSetmaxnregGranule;
+  const int64_t launched = target.registersPerSm / ring.occupancy / blockThreads /
+                           kSetmaxnregGranule * kSetmaxnregGranule;
+  ring.launchedRegisters = static_cast<int>(launched);
   const int64_t left = launched * blockThreads - int64_t{limits.threads} * ring.producerRegisters;
   const int64_t each =
       left / (int64_t{limits.threads} * ring.consumers) / kSetmaxnregGranule * kSetmaxnregGranule;
@@ -210,7 +211,7 @@ bool layOutRing(WarpgroupRing& ring, int64_t leadBytes, int extraBarriers, int64
                                             : regions.place(stagingBytes, kSharedTileAlignment);
     // The kernel aligns the dynamic shared memory's base at run time: room for the worst case.
     ring.sharedBytes = regions.end() + alignment;
-    if (ring.sharedBytes <= target.sharedBytesPerBlock) return true;
+    if (ring.sharedBytes <= target.sharedBytesForBlocksPerSm(ring.occupancy)) return true;
   }
   return false;
 }

@@ -88,6 +88,9 @@ struct WarpgroupRing {
   WarpgroupLimits limits;  // the target's, which everything below was planned with
   int consumers = 1;
   bool producer = false;
+  // Blocks one multiprocessor runs at once (graph::BlockGraph::occupancy): the ring's shared
+  // memory and the setmaxnreg budgets are sized for that share of the multiprocessor.
+  int occupancy = 1;
   int stages = 2;
   int64_t stagesOffset = 0;   // stage s starts at stagesOffset + s * stageBytes
   int64_t stageBytes = 0;     // every operand's boxes of one stage
@@ -107,6 +110,10 @@ struct WarpgroupRing {
   int clusterBlocks = 1;
   int producerRegisters = 0;  // setmaxnreg budgets with a producer warpgroup (0: none)
   int consumerRegisters = 0;
+  // Each thread's registers at launch (the block's share of the register file, in granules):
+  // ptxas compiles every warpgroup's code within them, after a setmaxnreg.inc too (it fails
+  // with C7602 where a wgmma needs more), so a multiplying warpgroup's accumulators must fit.
+  int launchedRegisters = 0;
   std::vector<TensorMapDesc> maps;  // kernel parameters after the pointers, in order
   // Persistent: `launchGrid` is one block per multiprocessor, each walking the schedule's
   // tiles blockIdx.x, + gridDim.x, ... with the ring's iterations and phases running on from
@@ -147,14 +154,15 @@ int64_t layOutStage(std::initializer_list<BulkOperand*> operands, int64_t swizzl
 // start 16-byte aligned leave through them; others are stored from registers (0).
 int64_t stagingBytesFor(const KernelPlan& plan, const WarpgroupRing& ring, int outputOp);
 
-// The setmaxnreg budgets of a ring with a copy warpgroup: what is left of the register file
-// after the copy warpgroup's share (more where it gathers: call after countFillArrivals),
-// split between the consumers.
+// The setmaxnreg budgets of a ring with a copy warpgroup: what is left of the block's share of
+// the register file (1 / occupancy) after the copy warpgroup's share (more where it gathers:
+// call after countFillArrivals), split between the consumers.
 void budgetRegisters(WarpgroupRing& ring, const Target& target);
 
 // Lays out shared memory after `leadBytes` loaded once (attention's Q): the stages, the
 // barriers (2 per stage plus `extraBarriers`) and `stagingBytes`, with the most stages (at
-// most the target's and `wantedStages`) that fit in one block; false when two do not.
+// most the target's and `wantedStages`) that fit in one block of the ring's occupancy; false
+// when two do not.
 // `stagingInLead`: the staging buffers reuse the lead region's first bytes instead of a
 // region of their own (the caller has shown each warp's buffer lies in lead bytes only its
 // own warpgroup reads, and that it reads them for the last time before its epilogue).

@@ -75,6 +75,29 @@ TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
   std::filesystem::remove_all(scratch_);
 }
 
+// Warpgroup GEMMs sized for two and three blocks per multiprocessor (graph::BlockGraph::occupancy),
+// each persistent: 264 blocks walk 288 tiles of 64 x 128, 396 blocks walk 576 tiles of 64 x 64.
+TEST(ReplayOnGpuOccupancy, TwoAndThreeBlocksPerMultiprocessorMatchTheInterpreter) {
+  std::string whyNot;
+  if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
+  const std::filesystem::path scratch =
+      std::filesystem::temp_directory_path() /
+      ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_occupancy");
+  std::filesystem::create_directories(scratch);
+  for (const char* name : {"gemm_768x3072x768_64x128_o2", "gemm_768x3072x768_64x64_o3"}) {
+    const CliResult r = runMugraph("replay " + sourceDir() + "/tests/plan/" + name +
+                                       ".json --out " + (scratch / name).string() + " --run --json",
+                                   scratch.string());
+    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
+    const auto gpu = nlohmann::json::parse(r.out).at("gpu");
+    std::cout << "[gpu] " << name << ": " << gpu.dump() << "\n";
+    EXPECT_TRUE(gpu.at("matches").get<bool>()) << name;
+    EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0) << name;
+    EXPECT_TRUE(gpu.at("written_past_end").empty()) << name;
+  }
+  std::filesystem::remove_all(scratch);
+}
+
 // Every schedule schedules/shipped.txt lists. Among them: partial tiles
 // (graph/tile_splits.h: GEMMs of 1030³ on the general path, 1000³ on the warpgroup path with
 // the copy engine zero-filling past the end, a [16, 4096]·[4096, 32001] vocabulary

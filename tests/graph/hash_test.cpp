@@ -121,6 +121,7 @@ TEST(ScheduleHash, ChangesWithEverySchedulingChoice) {
       withChange(s, "\"threads\": 128", "\"threads\": 256"),
       withChange(s, "\"forloop\": 4", "\"forloop\": 2"),
       withChange(s, "\"threads\": 128", "\"cluster\": {\"x\": 2}, \"threads\": 128"),
+      withChange(s, "\"threads\": 128", "\"threads\": 128, \"occupancy\": 2"),
       withChange(s, "\"y\": 2, \"z\": 1", "\"y\": 4, \"z\": 1"),
       // Swap which grid axis splits batch and rows: only imap/omap change.
       withChange(withChange(withChange(s, "{\"x\": 0, \"y\": 1}, \"fmap\"",
@@ -135,6 +136,9 @@ TEST(ScheduleHash, ChangesWithEverySchedulingChoice) {
   // Clusters of one block are no clusters: the hash (a found schedule's name) stays.
   EXPECT_EQ(scheduleHashOf(withChange(s, "\"threads\": 128",
                                       "\"cluster\": {\"x\": 1}, \"threads\": 128")),
+            base);
+  // Nor is an occupancy of one block an occupancy.
+  EXPECT_EQ(scheduleHashOf(withChange(s, "\"threads\": 128", "\"threads\": 128, \"occupancy\": 1")),
             base);
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/files.h"
+#include "graph/json_format.h"
 #include "plan/kernel_plan.h"
 #include "plan/target.h"
 
@@ -172,6 +173,65 @@ TEST(WarpgroupMmaPlan, ClustersMulticastTheOperandTheirBlocksShare) {
   const KernelPlan sm80 = planned(schedule, "sm_80");
   EXPECT_NE(launchProblem(sm80, targetByName("sm_80")).find("clusters of 2 blocks"),
             std::string::npos);
+}
+
+// Occupancy 2: each block takes half of the multiprocessor's shared memory and registers, so
+// two run at once; a tile whose accumulators do not fit in half the registers is declined,
+// and the other paths refuse an occupancy they do not size for.
+TEST(WarpgroupMmaPlan, AnOccupancyOfTwoHalvesTheRingAndTheRegisterBudgets) {
+  const Target& sm90 = targetByName("sm_90");
+  // 768 x 3072 x 768 in 12 x 24 tiles of 64 x 128: a copy warpgroup and one consumer.
+  graph::Schedule schedule = graph::loadSchedule(std::string(MUGRAPH_SOURCE_DIR) +
+                                                 "/tests/plan/gemm_768x3072x768_64x128_o2.json");
+  graph::BlockGraph& block = *schedule.graph.ops[0].block;
+  EXPECT_EQ(block.occupancy, 2);
+  block.occupancy = 1;
+  const KernelPlan alone = planned(schedule);
+  ASSERT_TRUE(alone.as<WarpgroupMmaPlan>());
+  block.occupancy = 2;
+  const KernelPlan two = planned(schedule);
+  ASSERT_TRUE(two.as<WarpgroupMmaPlan>());
+  const WarpgroupMmaPlan& wg = *two.as<WarpgroupMmaPlan>();
+  EXPECT_EQ(wg.occupancy, 2);
+  EXPECT_EQ(two.minBlocksPerSm, 2);  // promised to ptxas through __launch_bounds__
+  EXPECT_LE(two.sharedBytes, sm90.sharedBytesForBlocksPerSm(2));
+  EXPECT_LT(wg.stages, alone.as<WarpgroupMmaPlan>()->stages);
+  EXPECT_GE(sm90.blocksPerSmByShared(two.sharedBytes), 2);
+  // 256 threads launched with 128 registers each (65536 / 2 / 256), which ptxas compiles
+  // every warpgroup within: the copy warpgroup keeps 40, the consumer may take up to 216.
+  EXPECT_EQ(wg.launchedRegisters, 128);
+  EXPECT_EQ(wg.producerRegisters, 40);
+  EXPECT_EQ(wg.consumerRegisters, 216);
+  EXPECT_LE(128 * wg.producerRegisters + 128 * wg.consumerRegisters, 65536 / 2);
+  // 288 tiles, 264 blocks at once: persistent, two blocks a multiprocessor walking them.
+  EXPECT_TRUE(wg.persistent);
+  EXPECT_EQ(wg.launchGrid, (std::array<int64_t, 3>{264, 1, 1}));
+  EXPECT_EQ(launchProblem(two, sm90), "");
+
+  // Three blocks: 80 registers a thread, too few for 64 accumulators (ptxas: C7602).
+  block.occupancy = 3;
+  EXPECT_FALSE(planned(schedule).as<WarpgroupMmaPlan>());
+  // In 64 x 64 tiles (32 accumulators), three fit, and 576 tiles make the blocks persistent:
+  // three per multiprocessor walk them. (Read back from JSON: the occupancy round-trips.)
+  nlohmann::json narrow = graph::scheduleToJson(schedule);
+  narrow["kernels"][0]["grid"]["y"] = 48;
+  narrow.erase("hash");
+  const graph::Schedule narrowTiles = graph::scheduleFromJson(narrow, "narrow.json");
+  EXPECT_EQ(narrowTiles.graph.ops[0].block->occupancy, 3);
+  const KernelPlan three = planned(narrowTiles);
+  ASSERT_TRUE(three.as<WarpgroupMmaPlan>());
+  EXPECT_EQ(three.as<WarpgroupMmaPlan>()->n, 64);
+  EXPECT_EQ(three.as<WarpgroupMmaPlan>()->launchedRegisters, 80);
+  EXPECT_TRUE(three.as<WarpgroupMmaPlan>()->persistent);
+  EXPECT_EQ(three.as<WarpgroupMmaPlan>()->launchGrid, (std::array<int64_t, 3>{396, 1, 1}));
+  EXPECT_LE(three.sharedBytes, sm90.sharedBytesForBlocksPerSm(3));
+
+  // 128 x 256 tiles hold 128 accumulators a thread: not in half the registers.
+  graph::Schedule wide = shipped("gemm_4096.warpgroups");
+  wide.graph.ops[0].block->occupancy = 2;
+  const KernelPlan declined = planned(wide);
+  EXPECT_FALSE(declined.ring());
+  EXPECT_NE(launchProblem(declined, sm90).find("has occupancy 2"), std::string::npos);
 }
 
 TEST(WarpgroupMmaPlan, Sm80AndIneligibleBlockGraphsStayOnMmaSync) {
