@@ -41,7 +41,8 @@ constexpr size_t kClusterAxes = 2;  // x and y: the row and column tiles
 // than multiprocessors, blocks doubled up on some leave others idle (1024^3 in 128 tiles of
 // 128 x 64: 9.2 us alone, 12.7 two at a time), so none is offered there. Tiles up to
 // 128 x 128; the plan declines those whose accumulators do not fit in the launch's share of
-// registers (64 x 128 with one consumer at two blocks, 64 x 64 at three).
+// registers (64 x 128 with one consumer fits two blocks to a multiprocessor, not three;
+// 64 x 64 fits three).
 constexpr int kOccupancies[] = {2, 3};
 constexpr int64_t kMostResidentTileElements = 128 * 128;
 
