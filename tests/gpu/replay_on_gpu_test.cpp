@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,33 @@
 namespace mugraph::testing {
 namespace {
 
+// A fresh folder of this process for the test named `name`.
+std::filesystem::path scratchFolder(const std::string& name) {
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() /
+      ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_" + name);
+  std::filesystem::create_directories(folder);
+  return folder;
+}
+
+// The "gpu" object of `mugraph replay SCHEDULE --out OUT --run --json FLAGS` (printed under
+// `label`), or nothing, with the command's output as a test failure, where it did not succeed.
+std::optional<nlohmann::json> replayedOnGpu(const std::string& schedule,
+                                            const std::filesystem::path& out,
+                                            const std::string& label,
+                                            const std::string& flags = "") {
+  const CliResult r =
+      runMugraph("replay " + schedule + " --out " + out.string() + " --run --json" + flags,
+                 out.parent_path().string());
+  if (r.exitCode != 0) {
+    ADD_FAILURE() << label << ": exit " << r.exitCode << "\n" << r.out << r.err;
+    return std::nullopt;
+  }
+  nlohmann::json gpu = nlohmann::json::parse(r.out).at("gpu");
+  std::cout << "[gpu] " << label << ": " << gpu.dump() << "\n";
+  return gpu;
+}
+
 class ReplayOnGpu : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -27,9 +55,7 @@ class ReplayOnGpu : public ::testing::TestWithParam<std::string> {
     if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
     std::string name = GetParam();
     std::replace(name.begin(), name.end(), '/', '_');
-    scratch_ = std::filesystem::temp_directory_path() /
-               ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_" + name);
-    std::filesystem::create_directories(scratch_);
+    scratch_ = scratchFolder(name);
   }
   void TearDown() override {
     if (!scratch_.empty()) std::filesystem::remove_all(scratch_);
@@ -38,14 +64,10 @@ class ReplayOnGpu : public ::testing::TestWithParam<std::string> {
 };
 
 TEST_P(ReplayOnGpu, MatchesTheInterpreterAndOverwritesEveryOutput) {
-  const std::string schedule = sourceDir() + "/schedules/" + GetParam();
-  const std::string out = (scratch_ / "replay").string();
-  const CliResult r =
-      runMugraph("replay " + schedule + " --out " + out + " --run --json", scratch_.string());
-  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-  const auto report = nlohmann::json::parse(r.out);
-  const auto& gpu = report.at("gpu");
-  std::cout << "[gpu] " << GetParam() << ": " << gpu.dump() << "\n";
+  const std::optional<nlohmann::json> replayed =
+      replayedOnGpu(sourceDir() + "/schedules/" + GetParam(), scratch_ / "replay", GetParam());
+  ASSERT_TRUE(replayed);
+  const nlohmann::json& gpu = *replayed;
   EXPECT_TRUE(gpu.at("matches").get<bool>());
   EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0);
   EXPECT_TRUE(gpu.at("written_past_end").empty()) << gpu.at("written_past_end").dump();
@@ -58,21 +80,15 @@ TEST_P(ReplayOnGpu, MatchesTheInterpreterAndOverwritesEveryOutput) {
 TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
   std::string whyNot;
   if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
-  const std::filesystem::path scratch_ =
-      std::filesystem::temp_directory_path() /
-      ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_sm80");
-  std::filesystem::create_directories(scratch_);
-  const std::string out = (scratch_ / "replay80").string();
-  const CliResult r =
-      runMugraph("replay " + sourceDir() + "/schedules/gemm_1024.tiled.json --arch sm_80 --out " +
-                     out + " --run --json",
-                 scratch_.string());
-  ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-  const auto gpu = nlohmann::json::parse(r.out).at("gpu");
-  std::cout << "[gpu] gemm_1024.tiled sm_80: " << gpu.dump() << "\n";
-  EXPECT_TRUE(gpu.at("matches").get<bool>());
-  EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0);
-  std::filesystem::remove_all(scratch_);
+  const std::filesystem::path scratch = scratchFolder("sm80");
+  const std::optional<nlohmann::json> gpu =
+      replayedOnGpu(sourceDir() + "/schedules/gemm_1024.tiled.json", scratch / "replay80",
+                    "gemm_1024.tiled sm_80", " --arch sm_80");
+  if (gpu) {
+    EXPECT_TRUE(gpu->at("matches").get<bool>());
+    EXPECT_EQ(gpu->at("unwritten_elements").get<int64_t>(), 0);
+  }
+  std::filesystem::remove_all(scratch);
 }
 
 // Warpgroup GEMMs sized for two and three blocks per multiprocessor (graph::BlockGraph::occupancy),
@@ -80,20 +96,14 @@ TEST(ReplayOnGpuSm80, TheSm80PathOfATiledGemmMatchesTheInterpreter) {
 TEST(ReplayOnGpuOccupancy, TwoAndThreeBlocksPerMultiprocessorMatchTheInterpreter) {
   std::string whyNot;
   if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
-  const std::filesystem::path scratch =
-      std::filesystem::temp_directory_path() /
-      ("mugraph_gpu_test_" + std::to_string(::getpid()) + "_occupancy");
-  std::filesystem::create_directories(scratch);
-  for (const char* name : {"gemm_768x3072x768_64x128_o2", "gemm_768x3072x768_64x64_o3"}) {
-    const CliResult r = runMugraph("replay " + sourceDir() + "/tests/plan/" + name +
-                                       ".json --out " + (scratch / name).string() + " --run --json",
-                                   scratch.string());
-    ASSERT_EQ(r.exitCode, 0) << r.out << r.err;
-    const auto gpu = nlohmann::json::parse(r.out).at("gpu");
-    std::cout << "[gpu] " << name << ": " << gpu.dump() << "\n";
-    EXPECT_TRUE(gpu.at("matches").get<bool>()) << name;
-    EXPECT_EQ(gpu.at("unwritten_elements").get<int64_t>(), 0) << name;
-    EXPECT_TRUE(gpu.at("written_past_end").empty()) << name;
+  const std::filesystem::path scratch = scratchFolder("occupancy");
+  for (const std::string name : {"gemm_768x3072x768_64x128_o2", "gemm_768x3072x768_64x64_o3"}) {
+    const std::optional<nlohmann::json> gpu =
+        replayedOnGpu(sourceDir() + "/tests/plan/" + name + ".json", scratch / name, name);
+    if (!gpu) continue;
+    EXPECT_TRUE(gpu->at("matches").get<bool>()) << name;
+    EXPECT_EQ(gpu->at("unwritten_elements").get<int64_t>(), 0) << name;
+    EXPECT_TRUE(gpu->at("written_past_end").empty()) << name;
   }
   std::filesystem::remove_all(scratch);
 }
