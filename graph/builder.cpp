@@ -101,7 +101,8 @@ std::vector<TensorId> GraphBuilder::blockGraph(std::string kernelName, BlockGrap
   return graph_.ops.back().outputs;
 }
 
-void GraphBuilder::output(TensorId tensor) {
+void GraphBuilder::output(TensorId tensor, Layout layout) {
+  if (layout != Layout::RowMajor) graph_.tensors.at(tensor).layout = layout;
   graph_.outputs.push_back(tensor);
 }
 

@@ -30,7 +30,9 @@ class GraphBuilder {
   std::vector<TensorId> blockGraph(std::string kernelName, BlockGraph block,
                                    std::vector<TensorId> inputs,
                                    std::vector<std::pair<std::string, DType>> outputs);
-  void output(TensorId tensor);
+  // `layout`: how the output is stored (a computed output may be heads_transposed, so that
+  // the reader of a per-head result [h, s, d] as [s, h·d] needs no copy; graph/validate.h).
+  void output(TensorId tensor, Layout layout = Layout::RowMajor);
 
   const TensorDesc& desc(TensorId tensor) const { return graph_.tensors[tensor]; }
   const KernelGraph& graph() const { return graph_; }

@@ -163,6 +163,9 @@ uint64_t kernelGraphHash(const KernelGraph& graph) {
   for (TensorId t : graph.outputs) {
     Hasher h("output");
     h.add(graph.tensors.at(t).name).add(hash.at(t));
+    // Only where it is not row-major, so that every other graph hashes as before.
+    const Layout layout = graph.tensors.at(t).layout;
+    if (layout != Layout::RowMajor) h.add(layoutName(layout));
     outputs.push_back(h.value());
   }
   std::vector<uint64_t> inputs;

@@ -1,6 +1,7 @@
 // Program JSON ("mugraph.program", version 1): the writer and the checked reader. A program
 // read from JSON has canonical tensor ids: its inputs in order, then each op's output in op
 // order, which is also the order GraphBuilder gives a program whose inputs come first.
+#include <algorithm>
 #include <map>
 
 #include "graph/builder.h"
@@ -112,8 +113,18 @@ nlohmann::json programToJson(const Program& program) {
     writeAttrs(item, op.kind, op.attrs);
     ops.push_back(std::move(item));
   }
+  // An output stored other than row-major is {"name", "layout"}; every other one its name.
   json outputs = json::array();
-  for (TensorId t : program.outputs) outputs.push_back(program.tensors[t].name);
+  for (TensorId t : program.outputs) {
+    const TensorDesc& desc = program.tensors[t];
+    const bool computed =
+        std::find(program.inputs.begin(), program.inputs.end(), t) == program.inputs.end();
+    if (computed && desc.layout != Layout::RowMajor) {
+      outputs.push_back({{"name", desc.name}, {"layout", layoutName(desc.layout)}});
+    } else {
+      outputs.push_back(desc.name);
+    }
+  }
   json result{{"format", kProgramFormat},
               {"version", kFormatVersion},
               {"name", program.name},
@@ -152,7 +163,25 @@ Program programFromJson(const nlohmann::json& json, const std::string& sourceNam
   }
   for (const JsonReader& item : top.at("ops").items()) readOp(item, builder, sites);
   const JsonReader outputs = top.at("outputs");
-  for (const JsonReader& use : outputs.items()) builder.output(readUse(use, builder, sites));
+  for (const JsonReader& use : outputs.items()) {
+    if (!use.value().is_object()) {
+      builder.output(readUse(use, builder, sites));
+      continue;
+    }
+    use.expectObject({"name", "layout"});
+    const TensorId id = readUse(use.at("name"), builder, sites);
+    const JsonReader layoutField = use.at("layout");
+    const std::optional<Layout> layout = parseLayout(layoutField.string());
+    if (!layout || *layout == Layout::Transposed) {
+      layoutField.fail("an output is stored row_major or heads_transposed");
+    }
+    if (*layout != Layout::RowMajor &&
+        std::find(builder.graph().inputs.begin(), builder.graph().inputs.end(), id) !=
+            builder.graph().inputs.end()) {
+      layoutField.fail("input '" + builder.desc(id).name + "' is output as it is stored");
+    }
+    builder.output(id, *layout);
+  }
   Program program = builder.graph();
   try {
     validateProgram(program);

@@ -264,8 +264,31 @@ void TextParser::parseAssignment(Statement& s, size_t line) {
 
 void TextParser::parseOutput(Statement& s, size_t line) {
   const std::string name = s.expectIdentifier("a tensor name");
+  Layout layout = Layout::RowMajor;
+  if (s.peek().kind != TokenKind::End) {
+    const std::string key = s.expectIdentifier("'layout='");
+    if (key != "layout") s.fail("unknown keyword '" + key + "' (only layout= follows the name)");
+    s.expectPunct("=", "after 'layout'");
+    const std::string value = s.expectIdentifier("a layout (row_major or heads_transposed)");
+    const std::optional<Layout> parsed = parseLayout(value);
+    if (!parsed || *parsed == Layout::Transposed) {
+      s.fail("output layout '" + value + "' (an output is stored row_major or heads_transposed)");
+    }
+    layout = *parsed;
+  }
   s.expectEnd();
   const TensorId id = useTensor(s, name);
+  const TensorDesc& desc = builder_.desc(id);
+  if (layout != Layout::RowMajor) {
+    bool computed = false;
+    for (const KernelOp& op : builder_.graph().ops) computed = computed || op.outputs[0] == id;
+    if (!computed) s.fail("input '" + name + "' is output as it is stored; it takes no layout");
+    const int needs = swappedDimsFromEnd(layout).first;
+    if (static_cast<int>(desc.shape.size()) < needs) {
+      s.fail("output '" + name + "' is " + std::string(layoutName(layout)) + " but has rank " +
+             std::to_string(desc.shape.size()) + " (needs " + std::to_string(needs) + ")");
+    }
+  }
   auto previous = outputLine_.find(id);
   if (previous != outputLine_.end()) {
     s.fail("tensor '" + name + "' is output twice (first on line " +
@@ -273,7 +296,7 @@ void TextParser::parseOutput(Statement& s, size_t line) {
   }
   outputLine_[id] = line;
   outputLines_.push_back(line);
-  builder_.output(id);
+  builder_.output(id, layout);
 }
 
 [[noreturn]] void TextParser::failAtLocation(const IrError& error) const {
@@ -399,7 +422,15 @@ std::string programToText(const Program& program) {
     }
     out += ")\n";
   }
-  for (TensorId t : program.outputs) out += "output " + program.tensors[t].name + "\n";
+  for (TensorId t : program.outputs) {
+    out += "output " + program.tensors[t].name;
+    const bool computed =
+        std::find(program.inputs.begin(), program.inputs.end(), t) == program.inputs.end();
+    if (computed && program.tensors[t].layout != Layout::RowMajor) {
+      out += " layout=" + std::string(layoutName(program.tensors[t].layout));
+    }
+    out += "\n";
+  }
   return out;
 }
 

@@ -359,10 +359,6 @@ void validateGraph(const KernelGraph& graph, const std::string& prefix, bool all
         fail(opsSection, k, -1, "outputs",
              "tensor '" + graph.tensors[t].name + "' is defined twice");
       }
-      if (graph.tensors[t].layout != Layout::RowMajor) {
-        fail(opsSection, k, -1, "outputs",
-             "computed tensor '" + graph.tensors[t].name + "' must be row_major");
-      }
     }
     if (op.kind == OpKind::BlockGraph) {
       if (!op.block) fail(opsSection, k, -1, "", "block_graph op has no block graph");
@@ -400,6 +396,20 @@ void validateGraph(const KernelGraph& graph, const std::string& prefix, bool all
     if (!seen.insert(t).second) {
       fail(prefix + "outputs", static_cast<int>(i), -1, "",
            "tensor '" + graph.tensors[t].name + "' is output twice");
+    }
+  }
+  // A computed tensor is stored row-major, except an output stored heads_transposed: its rows
+  // stay contiguous, so every store path writes it with other strides only.
+  for (size_t oi = 0; oi < graph.ops.size(); ++oi) {
+    for (TensorId t : graph.ops[oi].outputs) {
+      const Layout layout = graph.tensors[t].layout;
+      if (layout == Layout::RowMajor) continue;
+      if (layout != Layout::HeadsTransposed || !seen.count(t)) {
+        fail(opsSection, static_cast<int>(oi), -1, "outputs",
+             "computed tensor '" + graph.tensors[t].name + "' must be row_major" +
+                 (seen.count(t) ? " or heads_transposed"
+                                : " (only an output may be stored heads_transposed)"));
+      }
     }
   }
   validateDynamicDims(graph, prefix);
@@ -452,6 +462,11 @@ void validateSchedule(const Schedule& schedule) {
            "schedule output '" + b.name + "' is not an output of the program");
     }
     const TensorDesc& a = p.tensors[*match];
+    if (a.layout != b.layout) {
+      fail("outputs", static_cast<int>(i), -1, "",
+           "schedule output '" + b.name + "' is stored " + std::string(layoutName(b.layout)) +
+               " but the program's is " + std::string(layoutName(a.layout)));
+    }
     if (a.shape != b.shape || a.dtype != b.dtype || a.dynamicDims != b.dynamicDims) {
       fail("outputs", static_cast<int>(i), -1, "",
            "schedule output '" + b.name + "' is " + std::string(dtypeName(b.dtype)) + " " +

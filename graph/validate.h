@@ -17,7 +17,7 @@ void validateProgram(const Program& program, const std::string& sectionPrefix = 
 void validateKernelGraph(const KernelGraph& graph, const std::string& sectionPrefix = "");
 
 // A schedule: its program, its graph, and that the graph has the program's interface
-// (same inputs in the same order, same output names, shapes and dtypes).
+// (same inputs in the same order, same output names, layouts, shapes and dtypes).
 void validateSchedule(const Schedule& schedule);
 
 // Whether each block tensor is computed once per iteration or once per block (after the

@@ -91,9 +91,9 @@ void planOutputCopy(KernelPlan& plan, int opIndex) {
   const graph::TensorDesc& dest = plan.graph->tensors[plan.kernel->outputs[op.kernelTensor]];
   const graph::Dims& tileShape = block.tensors[op.inputs[0]].shape;
   const int pad = graph::kMaxRank - static_cast<int>(tileShape.size());
-  graph::TensorDesc rowMajor = dest;
-  rowMajor.layout = graph::Layout::RowMajor;
-  const std::vector<graph::DimProduct> strides = graph::storageStrideProducts(rowMajor);
+  // Row-major, or an output stored heads_transposed (graph/validate.h): either way its rows
+  // are contiguous, and only the strides of the dims above them differ.
+  const std::vector<graph::DimProduct> strides = graph::storageStrideProducts(dest);
   OutputCopy copy;
   for (size_t d = 0; d < strides.size(); ++d) copy.globalStride[pad + d] = strides[d];
   for (int axis = 0; axis < graph::kGridAxes; ++axis) {

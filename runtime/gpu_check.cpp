@@ -12,7 +12,8 @@
 namespace mugraph::runtime {
 namespace {
 
-// Logical row-major values of a tensor reordered into its storage order.
+// Logical row-major values of a tensor reordered into its storage order (an input's, or an
+// output's to compare with what the kernels stored).
 std::vector<double> toStorageOrder(const std::vector<double>& logical, const graph::Dims& shape,
                                    graph::Layout layout) {
   if (layout == graph::Layout::RowMajor) return logical;
@@ -114,6 +115,8 @@ GpuCheckReport checkAgainstReference(const CudaDriver& driver, const ProgramRefe
     const ManifestTensor& t = gpu.manifest().tensor(name);
     matchesProgram(name, t, "output", want.shape);
     const std::vector<double> got = decode(gpu.download(name), t.dtype);
+    // Both in the order the output is stored (an output may be stored heads_transposed).
+    const std::vector<double> stored = toStorageOrder(want.data, t.shape, t.layout);
     // NaN elements are counted as unwritten (and fail the check); the error is measured on
     // the elements the kernels did write.
     std::vector<double> written, wanted;
@@ -123,7 +126,7 @@ GpuCheckReport checkAgainstReference(const CudaDriver& driver, const ProgramRefe
         continue;
       }
       written.push_back(got[i]);
-      wanted.push_back(want.data[i]);
+      wanted.push_back(stored[i]);
     }
     const double error = verify::normwiseRelativeError(wanted, written);
     report.outputErrors[name] = error;

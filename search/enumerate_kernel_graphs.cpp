@@ -346,7 +346,11 @@ bool KernelGraphEnumerator::apply(const PartialSchedule& state, const Step& step
 
 void KernelGraphEnumerator::finish(const PartialSchedule& state, SubtreeOutcome& outcome) const {
   graph::GraphBuilder builder = state.builder;
-  for (int t : state.flow.outputs) builder.output(state.kernelTensorOf[t]);
+  // Stored as the program stores it (the dataflow's tensors are those of the form searched,
+  // which stores its outputs as the program does).
+  for (int t : state.flow.outputs) {
+    builder.output(state.kernelTensorOf[t], state.flow.tensors[t].desc.layout);
+  }
   Candidate candidate;
   try {
     candidate.schedule.program = program_;

@@ -60,7 +60,7 @@ Program rebuild(const Program& program, size_t at, const Emit& emit) {
     for (TensorId t : op.inputs) inputs.push_back(remap[t]);
     remap[out] = builder.op(op.kind, inputs, op.attrs, program.tensors[out].name);
   }
-  for (TensorId t : program.outputs) builder.output(remap[t]);
+  for (TensorId t : program.outputs) builder.output(remap[t], program.tensors[t].layout);
   const Program rewritten = builder.graph();
 
   std::vector<bool> live(rewritten.tensors.size(), false);
@@ -82,7 +82,7 @@ Program rebuild(const Program& program, size_t at, const Emit& emit) {
     keep[op.outputs[0]] =
         pruned.op(op.kind, inputs, op.attrs, rewritten.tensors[op.outputs[0]].name);
   }
-  for (TensorId t : rewritten.outputs) pruned.output(keep[t]);
+  for (TensorId t : rewritten.outputs) pruned.output(keep[t], rewritten.tensors[t].layout);
   return pruned.finish();
 }
 
@@ -105,7 +105,7 @@ Program mergedEqualOps(const Program& program) {
                      ? same->outputs[0]
                      : builder.op(op.kind, inputs, op.attrs, program.tensors[out].name);
   }
-  for (TensorId t : program.outputs) builder.output(remap[t]);
+  for (TensorId t : program.outputs) builder.output(remap[t], program.tensors[t].layout);
   return builder.finish();
 }
 
@@ -290,7 +290,7 @@ std::optional<Program> recomputePerReader(const Program& program, size_t at) {
     }
     remap[op.outputs[0]] = builder.op(op.kind, inputs, op.attrs, program.tensors[op.outputs[0]].name);
   }
-  for (TensorId t : program.outputs) builder.output(remap[t]);
+  for (TensorId t : program.outputs) builder.output(remap[t], program.tensors[t].layout);
   return builder.finish();
 }
 

@@ -10,6 +10,8 @@
 #include "codegen_test_support.h"
 #include "emulated_kernels.h"
 #include "graph/builder.h"
+#include "graph/program_text.h"
+#include "graph/validate.h"
 #include "tests/plan/memory_bound_schedules.h"
 #include "tests/plan/row_owned_schedules.h"
 #include "tests/verify/causal_attention.h"
@@ -525,6 +527,49 @@ TEST_F(EmulatedExecution, CausalAttentionMasksEachTileAsTheInterpreterDoes) {
 
 TEST_F(EmulatedExecution, TransposedInputsAndDirectInputOutputsMatchTheInterpreter) {
   expectMatchesInterpreter(transposedCopySchedule(), 15, 1.0);
+}
+
+// `schedule` with every output of rank 3 or more stored heads_transposed, in its program and
+// its graph alike (a schedule stores an output as its program does, graph/validate.h).
+graph::Schedule withHeadsTransposedOutputs(graph::Schedule schedule) {
+  for (graph::KernelGraph* graph : {&schedule.program, &schedule.graph}) {
+    for (graph::TensorId t : graph->outputs) {
+      if (graph->tensors[t].shape.size() >= 3) {
+        graph->tensors[t].layout = graph::Layout::HeadsTransposed;
+      }
+    }
+  }
+  schedule.name += ".heads_out";
+  graph::validateSchedule(schedule);
+  return schedule;
+}
+
+// Outputs [h, s, d] stored as [s, h, d] (so that a reader of the result as [s, h·d] needs no
+// copy) on each path that stores one: attention with its rows in one pass, split-KV with its
+// combine kernel, RoPE on the row-owned path, and the default lowering of a batched matmul on
+// tensor cores (register stores) and of an element-wise op after it. The emulated run reads
+// each output where its layout puts each element, so a store that ignored the layout fails.
+TEST_F(EmulatedExecution, OutputsStoredHeadsTransposedMatchTheInterpreter) {
+  const graph::Program attention =
+      verify::testing::safeAttentionProgram(3, 16, 32, 100, graph::DType::F16);
+  expectMatchesInterpreter(
+      withHeadsTransposedOutputs(
+          {"online", attention, verify::testing::onlineSoftmaxSchedule(attention, 3)}),
+      verify::testing::attentionInputs(attention, 4.0, 41));
+  expectMatchesInterpreter(
+      withHeadsTransposedOutputs(
+          {"split", attention, verify::testing::splitKvSchedule(attention, 3, 2)}),
+      verify::testing::attentionInputs(attention, 4.0, 42));
+  expectMatchesInterpreter(withHeadsTransposedOutputs(plan::testing::gqaRope(64)), 43, 1.0);
+  const graph::Program bmm = graph::parseProgramText(
+      "program bmm\ninput A f16 [4, 64, 32]\ninput B f16 [4, 32, 48]\nC = matmul(A, B)\n"
+      "Y = sigmoid(C)\noutput C layout=heads_transposed\noutput Y layout=heads_transposed\n",
+      "bmm.mg");
+  const graph::Schedule lowered = lowerProgram(bmm);
+  for (graph::TensorId t : lowered.graph.outputs) {
+    EXPECT_EQ(lowered.graph.tensors[t].layout, graph::Layout::HeadsTransposed);
+  }
+  expectMatchesInterpreter(lowered, 44, 0.5);
 }
 
 }  // namespace

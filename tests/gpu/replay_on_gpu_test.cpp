@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "graph/files.h"
+#include "graph/validate.h"
 #include "runtime/cuda_driver.h"
 #include "shipped_schedules.h"
 #include "tools/run_cli.h"
@@ -100,6 +102,41 @@ TEST(ReplayOnGpuOccupancy, TwoAndThreeBlocksPerMultiprocessorMatchTheInterpreter
   for (const std::string name : {"gemm_768x3072x768_64x128_o2", "gemm_768x3072x768_64x64_o3"}) {
     const std::optional<nlohmann::json> gpu =
         replayedOnGpu(sourceDir() + "/tests/plan/" + name + ".json", scratch / name, name);
+    if (!gpu) continue;
+    EXPECT_TRUE(gpu->at("matches").get<bool>()) << name;
+    EXPECT_EQ(gpu->at("unwritten_elements").get<int64_t>(), 0) << name;
+    EXPECT_TRUE(gpu->at("written_past_end").empty()) << name;
+  }
+  std::filesystem::remove_all(scratch);
+}
+
+// Outputs stored heads_transposed ([h, s, d] written as [s, h, d], so that the next
+// projection reads attention's result as it is): found schedules of warpgroup attention (head
+// dim 96; causal GQA with its query heads folded into the rows) and of split-KV decode, each
+// with every output of rank 3 or more stored so, match the interpreter read back in that order.
+TEST(ReplayOnGpuLayouts, OutputsStoredHeadsTransposedMatchTheInterpreter) {
+  std::string whyNot;
+  if (!runtime::CudaDriver::open(whyNot)) GTEST_SKIP() << whyNot;
+  const std::filesystem::path scratch = scratchFolder("heads_out");
+  for (const std::string name :
+       {"mha_prefill_16x1024_d96.v3b951690ab4491fa", "gqa_prefill_causal_512.va262bfc6cf2fbc13",
+        "gqa_decode.v1f3853ab83190c9b"}) {
+    graph::Schedule schedule =
+        graph::loadSchedule(sourceDir() + "/schedules/found/" + name + ".json");
+    int stored = 0;
+    for (graph::KernelGraph* g : {&schedule.program, &schedule.graph}) {
+      for (graph::TensorId t : g->outputs) {
+        if (g->tensors[t].shape.size() < 3) continue;
+        g->tensors[t].layout = graph::Layout::HeadsTransposed;
+        ++stored;
+      }
+    }
+    ASSERT_GT(stored, 0) << name;
+    graph::validateSchedule(schedule);
+    const std::string file = (scratch / (name + ".heads.json")).string();
+    graph::saveSchedule(file, schedule);
+    const std::optional<nlohmann::json> gpu =
+        replayedOnGpu(file, scratch / name, name + " heads_transposed");
     if (!gpu) continue;
     EXPECT_TRUE(gpu->at("matches").get<bool>()) << name;
     EXPECT_EQ(gpu->at("unwritten_elements").get<int64_t>(), 0) << name;

@@ -3,8 +3,13 @@
 // so a projection's result [s, h·d] is read per head as [h, s, d] without a copy.
 #include <gtest/gtest.h>
 
+#include "graph/builder.h"
+#include "graph/error.h"
+#include "graph/hash.h"
+#include "graph/json_format.h"
 #include "graph/program_text.h"
 #include "graph/types.h"
+#include "graph/validate.h"
 
 namespace mugraph::graph {
 namespace {
@@ -52,6 +57,67 @@ TEST(Layouts, ProgramTextRoundTripsEveryLayoutAndRefusesTooLowARank) {
             programToText(program));
   EXPECT_ANY_THROW(parseProgramText(
       "program p\ninput Q f16 [16, 32] layout=heads_transposed\nY = exp(Q)\noutput Y\n", "p.mg"));
+}
+
+// An output may be stored heads_transposed ([h, s, d] laid out [s, h, d]: attention's result
+// read as [s, h·d] with no copy). Text and JSON carry it, the hash tells it apart, and only a
+// computed output of rank 3 or more may have it.
+TEST(Layouts, AnOutputStoredHeadsTransposedRoundTripsAndIsItsOwnProgram) {
+  const std::string text =
+      "program p\ninput X f16 [4, 16, 32]\nY = exp(X)\nZ = sigmoid(Y)\n"
+      "output Y layout=heads_transposed\noutput Z\n";
+  const Program program = parseProgramText(text, "p.mg");
+  EXPECT_EQ(program.tensors[program.outputs[0]].layout, Layout::HeadsTransposed);
+  EXPECT_EQ(program.tensors[program.outputs[1]].layout, Layout::RowMajor);
+  EXPECT_EQ(programToText(program), text);
+  const Program fromJson = programFromJson(programToJson(program), "p.json", "$");
+  EXPECT_EQ(fromJson, program);
+  EXPECT_EQ(programToJson(program)["outputs"][0]["layout"], "heads_transposed");
+  EXPECT_EQ(programToJson(program)["outputs"][1], "Z");
+  const Program rowMajor = parseProgramText(
+      "program p\ninput X f16 [4, 16, 32]\nY = exp(X)\nZ = sigmoid(Y)\noutput Y\noutput Z\n",
+      "q.mg");
+  EXPECT_NE(programHash(program), programHash(rowMajor));
+}
+
+TEST(Layouts, OnlyAComputedOutputOfRankThreeMayBeStoredHeadsTransposed) {
+  const auto refused = [](const std::string& text) {
+    try {
+      parseProgramText(text, "bad.mg");
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(refused("input X f16 [16, 32]\nY = exp(X)\noutput Y layout=heads_transposed\n")
+                .find("rank 2"),
+            std::string::npos);
+  EXPECT_NE(refused("input X f16 [4, 16, 32]\nY = exp(X)\noutput Y layout=transposed\n")
+                .find("row_major or heads_transposed"),
+            std::string::npos);
+  EXPECT_NE(refused("input X f16 [4, 16, 32]\nY = exp(X)\noutput X layout=heads_transposed\n")
+                .find("input 'X'"),
+            std::string::npos);
+  // An intermediate tensor is row-major, whatever its rank.
+  GraphBuilder builder("p");
+  const TensorId x = builder.input("X", DType::F16, {4, 16, 32});
+  const TensorId y = builder.op(OpKind::Exp, {x}, {}, "Y");
+  builder.output(builder.op(OpKind::Sigmoid, {y}, {}, "Z"));
+  Program program = builder.graph();
+  program.tensors[y].layout = Layout::HeadsTransposed;
+  EXPECT_THROW(validateProgram(program), IrError);
+  program.tensors[y].layout = Layout::RowMajor;
+  program.tensors[program.outputs[0]].layout = Layout::HeadsTransposed;
+  EXPECT_NO_THROW(validateProgram(program));
+}
+
+TEST(Layouts, AScheduleStoresEachOutputAsItsProgramDoes) {
+  const Program program = parseProgramText(
+      "input X f16 [4, 16, 32]\nY = exp(X)\noutput Y layout=heads_transposed\n", "p.mg");
+  Schedule schedule{"s", program, program};
+  EXPECT_NO_THROW(validateSchedule(schedule));
+  schedule.graph.tensors[schedule.graph.outputs[0]].layout = Layout::RowMajor;
+  EXPECT_THROW(validateSchedule(schedule), IrError);
 }
 
 }  // namespace

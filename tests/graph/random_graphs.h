@@ -203,7 +203,10 @@ inline graph::Program RandomGraphs::program() {
   for (const PlanOp& op : ops_) {
     if (op.result != outputs[0] && chance(0.25)) outputs.push_back(op.result);
   }
-  for (int i : outputs) builder.output(ids[i]);
+  for (int i : outputs) {
+    const bool heads = plan_[i].shape.size() >= 3 && chance(0.2);
+    builder.output(ids[i], heads ? graph::Layout::HeadsTransposed : graph::Layout::RowMajor);
+  }
   return builder.finish();
 }
 
@@ -360,7 +363,7 @@ inline graph::Schedule RandomGraphs::scheduleFor(const graph::Program& program) 
     liftToBlockGraph(program, op, epilogue, builder, "kernel_" + std::to_string(k));
     if (epilogue) ++k;
   }
-  for (TensorId t : program.outputs) builder.output(idOf(t));
+  for (TensorId t : program.outputs) builder.output(idOf(t), program.tensors[t].layout);
   Schedule schedule;
   schedule.name = name;
   schedule.program = program;

@@ -93,6 +93,11 @@ TEST(RoundTrip, GeneratorCoversTheFormats) {
       if (d.layout == Layout::HeadsTransposed) features.insert("heads_transposed input");
       features.insert("rank " + std::to_string(d.shape.size()));
     }
+    for (TensorId t : schedule.program.outputs) {
+      if (schedule.program.tensors[t].layout == Layout::HeadsTransposed) {
+        features.insert("heads_transposed output");
+      }
+    }
     for (const KernelOp& kernel : schedule.graph.ops) {
       if (!kernel.block) {
         features.insert("predefined kernel");
@@ -121,9 +126,9 @@ TEST(RoundTrip, GeneratorCoversTheFormats) {
     EXPECT_TRUE(!info.blockLevel || blockOps.count(info.kind)) << info.name;
   }
   for (const char* feature :
-       {"transposed input", "heads_transposed input", "rank 1", "rank 2", "rank 3", "rank 4",
-        "predefined kernel", "forloop", "fusion", "several outputs", "grid.x", "grid.y", "grid.z",
-        "fmap", "replicated imap"}) {
+       {"transposed input", "heads_transposed input", "heads_transposed output", "rank 1", "rank 2",
+        "rank 3", "rank 4", "predefined kernel", "forloop", "fusion", "several outputs", "grid.x",
+        "grid.y", "grid.z", "fmap", "replicated imap"}) {
     EXPECT_TRUE(features.count(feature)) << feature;
   }
 }

@@ -9,12 +9,14 @@
 #include "graph/program_text.h"
 #include "plan/kernel_plan.h"
 #include "search/search_config.h"
+#include "search/superoptimize.h"
 #include "search_support.h"
 
 namespace mugraph::search {
 namespace {
 
-graph::Program causalPrefill(int64_t heads, int64_t rows, int64_t keys, int64_t queries) {
+graph::Program causalPrefill(int64_t heads, int64_t rows, int64_t keys, int64_t queries,
+                             const std::string& outputLayout = "") {
   const std::string q = "[" + std::to_string(heads) + ", " + std::to_string(rows) + ", 128]";
   const std::string kv = std::to_string(heads) + ", " + std::to_string(keys);
   const std::string attr = queries > 0 ? ", queries=" + std::to_string(queries) : "";
@@ -36,7 +38,8 @@ graph::Program causalPrefill(int64_t heads, int64_t rows, int64_t keys, int64_t 
           "E = exp(sub(A, M))\n"
           "S = reduce_sum(E, dim=2)\n"
           "O = matmul(div(E, S), V)\n"
-          "output O\n",
+          "output O" +
+          (outputLayout.empty() ? "" : " layout=" + outputLayout) + "\n",
       "causal.mg");
 }
 
@@ -63,6 +66,53 @@ TEST(CausalSketch, WarpgroupFlashIsACandidateForCausalMhaAndFoldedGqa) {
     config.candidatePool = 100000;
     EXPECT_TRUE(hasWarpgroupFlash(testing::wholeSpace(program, config), program))
         << graph::programToText(program);
+  }
+}
+
+// The result stored heads_transposed ([h, s, d] laid out [s, h, d], as the next projection
+// reads it): the warpgroup flash kernel is still a candidate, and every variant the search
+// reports stores the output so and is verified.
+TEST(CausalSketch, AResultStoredHeadsTransposedKeepsTheWarpgroupFlashAndItsLayout) {
+  const graph::Program program = causalPrefill(4, 512, 512, 0, "heads_transposed");
+  SearchConfig config = defaultConfig(classifyProgram(program));
+  config.maxKernels = 1;
+  config.forloopCandidates = {1};
+  config.maxGridBlocks = 16;
+  config.candidatePool = 100000;
+  EXPECT_TRUE(hasWarpgroupFlash(testing::wholeSpace(program, config), program));
+
+  const graph::Program small = causalPrefill(2, 128, 128, 0, "heads_transposed");
+  SearchOptions options = testing::quietOptions(small);
+  options.config.maxKernels = 2;
+  options.config.maxVariants = 3;
+  const SearchResult result = superoptimize(small, options);
+  ASSERT_FALSE(result.variants.empty());
+  for (const VerifiedVariant& v : result.variants) {
+    const graph::KernelGraph& g = v.schedule.graph;
+    ASSERT_EQ(g.outputs.size(), 1u);
+    EXPECT_EQ(g.tensors[g.outputs[0]].layout, graph::Layout::HeadsTransposed) << v.name;
+  }
+}
+
+// A program searched in several forms (attention written without the max subtraction gets
+// the safe form, whose tensors are numbered otherwise): each form's candidates store the
+// output as the program does, so the whole program gets its variants, none joined from pieces.
+TEST(CausalSketch, EveryFormOfAProgramStoresItsOutputAsTheProgramDoes) {
+  const graph::Program program = graph::parseProgramText(
+      "program unsafe\ninput Q f16 [2, 32, 16]\ninput K f16 [2, 16, 256] layout=transposed\n"
+      "input V f16 [2, 256, 16]\nA = matmul(Q, K)\nE = exp(A)\nS = reduce_sum(E, dim=2)\n"
+      "O = matmul(div(E, S), V)\noutput O layout=heads_transposed\n",
+      "unsafe.mg");
+  SearchOptions options = testing::quietOptions(program);
+  options.config.maxKernels = 3;
+  options.config.maxVariants = 4;
+  const SearchResult result = superoptimize(program, options);
+  EXPECT_GT(result.summary.forms, 1);
+  ASSERT_FALSE(result.variants.empty());
+  for (const VerifiedVariant& v : result.variants) {
+    EXPECT_EQ(v.joinedFromPieces, 0) << v.name;
+    const graph::KernelGraph& g = v.schedule.graph;
+    EXPECT_EQ(g.tensors[g.outputs[0]].layout, graph::Layout::HeadsTransposed) << v.name;
   }
 }
 
