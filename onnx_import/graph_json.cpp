@@ -54,7 +54,7 @@ std::vector<graph::DynamicDim> readDims(const JsonReader& root) {
 // A shape's dims are sizes, or names of $.dims: a dynamic dim, at its range's max (the
 // reference extent, as an ONNX dim_param is).
 Value readValue(const JsonReader& r, const std::vector<graph::DynamicDim>& declared) {
-  r.expectObject({"name", "type", "shape", "why_no_shape"});
+  r.expectObject({"name", "type", "shape", "why_no_shape", "layout"});
   Value v;
   v.name = readName(r.at("name"));
   v.elemType = r.at("type").string();
@@ -84,6 +84,18 @@ Value readValue(const JsonReader& r, const std::vector<graph::DynamicDim>& decla
     v.shape = dims;
   } else {
     v.whyNoShape = r.has("why_no_shape") ? r.at("why_no_shape").string() : "its shape is unknown";
+  }
+  if (std::optional<JsonReader> layout = r.find("layout")) {
+    const std::optional<graph::Layout> parsed = graph::parseLayout(layout->string());
+    if (!parsed || *parsed == graph::Layout::Transposed) {
+      layout->fail("a value is stored row_major or heads_transposed");
+    }
+    const int rank = v.shape ? static_cast<int>(v.shape->size()) : 0;
+    if (*parsed == graph::Layout::HeadsTransposed &&
+        rank < graph::swappedDimsFromEnd(*parsed).first) {
+      layout->fail("a heads_transposed value has rank 3 or more");
+    }
+    v.storedLayout = *parsed;
   }
   return v;
 }

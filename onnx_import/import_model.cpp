@@ -233,7 +233,10 @@ std::set<int> withReadNodes(const Model& model, const std::vector<NodeSupport>& 
     const int p = model.producerOf(value);
     if (p < 0 || members.count(p)) continue;
     const NodeRole role = support[p].role;
-    if (role != NodeRole::View && role != NodeRole::Constant) continue;
+    // An alias the program reads through (a clone of views that undo a stored layout).
+    const bool readThrough = role == NodeRole::Alias && !model.nodes[p].inputs.empty() &&
+                             undoesStoredLayout(model, support, model.nodes[p].inputs[0]);
+    if (role != NodeRole::View && role != NodeRole::Constant && !readThrough) continue;
     members.insert(p);
     for (const std::string& in : model.nodes[p].inputs) pending.push_back(in);
   }
@@ -281,6 +284,37 @@ ImportedModel importModel(const std::string& path, const DimPins& pins, const Di
   return partitionModel(loadModel(path, pins, ranges));
 }
 
+// A result the framework stores other than row-major (Value::storedLayout) that only
+// subgraphs read, each in its logical order (a folded GQA attention reading RoPE's q and k),
+// is written row-major: its readers take it as it is, with no copy between. Where the framework
+// or a reader of the stored memory reads it, it stays stored as the framework stores it.
+void storeForReaders(const Model& model, const std::set<std::string>& inSubgraphs,
+                     ImportedModel& result) {
+  std::set<std::string> readAsStored, readByFramework;
+  for (const Subgraph& s : result.subgraphs) {
+    for (const BoundInput& in : s.inputs) {
+      if (in.bufferLayout != graph::Layout::RowMajor) readAsStored.insert(in.buffer);
+    }
+  }
+  for (const Node& node : model.nodes) {
+    if (inSubgraphs.count(sourceName(node))) continue;
+    readByFramework.insert(node.inputs.begin(), node.inputs.end());
+  }
+  for (const std::string& out : model.graphOutputs) readByFramework.insert(out);
+  for (Subgraph& s : result.subgraphs) {
+    graph::Program& program = s.program;
+    for (size_t o = 0; o < s.outputs.size(); ++o) {
+      BoundOutput& out = s.outputs[o];
+      if (out.layout == graph::Layout::RowMajor || readAsStored.count(out.value) ||
+          readByFramework.count(out.value)) {
+        continue;
+      }
+      out.layout = graph::Layout::RowMajor;
+      program.tensors[program.outputs[o]].layout = graph::Layout::RowMajor;
+    }
+  }
+}
+
 ImportedModel partitionModel(const Model& loaded) {
   Model model = loaded;
   inferShapes(model);  // a LayerNormalization's rank decides the axes of its body
@@ -303,6 +337,12 @@ ImportedModel partitionModel(const Model& loaded) {
           nodes.begin(), nodes.end(), [&](int n) { return support[n].role == NodeRole::Compute; });
       if (!computes) {
         for (int n : nodes) {
+          // A contiguous copy of views that undo a stored layout stays an alias: readers read
+          // through it to the buffer (undoesStoredLayout).
+          if (support[n].role == NodeRole::Alias && !model.nodes[n].inputs.empty() &&
+              undoesStoredLayout(model, support, model.nodes[n].inputs[0])) {
+            continue;
+          }
           const std::string why =
               support[n].role == NodeRole::Part && !support[n].reason.empty()
                   ? support[n].reason
@@ -375,6 +415,7 @@ ImportedModel partitionModel(const Model& loaded) {
     result.unsupported.push_back(
         {sourceName(node), node.origin.empty() ? node.op : node.originOp, reason});
   }
+  storeForReaders(model, inSubgraphs, result);
   return result;
 }
 

@@ -1,6 +1,7 @@
 #include "onnx_import/node_support.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <map>
 #include <set>
 
@@ -145,7 +146,7 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
   if (!in.shape) return unsupported("input '" + in.name + "': " + in.whyNoShape);
   if (!out.shape) return unsupported("output '" + out.name + "': " + out.whyNoShape);
   const auto found = viewLayouts.find(in.name);
-  const Layout inputLayout = found == viewLayouts.end() ? Layout::RowMajor : found->second;
+  const Layout inputLayout = found == viewLayouts.end() ? in.storedLayout : found->second;
   bool swap = false, heads = false;
   if (node.op == "Transpose") {
     std::vector<int64_t> perm = node.intsAttr("perm").value_or(std::vector<int64_t>{});
@@ -280,7 +281,33 @@ Layout viewLayout(Layout before, const NodeSupport& view) {
                      : view.swapsHeads ? Layout::HeadsTransposed
                                        : Layout::RowMajor;
   if (own == Layout::RowMajor) return before;
-  return before == own ? Layout::RowMajor : own;  // a swap undone, or the first one
+  if (before == own) return Layout::RowMajor;  // a swap undone
+  if (before == Layout::RowMajor) return own;  // the first one
+  // One swap on the other: classification refuses such views (classifyLayout); a caller
+  // composing a chain it did not classify (views of a stored buffer) says so.
+  throw std::invalid_argument("a " + std::string(graph::layoutName(own)) + " view of a " +
+                              std::string(graph::layoutName(before)) +
+                              " value, which no layout describes");
+}
+
+bool undoesStoredLayout(const Model& model, const std::vector<NodeSupport>& support,
+                        const std::string& value) {
+  std::vector<int> views;
+  std::string buffer = value;
+  for (int producer = model.producerOf(buffer);
+       producer >= 0 && support[producer].role == NodeRole::View;
+       producer = model.producerOf(buffer)) {
+    views.push_back(producer);
+    buffer = model.nodes[producer].inputs.at(0);
+  }
+  Layout layout = model.values.at(buffer).storedLayout;
+  if (views.empty() || layout == Layout::RowMajor) return false;
+  try {
+    for (auto v = views.rbegin(); v != views.rend(); ++v) layout = viewLayout(layout, support[*v]);
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  return layout == Layout::RowMajor;
 }
 
 std::map<int, std::string> rotateHalves(const Model& model) {
@@ -381,9 +408,12 @@ std::vector<NodeSupport> classifyNodes(const Model& model) {
       s = unsupported("no mapping for ONNX op '" + node.op + "'");
     }
     if (s.role == NodeRole::View && !node.outputs.empty()) {
+      // A view's layout composes from its input's: a view's, or the buffer's as stored.
       const auto before = viewLayouts.find(node.inputs.at(0));
       viewLayouts[node.outputs[0]] =
-          viewLayout(before == viewLayouts.end() ? Layout::RowMajor : before->second, s);
+          viewLayout(before == viewLayouts.end() ? model.values.at(node.inputs[0]).storedLayout
+                                                 : before->second,
+                     s);
     }
     support.push_back(std::move(s));
   }

@@ -61,6 +61,12 @@ inline bool mapped(const NodeSupport& s) {
 // (classification refuses any view whose result no layout describes).
 graph::Layout viewLayout(graph::Layout before, const NodeSupport& view);
 
+// Whether `value` is a view of a buffer stored other than row-major (Value::storedLayout)
+// through views that undo that layout: its memory is in `value`'s row-major order, so an alias
+// of it (PyTorch's clone making it contiguous) is that memory, and a reader reads the buffer.
+bool undoesStoredLayout(const Model& model, const std::vector<NodeSupport>& support,
+                        const std::string& value);
+
 std::vector<NodeSupport> classifyNodes(const Model& model);
 
 // rotate_half patterns: the Concat node's index -> the value it rotates (the slices' input).

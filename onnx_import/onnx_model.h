@@ -51,6 +51,10 @@ struct Value {
   // Per dim of `shape`, the name of the dynamic dim it is (its extent the range's max), or
   // "" where static; empty when every dim is static.
   std::vector<std::string> dynamicDims;
+  // How the framework stores the value where it is not row-major (graph JSON's "layout": an
+  // FX value of logical [.., h, s, d] laid out [.., s, h, d], as SDPA returns its result): a
+  // subgraph that writes the value stores it so, and no copy follows. Row-major in ONNX.
+  graph::Layout storedLayout = graph::Layout::RowMajor;
 };
 
 // A constant small enough to be read by the mapping (a scalar, axes, a target shape).

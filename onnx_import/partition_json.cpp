@@ -44,13 +44,20 @@ nlohmann::json subgraphJson(const Subgraph& s) {
     if (in.layout != graph::Layout::RowMajor) {
       entry["layout"] = std::string(graph::layoutName(in.layout));
     }
+    if (in.bufferLayout != graph::Layout::RowMajor) {
+      entry["buffer_layout"] = std::string(graph::layoutName(in.bufferLayout));
+    }
     if (in.tiling.times != 1) {
       entry["tiled"] = {{"dim_from_end", in.tiling.dimFromEnd}, {"times", in.tiling.times}};
     }
     inputs.push_back(entry);
   }
   for (const BoundOutput& out : s.outputs) {
-    outputs.push_back({{"name", out.irName}, {"onnx_value", out.value}});
+    nlohmann::json entry = {{"name", out.irName}, {"onnx_value", out.value}};
+    if (out.layout != graph::Layout::RowMajor) {
+      entry["layout"] = std::string(graph::layoutName(out.layout));
+    }
+    outputs.push_back(entry);
   }
   nlohmann::json entry = {{"name", s.name},
                           {"nodes", s.nodes},

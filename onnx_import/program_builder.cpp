@@ -73,15 +73,28 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
   const Value& v = model_.values.at(value);
   if (!v.dtype) fail("input '" + value + "' is " + v.elemType);
   std::string buffer = value;
-  std::vector<int> views;  // from the value down to its buffer
+  std::vector<int> views;  // from the value down to its buffer (aliases included)
   for (;;) {
     const int producer = model_.producerOf(buffer);
-    if (producer < 0 || support_[producer].role != NodeRole::View) break;
+    if (producer < 0 || model_.nodes[producer].inputs.empty()) break;
+    const std::string& below = model_.nodes[producer].inputs[0];
+    const NodeRole role = support_[producer].role;
+    // An alias (PyTorch's clone) of views that undo their buffer's stored layout copies
+    // memory already in the order it makes: the views' buffer is read instead.
+    if (role != NodeRole::View &&
+        !(role == NodeRole::Alias && undoesStoredLayout(model_, support_, below))) {
+      break;
+    }
     views.push_back(producer);
-    buffer = model_.nodes[producer].inputs.at(0);
+    buffer = below;
   }
-  graph::Layout layout = graph::Layout::RowMajor;
-  for (auto v = views.rbegin(); v != views.rend(); ++v) layout = viewLayout(layout, support_[*v]);
+  // The buffer as the framework stores it, then each view on the way to the value.
+  graph::Layout layout = model_.values.at(buffer).storedLayout;
+  try {
+    for (auto v = views.rbegin(); v != views.rend(); ++v) layout = viewLayout(layout, support_[*v]);
+  } catch (const std::invalid_argument& e) {
+    fail("reads '" + value + "' through " + e.what());
+  }
   if (readSwapped_.count(value)) {
     if (layout == graph::Layout::Transposed) {
       fail("reads '" + value +
@@ -112,7 +125,8 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
   externals_[key] = {id, rank};
   const auto tiling = tiled_.find(value);
   inputs_.push_back({irName, value, buffer, layout == graph::Layout::Transposed, layout,
-                     tiling == tiled_.end() ? Tiling{} : tiling->second});
+                     tiling == tiled_.end() ? Tiling{} : tiling->second,
+                     model_.values.at(buffer).storedLayout});
   return id;
 }
 
@@ -269,8 +283,13 @@ void ProgramBuilder::output(const std::string& value) {
          " while the subgraph computes it in " + std::string(graph::dtypeName(desc.dtype)) +
          " (the IR stores a result in its operands' dtype)");
   }
-  builder_.output(v.tensor);
-  outputs_.push_back({desc.name, value});
+  // Stored as the framework stores the value (Value::storedLayout), so no copy follows; only
+  // where the program's tensor is that value's shape (a folded one is not).
+  const graph::Layout layout = onnxValue.shape && sameUpToLeadingOnes(desc.shape, *onnxValue.shape)
+                                   ? onnxValue.storedLayout
+                                   : graph::Layout::RowMajor;
+  builder_.output(v.tensor, layout);
+  outputs_.push_back({desc.name, value, layout});
 }
 
 }  // namespace detail

@@ -47,11 +47,15 @@ struct BoundInput {
   bool transposed = false;  // layout == Transposed
   graph::Layout layout = graph::Layout::RowMajor;
   Tiling tiling;  // times 1: the value as it is
+  // How the program takes the buffer's memory to be laid out (Value::storedLayout, or
+  // row-major where the program reads it in its logical order): the binding hands it over so.
+  graph::Layout bufferLayout = graph::Layout::RowMajor;
 };
 
 struct BoundOutput {
   std::string irName;
   std::string value;
+  graph::Layout layout = graph::Layout::RowMajor;  // as the framework stores the value
 };
 
 // An Add of a causal mask the program computes as causal_mask (causal_masks.h).

@@ -223,6 +223,11 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
     if (!v.shape || !hasHeads(*v.shape, *fold)) return std::nullopt;
     v.shape = foldedShape(*v.shape, kind, *fold);
   }
+  // A folded value's rows mix heads and positions, which no layout of its folded shape
+  // describes in [.., s, h, d] order, and the repeats are read through relabels the
+  // framework's layouts were not classified with: the folded program reads every buffer in its
+  // logical order (the binding hands it over so) and writes its results row-major.
+  for (auto& [name, value] : folded.model.values) value.storedLayout = graph::Layout::RowMajor;
   for (const auto& [value, tiling] : *tiled) {
     graph::Dims& shape = *folded.model.values.at(value).shape;
     shape[shape.size() - tiling.dimFromEnd] *= tiling.times;

@@ -15,7 +15,8 @@ import torch
 from . import constant_mask, fx_attention, fx_dims, fx_functions
 from .fx_values import (ELEM_TYPES as _ELEM_TYPES, ONNX_TYPE_NUMBERS as _ONNX_TYPE_NUMBERS,
                         Untranslatable as _Untranslatable, packet as _packet,
-                        static_shape as _static_shape, tensor_meta as _tensor_meta)
+                        static_shape as _static_shape, stored_layout as _stored_layout,
+                        tensor_meta as _tensor_meta)
 
 GRAPH_FORMAT = "mugraph.graph"
 OPSET = 21
@@ -49,6 +50,9 @@ class _Writer:
         # FX node name -> the value names of its results, for a node that returns a tuple
         # (native_layer_norm) which getitems read
         self.tuple_results = {}
+        # value name -> its "layout" in the graph JSON, where it is not row-major
+        # (fx_values.stored_layout)
+        self.stored_layouts = {}
 
     def constant_causal(self, mask, rows, cols):
         key = (mask.name, rows, cols)
@@ -60,12 +64,15 @@ class _Writer:
     def attention_prefix(self, node):
         return self.attentions.setdefault(node.name, f"attention{len(self.attentions)}")
 
-    def value(self, name, elem_type, shape, why=None):
+    def value(self, name, elem_type, shape, why=None, layout=None):
         if name in self.described:
             return name
         entry = {"name": name, "type": elem_type, "shape": shape}
         if shape is None:
             entry["why_no_shape"] = why or "its shape is symbolic (a dynamic dim)"
+        elif layout is not None:
+            entry["layout"] = layout
+            self.stored_layouts[name] = layout
         self.graph["values"].append(entry)
         self.described.add(name)
         return name
@@ -81,7 +88,9 @@ class _Writer:
             return self.value(node.name, elem_type, None, str(e))
         if 0 in shape:  # the IR has no empty tensors: PyTorch keeps it
             return self.value(node.name, elem_type, None, "an empty tensor (a zero-size dim)")
-        return self.value(node.name, elem_type, shape)
+        layout = _stored_layout(val) or ("heads_transposed" if _readers_swap_heads(node, val)
+                                         else None)
+        return self.value(node.name, elem_type, shape, layout=layout)
 
     def shape_of(self, val):
         """Sizes, and names of dynamic dims (fx_dims.py); fx_dims.NoDim where one can be
@@ -193,6 +202,66 @@ def _addmm(w, n):
 
 def _permutation(rank, perm):
     return [p + rank if p < 0 else p for p in perm]
+
+
+
+
+# aten ops whose result is their input's data unchanged (a view of the same shape, or a copy)
+_SAME_DATA_OPS = {"view", "_unsafe_view", "reshape", "alias", "clone", "contiguous", "detach"}
+
+
+def _same_data(node):
+    """Whether `node` gives its input's data in the same shape (a no-op view or a copy)."""
+    if _packet(node.target) not in _SAME_DATA_OPS or not node.args \
+            or not isinstance(node.args[0], torch.fx.Node):
+        return False
+    a, b = _tensor_meta(node.args[0]), _tensor_meta(node)
+    return a is not None and b is not None and a.shape == b.shape
+
+
+def _attention_result(node):
+    """Whether `node` is SDPA's result (its first result, which a getitem reads), or that
+    result through views and copies of the same shape."""
+    while _same_data(node):
+        node = node.args[0]
+    source = node.args[0] if node.target is operator.getitem and node.args[1] == 0 else node
+    return isinstance(source, torch.fx.Node) and \
+        _TRANSLATIONS.get(_packet(source.target)) is fx_attention.sdpa
+
+
+def _readers_swap_heads(node, val):
+    """Whether `node` is attention's dense result [.., h, s, d] that every reader reads with
+    its heads swapped back, [.., s, h, d] (before the output projection, where SDPA returns it
+    dense: cuDNN at head dim 96, the CPU's kernel), directly or through views and copies of the
+    same shape: then it is better stored so (graph JSON "layout": "heads_transposed"), and the
+    reader's swap and merge of the heads are views of that memory. Where PyTorch computes it
+    after all, the reader's binding makes that copy, as PyTorch did. Only attention's result:
+    a value a subgraph computes along its last axis before the swap (Qwen3's per-head norms)
+    is computed in the swapped order instead (heads_pushdown.h)."""
+    if val is None or val.dim() < 3 or not val.is_contiguous() or _static_shape(val) is None \
+            or not _attention_result(node):
+        return False
+    rank = val.dim()
+    swapped = list(range(rank))
+    swapped[rank - 3], swapped[rank - 2] = swapped[rank - 2], swapped[rank - 3]
+
+    def swaps(n):
+        if not n.users:
+            return False
+        for user in n.users:
+            if user.args[0] is not n:
+                return False
+            if _same_data(user):
+                if not swaps(user):
+                    return False
+            elif _packet(user.target) == "transpose":
+                if sorted(_permutation(rank, user.args[1:3])) != [rank - 3, rank - 2]:
+                    return False
+            elif _packet(user.target) != "permute" or \
+                    _permutation(rank, user.args[1]) != swapped:
+                return False
+        return True
+    return swaps(node)
 
 
 def _transpose(w, n):

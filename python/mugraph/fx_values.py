@@ -34,3 +34,28 @@ def static_shape(val):
     if any(isinstance(d, torch.SymInt) and not d.node.expr.is_number for d in val.shape):
         return None
     return [int(d) for d in val.shape]
+
+
+def stored_layout(val):
+    """"heads_transposed" where a tensor of logical shape [.., h, s, d] is laid out densely as
+    [.., s, h, d] (SDPA's result, a projection's output viewed per head), else None: the
+    graph JSON's value "layout" (graph/types.h, storageStrides). A subgraph writing such a
+    value stores it so, and one reading it reads that memory, so neither side copies it.
+    Only where every size and stride is static (a symbolic one is never guarded on)."""
+    if val is None or val.dim() < 3 or val.is_contiguous():
+        return None
+    shape = static_shape(val)
+    strides = [s for s in val.stride() if not isinstance(s, torch.SymInt) or s.node.expr.is_number]
+    if shape is None or len(strides) != len(shape):
+        return None
+    stored = shape[:-3] + [shape[-2], shape[-3], shape[-1]]
+    expected = list(torch.empty(stored, device="meta").transpose(-3, -2).stride())
+    if all(n == 1 or int(a) == b for n, a, b in zip(shape, strides, expected)):
+        return "heads_transposed"
+    return None
+
+
+def storage_view(x, layout):
+    """The tensor as stored in `layout`: a dense view where it is laid out so (the memory a
+    kernel reads or writes)."""
+    return x.transpose(-3, -2) if layout == "heads_transposed" else x

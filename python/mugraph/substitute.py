@@ -13,7 +13,7 @@ import os
 
 import torch
 
-from . import _capi, kernels, optimize
+from . import _capi, fx_values, kernels, optimize
 
 # Largest |ours - PyTorch| over the output's largest |PyTorch| a variant may reach: a few units
 # of the dtype's rounding after reassociated sums of hundreds of terms.
@@ -58,6 +58,8 @@ def _tiled(x, tiled):
 def _input_value(i, values, device):
     if isinstance(i, str):
         return values[i]
+    if i[0] == "stored":  # a buffer laid out as the program reads it: its memory, dense
+        return fx_values.storage_view(values[i[1]], i[2])
     if i[0] == "repeat":  # GQA's KV heads repeated for the query heads, as repeat_kv does
         return values[i[1]].repeat_interleave(i[2], dim=-3)
     if i[0] == "permute":  # SDPA's Kᵀ, read where no layout describes the view it is
@@ -71,8 +73,10 @@ class Binding:
     made here, as `triu` of -inf."""
 
     def __init__(self, subgraph, writer, fx_nodes):
-        # FX node name, ("causal", rows, cols, dtype), ("repeat", FX node name, rep) or
-        # ("permute", FX node name, perm)
+        # FX node name, ("stored", FX node name, layout) for a buffer whose memory the program
+        # reads as stored other than row-major (the partition's "buffer_layout", from the graph
+        # JSON's, fx_values.stored_layout), ("causal", rows, cols, dtype), ("repeat", FX node
+        # name, rep) or ("permute", FX node name, perm)
         self.inputs = []
         self.tiled = []  # per input: None, or {"dim_from_end", "times"}
         for i in subgraph["inputs"]:
@@ -86,6 +90,8 @@ class Binding:
             elif buffer in writer.permuted:
                 source, perm = writer.permuted[buffer]
                 self.inputs.append(("permute", source.name, perm))
+            elif i.get("buffer_layout", "row_major") != "row_major":
+                self.inputs.append(("stored", buffer, i["buffer_layout"]))
             elif buffer in fx_nodes:
                 self.inputs.append(buffer)
             else:
@@ -108,7 +114,8 @@ def output_shapes(binding, fx_nodes, tensors):
     inputs = [t for t in tensors if t["role"] == "input"]
     sources = {}  # str(size expression) -> the variant's dim
     for i, (name, tiled) in enumerate(zip(binding.inputs, binding.tiled)):
-        name = name if isinstance(name, str) else name[1] if name[0] == "repeat" else None
+        name = name if isinstance(name, str) else name[1] if name[0] in ("repeat", "stored") \
+            else None
         if name is None or tiled is not None or i >= len(inputs):
             continue
         for size, dim in zip(_meta_shape(fx_nodes[name]), inputs[i].get("shape_dims", [])):
@@ -297,6 +304,12 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
             elif i[0] == "repeat":
                 arg = graph.call_function(torch.ops.aten.repeat_interleave.self_int,
                                           (nodes[i[1]], i[2], -3))
+            elif i[0] == "stored":
+                # The memory the kernel reads, as a dense view (no copy).
+                arg = graph.call_function(torch.ops.aten.transpose.int, (nodes[i[1]], -3, -2))
+                arg.meta["val"] = fx_values.storage_view(nodes[i[1]].meta["val"], i[2])
+                arg.meta["mugraph_storage"] = i[2]
+                arg = _dense(graph, arg)
             elif i[0] == "permute":
                 arg = graph.call_function(torch.ops.aten.permute.default, (nodes[i[1]], i[2]))
                 arg.meta["val"] = nodes[i[1]].meta["val"].permute(i[2])
@@ -342,6 +355,7 @@ def _check_convex(covered):
 
 def _device_of(nodes, binding):
     for i in binding.inputs:
+        i = i[1] if isinstance(i, tuple) and i[0] == "stored" else i
         if isinstance(i, str) and isinstance(nodes[i].meta.get("val"), torch.Tensor):
             return nodes[i].meta["val"].device
     return torch.device("cuda")
@@ -512,14 +526,43 @@ def _is_dense_copy(node):
             and node.kwargs.get("memory_format") == torch.contiguous_format)
 
 
+def _is_storage_view(node):
+    """The view of a buffer `_substitute` placed for a launch that reads its memory as stored
+    (a "stored" binding input)."""
+    return node.op == "call_function" and "mugraph_storage" in node.meta
+
+
+def _read_by_launches(node):
+    """Whether only launches read `node`: directly, through the dense copy `_dense` placed for
+    them, or through a storage view (and its dense copy)."""
+    def fed(r):
+        return _is_launch(r) or (_is_dense_copy(r) and r.users and all(
+            _is_launch(w) for w in r.users))
+    return node.users and all(
+        fed(r) or (_is_storage_view(r) and r.users and all(fed(w) for w in r.users))
+        for r in node.users)
+
+
+def _drop_dense_copies(node):
+    """The dense copies reading `node` replaced by `node` where its value is dense now."""
+    if not node.meta["val"].is_contiguous():
+        return
+    for r in list(node.users):
+        if _is_dense_copy(r):
+            r.replace_all_uses_with(node)
+            node.graph.erase_node(r)
+
+
 def _outputs_only_launches_read(graph):
-    """An output of a launch that only other launches read (directly, or through the dense
-    copy `_dense` placed for them) keeps the layout our kernel stores it in. The FX value's
-    strides are what aten nodes downstream were traced with, and no aten node reads it: the
-    copy to those strides inside the launch and the copy back to dense for the next launch
-    would both be work for nothing (RoPE computed on a head-transposed view, read by the
-    attention kernel, paid both). The variant is registered again under a key of its own
-    with those outputs' strides; the launch's fake outputs follow."""
+    """An output of a launch that only other launches read (directly, through the dense
+    copy `_dense` placed for them, or as stored through a storage view) keeps the layout our
+    kernel stores it in. The FX value's strides are what aten nodes downstream were traced
+    with, and no aten node reads it: the copy to those strides inside the launch and the copy
+    back to dense for the next launch would both be work for nothing (RoPE computed on a
+    head-transposed view, read by the attention kernel, paid both; attention's result stored
+    heads_transposed for the output projection, which reads that memory, would pay them too).
+    The variant is registered again under a key of its own with those outputs' strides; the
+    launch's fake outputs and the storage views follow."""
     for call in list(graph.nodes):
         if not _is_launch(call):
             continue
@@ -530,26 +573,31 @@ def _outputs_only_launches_read(graph):
         freed = []
         for item in [u for u in call.users if u.target is operator.getitem]:
             j = item.args[1]
-            readers = list(item.users)
-            if not readers or not all(
-                    _is_launch(r) or (_is_dense_copy(r) and r.users and all(
-                        _is_launch(w) for w in r.users)) for r in readers):
+            if not _read_by_launches(item):
                 continue
             stored = kernels.stored_strides(variant, j)
             val = item.meta.get("val")
             if stored == strides[j] or not isinstance(val, torch.Tensor):
                 continue
             try:
-                item.meta["val"] = val.new_empty_strided(val.shape, stored)
+                as_stored = val.new_empty_strided(val.shape, stored)
             except Exception:  # noqa: BLE001: no value to describe it by: left as traced
                 continue
+            # A reader of its memory as the framework stores it (a storage view) needs that
+            # layout: where the kernel stores it otherwise (a folded GQA result, row-major),
+            # the launch writes it with the FX strides once, as traced.
+            if any(_is_storage_view(r) and not fx_values.storage_view(
+                    as_stored, r.meta["mugraph_storage"]).is_contiguous() for r in item.users):
+                continue
+            item.meta["val"] = as_stored
             strides[j] = stored
             freed.append(j)
-            if item.meta["val"].is_contiguous():
-                for r in readers:
-                    if _is_dense_copy(r):
-                        r.replace_all_uses_with(item)
-                        graph.erase_node(r)
+            for r in list(item.users):
+                if _is_storage_view(r):
+                    r.meta["val"] = fx_values.storage_view(item.meta["val"],
+                                                           r.meta["mugraph_storage"])
+                    _drop_dense_copies(r)
+            _drop_dense_copies(item)
         if freed:
             key = kernels.with_output_strides(
                 call.args[0], strides, "stored" + "".join(f"-{j}" for j in freed))

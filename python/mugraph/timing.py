@@ -108,8 +108,9 @@ def _as_substituted(gm, s, binding, key, chosen, graph_report):
         for name in other["nodes"]:
             if origin.get(name):
                 members[origin[name]] = other["name"]
-        reads[other["name"]] = {i for i, tiled in zip(other_binding.inputs, other_binding.tiled)
-                                if isinstance(i, str) and tiled is None}
+        reads[other["name"]] = {i if isinstance(i, str) else i[1]
+                                for i, tiled in zip(other_binding.inputs, other_binding.tiled)
+                                if (isinstance(i, str) or i[0] == "stored") and tiled is None}
     loaded = kernels.registered(key)
     if getattr(loaded, "output_strides", None) is None:
         return key

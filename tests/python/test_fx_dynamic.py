@@ -96,6 +96,7 @@ class DynamicStandIn(StandInVariant):
                                       substitute.output_shapes(binding, fx_nodes, entries),
                                       None, dims)
         self.module = module
+        self.layouts = ["row_major"] * len(outputs)  # a dynamic output stays row-major
         self.launches = 0
         self.lengths_seen = []
 

@@ -8,19 +8,21 @@ import unittest
 import torch
 
 import model_graphs
-from mugraph import _capi, fx_graph, kernels, report, rest, substitute, timing
+from mugraph import _capi, fx_graph, fx_values, kernels, report, rest, substitute, timing
 
 
 class StandInVariant(kernels.BoundVariant):
-    """The subgraph's aten nodes as a variant: dense outputs, written into the launch's."""
+    """The subgraph's aten nodes as a variant: outputs written into the launch's in the layout
+    the subgraph stores them in (dense, or heads_transposed), as our kernels do."""
 
-    def __init__(self, module, order, outputs):
+    def __init__(self, module, order, outputs, layouts):
         tensors = [{"name": f"x{i}", "role": "input", "dtype": _dtype_name(t),
                     "layout": "row_major", "bytes": t.numel() * t.element_size()}
                    for i, t in enumerate(order)]
         tensors += [{"name": f"y{i}", "role": "output", "dtype": _dtype_name(t),
-                     "layout": "row_major", "bytes": t.numel() * t.element_size()}
-                    for i, t in enumerate(outputs)]
+                     "layout": layout, "bytes": t.numel() * t.element_size()}
+                    for i, (t, layout) in enumerate(zip(outputs, layouts))]
+        self.layouts = layouts
         super().__init__("stand-in", tensors, [list(t.shape) for t in outputs],
                          [list(t.stride()) for t in outputs])
         self.module = module
@@ -33,7 +35,7 @@ class StandInVariant(kernels.BoundVariant):
         self.sources = []
         for name in names:
             j = next((j for j, i in enumerate(binding.inputs)
-                      if i == name or (isinstance(i, tuple) and i[0] == "repeat"
+                      if i == name or (isinstance(i, tuple) and i[0] in ("repeat", "stored")
                                        and i[1] == name)), None)
             if j is None:
                 self.sources.append((None, values[name], None))
@@ -51,11 +53,13 @@ class StandInVariant(kernels.BoundVariant):
             if tiled is not None:
                 dim = x.dim() - tiled["dim_from_end"]
                 x = x.narrow(dim, 0, x.shape[dim] // tiled["times"])
-            if isinstance(source, tuple):  # ("repeat", name, rep): every rep-th head
+            if isinstance(source, tuple) and source[0] == "repeat":  # every rep-th head
                 x = x[..., ::source[2], :, :]
+            if isinstance(source, tuple) and source[0] == "stored":  # its memory, as stored
+                x = fx_values.storage_view(x, source[2])
             values.append(x)
-        for out, value in zip(outputs, self.module(*values)):
-            out.copy_(value)
+        for out, value, layout in zip(outputs, self.module(*values), self.layouts):
+            out.copy_(fx_values.storage_view(value, layout))
 
 
 def _dtype_name(t):
@@ -112,25 +116,25 @@ class SubstituteTest(unittest.TestCase):
             module, names = timing.pytorch_subgraph(gm, s, binding, writer)
             inputs = binding.input_values(recorder.values, torch.device("cpu"))
             outputs = [recorder.values[o] for o in binding.outputs]
-            variant = StandInVariant(module, inputs, outputs)
+            variant = StandInVariant(module, inputs, outputs,
+                                     [o.get("layout", "row_major") for o in s["outputs"]])
             variant.bind(binding, names, recorder.values)
             key = f"{name}:{s['name']}:{rope_in_pytorch}"
             kernels.register(key, variant)
             chosen.append((s, binding, (key, {"name": "stand-in"}, 0.0)))
-        # Timed as it will run: RoPE's outputs, which only the attention launch reads, without
-        # the copy to the FX strides; an output PyTorch reads (the attention's) with it.
+        # Timed as it will run: RoPE's outputs, which only the attention launch reads, are
+        # handed over as the kernel stores them (no copy to other strides).
         timed = {s["name"]: timing._as_substituted(gm, s, binding, key, chosen, graph_report)
                  for s, binding, (key, _, _) in chosen}
-        rope = [n for n, k in timed.items() if k.endswith(":timed")]
-        self.assertEqual(bool(rope), not rope_in_pytorch, timed)
+        rope = [s["name"] for s, _, _ in chosen if "rotate_half(" in s["program_text"]
+                and "matmul(" not in s["program_text"]]
+        self.assertEqual(bool(rope), not rope_in_pytorch)
         for s, binding, (key, _, _) in chosen:
             variant = kernels.registered(timed[s["name"]])
             for j in range(len(binding.outputs)):
                 if s["name"] in rope:
                     self.assertEqual(variant.output_strides[j],
                                      kernels.stored_strides(variant, j))
-                elif "attention" in s["name"]:
-                    self.assertEqual(timed[s["name"]], key)
         optimized = substitute.substituted(gm, chosen, graph_report)
         launches = [n for n in optimized.graph.nodes
                     if n.target is torch.ops.mugraph.launch.default]
@@ -143,15 +147,21 @@ class SubstituteTest(unittest.TestCase):
                 self.assertTrue(val.is_contiguous(), a.name)
         clones = [a for a in args_in if a.target is torch.ops.aten.clone.default]
         if rope_in_pytorch:
-            # A strided value from PyTorch (RoPE on a head-transposed view) through a clone
-            # in the graph, which Inductor fuses into its producer.
+            # A strided value from PyTorch (RoPE on a head-transposed view) that the folded
+            # GQA attention reads in its logical order: through a clone in the graph, which
+            # Inductor fuses into its producer.
             self.assertTrue(clones)
         else:
             # One that only launches read (RoPE's Q and K, read by attention) is passed on
             # as the kernel stored it: no copy to the FX strides and back.
             self.assertEqual([a for a in clones if a.args[0].target is operator.getitem
                               and substitute._is_launch(a.args[0].args[0])], [])
-            self.assertTrue(any(":stored" in n.args[0] for n in launches))
+            for n in launches:
+                variant = kernels.registered(n.args[0])
+                if any(r in n.args[0] for r in rope):
+                    self.assertEqual(variant.output_strides,
+                                     [kernels.stored_strides(variant, j)
+                                      for j in range(len(variant.outputs))])
         launched = [kernels.registered(n.args[0]) for n in launches]  # copies for ":stored"
         runners = [(optimized, 1e-5)]
         if name == "llama":  # Inductor around the launches, as the backend runs it
