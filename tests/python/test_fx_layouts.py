@@ -44,6 +44,26 @@ class StoredLayoutTest(unittest.TestCase):
         self.assertIsNone(fx_values.stored_layout(fused))
         self.assertIsNone(fx_values.stored_layout(torch.empty(16, 8).t()))  # rank 2
 
+    def test_only_a_result_read_with_its_heads_swapped_back_asks_for_the_layout(self):
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def merged(q, k, v):  # the heads swapped back and merged, for the output projection
+            o = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+            return o.transpose(1, 2).reshape(1, 16, 64)
+
+        def scaled(q, k, v):  # read as it is
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v) * 2
+
+        q, k, v = (torch.randn(1, 4, 16, 16) for _ in range(3))
+        for function, wanted in ((merged, True), (scaled, False)):
+            gm = make_fx(function)(q, k, v)
+            results = [n for n in gm.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)
+                       and fx_graph._attention_result(n)]
+            self.assertTrue(results, function.__name__)
+            for n in results:
+                self.assertEqual(fx_graph._readers_swap_heads(n, n.meta["val"]), wanted,
+                                 f"{function.__name__}: {n.name}")
+
     def test_an_mha_result_is_stored_for_the_output_projection(self):
         """Phi-3 (16 heads of 96 at hidden 1536; two here): SDPA's result is read only
         with its heads swapped back, so the attention stores it [s, h, d] and the output
