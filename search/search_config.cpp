@@ -1,5 +1,7 @@
 #include "search/search_config.h"
 
+#include <set>
+
 #include "graph/error.h"
 
 namespace mugraph::search {
@@ -19,13 +21,20 @@ const char* programKindName(ProgramKind kind) {
 }
 
 ProgramKind classifyProgram(const graph::Program& program) {
-  bool hasExp = false, hasNorm = false, onlyMatmul = true;
+  bool matmulAfterExp = false, hasNorm = false, onlyMatmul = true;
+  // The tensors computed from an exp (program ops are in topological order). An exp no matmul
+  // reads, even through other ops, is element-wise work like any other (a GEMM's exp
+  // epilogue): given attention's space it took 26 s to search instead of 1.
+  std::set<graph::TensorId> afterExp;
   for (const graph::KernelOp& op : program.ops) {
-    hasExp = hasExp || op.kind == graph::OpKind::Exp;
+    bool readsExp = op.kind == graph::OpKind::Exp;
+    for (graph::TensorId t : op.inputs) readsExp = readsExp || afterExp.count(t) > 0;
+    if (op.kind == graph::OpKind::Matmul && readsExp) matmulAfterExp = true;
+    if (readsExp) afterExp.insert(op.outputs.begin(), op.outputs.end());
     hasNorm = hasNorm || op.kind == graph::OpKind::RmsNorm;
     onlyMatmul = onlyMatmul && op.kind == graph::OpKind::Matmul;
   }
-  if (hasExp) return ProgramKind::Attention;
+  if (matmulAfterExp) return ProgramKind::Attention;
   if (hasNorm) return ProgramKind::NormMatmul;
   if (onlyMatmul) return ProgramKind::Gemm;
   return ProgramKind::Other;

@@ -15,7 +15,8 @@ namespace mugraph::search {
 
 enum class ProgramKind { Attention, Gemm, NormMatmul, Other };
 const char* programKindName(ProgramKind kind);
-// Attention: a matmul fed by exp; norm+matmul: a matmul fed by rms_norm; GEMM: matmuls only.
+// Attention: a matmul fed by exp (directly or through other ops); norm+matmul: a matmul fed
+// by rms_norm; GEMM: matmuls only.
 ProgramKind classifyProgram(const graph::Program& program);
 
 struct SearchConfig {
