@@ -326,14 +326,14 @@ if [[ $step == distributed ]]; then
     # DISTRIBUTED_KINDS narrows the benches (program, model, dataset: all by default).
     kinds=",${DISTRIBUTED_KINDS:-program,model,dataset},"
     [[ $kinds == *,program,* ]] &&
-      python3 tools/python/distributed_bench.py --binary "$mg" --kind program --program gqa \
+      python3 tools/python/distributed_bench.py --binary "$mg" --warmup --kind program --program gqa \
         --search-args="--max-kernels 2" --ranks "$ranks" --out "$out/distributed_gqa.json"
     [[ $kinds == *,model,* ]] &&
-      python3 tools/python/distributed_bench.py --binary "$mg" --kind model \
+      python3 tools/python/distributed_bench.py --binary "$mg" --warmup --kind model \
         --program tests/onnx_import/models/decoder_block.onnx --search-args="--max-kernels 2" \
         --spreads items,searches --ranks "$ranks" --out "$out/distributed_decoder_block.json"
     [[ $kinds == *,dataset,* ]] &&
-      python3 tools/python/distributed_bench.py --binary "$mg" --kind dataset \
+      python3 tools/python/distributed_bench.py --binary "$mg" --warmup --kind dataset \
         --program "tools/bench/dataset_programs/*.mg" --search-args="--max-variants 4" \
         --spreads items,searches --ranks "$ranks" --out "$out/distributed_dataset.json"
   fi

@@ -18,14 +18,17 @@ after another, each search over every rank). Every run writes its outputs; a dig
 files (summary.json files left out: they hold times) is compared with the first run's, so the
 table also shows the outputs are identical (with a --time-limit they need not be). The load
 average before and after each run is recorded: on a shared machine it says how far to trust a
-number. Without mpirun on PATH (or with a binary built without MPI) the MPI rows are reported
-as not run, and the reason is printed and stored in the JSON.
+number; so is each run's CPU time, which over its wall time gives the cores it kept busy.
+--warmup runs the first configuration once before the table, untimed. Without mpirun on PATH
+(or with a binary built without MPI) the MPI rows are reported as not run, and the reason is
+printed and stored in the JSON.
 """
 import argparse
 import glob
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -73,12 +76,18 @@ def command_for(args, programs, threads, ranks, spread, out_dir):
 def run(args, programs, threads, ranks, spread, out_dir):
     command = command_for(args, programs, threads, ranks, spread, out_dir)
     load_before = os.getloadavg()[0]
+    cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wall = time.monotonic() - start
+    cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = {"command": " ".join(command), "ranks": max(ranks, 1), "threads_per_rank": threads,
               "spread": spread, "wall_seconds": wall, "load_average_before": load_before,
-              "load_average_after": os.getloadavg()[0], "exit_code": done.returncode}
+              "load_average_after": os.getloadavg()[0], "exit_code": done.returncode,
+              # CPU time of the command and every process it waited for (mpirun's ranks):
+              # over the wall time, the cores it kept busy on average.
+              "user_seconds": cpu_after.ru_utime - cpu_before.ru_utime,
+              "system_seconds": cpu_after.ru_stime - cpu_before.ru_stime}
     if done.returncode not in (0, 1):
         result["error"] = done.stderr.strip().splitlines()[-3:]
         return result
@@ -117,6 +126,9 @@ def main():
     parser.add_argument("--ranks", default="1,2,4,8")
     parser.add_argument("--spreads", default="items",
                         help="for a model or a dataset: --spread values to run under mpirun")
+    parser.add_argument("--warmup", action="store_true",
+                        help="run the first configuration once before the table, untimed (the "
+                             "first command on a fresh machine pays for loading it)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     cores = os.cpu_count()
@@ -135,7 +147,12 @@ def main():
                 configs.append((label, 1, n, spread))
     scratch = tempfile.mkdtemp(prefix="mugraph_distributed_bench_")
     runs = []
+    warmup = None
     try:
+        if args.warmup:
+            warmup = run(args, programs, 1, 0, "", os.path.join(scratch, "warmup"))
+            warmup.pop("output_files", None)
+            print(f"warm-up: {warmup['wall_seconds']:.1f} s", file=sys.stderr)
         for i, (label, threads, ranks, spread) in enumerate(configs):
             result = run(args, programs, threads, ranks, spread, os.path.join(scratch, str(i)))
             result["config"] = label
@@ -151,10 +168,12 @@ def main():
                   f"{result['load_average_before']:.1f}", file=sys.stderr)
     finally:
         shutil.rmtree(scratch)
-    print(f"{'configuration':34s} {'wall s':>8s} {'speedup':>8s} {'load':>5s}  identical")
+    print(f"{'configuration':34s} {'wall s':>8s} {'speedup':>8s} {'cores':>5s} {'load':>5s}"
+          "  identical")
     for r in runs:
+        busy = (r["user_seconds"] + r["system_seconds"]) / r["wall_seconds"]
         print(f"{r['config']:34s} {r['wall_seconds']:8.1f} "
-              f"{runs[0]['wall_seconds'] / r['wall_seconds']:8.2f} "
+              f"{runs[0]['wall_seconds'] / r['wall_seconds']:8.2f} {busy:5.1f} "
               f"{r['load_average_before']:5.1f}  "
               f"{'error' if 'error' in r else 'yes' if r['identical_to_first'] else 'NO'}")
         if r.get("differs_from_first"):
@@ -166,7 +185,8 @@ def main():
     with open(args.out, "w") as f:
         json.dump({"host": os.uname().nodename, "cores": cores, "kind": args.kind,
                    "program": args.program, "search_args": args.search_args,
-                   "mpi": no_mpi or "mpirun found", "runs": runs}, f, indent=1)
+                   "mpi": no_mpi or "mpirun found", "warmup": warmup, "runs": runs}, f,
+                  indent=1)
         f.write("\n")
 
 
