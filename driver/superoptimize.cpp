@@ -70,7 +70,8 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
   }
   // Write: every variant's code and the summary.
   if (!options.out.empty()) {
-    run.withoutCode = writeVariants(run.result, run.ranking, target, options.out, &program, range);
+    run.withoutCode = writeVariants(run.result, run.ranking, target, options.out, options.threads,
+                                    &program, range);
   }
   run.noVariants = whyNoVariants(run.result, run.ranking, range);
   run.summary = summaryJson(run.result, run.ranking, &program, range);

@@ -2,8 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include "graph/error.h"
 #include "graph/files.h"
@@ -174,12 +179,13 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
 }
 
 int writeVariants(const search::SearchResult& result, const ProfileRanking& ranking,
-                  const plan::Target& target, const std::string& out, const graph::Program* program,
-                  const RangeRun* range) {
+                  const plan::Target& target, const std::string& out, int threads,
+                  const graph::Program* program, const RangeRun* range) {
   int withoutCode = 0;
   std::filesystem::create_directories(out);
+  // The variants whose code is generated here.
+  std::vector<const search::VerifiedVariant*> todo;
   for (const search::VerifiedVariant& v : result.variants) {
-    const std::string dir = out + "/" + v.name;
     // --profile already generated (and timed) the code of every variant it measured, in
     // this same folder.
     const auto profiled = ranking.measured.find(v.name);
@@ -189,11 +195,33 @@ int writeVariants(const search::SearchResult& result, const ProfileRanking& rank
         !range->variants.at(v.name).measured.empty()) {
       continue;
     }
+    todo.push_back(&v);
+  }
+  // Each variant's code is independent of the others' (NVRTC compiles separate programs
+  // concurrently): generated on the search's threads, then written in ranking order, so the
+  // files and messages do not depend on the thread count.
+  std::vector<std::optional<codegen::GeneratedCode>> codes(todo.size());
+  std::vector<std::exception_ptr> failures(todo.size());
+  tbb::task_arena arena(threads > 0 ? threads : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(size_t{0}, todo.size(), [&](size_t i) {
+      try {
+        codes[i] = variantCode(todo[i]->schedule, target);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    });
+  });
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const search::VerifiedVariant& v = *todo[i];
+    const std::string dir = out + "/" + v.name;
     std::filesystem::create_directories(dir);
     // A dynamic program's variant gets kernels that take the lengths (one PTX for the range).
     const bool dynamic = !v.schedule.program.dims.empty();
     try {
-      codegen::writeGeneratedCode(variantCode(v.schedule, target), dir);  // + schedule.json
+      if (failures[i]) std::rethrow_exception(failures[i]);
+      codegen::writeGeneratedCode(*codes[i], dir);  // + schedule.json
+      codes[i].reset();
     } catch (const std::exception& e) {
       graph::saveSchedule(dir + "/schedule.json", v.schedule);
       if (dynamic && dynamic_cast<const UserError*>(&e)) {

@@ -35,9 +35,10 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
 // Writes every variant's folder under `out` and out/summary.json; returns how many verified
 // variants got no code (a code generator bug: the rest is still written). A dynamic variant's
 // folder holds its schedule.json only: its kernels are generated per length by
-// `mugraph replay schedule.json --dim NAME=LENGTH`.
+// `mugraph replay schedule.json --dim NAME=LENGTH`. The code is generated on `threads`
+// threads (0: every core); the files do not depend on how many.
 int writeVariants(const search::SearchResult& result, const ProfileRanking& ranking,
-                  const plan::Target& target, const std::string& out,
+                  const plan::Target& target, const std::string& out, int threads,
                   const graph::Program* program = nullptr, const RangeRun* range = nullptr);
 
 }  // namespace mugraph::driver
