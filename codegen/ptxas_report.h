@@ -29,8 +29,8 @@ std::vector<KernelResources> parsePtxasReport(const std::string& log);
 // EIATTR_REGCOUNT records of `.nv.info`), the stack frame (EIATTR_FRAME_SIZE) and barriers
 // (EIATTR_NUM_BARRIERS of `.nv.info.<entry>`). Spills are not recorded there, nor static
 // shared memory as ptxas counts it (`.nv.shared.<entry>` adds the 1 KiB sm_90 reserves). NVRTC's log of a compile may lack the
-// ptxas report (measured on an H200 host: a dataset built with 16 threads got none in any of
-// its 40 variants, one thread got all), so these come from the cubin. An empty result where
+// ptxas report (a compile NVRTC serves from the CUDA compute cache runs no ptxas: measured on
+// an H200 host, docs/distributed_search.md), so these come from the cubin. An empty result where
 // the bytes are not a 64-bit ELF file.
 std::vector<KernelResources> cubinResources(const std::string& cubin);
 

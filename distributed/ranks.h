@@ -39,6 +39,9 @@ int rankInJob();
 int localRank(const std::function<const char*(const char*)>& environment, int jobRank);
 // The GPU a rank profiles on: ranks on one host take its devices in turn.
 int deviceForRank(int localRankOnHost, int deviceCount);
+// Whether that GPU is the rank's alone (no lower rank on the host takes it): the ranks that
+// time variants of one search, so that no two timings share a device.
+bool hasGpuOfItsOwn(int localRankOnHost, int deviceCount);
 
 // After an error on one rank the others would wait for it forever: ends every rank of the job
 // with `exitCode`. Does nothing in a single process.

@@ -61,4 +61,8 @@ int deviceForRank(int localRankOnHost, int deviceCount) {
   return localRankOnHost % deviceCount;
 }
 
+bool hasGpuOfItsOwn(int localRankOnHost, int deviceCount) {
+  return localRankOnHost >= 0 && localRankOnHost < deviceCount;
+}
+
 }  // namespace mugraph::distributed

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,13 @@ struct GpuOutcome {
   int64_t nanElements = 0;             // with mismatch: NaN (computed, or never written)
   std::string notProfiled;             // why it did not run (generation or launch failed)
   uint64_t seed = 0;                   // the seed of the check's inputs (replay --run --seed)
+  int rank = 0;                        // the rank whose GPU ran it
+  bool folderWritten = false;          // its code is in out/<variant>/ (written by rank 0)
 };
+
+// A GpuOutcome as text and back (a rank's outcome sent to rank 0).
+std::string encodeGpuOutcome(const GpuOutcome& outcome);
+GpuOutcome decodeGpuOutcome(const std::string& text);
 
 struct DroppedVariant {
   std::string name;
@@ -49,6 +56,7 @@ struct DroppedVariant {
 struct ProfileRanking {
   Measurements measured;
   std::vector<DroppedVariant> dropped;
+  std::set<std::string> written;  // measured variants whose folder under out holds their code
 };
 
 // The GPU this process uses out of `deviceCount`: under mpirun the ranks on one host take its
@@ -58,12 +66,23 @@ int gpuOfThisRank(int deviceCount);
 // Nullptr without `profile`; UserError when it is asked for and there is no GPU. The device is
 // gpuOfThisRank's.
 std::unique_ptr<runtime::CudaDriver> openGpuForProfile(bool profile);
+// For a rank other than 0 timing one search's variants: its GPU where no other rank on the
+// host takes it (distributed::hasGpuOfItsOwn), else nullptr (never an error).
+std::unique_ptr<runtime::CudaDriver> openGpuOfItsOwn(bool profile);
 
-// Generates each variant's code into out/<variant>/ (a scratch folder when `out` is empty),
-// checks and times it; one outcome per variant, in order. Progress and failures on stderr.
-std::vector<GpuOutcome> measureOnGpu(const runtime::CudaDriver& gpu,
-                                     const search::SearchResult& result, const plan::Target& target,
-                                     const std::string& out);
+// Collective (every rank calls it; `gpu` non-null on rank 0): the variants are dealt out to the
+// ranks with a GPU, one at a time as each finishes one (distributed/work_queue.h); a rank
+// generates the variant's code on one of its `threads` (0: every core), then checks it
+// against the interpreter and times it, one variant at a time on its GPU. Rank 0 writes
+// its variants' code into out/<variant>/ (a scratch folder when `out` is empty), the others into
+// a scratch folder of theirs. On rank 0: one outcome per variant, in order, and each rank's
+// share; progress and failures on stderr.
+struct GpuMeasurements {
+  std::vector<GpuOutcome> outcomes;
+  std::vector<int> profiledByRank;  // variants timed by each rank
+};
+GpuMeasurements measureOnGpu(const runtime::CudaDriver* gpu, const search::SearchResult& result,
+                             const plan::Target& target, const std::string& out, int threads);
 
 // Drops the variants that do not match (moving their folders under `out`, if any, to
 // out/dropped_on_gpu/<variant>/ as evidence, out of the variants' way), ranks the

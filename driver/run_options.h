@@ -43,8 +43,9 @@ struct RunOptions {
 // on a limit the search cannot take.
 search::SearchOptions searchOptionsFor(const graph::Program& program, const RunOptions& o);
 
-// The options as this rank runs them (distributed/ranks.h): rank 0 alone writes the outputs
-// and profiles; the other ranks only search and verify with it.
+// The options as this rank runs them (distributed/ranks.h): rank 0 alone writes the outputs;
+// the other ranks search and verify with it and, with --profile, time variants on a GPU of
+// their own (driver/gpu_profile.h).
 RunOptions onThisRank(RunOptions options);
 
 }  // namespace mugraph::driver

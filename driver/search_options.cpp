@@ -48,7 +48,6 @@ search::SearchOptions searchOptionsFor(const graph::Program& program, const RunO
 RunOptions onThisRank(RunOptions options) {
   if (!distributed::isRoot()) {
     options.out.clear();
-    options.profile = false;
     options.progress = false;
   }
   return options;

@@ -60,13 +60,23 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
   }
   // Profile a dynamic program: its variants timed at every ranking length, checked where the
   // interpreter is quick; the range score and the dispatch follow the times.
-  if (dynamic && gpu) profileOverRange(*gpu, run.result, *run.range, program, target, options.out);
+  if (dynamic && gpu && distributed::isRoot()) {
+    profileOverRange(*gpu, run.result, *run.range, program, target, options.out);
+  }
   const RangeRun* range = run.range ? &*run.range : nullptr;
-  // Profile: generate, check against the interpreter and time on the GPU; drop what does not
-  // match, rank the rest by measured time.
-  if (gpu && !dynamic) {
-    const std::vector<GpuOutcome> outcomes = measureOnGpu(*gpu, run.result, target, options.out);
-    run.ranking = rankByMeasuredTime(run.result, outcomes, options.out);
+  // Profile: generate, check against the interpreter and time on the GPU of every rank that has
+  // one of its own; drop what does not match, rank the rest by measured time. Every rank takes
+  // part (options.profile is the same on all), rank 0 ranks.
+  if (options.profile && !dynamic) {
+    const GpuMeasurements measured = measureOnGpu(gpu, run.result, target, options.out, options.threads);
+    if (distributed::isRoot()) {
+      run.ranking = rankByMeasuredTime(run.result, measured.outcomes, options.out);
+      std::vector<search::RankWork>& ranks = run.result.summary.ranks;
+      ranks.resize(std::max(ranks.size(), measured.profiledByRank.size()));
+      for (size_t r = 0; r < measured.profiledByRank.size(); ++r) {
+        ranks[r].profiled = measured.profiledByRank[r];
+      }
+    }
   }
   // Write: every variant's code and the summary.
   if (!options.out.empty()) {
@@ -80,7 +90,9 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
 
 ProgramRun runProgram(const RunOptions& callerOptions) {
   const RunOptions options = onThisRank(callerOptions);
-  const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(options.profile);
+  // Rank 0 must have a GPU to profile on; every other rank times variants on its own, if any.
+  const std::unique_ptr<runtime::CudaDriver> gpu =
+      distributed::isRoot() ? openGpuForProfile(options.profile) : openGpuOfItsOwn(options.profile);
   if (!options.dims.empty()) throw UserError("--dim", "applies to ONNX models only");
   if (!options.dimRanges.empty()) {
     throw UserError("--dim-range", "applies to ONNX models only (a program declares its dims)");

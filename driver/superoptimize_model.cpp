@@ -255,10 +255,15 @@ ModelRun runModel(const RunOptions& options) {
     }
   }();
   // Whole subgraphs: every rank writes (into scratch folders) and profiles its own; each search
-  // spread: rank 0 alone (driver/run_options.h).
+  // spread: rank 0 alone writes (driver/run_options.h), and every rank with a GPU of its own
+  // times that search's variants.
   const RunOptions ranked =
       spread == distributed::Spread::kWholeItems ? options : onThisRank(options);
-  const std::unique_ptr<runtime::CudaDriver> gpu = openGpuForProfile(ranked.profile);
+  // Each search spread: rank 0 needs a GPU, the others time variants on one of their own.
+  const std::unique_ptr<runtime::CudaDriver> gpu =
+      spread == distributed::Spread::kWholeItems || distributed::isRoot()
+          ? openGpuForProfile(ranked.profile)
+          : openGpuOfItsOwn(ranked.profile);
   ModelRun run;
   const size_t total = model.subgraphs.size();
   run.summary = {{"model", model.path},

@@ -82,7 +82,8 @@ nlohmann::json ranksJson(const std::vector<search::RankWork>& ranks) {
                     {"subtrees", w.subtrees},
                     {"verifications", w.verifications},
                     {"busy_seconds", w.busySeconds},
-                    {"seconds", w.seconds}});
+                    {"seconds", w.seconds},
+                    {"profiled", w.profiled}});
   }
   return json;
 }
@@ -186,10 +187,13 @@ int writeVariants(const search::SearchResult& result, const ProfileRanking& rank
   // The variants whose code is generated here.
   std::vector<const search::VerifiedVariant*> todo;
   for (const search::VerifiedVariant& v : result.variants) {
-    // --profile already generated (and timed) the code of every variant it measured, in
-    // this same folder.
+    // --profile already generated (and timed) the code of every variant rank 0 measured, in
+    // this same folder (another rank's went to a scratch folder of its own).
     const auto profiled = ranking.measured.find(v.name);
-    if (profiled != ranking.measured.end() && std::isfinite(profiled->second)) continue;
+    if (profiled != ranking.measured.end() && std::isfinite(profiled->second) &&
+        ranking.written.count(v.name)) {
+      continue;
+    }
     // --profile of a dynamic program generated (and timed) its kernels here too.
     if (range && range->measured && range->variants.count(v.name) &&
         !range->variants.at(v.name).measured.empty()) {

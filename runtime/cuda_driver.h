@@ -66,6 +66,9 @@ class CudaDriver {
 
   // Throws std::runtime_error naming `what` and the driver's message if `result` is an error.
   void check(CUresult result, const std::string& what) const;
+  // Makes the device's context current on the calling thread (open made it current on the
+  // opening thread only): before GPU work on another thread, one thread at a time.
+  void makeCurrent() const { check(ctxSetCurrent(context_), "cuCtxSetCurrent"); }
 
   const std::string& deviceName() const { return deviceName_; }
   int computeCapability() const { return computeCapability_; }  // e.g. 90

@@ -57,6 +57,7 @@ struct RankWork {
   int verifications = 0;   // candidates it verified (or found verified in the checkpoint)
   double busySeconds = 0;  // summed over its threads
   double seconds = 0;      // wall time until its last subtree, plus until its last verification
+  int profiled = 0;        // variants it timed on its GPU (driver's --profile)
 };
 
 // Where the time of a run went, on rank 0 (docs/distributed_search.md models it from these).

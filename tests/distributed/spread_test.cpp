@@ -50,6 +50,12 @@ TEST(GpuChoice, RanksOnAHostTakeItsGpusInTurn) {
   EXPECT_EQ(deviceForRank(0, 8), 0);
   EXPECT_EQ(deviceForRank(5, 8), 5);
   EXPECT_EQ(deviceForRank(9, 8), 1);
+  // One search's variants are timed only on the ranks whose device no other rank takes.
+  EXPECT_TRUE(hasGpuOfItsOwn(0, 1));
+  EXPECT_FALSE(hasGpuOfItsOwn(1, 1));
+  EXPECT_TRUE(hasGpuOfItsOwn(7, 8));
+  EXPECT_FALSE(hasGpuOfItsOwn(8, 8));
+  EXPECT_FALSE(hasGpuOfItsOwn(0, 0));
   EXPECT_EQ(deviceForRank(3, 1), 0);
   EXPECT_THROW(deviceForRank(0, 0), std::invalid_argument);
 }

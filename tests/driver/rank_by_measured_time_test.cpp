@@ -98,5 +98,35 @@ TEST(WhyNoVariants, NamesTheSearchLimitsWhenThereIsNoCandidate) {
   EXPECT_NE(why.find("--max-kernels"), std::string::npos) << why;
 }
 
+TEST(GpuOutcomes, TravelBetweenRanksAsText) {
+  driver::GpuOutcome timed{"fast", 2.5, false, 0, 0, "", 41, 3, false};
+  driver::GpuOutcome wrong{"wrong", std::nullopt, true, INFINITY, 12, "", 42, 1, true};
+  driver::GpuOutcome failed{"failed", std::nullopt, false, 0, 0, "launch failed", 43, 2, false};
+  for (const driver::GpuOutcome& o : {timed, wrong, failed}) {
+    const driver::GpuOutcome back = driver::decodeGpuOutcome(driver::encodeGpuOutcome(o));
+    EXPECT_EQ(back.variant, o.variant);
+    EXPECT_EQ(back.microseconds, o.microseconds);
+    EXPECT_EQ(back.mismatch, o.mismatch);
+    EXPECT_EQ(back.maxRelError, o.maxRelError);  // infinity too (an inf or NaN output)
+    EXPECT_EQ(back.nanElements, o.nanElements);
+    EXPECT_EQ(back.notProfiled, o.notProfiled);
+    EXPECT_EQ(back.seed, o.seed);
+    EXPECT_EQ(back.rank, o.rank);
+    EXPECT_EQ(back.folderWritten, o.folderWritten);
+  }
+}
+
+TEST(RankByMeasuredTime, OnlyFoldersRankZeroWroteAreLeftAsTheyAre) {
+  // A variant another rank timed has its code in that rank's scratch folder: rank 0 writes it.
+  search::SearchResult result = resultWith({"here", "elsewhere"});
+  const driver::ProfileRanking ranking =
+      driver::rankByMeasuredTime(result,
+                                 {{"here", 1.0, false, 0, 0, "", 1, 0, true},
+                                  {"elsewhere", 2.0, false, 0, 0, "", 2, 1, false}},
+                                 "");
+  EXPECT_EQ(ranking.written, (std::set<std::string>{"here"}));
+  EXPECT_EQ(namesOf(result), (std::vector<std::string>{"here", "elsewhere"}));
+}
+
 }  // namespace
 }  // namespace mugraph::testing

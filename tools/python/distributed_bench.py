@@ -182,6 +182,9 @@ def main():
                   f"{' ...' if len(shown) > 6 else ''}")
     if no_mpi:
         print(f"MPI rows not run: {no_mpi}")
+    for r in runs:  # the digest stands for the files; their list would make the JSON large
+        if "output_files" in r:
+            r["output_file_count"] = len(r.pop("output_files"))
     with open(args.out, "w") as f:
         json.dump({"host": os.uname().nodename, "cores": cores, "kind": args.kind,
                    "program": args.program, "search_args": args.search_args,
