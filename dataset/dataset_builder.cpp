@@ -4,8 +4,13 @@
 
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include "codegen/generate.h"
 #include "codegen/manifest.h"
@@ -57,90 +62,148 @@ class Builder {
     }
   }
 
+  // One variant's work up to its install: verified, generated and written into a staging
+  // folder with its manifest row. Independent of every other variant's (buildDataset runs them
+  // on several threads); install then takes them in order.
+  struct Prepared {
+    enum class State { Skip, Reject, Ready } state = State::Skip;
+    std::string key;
+    std::string staging;
+    graph::Schedule schedule;
+    codegen::GeneratedCode code;
+    json row;
+  };
+
   // A variant is the schedule as emitted: predefined ops lowered to their default block
   // graphs, so its id, its schedule.json and its code describe the same thing.
-  void addVariant(const graph::Program& program, const graph::Schedule& given,
-                  DatasetSummary& summary) {
-    const graph::Schedule schedule = plan::lowerPredefinedOps(
-        given, plan::targetByName(codegen::archName(options_.archs.front())));
-    const std::string cls = classId(program);
-    const std::string variant = graph::variantName(schedule);
-    const std::string key = cls + "/" + variant;
-    const std::string dir = options_.outDir + "/" + key;
-    ++summary.variants;
-    auto existing = rows_.find(key);
-    if (options_.alreadyPresent.count(key) ||
-        (existing != rows_.end() && rowFilesIntact(options_.outDir, existing->second))) {
-      ++summary.skipped;
-      say("skip " + key + " (already in the dataset)");
-      return;
-    }
-    say("verify " + key);
+  graph::Schedule emitted(const graph::Schedule& given) const {
+    return plan::lowerPredefinedOps(given,
+                                    plan::targetByName(codegen::archName(options_.archs.front())));
+  }
+  std::string keyOf(const graph::Program& program, const graph::Schedule& schedule) const {
+    return classId(program) + "/" + graph::variantName(schedule);
+  }
+
+  bool present(const std::string& key) const {
+    const auto existing = rows_.find(key);
+    return options_.alreadyPresent.count(key) ||
+           (existing != rows_.end() && rowFilesIntact(options_.outDir, existing->second));
+  }
+
+  Prepared prepare(const graph::Program& program, const graph::Schedule& given) const {
+    Prepared p;
+    p.schedule = emitted(given);
+    p.key = keyOf(program, p.schedule);
+    if (present(p.key)) return p;
+    say("verify " + p.key);
     verify::EquivalenceOptions verifyOptions;
-    verifyOptions.seed = verificationSeed(schedule);
+    verifyOptions.seed = verificationSeed(p.schedule);
     const verify::EquivalenceReport report =
-        verify::checkEquivalence(program, schedule.graph, verifyOptions);
+        verify::checkEquivalence(program, p.schedule.graph, verifyOptions);
     if (!report.equivalent) {
-      ++summary.rejected;
-      say("reject " + key + ": " + report.mismatch);
-      return;
+      p.state = Prepared::State::Reject;
+      say("reject " + p.key + ": " + report.mismatch);
+      return p;
     }
-    say("generate " + key);
+    say("generate " + p.key);
     codegen::GenerateOptions generateOptions;
     generateOptions.archs = options_.archs;
-    codegen::GeneratedCode code;
     try {
-      code = codegen::generateCode(schedule, generateOptions);
+      p.code = codegen::generateCode(p.schedule, generateOptions);
     } catch (const std::exception& e) {
       // A schedule that verifies but cannot be emitted (too much shared memory for the
       // kernel as generated, say) is left out of the dataset, with the reason.
+      p.state = Prepared::State::Reject;
+      say("reject " + p.key + ": no code: " + e.what());
+      return p;
+    }
+    const std::string cls = classId(program);
+    const std::string variant = graph::variantName(p.schedule);
+    p.staging = options_.outDir + "/" + cls + "/.staging-" + variant;
+    fs::remove_all(p.staging);
+    const std::vector<std::string> files = codegen::writeGeneratedCode(p.code, p.staging);
+    p.row = {{"format", kRowFormat},
+             {"class", cls},
+             {"variant", variant},
+             {"program", program.name},
+             {"program_hash", graph::hashHex(graph::programHash(program))},
+             {"schedule_hash", graph::hashHex(graph::scheduleHash(p.schedule))},
+             {"archs", json::array()},
+             {"files", filesJson(p.staging, p.key, files)},
+             {"verification", verify::equivalenceReportJson(report)},
+             {"cuda", {{"toolkit_version", CUDA_VERSION}}}};
+    for (int arch : options_.archs) p.row["archs"].push_back(codegen::archName(arch));
+    const json manifest = codegen::manifestJson(p.code);
+    p.row["kernels"] = manifest.at("kernels");
+    p.row["workspace_bytes"] = manifest.at("workspace_bytes");
+    p.row["resources"] = manifest.at("resources");  // {"<cubin arch>": [per kernel]}
+    p.row["nvrtc"] = manifest.at("nvrtc");
+    p.state = Prepared::State::Ready;
+    return p;
+  }
+
+  // In the order of the class's schedules, on the calling thread (the GPU's).
+  void install(Prepared& p, DatasetSummary& summary) {
+    ++summary.variants;
+    if (p.state == Prepared::State::Reject) {
       ++summary.rejected;
-      say("reject " + key + ": no code: " + e.what());
       return;
     }
-    const std::string staging = options_.outDir + "/" + cls + "/.staging-" + variant;
-    fs::remove_all(staging);
-    const std::vector<std::string> files = codegen::writeGeneratedCode(code, staging);
-    json row = {{"format", kRowFormat},
-                {"class", cls},
-                {"variant", variant},
-                {"program", program.name},
-                {"program_hash", graph::hashHex(graph::programHash(program))},
-                {"schedule_hash", graph::hashHex(graph::scheduleHash(schedule))},
-                {"archs", json::array()},
-                {"files", filesJson(staging, key, files)},
-                {"verification", verify::equivalenceReportJson(report)},
-                {"cuda", {{"toolkit_version", CUDA_VERSION}}}};
-    for (int arch : options_.archs) row["archs"].push_back(codegen::archName(arch));
-    const json manifest = codegen::manifestJson(code);
-    row["kernels"] = manifest.at("kernels");
-    row["workspace_bytes"] = manifest.at("workspace_bytes");
-    row["resources"] = manifest.at("resources");  // {"<cubin arch>": [per kernel]}
-    row["nvrtc"] = manifest.at("nvrtc");
-    if (driver_) {
-      say("run " + key + " on " + driver_->deviceName());
-      row["gpu"] = runtime::gpuCheckReportJson(runtime::checkOnGpu(
-          *driver_, code.schedule, staging, verificationSeed(schedule), options_.gpuRepetitions));
+    // Skipped, or the same variant as an earlier schedule of the class (prepared once).
+    if (p.state == Prepared::State::Skip || present(p.key)) {
+      ++summary.skipped;
+      say("skip " + p.key + " (already in the dataset)");
+      if (!p.staging.empty()) fs::remove_all(p.staging);
+      return;
     }
+    if (driver_) {
+      say("run " + p.key + " on " + driver_->deviceName());
+      p.row["gpu"] = runtime::gpuCheckReportJson(
+          runtime::checkOnGpu(*driver_, p.code.schedule, p.staging, verificationSeed(p.schedule),
+                              options_.gpuRepetitions));
+    }
+    const std::string dir = options_.outDir + "/" + p.key;
     fs::remove_all(dir);
     fs::create_directories(fs::path(dir).parent_path());
-    fs::rename(staging, dir);
-    rows_[key] = row;
+    fs::rename(p.staging, dir);
+    rows_[p.key] = p.row;
     writeManifestAndClasses();
     ++summary.written;
-    say("wrote " + key);
+    say("wrote " + p.key);
+  }
+
+  // Each schedule of a class, in order: prepared on up to options.threads threads (the first
+  // of several schedules that emit the same variant only), then installed one at a time.
+  void addClass(const DatasetClassInput& cls, DatasetSummary& summary) {
+    std::vector<Prepared> prepared(cls.schedules.size());
+    std::set<std::string> first;
+    std::vector<size_t> todo;
+    for (size_t i = 0; i < cls.schedules.size(); ++i) {
+      prepared[i].schedule = emitted(cls.schedules[i]);
+      prepared[i].key = keyOf(cls.program, prepared[i].schedule);
+      if (first.insert(prepared[i].key).second) todo.push_back(i);
+    }
+    tbb::task_arena arena(options_.threads > 0 ? options_.threads : tbb::task_arena::automatic);
+    arena.execute([&] {
+      tbb::parallel_for(size_t{0}, todo.size(), [&](size_t t) {
+        prepared[todo[t]] = prepare(cls.program, cls.schedules[todo[t]]);
+      });
+    });
+    for (Prepared& p : prepared) install(p, summary);
   }
 
  private:
   void writeManifestAndClasses() { writeDatasetIndex(options_.outDir, rows_); }
 
   void say(const std::string& line) const {
+    std::lock_guard lock(sayMutex_);
     if (options_.progress) options_.progress(line);
   }
 
   const DatasetOptions& options_;
   std::map<std::string, json> rows_;  // "<class>/<variant>" -> row, sorted
   std::unique_ptr<runtime::CudaDriver> driver_;
+  mutable std::mutex sayMutex_;  // progress lines come from several threads
 };
 
 }  // namespace
@@ -151,9 +214,7 @@ DatasetSummary buildDataset(const std::vector<DatasetClassInput>& classes,
   DatasetSummary summary;
   for (const DatasetClassInput& cls : classes) {
     ++summary.classes;
-    for (const graph::Schedule& schedule : cls.schedules) {
-      builder.addVariant(cls.program, schedule, summary);
-    }
+    builder.addClass(cls, summary);
   }
   return summary;
 }

@@ -31,6 +31,9 @@ struct DatasetOptions {
   // elsewhere (mugraph dataset under mpirun): skipped as rows of outDir are.
   std::set<std::string> alreadyPresent;
   int gpuRepetitions = 100;
+  // Threads verifying and generating a class's variants at once (0: every core). The dataset's
+  // files do not depend on it.
+  int threads = 0;
   // One line per event, starting "<event> <class>/<variant>": skip, verify, reject,
   // generate, run, and "wrote" once a variant and the manifest row naming it are on disk.
   // May be empty. An exception it throws ends the build at that event, leaving the dataset

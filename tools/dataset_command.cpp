@@ -157,6 +157,7 @@ ClassOutcome searchAndBuild(const graph::Program& program, const DatasetFlags& f
   builderOptions.runOnGpu = flags.run;
   builderOptions.chooseGpu = driver::gpuOfThisRank;
   builderOptions.alreadyPresent = alreadyPresent;
+  builderOptions.threads = flags.threads;
   builderOptions.progress = [&](const std::string& line) { outcome.lines.push_back(line); };
   outcome.counts = dataset::buildDataset({cls}, builderOptions);
   outcome.rows = dataset::readManifestRows(scratch + "/" + dataset::kManifestFile, false);
@@ -293,6 +294,7 @@ int buildCommand(const DatasetFlags& flags) {
   options.archs = codegen::parseArchList(flags.archs);
   options.runOnGpu = flags.run;
   options.chooseGpu = driver::gpuOfThisRank;
+  options.threads = flags.threads;
   options.progress = [](const std::string& line) { std::cerr << "dataset: " << line << "\n"; };
   return printBuilt(flags, dataset::buildDataset(classes, options));
 }
@@ -342,7 +344,8 @@ Command addDatasetCommand(CLI::App& app) {
                   "targets, comma-separated: each gets PTX, the first one's plan is searched and "
                   "generated (the others must plan alike)")
       ->capture_default_str();
-  sub->add_option("--threads", flags->threads, "search threads (default: all cores)")
+  sub->add_option("--threads", flags->threads,
+                  "threads searching, verifying and generating code (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--time-limit", flags->timeLimit, "search time limit per program, seconds")
       ->check(CLI::NonNegativeNumber);
