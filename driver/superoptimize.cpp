@@ -1,6 +1,8 @@
 #include "driver/superoptimize.h"
 
+#include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "distributed/ranks.h"
 #include "driver/variant_files.h"
@@ -38,7 +40,8 @@ void requireLengthIndependentCandidates(const graph::Program& program,
 }  // namespace
 
 ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions& options,
-                                const runtime::CudaDriver* gpu) {
+                                const runtime::CudaDriver* gpu, SearchReuse* reuse,
+                                const graph::Program* searchAs) {
   const bool dynamic = !program.dims.empty();
   search::SearchOptions searchOptions = searchOptionsFor(program, options);
   if (dynamic) searchOptions = dynamicSearchOptions(std::move(searchOptions));
@@ -46,7 +49,28 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
   ProgramRun run;
   // Search and verify: enumerate, prune, rank by the cost model, verify the best. A dynamic
   // program is searched at its reference length, length-independent candidates only.
-  run.result = search::superoptimize(program, searchOptions);
+  // A program equal up to names to a model's earlier subgraph (its next layer) takes that
+  // program's search, run once, renamed; the rest runs as for a search of its own.
+  const auto searchStart = std::chrono::steady_clock::now();
+  const graph::Program& searched = searchAs ? *searchAs : program;
+  const search::SearchResult* kept = reuse ? reuse->find(searched) : nullptr;
+  search::SearchResult result = kept ? *kept : search::superoptimize(searched, searchOptions);
+  if (reuse && !kept) reuse->add(searched, result);
+  std::string reusedFrom;
+  if (searchAs) {
+    std::optional<search::SearchResult> renamed = renamedResult(result, searched, program);
+    if (renamed) {
+      result = std::move(*renamed);
+      reusedFrom = searched.name;
+    } else {
+      result = search::superoptimize(program, searchOptions);
+    }
+  }
+  run.result = std::move(result);
+  if (kept || !reusedFrom.empty()) {
+    run.result.summary.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - searchStart).count();
+  }
   if (run.result.summary.pieces > 0 && !searchOptions.checkpointPath.empty() &&
       distributed::isRoot()) {
     std::cerr << "mugraph: warning: --checkpoint: " << program.name << " was searched in "
@@ -68,7 +92,8 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
   // one of its own; drop what does not match, rank the rest by measured time. Every rank takes
   // part (options.profile is the same on all), rank 0 ranks.
   if (options.profile && !dynamic) {
-    const GpuMeasurements measured = measureOnGpu(gpu, run.result, target, options.out, options.threads);
+    const GpuMeasurements measured =
+        measureOnGpu(gpu, run.result, target, options.out, options.threads);
     if (distributed::isRoot()) {
       run.ranking = rankByMeasuredTime(run.result, measured.outcomes, options.out);
       std::vector<search::RankWork>& ranks = run.result.summary.ranks;
@@ -85,6 +110,7 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
   }
   run.noVariants = whyNoVariants(run.result, run.ranking, range);
   run.summary = summaryJson(run.result, run.ranking, &program, range);
+  if (!reusedFrom.empty()) run.summary["search_reused_from"] = reusedFrom;
   return run;
 }
 

@@ -82,7 +82,8 @@ std::string scratchFolder(const std::string& name) {
 // One subgraph's entry of the model summary, its search and its files (written in a scratch
 // folder, handed to rank 0 as bytes).
 SubgraphOutcome runSubgraph(const onnx_import::Subgraph& s, const RunOptions& options,
-                            const runtime::CudaDriver* gpu) {
+                            const runtime::CudaDriver* gpu, SearchReuse& reuse,
+                            const graph::Program* searchAs) {
   SubgraphOutcome outcome;
   nlohmann::json& entry = outcome.entry;
   entry = onnx_import::subgraphJson(s);
@@ -97,7 +98,10 @@ SubgraphOutcome runSubgraph(const onnx_import::Subgraph& s, const RunOptions& op
     entry["program"] = s.name + "/program.mg";
   }
   try {
-    const ProgramRun run = superoptimizeProgram(s.program, subgraph, gpu);
+    const ProgramRun run = superoptimizeProgram(s.program, subgraph, gpu, &reuse, searchAs);
+    if (run.summary.contains("search_reused_from")) {
+      entry["search_reused_from"] = run.summary.at("search_reused_from");
+    }
     const std::vector<search::VerifiedVariant>& variants = run.result.variants;
     entry["verified"] = variants.size();
     entry["best"] = bestJson(run.result, run.ranking.measured);
@@ -287,10 +291,21 @@ ModelRun runModel(const RunOptions& options) {
     std::cerr << "resuming: " << finished.size() << " of " << total
               << " subgraphs already finished under " << options.out << "\n";
   }
+  // Subgraphs equal up to names (a model's layers) take the search of the first of them
+  // (search_reuse.h), run once on each rank that needs it.
+  std::vector<const graph::Program*> searchAs(total, nullptr);
+  std::map<std::string, size_t> firstOfKind;
+  for (size_t i = 0; i < total; ++i) {
+    const std::string key = reuseKey(model.subgraphs[i].program);
+    if (key.empty()) continue;
+    const auto [first, inserted] = firstOfKind.emplace(key, i);
+    if (!inserted) searchAs[i] = &model.subgraphs[first->second].program;
+  }
+  SearchReuse reuse;
   distributed::WorkItems work;
   work.items = subgraphsToSearch(total, finished);
   work.run = [&](int item) {
-    return std::any(runSubgraph(model.subgraphs[item], ranked, gpu.get()));
+    return std::any(runSubgraph(model.subgraphs[item], ranked, gpu.get(), reuse, searchAs[item]));
   };
   work.encode = [](const std::any& r) {
     return encodeOutcome(std::any_cast<const SubgraphOutcome&>(r));

@@ -4,14 +4,7 @@
 #include "graph/program_text.h"
 
 namespace mugraph::onnx_import {
-namespace {
 
-// The program with its tensors renamed by role and position (x0.. inputs, y0.. outputs, t0..
-// the rest), its dynamic dims by position (n0..) and the graph named "subgraph": two
-// subgraphs computing the same function on the same shapes (a model's layers, each with a KV
-// cache length of its own name) get the same text, so they share one search and one cache
-// entry. Launches bind tensors by position, which the renaming keeps, and read each dim's
-// length from the tensors that have it.
 graph::Program canonicalNames(const graph::Program& program) {
   graph::Program canonical = program;
   canonical.name = "subgraph";
@@ -33,7 +26,6 @@ graph::Program canonicalNames(const graph::Program& program) {
   return canonical;
 }
 
-}  // namespace
 
 nlohmann::json subgraphJson(const Subgraph& s) {
   const graph::Program canonical = canonicalNames(s.program);

@@ -14,6 +14,14 @@ namespace mugraph::onnx_import {
 // onnx_value, reads_buffer_of, layout), outputs (name, onnx_value), repeated_kv_heads where folded.
 nlohmann::json subgraphJson(const Subgraph& subgraph);
 
+// The program with its tensors renamed by role and position (x0.. inputs, y0.. outputs, t0..
+// the rest), its dynamic dims by position (n0..) and the graph named "subgraph": two
+// subgraphs computing the same function on the same shapes (a model's layers, each with a KV
+// cache length of its own name) get the same text, so they share one search and one cache
+// entry. Launches bind tensors by position, which the renaming keeps, and read each dim's
+// length from the tensors that have it.
+graph::Program canonicalNames(const graph::Program& program);
+
 // [{node, op, reason}] for every node left to the framework.
 nlohmann::json leftOutJson(const ImportedModel& model);
 

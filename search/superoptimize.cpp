@@ -471,4 +471,8 @@ SearchResult superoptimize(const graph::Program& program, const SearchOptions& o
   return result;
 }
 
+void rankVariantsByCost(std::vector<VerifiedVariant>& variants) {
+  rankByCost(variants);
+}
+
 }  // namespace mugraph::search

@@ -110,4 +110,7 @@ bool acceptable(const VerificationRecord& record);
 // A string identifying the search space (config and arch), stored in checkpoints.
 std::string configKey(const SearchConfig& config);
 
+// Variants in the order the search reports them: by estimated cost, then by hash.
+void rankVariantsByCost(std::vector<VerifiedVariant>& variants);
+
 }  // namespace mugraph::search
