@@ -176,12 +176,12 @@ class Builder {
   // of several schedules that emit the same variant only), then installed one at a time.
   void addClass(const DatasetClassInput& cls, DatasetSummary& summary) {
     std::vector<Prepared> prepared(cls.schedules.size());
-    std::set<std::string> first;
+    std::map<std::string, size_t> first;  // key -> the first schedule emitting it
     std::vector<size_t> todo;
     for (size_t i = 0; i < cls.schedules.size(); ++i) {
       prepared[i].schedule = emitted(cls.schedules[i]);
       prepared[i].key = keyOf(cls.program, prepared[i].schedule);
-      if (first.insert(prepared[i].key).second) todo.push_back(i);
+      if (first.emplace(prepared[i].key, i).second) todo.push_back(i);
     }
     tbb::task_arena arena(options_.threads > 0 ? options_.threads : tbb::task_arena::automatic);
     arena.execute([&] {
@@ -189,7 +189,14 @@ class Builder {
         prepared[todo[t]] = prepare(cls.program, cls.schedules[todo[t]]);
       });
     });
-    for (Prepared& p : prepared) install(p, summary);
+    for (size_t i = 0; i < prepared.size(); ++i) {
+      // A repeat of an earlier schedule's variant is what that one was: rejected, or now there.
+      const size_t at = first.at(prepared[i].key);
+      if (at != i && prepared[at].state == Prepared::State::Reject) {
+        prepared[i].state = Prepared::State::Reject;
+      }
+      install(prepared[i], summary);
+    }
   }
 
  private:

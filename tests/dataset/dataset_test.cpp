@@ -213,5 +213,21 @@ TEST_F(DatasetTest, AnInterruptedRunRerunEqualsAnUninterruptedRun) {
   }
 }
 
+TEST_F(DatasetTest, AScheduleGivenTwiceIsBuiltOnceOnSeveralThreads) {
+  dataset::DatasetClassInput cls = savedClass();
+  cls.schedules.push_back(cls.schedules.front());
+  dataset::DatasetOptions options;
+  options.outDir = (scratch_ / "twice").string();
+  options.threads = 2;
+  const dataset::DatasetSummary summary = dataset::buildDataset({cls}, options);
+  EXPECT_EQ(summary.variants, 4);
+  EXPECT_EQ(summary.written, 3);
+  EXPECT_EQ(summary.skipped, 1);
+  EXPECT_EQ(summary.rejected, 0);
+  const CliResult checked = check("twice");
+  EXPECT_EQ(checked.exitCode, 0) << checked.out << checked.err;
+  EXPECT_THAT(checked.out, HasSubstr("3 rows, 3 variants checked"));
+}
+
 }  // namespace
 }  // namespace mugraph::testing
