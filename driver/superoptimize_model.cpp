@@ -141,6 +141,9 @@ std::string finishedLine(const nlohmann::json& entry, double seconds) {
     line += ", best " + entry.at("best").at("name").get<std::string>() + " (" +
             entry.at("best").at("level").get<std::string>() + ")";
   }
+  if (entry.contains("search_reused_from")) {
+    line += ", the search of " + entry.at("search_reused_from").get<std::string>() + " renamed";
+  }
   return line + ", " + std::to_string(static_cast<int>(seconds + 0.5)) + " s (rank " +
          std::to_string(entry.at("rank").get<int>()) + ")";
 }

@@ -134,8 +134,9 @@ Command addSuperoptimizeCommand(CLI::App& app) {
   addSpreadOption(sub, o->spread, "model's subgraphs, searched");
   sub->add_flag(
       "--profile", o->profile,
-      "rank variants by their measured GPU time (generated, checked and timed on the GPU); a "
-      "variant whose GPU result does not match the interpreter is dropped");
+      "rank variants by their measured GPU time (generated, checked and timed on the GPU; under "
+      "mpirun on every rank with a GPU of its own); a variant whose GPU result does not match "
+      "the interpreter is dropped");
   sub->add_flag("--json", *json, "print the summary as one JSON object");
   sub->add_option("--max-variants", o->maxVariants, "variants to verify and report")
       ->check(CLI::Range(1, 100000));
