@@ -1,6 +1,5 @@
 #include "driver/search_reuse.h"
 
-#include "graph/hash.h"
 #include "graph/program_text.h"
 #include "graph/validate.h"
 #include "onnx_import/partition_json.h"
@@ -30,19 +29,11 @@ search::VerifiedVariant renamedVariant(const search::VerifiedVariant& variant,
   std::map<std::string, std::string> names;
   for (size_t t = 0; t < from.tensors.size(); ++t) names[from.tensors[t].name] = to.tensors[t].name;
   search::VerifiedVariant renamed = variant;
-  graph::Schedule& schedule = renamed.schedule;
-  schedule.program = to;
-  for (graph::TensorDesc& tensor : schedule.graph.tensors) {
+  for (graph::TensorDesc& tensor : renamed.schedule.graph.tensors) {
     const auto found = names.find(tensor.name);
     if (found != names.end()) tensor.name = found->second;
   }
-  // Named as the search names a variant of a program (search/superoptimize.cpp).
-  schedule.name = to.name;
-  schedule.name += ".v" + graph::hashHex(graph::scheduleHash(schedule));
-  schedule.graph.name = schedule.name;
-  renamed.hash = graph::scheduleHash(schedule);
-  renamed.name = graph::variantName(schedule);
-  return renamed;
+  return search::asVariantOf(to, std::move(renamed));
 }
 
 std::optional<search::SearchResult> renamedResult(const search::SearchResult& result,

@@ -431,8 +431,9 @@ SearchResult superoptimizeForm(const graph::Program& program, const SearchOption
   return whole;
 }
 
-// A variant of `form` (the same inputs and outputs, by name and order) as a schedule of
-// `program`, which computes the same function.
+}  // namespace
+
+// (superoptimize.h)
 VerifiedVariant asVariantOf(const graph::Program& program, VerifiedVariant variant) {
   variant.schedule.program = program;
   variant.schedule.name = program.name;
@@ -442,8 +443,6 @@ VerifiedVariant asVariantOf(const graph::Program& program, VerifiedVariant varia
   variant.name = graph::variantName(variant.schedule);
   return variant;
 }
-
-}  // namespace
 
 SearchResult superoptimize(const graph::Program& program, const SearchOptions& options) {
   const std::optional<graph::Program> recomputed =

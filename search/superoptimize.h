@@ -110,6 +110,11 @@ bool acceptable(const VerificationRecord& record);
 // A string identifying the search space (config and arch), stored in checkpoints.
 std::string configKey(const SearchConfig& config);
 
+// A variant of another program computing the same function, with the same inputs and outputs
+// by name and order (a rewritten form, a model's next layer renamed), as a schedule of
+// `program`: the program replaced, the schedule named and hashed anew.
+VerifiedVariant asVariantOf(const graph::Program& program, VerifiedVariant variant);
+
 // Variants in the order the search reports them: by estimated cost, then by hash.
 void rankVariantsByCost(std::vector<VerifiedVariant>& variants);
 
