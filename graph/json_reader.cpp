@@ -91,6 +91,11 @@ std::string JsonReader::string() const {
   return value_->get_ref<const std::string&>();
 }
 
+bool JsonReader::boolean() const {
+  if (!value_->is_boolean()) fail("expected true or false, got " + describe());
+  return value_->get<bool>();
+}
+
 int64_t JsonReader::integer(int64_t min, int64_t max) const {
   const std::string range = max >= (int64_t{1} << 40)
                                 ? " >= " + std::to_string(min)

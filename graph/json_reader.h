@@ -32,6 +32,7 @@ class JsonReader {
 
   std::vector<JsonReader> items() const;  // the elements of an array
   std::string string() const;
+  bool boolean() const;
   int64_t integer(int64_t min, int64_t max) const;
   double number() const;  // any finite JSON number
   std::string tensorName() const;

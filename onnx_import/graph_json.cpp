@@ -54,7 +54,7 @@ std::vector<graph::DynamicDim> readDims(const JsonReader& root) {
 // A shape's dims are sizes, or names of $.dims: a dynamic dim, at its range's max (the
 // reference extent, as an ONNX dim_param is).
 Value readValue(const JsonReader& r, const std::vector<graph::DynamicDim>& declared) {
-  r.expectObject({"name", "type", "shape", "why_no_shape", "layout"});
+  r.expectObject({"name", "type", "shape", "why_no_shape", "layout", "dense"});
   Value v;
   v.name = readName(r.at("name"));
   v.elemType = r.at("type").string();
@@ -97,6 +97,7 @@ Value readValue(const JsonReader& r, const std::vector<graph::DynamicDim>& decla
     }
     v.storedLayout = *parsed;
   }
+  if (std::optional<JsonReader> dense = r.find("dense")) v.dense = dense->boolean();
   return v;
 }
 

@@ -55,6 +55,10 @@ struct Value {
   // FX value of logical [.., h, s, d] laid out [.., s, h, d], as SDPA returns its result): a
   // subgraph that writes the value stores it so, and no copy follows. Row-major in ONNX.
   graph::Layout storedLayout = graph::Layout::RowMajor;
+  // False where the framework's storage of the value has gaps (graph JSON's "dense": false: a
+  // column slice of a fused projection, rows further apart than a row's size): a subgraph
+  // reading it is handed a dense copy. Always true in ONNX.
+  bool dense = true;
 };
 
 // A constant small enough to be read by the mapping (a scalar, axes, a target shape).
@@ -98,7 +102,7 @@ struct Model {
   // Boolean and integer initializers and Constant nodes too large for `constants`, up to what
   // the constant evaluation reads (constant_eval.h): the operands of a mask the graph computes.
   std::map<std::string, Constant> maskOperands;
-  std::set<std::string> folded;               // constants computed from others (model_shapes.cpp)
+  std::set<std::string> folded;  // constants computed from others (model_shapes.cpp)
   // Initializers and Constant nodes whose values are a causal mask, of any size
   // (causal_pattern.h; small ones are also in `constants`).
   std::map<std::string, CausalPattern> causalConstants;

@@ -88,6 +88,15 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
     views.push_back(producer);
     buffer = below;
   }
+  // A buffer the framework stores with gaps (a column slice of a fused projection) is copied
+  // dense for the program whatever it reads of it, so the value itself is read: the copy is
+  // then made in the order the program reads it. Through the views, it would copy the buffer
+  // as it lies and leave the order to the views' layout, so a framework kernel that writes
+  // this copy beside others (RoPE's q and k, row-major) would write in two orders at once.
+  if (!views.empty() && !model_.values.at(buffer).dense) {
+    buffer = value;
+    views.clear();
+  }
   // The buffer as the framework stores it, then each view on the way to the value.
   graph::Layout layout = model_.values.at(buffer).storedLayout;
   try {

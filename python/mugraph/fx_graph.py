@@ -14,7 +14,8 @@ import torch
 
 from . import constant_mask, fx_attention, fx_dims, fx_functions
 from .fx_values import (ELEM_TYPES as _ELEM_TYPES, ONNX_TYPE_NUMBERS as _ONNX_TYPE_NUMBERS,
-                        Untranslatable as _Untranslatable, packet as _packet,
+                        Untranslatable as _Untranslatable, has_gaps as _has_gaps,
+                        packet as _packet,
                         static_shape as _static_shape, stored_layout as _stored_layout,
                         tensor_meta as _tensor_meta)
 
@@ -64,7 +65,7 @@ class _Writer:
     def attention_prefix(self, node):
         return self.attentions.setdefault(node.name, f"attention{len(self.attentions)}")
 
-    def value(self, name, elem_type, shape, why=None, layout=None):
+    def value(self, name, elem_type, shape, why=None, layout=None, dense=True):
         if name in self.described:
             return name
         entry = {"name": name, "type": elem_type, "shape": shape}
@@ -73,6 +74,8 @@ class _Writer:
         elif layout is not None:
             entry["layout"] = layout
             self.stored_layouts[name] = layout
+        if shape is not None and not dense:
+            entry["dense"] = False
         self.graph["values"].append(entry)
         self.described.add(name)
         return name
@@ -90,7 +93,7 @@ class _Writer:
             return self.value(node.name, elem_type, None, "an empty tensor (a zero-size dim)")
         layout = _stored_layout(val) or ("heads_transposed" if _readers_swap_heads(node, val)
                                          else None)
-        return self.value(node.name, elem_type, shape, layout=layout)
+        return self.value(node.name, elem_type, shape, layout=layout, dense=not _has_gaps(val))
 
     def shape_of(self, val):
         """Sizes, and names of dynamic dims (fx_dims.py); fx_dims.NoDim where one can be

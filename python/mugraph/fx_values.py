@@ -55,6 +55,23 @@ def stored_layout(val):
     return None
 
 
+def has_gaps(val):
+    """Whether the framework stores the tensor with gaps between its elements (a column slice
+    of a fused projection: rows further apart than a row's size), so a kernel reading dense
+    storage is handed a copy: the graph JSON's value "dense": false. Only where every size and
+    stride is static (a symbolic one is never guarded on)."""
+    if val is None or static_shape(val) is None or \
+            any(isinstance(s, torch.SymInt) and not s.node.expr.is_number for s in val.stride()):
+        return False
+    expected = 1
+    dims = sorted((int(s), int(n)) for n, s in zip(val.shape, val.stride()) if int(n) != 1)
+    for stride, size in dims:
+        if stride != expected:
+            return True
+        expected *= size
+    return False
+
+
 def storage_view(x, layout):
     """The tensor as stored in `layout`: a dense view where it is laid out so (the memory a
     kernel reads or writes)."""

@@ -15,6 +15,10 @@ from . import _capi
 
 _DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 _REGISTRY = {}
+# What a launch copied ("<variant folder> input q: strides [..]", "... output o: ..."): an
+# input handed over not dense, an output the FX value downstream strides otherwise. Each copy
+# is a kernel of its own in the step; tools/python/profile_step.py prints these.
+COPIES = set()
 
 
 class BoundVariant:
@@ -34,6 +38,7 @@ class BoundVariant:
         if len(output_shapes) != len(self.outputs):
             raise _capi.MugraphError(f"{directory}: {len(self.outputs)} outputs, the subgraph "
                                      f"has {len(output_shapes)}")
+        self.name = os.path.basename(os.path.normpath(directory))
         self.output_shapes = [list(s) for s in output_shapes]
         self.dim_sources = [_source_of(d["name"], self.inputs, directory) for d in self.dims]
         if self.dims:
@@ -79,7 +84,10 @@ class BoundVariant:
             if tensor.dtype != _DTYPES[t["dtype"]] or tensor.device != device:
                 raise _capi.MugraphError(f"input {t['name']}: {tensor.dtype} on {tensor.device}, "
                                          f"the variant reads {t['dtype']}")
-            tensor = tensor.contiguous()
+            if not tensor.is_contiguous():
+                COPIES.add(f"{self.name} input {t['name']}: {tuple(tensor.shape)} strides "
+                           f"{tuple(tensor.stride())}")
+                tensor = tensor.contiguous()
             expected = _bytes_at(t, at)
             if tensor.numel() * tensor.element_size() != expected:
                 raise _capi.MugraphError(f"input {t['name']}: {tuple(tensor.shape)} is not the "
@@ -95,7 +103,7 @@ class BoundVariant:
         self._launch(dense, outputs, device, lengths)
         if self.dims:
             return [_logical(x, t["layout"]) for x, t in zip(outputs, self.outputs)]
-        return [_with_strides(_logical(x, t["layout"]), stride)
+        return [_with_strides(_logical(x, t["layout"]), stride, f"{self.name} output {t['name']}")
                 for x, t, stride in zip(outputs, self.outputs, self.output_strides)]
 
     def _launch(self, inputs, outputs, device, lengths):
@@ -206,11 +214,12 @@ def _logical(x, layout):
     return x
 
 
-def _with_strides(x, stride):
+def _with_strides(x, stride, what):
     """x itself where its strides are the FX value's (dims of size 1 aside), else a copy laid
     out with them."""
     if all(size == 1 or a == b for size, a, b in zip(x.shape, x.stride(), stride)):
         return x
+    COPIES.add(f"{what}: {tuple(x.shape)} strides {tuple(x.stride())} -> {tuple(stride)}")
     return torch.empty_strided(x.shape, stride, dtype=x.dtype, device=x.device).copy_(x)
 
 

@@ -193,6 +193,54 @@ TEST(StoredLayouts, FoldedQueryHeadsAreReadAndWrittenRowMajor) {
   EXPECT_TRUE(sawQ);
 }
 
+// Attention whose V is a projection's output [b, s, h·d] split into heads and swapped,
+// [b, h, s, d]. Where the framework stores that output densely, the program reads its memory
+// through the views (V heads_transposed, no copy). Where it stores it with gaps (a column
+// slice of a fused QKV projection, graph JSON "dense": false), the binding copies it anyway,
+// so the program reads V itself, row-major: the copy is made in the order the program reads,
+// as RoPE's q and k beside it are.
+TEST(StoredLayouts, AViewOfABufferWithGapsIsReadAsTheValueItself) {
+  for (const bool gaps : {false, true}) {
+    SCOPED_TRACE(gaps ? "a buffer with gaps" : "a dense buffer");
+    LayoutGraphJson g;
+    for (const char* x : {"q", "k"}) g.value(x, {1, kLayoutHeads, kLayoutRows, kLayoutDim});
+    g.value("vs", {1, kLayoutRows, kLayoutHeads * kLayoutDim});
+    if (gaps) g.values.back()["dense"] = false;
+    g.constant("vs.shape", {1, kLayoutRows, kLayoutHeads, kLayoutDim});
+    g.value("vh", {1, kLayoutRows, kLayoutHeads, kLayoutDim});
+    g.node("Reshape", {"vs", "vs.shape"}, "vh");
+    g.value("v", {1, kLayoutHeads, kLayoutRows, kLayoutDim});
+    g.node("Transpose", {"vh"}, "v", {{"perm", {0, 2, 1, 3}}});
+    g.value("kt", {1, kLayoutHeads, kLayoutDim, kLayoutRows});
+    g.node("Transpose", {"k"}, "kt", {{"perm", {0, 1, 3, 2}}});
+    g.value("qk", {1, kLayoutHeads, kLayoutRows, kLayoutRows});
+    g.node("MatMul", {"q", "kt"}, "qk");
+    g.value("p", {1, kLayoutHeads, kLayoutRows, kLayoutRows});
+    g.node("Softmax", {"qk"}, "p", {{"axis", -1}});
+    g.value("out", {1, kLayoutHeads, kLayoutRows, kLayoutDim});
+    g.node("MatMul", {"p", "v"}, "out");
+    const ImportedModel m =
+        partitionModel(modelFromGraphJson(g.graph({"q", "k", "vs"}, {"out"}), "attention.json"));
+    ASSERT_EQ(m.subgraphs.size(), 1u) << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
+    bool sawV = false;
+    for (const BoundInput& in : m.subgraphs[0].inputs) {
+      if (in.buffer != "vs" && in.buffer != "v") continue;
+      sawV = true;
+      EXPECT_EQ(in.value, "v");
+      EXPECT_EQ(in.buffer, gaps ? "v" : "vs");
+      EXPECT_EQ(in.layout, gaps ? graph::Layout::RowMajor : graph::Layout::HeadsTransposed);
+      EXPECT_EQ(in.bufferLayout, graph::Layout::RowMajor);
+    }
+    EXPECT_TRUE(sawV);
+  }
+  LayoutGraphJson bad;
+  bad.value("x", {kLayoutRows, kLayoutDim});
+  bad.values.back()["dense"] = "no";
+  bad.value("y", {kLayoutRows, kLayoutDim});
+  bad.node("Exp", {"x"}, "y");
+  EXPECT_THROW(modelFromGraphJson(bad.graph({"x"}, {"y"}), "bad.json"), UserError);
+}
+
 TEST(StoredLayouts, ALayoutNoValueCanHaveIsRefused) {
   LayoutGraphJson g;
   g.value("x", {kLayoutRows, kLayoutDim}, "heads_transposed");

@@ -76,6 +76,25 @@ class StoredLayoutTest(unittest.TestCase):
         self.assertNotIn("layout", entry)  # row-major through the swap back and the merge
         self.assertIn(attention["outputs"][0]["onnx_value"], writer.stored_layouts)
 
+    def test_a_slice_of_a_fused_projection_is_read_as_the_value_itself(self):
+        """Phi-3's Q, K and V are column slices of one fused projection (rows 3·h·d apart):
+        the graph JSON says they have gaps ("dense": false), and the attention reads V itself,
+        row-major, where through the views it would read the slice's memory [s, h, d]
+        (heads_transposed). The binding copies it either way; read so, the copy is written in
+        the order RoPE's q and k are, by the framework kernel that writes them."""
+        self.assertTrue(fx_values.has_gaps(torch.empty(1, 16, 96)[..., :32]))
+        self.assertFalse(fx_values.has_gaps(torch.empty(1, 16, 4, 8).transpose(1, 2)))
+        writer, partition = partitioned("phi3", 192)
+        attention = next(s for s in partition["subgraphs"] if s["name"].startswith("attention"))
+        gaps = {v["name"] for v in writer.graph["values"] if v.get("dense") is False}
+        self.assertTrue(gaps)
+        for i in attention["inputs"]:
+            self.assertNotIn("buffer_layout", i, i)
+            self.assertNotEqual(i.get("layout"), "heads_transposed", i)
+        read = [i.get("reads_buffer_of", i["onnx_value"]) for i in attention["inputs"]]
+        self.assertTrue(any(r in gaps for r in read), read)  # V itself: a view with gaps
+        self.assertNotIn("layout=heads_transposed", attention["program_text"].split("\noutput")[0])
+
     def test_a_folded_gqa_result_stays_row_major(self):
         """Llama's query heads fold onto its KV heads: the folded rows mix heads and
         positions, so the result is written row-major and read in its logical order."""

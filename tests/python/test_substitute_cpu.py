@@ -206,11 +206,15 @@ class OutputStridesTest(unittest.TestCase):
         stored = torch.randn(64, 4, 32)  # heads_transposed storage of a [4, 64, 32] value
         logical = kernels._logical(stored, "heads_transposed")
         sdpa_like = stored.transpose(0, 1)
-        out = kernels._with_strides(logical, sdpa_like.stride())
+        kernels.COPIES.clear()
+        out = kernels._with_strides(logical, sdpa_like.stride(), "v output o")
         self.assertEqual(out.data_ptr(), stored.data_ptr())
-        dense = kernels._with_strides(logical, torch.empty(4, 64, 32).stride())
+        self.assertEqual(kernels.COPIES, set())
+        dense = kernels._with_strides(logical, torch.empty(4, 64, 32).stride(), "v output o")
         self.assertTrue(dense.is_contiguous())
         torch.testing.assert_close(dense, sdpa_like)
+        self.assertEqual(len(kernels.COPIES), 1)  # the copy is recorded, for profile_step.py
+        self.assertTrue(next(iter(kernels.COPIES)).startswith("v output o:"))
 
 
 if __name__ == "__main__":

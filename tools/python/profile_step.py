@@ -76,8 +76,14 @@ def main():
                        "end_to_end": args.ours == "measured"}
             ours = torch.compile(model, backend=mugraph.backend.mugraph_backend,
                                  options=options, dynamic=False)
+            from mugraph import kernels
+
+            kernels.COPIES.clear()
             profiled(f"{name} {label} mugraph (--ours {args.ours})", step, restore, ours,
                      args.rows)
+            print(f"copies our launches made ({len(kernels.COPIES)}):")
+            for c in sorted(kernels.COPIES):
+                print(f"  {c}")
 
 
 if __name__ == "__main__":
