@@ -45,6 +45,14 @@ constexpr size_t kClusterAxes = 2;  // x and y: the row and column tiles
 // 64 x 64 fits three).
 constexpr int kOccupancies[] = {2, 3};
 constexpr int64_t kMostResidentTileElements = 128 * 128;
+// Split-K: where a tile shape leaves most multiprocessors idle (M of a few hundred tokens
+// against a [4096, 4096] weight: 128 x 256 tiles make 16-64 blocks), the contraction is cut
+// across the grid too, into equal parts of whole 64-deep steps, so the blocks fill about one
+// wave. Each block writes its partial sums in f32 and a second kernel adds them (the search's
+// combine, addCombineOps): it pays where the partials (parts x M x N x 4 bytes, written and
+// read again from L2) cost less than the idle multiprocessors, which the cost model judges.
+// At least two steps a part, so a block still overlaps its copies with its multiplies.
+constexpr int64_t kMinStepsPerPart = 2;
 
 bool sixteenBit(graph::DType dtype) {
   return dtype == graph::DType::F16 || dtype == graph::DType::BF16;
@@ -60,6 +68,34 @@ bool matmulWithEpilogue(const Dataflow& flow, const Segment& segment) {
     }
   }
   return true;
+}
+
+// The choice with its contraction cut into `parts` across the grid as well, for each part
+// count that keeps the blocks within one wave (sketch name suffix "_k<parts>").
+void splitContraction(const Dataflow& flow, const Segment& segment, const SearchConfig& config,
+                      const MatmulVars& vars, const BlockChoice& choice, int64_t tiles,
+                      std::vector<BlockChoice>& choices) {
+  const int64_t sms = config.target->streamingMultiprocessors;
+  if (!config.allowGridSplitReduction || tiles * 2 > sms ||
+      !gridSplittableReduction(flow, segment, vars.k)) {
+    return;
+  }
+  const int64_t depth = flow.vars[vars.k].extent;
+  for (int64_t parts = 2; tiles * parts <= sms; ++parts) {
+    if (depth % (parts * kStepK) != 0 || depth / (parts * kStepK) < kMinStepsPerPart) continue;
+    std::vector<GridSplit> grid = choice.grid;
+    grid.push_back(GridSplit{vars.k, parts, 0});
+    std::optional<BlockChoice> split = withGrid(std::move(grid));
+    if (!split) continue;
+    split->reductionSplitVar = vars.k;
+    split->loopVar = vars.k;
+    split->forloop = depth / (parts * kStepK);
+    split->loopTile = 0;
+    split->threads = choice.threads;
+    split->sketch = choice.sketch + "_k" + std::to_string(parts);
+    split->sketchOnWarpgroupPath = true;
+    choices.push_back(std::move(*split));
+  }
 }
 
 }  // namespace
@@ -107,6 +143,7 @@ std::vector<BlockChoice> warpgroupGemm(const Dataflow& flow, const Segment& segm
           resident.sketch += "_o" + std::to_string(occupancy);
           choices.push_back(std::move(resident));
         }
+        splitContraction(flow, segment, config, *vars, *choice, tiles, choices);
         if (consumers < 2) continue;
         for (size_t axis = 0; axis < kClusterAxes && axis < choice->grid.size(); ++axis) {
           if (choice->grid[axis].count % kClusterBlocks != 0) continue;
