@@ -80,9 +80,18 @@ def main():
             ours = torch.compile(model, backend=mugraph.backend.mugraph_backend,
                                  options=options, dynamic=False)
             from mugraph import kernels
+            from mugraph.substitute import max_relative_error
 
             profiled(f"{name} {label} mugraph (--ours {args.ours})", step, restore, ours,
                      args.rows)
+            with torch.no_grad():
+                if restore:
+                    restore()
+                expected = step(model)
+                if restore:
+                    restore()
+                print(f"logits with our kernels against eager: max relative error "
+                      f"{max_relative_error(step(ours), expected):.2e}")
             print(f"copies our launches made in the steps profiled ({len(kernels.COPIES)}):")
             for c in sorted(kernels.COPIES):
                 print(f"  {c}")
