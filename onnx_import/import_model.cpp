@@ -111,8 +111,30 @@ std::vector<std::vector<int>> convexParts(const Model& model, const Graph& g,
     if (!loose.count(n)) (downstream.count(n) ? late : early).push_back(n);
   }
   if (late.empty()) return {set};
-  // A loose alias goes with each side that reads it (both, where both do).
   std::set<int> earlySide(early.begin(), early.end()), lateSide(late.begin(), late.end());
+  // A node no result of the set reaches reads only values from outside (Gemma's 1 + weight,
+  // from the weight alone): it goes with the side that reads it, so such a chain stays with
+  // the op that reads it instead of becoming a launch of its own. No path from the set comes
+  // back into it, so the later side stays convex. Readers first (node order is topological).
+  const std::set<int> reached = descendants(model, g, computed);
+  for (auto n = set.rbegin(); n != set.rend(); ++n) {
+    if (loose.count(*n) || lateSide.count(*n) || reached.count(*n)) continue;
+    bool readInside = false, onlyLate = true;
+    for (const std::string& out : model.nodes[*n].outputs) {
+      const auto readers = g.consumers.find(out);
+      if (readers == g.consumers.end()) continue;
+      for (int r : readers->second) {
+        if (!inside.count(r)) continue;
+        readInside = true;
+        onlyLate = onlyLate && lateSide.count(r);
+      }
+    }
+    if (readInside && onlyLate) {
+      earlySide.erase(*n);
+      lateSide.insert(*n);
+    }
+  }
+  // A loose alias goes with each side that reads it (both, where both do).
   for (auto a = set.rbegin(); a != set.rend(); ++a) {
     if (!loose.count(*a)) continue;
     bool toEarly = false, toLate = false;

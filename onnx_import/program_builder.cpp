@@ -33,6 +33,49 @@ int ProgramBuilder::rankOf(const std::string& value) const {
   return static_cast<int>(stripDims(onnxShape(value)).size());
 }
 
+int ProgramBuilder::resultRank(int rank, const std::string& out) const {
+  const auto wanted = broadcastRanks_.find(out);
+  return wanted == broadcastRanks_.end() ? rank : std::max(rank, wanted->second);
+}
+
+// The IR aligns ranks by leading size-1 dims only for inputs, so a value computed at a lower
+// rank than an op that broadcasts it (Gemma's 1 + weight, [d], scaling a norm's [s, d]) would
+// cut the subgraph there. An element-wise chain from inputs is built at the higher rank
+// instead, its inputs declared with leading 1s: the same values. Walked from the last node,
+// each binary op asks its operands for its own rank, and each element-wise op (an alias
+// among them) passes what is asked of it on to its operand; reductions and matmuls pass
+// nothing on.
+void ProgramBuilder::planBroadcastRanks(const std::vector<int>& nodes) {
+  static const std::set<std::string> kUnary = {"Exp",  "Sqrt", "Sigmoid", "Tanh",
+                                               "Erf",  "Neg",  "Pow",     "Reciprocal"};
+  const auto natural = [&](const std::string& v) {
+    const std::optional<graph::Dims>& shape = model_.values.at(v).shape;
+    return shape ? static_cast<int>(stripDims(*shape).size()) : 0;
+  };
+  const auto ask = [&](const std::string& v, int rank) {
+    if (!inside_.count(v) || natural(v) >= rank) return;
+    int& wanted = broadcastRanks_[v];
+    wanted = std::max(wanted, rank);
+  };
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const Node& n = model_.nodes[*it];
+    if (n.outputs.empty() || n.inputs.empty()) continue;
+    const auto found = broadcastRanks_.find(n.outputs[0]);
+    const int wanted = found == broadcastRanks_.end() ? 0 : found->second;
+    if (n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div") {
+      int rank = wanted;
+      for (const std::string& in : n.inputs) {
+        if (!scalarOf(in)) rank = std::max(rank, natural(in));
+      }
+      for (const std::string& in : n.inputs) ask(in, rank);
+    } else if (wanted > 0 && support_[*it].role == NodeRole::Alias) {
+      ask(n.inputs.at(support_[*it].aliasInput), wanted);
+    } else if (wanted > 0 && kUnary.count(n.op)) {
+      ask(n.inputs[0], wanted);
+    }
+  }
+}
+
 std::string ProgramBuilder::fresh(const std::string& base) {
   std::string name = sanitizeName(base);
   for (int k = 1; names_.count(name); ++k) name = sanitizeName(base) + "_" + std::to_string(k);

@@ -44,6 +44,7 @@ class ProgramBuilder {
     for (int n : nodes) {
       for (const std::string& out : model.nodes[n].outputs) inside_.insert(out);
     }
+    planBroadcastRanks(nodes);
   }
 
   void map(int index);
@@ -60,6 +61,10 @@ class ProgramBuilder {
 
   std::optional<double> scalarOf(const std::string& value) const;
   int rankOf(const std::string& value) const;
+  // The rank an element-wise op's result is built at: its operand's, or a later op's where that
+  // op broadcasts the result against a higher rank (broadcastRanks_).
+  int resultRank(int rank, const std::string& out) const;
+  void planBroadcastRanks(const std::vector<int>& nodes);
   TensorId tensor(const std::string& value, int rank);
   TensorId external(const std::string& value, int rank, bool transposeHere = false);
   std::vector<int> dynamicRecord(const std::string& value, size_t rank, bool transposed);
@@ -87,6 +92,9 @@ class ProgramBuilder {
   std::set<std::string> inside_;
   std::map<std::string, IrValue> values_;
   std::map<std::string, std::pair<TensorId, int>> externals_;  // value -> (input, rank)
+  // Values of element-wise chains a later op of the subgraph broadcasts against a higher
+  // rank, and that rank (planBroadcastRanks).
+  std::map<std::string, int> broadcastRanks_;
   std::set<std::string> names_;
   std::vector<BoundInput> inputs_;
   std::vector<BoundOutput> outputs_;

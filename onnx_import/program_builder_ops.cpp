@@ -76,7 +76,7 @@ void ProgramBuilder::mapBinary() {
   if (ca || cb) {
     const double c = ca ? *ca : *cb;
     const std::string& x = ca ? b : a;
-    const int rank = rankOf(x);
+    const int rank = resultRank(rankOf(x), out);
     if (kind == "Div" && ca) {  // c / x waits for the Mul that divides by x
       values_[out] = IrValue{-1, std::nullopt, tensor(x, rank), c, node_};
       return;
@@ -89,7 +89,7 @@ void ProgramBuilder::mapBinary() {
     const TensorId neg = op(OpKind::Scale, {tensor(x, rank)}, {.scale = -1.0}, out + "_neg");
     return define(out, op(OpKind::AddScalar, {neg}, {.scale = c}));
   }
-  const int rank = std::max(rankOf(a), rankOf(b));
+  const int rank = resultRank(std::max(rankOf(a), rankOf(b)), out);
   const OpKind k = kind == "Add"   ? OpKind::Add
                    : kind == "Sub" ? OpKind::Sub
                    : kind == "Mul" ? OpKind::Mul
@@ -181,10 +181,10 @@ void ProgramBuilder::map(int index) {
   const std::string& x = n.inputs.at(0);
   if (scalarOf(x)) fail("computes on a constant");
   if (op0 == "Reciprocal") {
-    values_[out] = IrValue{-1, std::nullopt, tensor(x, rankOf(x)), 1.0, index};
+    values_[out] = IrValue{-1, std::nullopt, tensor(x, resultRank(rankOf(x), out)), 1.0, index};
     return;
   }
-  const TensorId in = tensor(x, rankOf(x));
+  const TensorId in = tensor(x, resultRank(rankOf(x), out));
   if (op0 == "Exp") return define(out, op(OpKind::Exp, {in}));
   if (op0 == "Sqrt") return define(out, op(OpKind::Sqrt, {in}));
   if (op0 == "Sigmoid") return define(out, op(OpKind::Sigmoid, {in}));

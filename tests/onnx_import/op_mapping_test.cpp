@@ -35,6 +35,27 @@ TEST(OpMapping, GemmWithTransposedWeightAlphaBetaAndBias) {
                  "output Y\n");
 }
 
+// Gemma's norm scale, x · (1 + w): the sum is computed from the rank-1 input alone and
+// broadcast against [8, 32]. The IR aligns ranks by leading 1s only for inputs, so the sum is
+// built at the product's rank, the weight read as [1, 32], and nothing is left out.
+TEST(OpMapping, ALowerRankValueIsBuiltAtTheRankThatBroadcastsIt) {
+  OnnxGraph g;
+  g.input("X", {8, 32});
+  g.input("W", {32});
+  g.scalar("one", 1.0f);
+  g.output("Y", {8, 32});
+  g.node("Add", {"W", "one"}, "G");  // 1 + w, [32]
+  g.node("Neg", {"G"}, "N");         // an element-wise op between passes the rank on
+  g.node("Exp", {"X"}, "E");
+  g.node("Mul", {"E", "N"}, "Y");
+  const ImportedModel m = g.import("one_plus_weight");
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  EXPECT_TRUE(m.unsupported.empty()) << m.unsupported[0].reason;
+  expectComputes(m.subgraphs[0].program,
+                 "input X f16 [8, 32]\ninput W f16 [1, 32]\n"
+                 "Y = mul(exp(X), scale(add_scalar(W, c=1), c=-1))\noutput Y\n");
+}
+
 TEST(OpMapping, ScalarConstantsBecomeScaleAndAddScalar) {
   OnnxGraph g;
   g.input("X", {8, 32});

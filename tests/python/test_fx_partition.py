@@ -171,6 +171,29 @@ class FxPartitionTest(PartitionChecks, unittest.TestCase):
                 self.check_attention(name, gm, writer, partition, layers=1)
                 self.check_layers(name, gm, writer, partition, layers=1)
 
+    def test_gemma_norms_scale_by_one_plus_the_weight_inside_a_subgraph(self):
+        """Gemma's RMSNorm multiplies by 1 + weight, computed in f32 from the weight alone: a
+        rank-1 value the norm's [s, d] broadcasts. It is built at the norm's rank (inputs take
+        leading 1s), and stays with the norm even where the subgraph around it splits at
+        attention's result (no launch of its own, no PyTorch multiply between): as many
+        subgraphs per layer as Llama's."""
+        gm, writer, partition = partitioned("gemma")
+        subgraphs = partition["subgraphs"]
+        self.assertLessEqual(len(subgraphs), 3 * 2 + 1, [s["name"] for s in subgraphs])
+        covered = {writer.origin.get(n, n) for s in subgraphs for n in s["nodes"]}
+        one_plus = [n for n in gm.graph.nodes if n.target is torch.ops.aten.add.Tensor
+                    and len(n.args) > 1 and n.args[1] == 1.0
+                    and n.meta["val"].dim() == 1]
+        self.assertEqual(len(one_plus), 5, [n.name for n in one_plus])  # 2 per layer + final
+        for n in one_plus:
+            self.assertIn(n.name, covered, n.name)
+            (reader,) = n.users
+            self.assertIn(reader.name, covered, f"{reader.name} multiplies by {n.name}")
+            holder = [s for s in subgraphs if writer.origin.get(n.name, n.name) in
+                      {writer.origin.get(m, m) for m in s["nodes"]}]
+            self.assertEqual(len(holder), 1, n.name)
+            self.assertGreaterEqual(holder[0]["program_text"].count("matmul"), 1, n.name)
+
     def test_the_mlp_is_one_subgraph(self):
         for name, (gm, writer, partition) in self.models.items():
             silu = [n.name for n in gm.graph.nodes if "silu" in str(n.target)]
