@@ -47,18 +47,24 @@ struct LayoutGraphJson {
   }
 };
 
-// softmax(q·kᵀ)·v per head, its result stored [b, s, h, d].
-TEST(StoredLayouts, AnAttentionResultStoredHeadsSwappedIsWrittenSo) {
-  LayoutGraphJson g;
-  for (const char* x : {"q", "k", "v"}) g.value(x, {1, kLayoutHeads, kLayoutRows, kLayoutDim});
+// out = softmax(q·kᵀ)·v per head, from the values q, k and v of [1, h, s, d] already
+// described; `outLayout` says how the framework stores out.
+void softmaxAttention(LayoutGraphJson& g, const char* outLayout) {
   g.value("kt", {1, kLayoutHeads, kLayoutDim, kLayoutRows});
   g.node("Transpose", {"k"}, "kt", {{"perm", {0, 1, 3, 2}}});
   g.value("qk", {1, kLayoutHeads, kLayoutRows, kLayoutRows});
   g.node("MatMul", {"q", "kt"}, "qk");
   g.value("p", {1, kLayoutHeads, kLayoutRows, kLayoutRows});
   g.node("Softmax", {"qk"}, "p", {{"axis", -1}});
-  g.value("out", {1, kLayoutHeads, kLayoutRows, kLayoutDim}, "heads_transposed");
+  g.value("out", {1, kLayoutHeads, kLayoutRows, kLayoutDim}, outLayout);
   g.node("MatMul", {"p", "v"}, "out");
+}
+
+// softmax(q·kᵀ)·v per head, its result stored [b, s, h, d].
+TEST(StoredLayouts, AnAttentionResultStoredHeadsSwappedIsWrittenSo) {
+  LayoutGraphJson g;
+  for (const char* x : {"q", "k", "v"}) g.value(x, {1, kLayoutHeads, kLayoutRows, kLayoutDim});
+  softmaxAttention(g, "heads_transposed");
   const ImportedModel m =
       partitionModel(modelFromGraphJson(g.graph({"q", "k", "v"}, {"out"}), "attention.json"));
   ASSERT_EQ(m.subgraphs.size(), 1u);
@@ -211,14 +217,7 @@ TEST(StoredLayouts, AViewOfABufferWithGapsIsReadAsTheValueItself) {
     g.node("Reshape", {"vs", "vs.shape"}, "vh");
     g.value("v", {1, kLayoutHeads, kLayoutRows, kLayoutDim});
     g.node("Transpose", {"vh"}, "v", {{"perm", {0, 2, 1, 3}}});
-    g.value("kt", {1, kLayoutHeads, kLayoutDim, kLayoutRows});
-    g.node("Transpose", {"k"}, "kt", {{"perm", {0, 1, 3, 2}}});
-    g.value("qk", {1, kLayoutHeads, kLayoutRows, kLayoutRows});
-    g.node("MatMul", {"q", "kt"}, "qk");
-    g.value("p", {1, kLayoutHeads, kLayoutRows, kLayoutRows});
-    g.node("Softmax", {"qk"}, "p", {{"axis", -1}});
-    g.value("out", {1, kLayoutHeads, kLayoutRows, kLayoutDim});
-    g.node("MatMul", {"p", "v"}, "out");
+    softmaxAttention(g, nullptr);
     const ImportedModel m =
         partitionModel(modelFromGraphJson(g.graph({"q", "k", "vs"}, {"out"}), "attention.json"));
     ASSERT_EQ(m.subgraphs.size(), 1u) << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
