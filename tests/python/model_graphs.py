@@ -41,11 +41,60 @@ def configs(hidden=128, layers=2, vocab=512):
     }
 
 
+def more_configs(hidden=128, layers=2, vocab=512):
+    """Architectures the backend has no case for, to partition as a new user's model would be:
+    RoPE written other ways (interleaved: GPT-J, Cohere; partial: StableLM, Falcon), LayerNorm
+    and biases (OPT, BLOOM with ALiBi, StarCoder2), norms scaled by 1 + weight (Gemma 2 and 3,
+    with logit soft-capping in Gemma 2), QK-norms (OLMo 2), scaled residuals (Granite) and
+    mixtures of experts (Mixtral, Qwen3-MoE). Only those the installed transformers has."""
+    import transformers as t
+
+    heads = max(4, hidden // 64)
+    common = dict(hidden_size=hidden, intermediate_size=hidden * 11 // 4 // 8 * 8,
+                  num_hidden_layers=layers, num_attention_heads=heads,
+                  num_key_value_heads=max(2, heads // 4), vocab_size=vocab,
+                  max_position_embeddings=4096, tie_word_embeddings=False)
+    ids = dict(pad_token_id=0, bos_token_id=0, eos_token_id=0)
+    head = hidden // heads
+    made = {
+        "qwen2": lambda: t.Qwen2Config(**common),
+        "stablelm": lambda: t.StableLmConfig(**common, **ids),
+        "gemma2": lambda: t.Gemma2Config(**common, head_dim=head, **ids),
+        "gemma3": lambda: t.Gemma3TextConfig(**common, head_dim=head, **ids),
+        "olmo2": lambda: t.Olmo2Config(**common, **ids),
+        "granite": lambda: t.GraniteConfig(**common, **ids),
+        "starcoder2": lambda: t.Starcoder2Config(**common, **ids),
+        "cohere": lambda: t.CohereConfig(**common, **ids),
+        "mixtral": lambda: t.MixtralConfig(**common, num_local_experts=4, num_experts_per_tok=2),
+        "qwen3_moe": lambda: t.Qwen3MoeConfig(**common, num_experts=4, num_experts_per_tok=2,
+                                              moe_intermediate_size=hidden // 2, head_dim=head),
+        "falcon": lambda: t.FalconConfig(hidden_size=hidden, num_hidden_layers=layers,
+                                         num_attention_heads=heads, vocab_size=vocab, **ids),
+        "opt": lambda: t.OPTConfig(hidden_size=hidden, ffn_dim=4 * hidden,
+                                   num_hidden_layers=layers, num_attention_heads=heads,
+                                   vocab_size=vocab, word_embed_proj_dim=hidden, **ids),
+        "bloom": lambda: t.BloomConfig(hidden_size=hidden, n_layer=layers, n_head=heads,
+                                       vocab_size=vocab, **ids),
+        "gptj": lambda: t.GPTJConfig(n_embd=hidden, n_layer=layers, n_head=heads,
+                                     vocab_size=vocab, rotary_dim=head // 2, **ids),
+    }
+    found = {}
+    for name, make in made.items():
+        try:
+            found[name] = make()
+        except (AttributeError, TypeError, ValueError):  # not in this transformers
+            continue
+    return found
+
+
 def causal_lm(name, dtype=torch.float16, device="cpu", **sizes):
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(configs(**sizes)[name], dtype=dtype)
+    every = configs(**sizes)
+    if name not in every:
+        every = more_configs(**sizes)
+    model = AutoModelForCausalLM.from_config(every[name], dtype=dtype)
     return model.to(device).eval()
 
 

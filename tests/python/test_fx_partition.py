@@ -194,6 +194,25 @@ class FxPartitionTest(PartitionChecks, unittest.TestCase):
             self.assertEqual(len(holder), 1, n.name)
             self.assertGreaterEqual(holder[0]["program_text"].count("matmul"), 1, n.name)
 
+    def test_other_architectures_partition_with_every_node_explained(self):
+        """Architectures the backend has no case for (model_graphs.more_configs): each
+        partitions, every aten node is in a subgraph or left to PyTorch with a reason, and
+        each keeps a subgraph with a matmul per layer."""
+        names = sorted(model_graphs.more_configs())
+        self.assertGreaterEqual(len(names), 10, names)
+        for name in names:
+            with self.subTest(model=name):
+                gm, writer, partition = partitioned(name)
+                graph_report = report.GraphReport(gm, writer, partition)
+                covered = {writer.origin[n] for s in partition["subgraphs"] for n in s["nodes"]}
+                left = dict(graph_report.left_to_pytorch)
+                for node in gm.graph.nodes:
+                    if node.op == "call_function":
+                        self.assertTrue(node.name in covered or left.get(node.name),
+                                        f"{name}: {node.name} is neither optimized nor explained")
+                matmuls = sum(s["program_text"].count("matmul(") for s in partition["subgraphs"])
+                self.assertGreaterEqual(matmuls, 2 * 4, f"{name}: {matmuls} matmuls")
+
     def test_the_mlp_is_one_subgraph(self):
         for name, (gm, writer, partition) in self.models.items():
             silu = [n.name for n in gm.graph.nodes if "silu" in str(n.target)]
