@@ -105,12 +105,11 @@ void ProgramBuilder::define(const std::string& value, TensorId id) {
 // An input of the program for a value computed outside: through the views it comes by, down
 // to the buffer that holds it.
 TensorId ProgramBuilder::external(const std::string& value, int rank, bool transposeHere) {
-  const std::string key = value + (transposeHere ? "^T" : "");
+  // One input per rank a value is read at: RoPE's cos read by q of several heads (rank 3) and
+  // by the one KV head of multi-query attention (rank 2, its head dim a leading 1) is two
+  // inputs the binding hands the same memory.
+  const std::string key = value + (transposeHere ? "^T" : "") + "@" + std::to_string(rank);
   if (const auto found = externals_.find(key); found != externals_.end()) {
-    if (found->second.second != rank) {
-      fail("'" + value + "' is read at ranks " + std::to_string(found->second.second) + " and " +
-           std::to_string(rank));
-    }
     return found->second.first;
   }
   const Value& v = model_.values.at(value);

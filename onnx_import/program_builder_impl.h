@@ -91,7 +91,8 @@ class ProgramBuilder {
   graph::GraphBuilder builder_;
   std::set<std::string> inside_;
   std::map<std::string, IrValue> values_;
-  std::map<std::string, std::pair<TensorId, int>> externals_;  // value -> (input, rank)
+  // value (^T where read transposed) @ rank -> (input, rank)
+  std::map<std::string, std::pair<TensorId, int>> externals_;
   // Values of element-wise chains a later op of the subgraph broadcasts against a higher
   // rank, and that rank (planBroadcastRanks).
   std::map<std::string, int> broadcastRanks_;

@@ -56,6 +56,26 @@ TEST(OpMapping, ALowerRankValueIsBuiltAtTheRankThatBroadcastsIt) {
                  "Y = mul(exp(X), scale(add_scalar(W, c=1), c=-1))\noutput Y\n");
 }
 
+// Multi-query attention's RoPE: cos [1, 1, s, d] scales q of several heads (rank 3) and the
+// one KV head's k (stripped to rank 2): one input per rank read, the same memory bound twice.
+TEST(OpMapping, AValueReadAtTwoRanksIsTwoInputsOfOneBuffer) {
+  OnnxGraph g;
+  g.input("Q", {1, 4, 8, 16});
+  g.input("K", {1, 1, 8, 16});
+  g.input("C", {1, 1, 8, 16});
+  g.output("QC", {1, 4, 8, 16});
+  g.output("KC", {1, 1, 8, 16});
+  g.node("Identity", {"C"}, "Ci");  // an alias both read (the cast of cos), as in RoPE
+  g.node("Mul", {"Q", "Ci"}, "QC");
+  g.node("Mul", {"K", "Ci"}, "KC");
+  const ImportedModel m = g.import("mqa_rope");
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  EXPECT_TRUE(m.unsupported.empty()) << m.unsupported[0].reason;
+  int readsC = 0;
+  for (const BoundInput& in : m.subgraphs[0].inputs) readsC += in.buffer == "C";
+  EXPECT_EQ(readsC, 2);
+}
+
 TEST(OpMapping, ScalarConstantsBecomeScaleAndAddScalar) {
   OnnxGraph g;
   g.input("X", {8, 32});
