@@ -30,10 +30,18 @@ std::optional<Repeat> repeatBehind(const Model& model, const std::vector<NodeSup
   while (n >= 0 && support[n].role == NodeRole::View && model.nodes[n].op != "Reshape") {
     n = model.producerOf(model.nodes[n].inputs.at(0));
   }
-  if (n < 0 || model.nodes[n].op != "Reshape" || support[n].role != NodeRole::View)
-    return std::nullopt;
+  if (n < 0 || model.nodes[n].op != "Reshape") return std::nullopt;
   const Node& reshape = model.nodes[n];
   std::vector<int> relabels;
+  // With one KV head (multi-query attention) the merge [1, 1, rep, s, d] -> [1, rep, s, d]
+  // only drops a leading 1: an alias (or one left out between nodes left to the framework),
+  // which the fold makes a view like the Expand.
+  if (support[n].role != NodeRole::View) {
+    const std::optional<Dims>& from = model.values.at(reshape.inputs.at(0)).shape;
+    const std::optional<Dims>& to = model.values.at(reshape.outputs.at(0)).shape;
+    if (!from || !to || !sameUpToLeadingOnes(*from, *to)) return std::nullopt;
+    relabels.push_back(n);
+  }
   int e = model.producerOf(reshape.inputs.at(0));
   // repeat_interleave and repeat_kv may copy the expanded tensor (a clone) before the reshape
   while (e >= 0 && model.nodes[e].op == "Identity" && model.nodes[e].domain.empty()) {
@@ -163,7 +171,14 @@ std::optional<FoldedHeads> foldRepeatedHeads(const Model& model,
   for (int n : nodes) {
     for (const std::string& in : model.nodes[n].inputs) {
       if (in.empty() || inside.count(in)) continue;
-      const std::optional<Repeat> r = repeatBehind(model, support, in);
+      std::optional<Repeat> r = repeatBehind(model, support, in);
+      // The merge of one KV head's repeats is an alias the subgraph holds: the repeats (the
+      // Expand's result) come from outside, and the merge is this node.
+      if (!r && model.nodes[n].op == "Reshape" && support[n].role == NodeRole::Alias &&
+          in == model.nodes[n].inputs.at(support[n].aliasInput)) {
+        r = repeatBehind(model, support, model.nodes[n].outputs.at(0));
+        if (r) std::erase(r->relabels, n);  // it stays the subgraph's alias
+      }
       if (!r) continue;
       if (fold &&
           (fold->heads != r->heads || fold->rep != r->rep || fold->headFromEnd != r->headFromEnd)) {

@@ -194,6 +194,16 @@ class FxPartitionTest(PartitionChecks, unittest.TestCase):
             self.assertEqual(len(holder), 1, n.name)
             self.assertGreaterEqual(holder[0]["program_text"].count("matmul"), 1, n.name)
 
+    def test_multi_query_attention_folds_onto_its_one_kv_head(self):
+        """Gemma at hidden 1024: 4 query heads of 256 over one KV head. Its repeats' merge
+        [1, 1, 4, s, d] -> [1, 4, s, d] only drops a leading 1 (an alias, not a view), and the
+        attention still folds its query heads onto the KV head: K and V read from their buffers,
+        no repeat PyTorch makes, equal to softmax written out (`mugraph verify`)."""
+        gm, writer, partition = partitioned("gemma", hidden=1024)
+        self.check_attention("gemma", gm, writer, partition, layers=2)
+        self.assertFalse([u for u in partition["unsupported"] if "repeats data" in u["reason"]],
+                         "the repeats are read as views of the KV buffers")
+
     def test_other_architectures_partition_with_every_node_explained(self):
         """Architectures the backend has no case for (model_graphs.more_configs): each
         partitions, every aten node is in a subgraph or left to PyTorch with a reason, and
