@@ -17,8 +17,15 @@ _DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 _REGISTRY = {}
 # What a launch copied ("<variant folder> input q: strides [..]", "... output o: ..."): an
 # input handed over not dense, an output the FX value downstream strides otherwise. Each copy
-# is a kernel of its own in the step; tools/python/profile_step.py prints these.
+# is a kernel of its own in the step; tools/python/profile_step.py prints these. At most
+# _MOST_COPIES records (a dynamic length makes one per length).
 COPIES = set()
+_MOST_COPIES = 256
+
+
+def _copied(what):
+    if len(COPIES) < _MOST_COPIES:
+        COPIES.add(what)
 
 
 class BoundVariant:
@@ -85,8 +92,8 @@ class BoundVariant:
                 raise _capi.MugraphError(f"input {t['name']}: {tensor.dtype} on {tensor.device}, "
                                          f"the variant reads {t['dtype']}")
             if not tensor.is_contiguous():
-                COPIES.add(f"{self.name} input {t['name']}: {tuple(tensor.shape)} strides "
-                           f"{tuple(tensor.stride())}")
+                _copied(f"{self.name} input {t['name']}: {tuple(tensor.shape)} strides "
+                        f"{tuple(tensor.stride())}")
                 tensor = tensor.contiguous()
             expected = _bytes_at(t, at)
             if tensor.numel() * tensor.element_size() != expected:
@@ -219,7 +226,7 @@ def _with_strides(x, stride, what):
     out with them."""
     if all(size == 1 or a == b for size, a, b in zip(x.shape, x.stride(), stride)):
         return x
-    COPIES.add(f"{what}: {tuple(x.shape)} strides {tuple(x.stride())} -> {tuple(stride)}")
+    _copied(f"{what}: {tuple(x.shape)} strides {tuple(x.stride())} -> {tuple(stride)}")
     return torch.empty_strided(x.shape, stride, dtype=x.dtype, device=x.device).copy_(x)
 
 
