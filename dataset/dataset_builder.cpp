@@ -199,6 +199,13 @@ class Builder {
     }
   }
 
+  // The index once more from the rows, whatever this run wrote: a run killed between the
+  // manifest's write and classes.json's leaves classes.json behind the manifest, and a rerun
+  // that finds every variant already there would otherwise never rewrite it.
+  void finish() {
+    if (!rows_.empty()) writeManifestAndClasses();
+  }
+
  private:
   void writeManifestAndClasses() { writeDatasetIndex(options_.outDir, rows_); }
 
@@ -223,6 +230,7 @@ DatasetSummary buildDataset(const std::vector<DatasetClassInput>& classes,
     ++summary.classes;
     builder.addClass(cls, summary);
   }
+  builder.finish();
   return summary;
 }
 

@@ -265,6 +265,9 @@ int buildFromPrograms(const DatasetFlags& flags) {
   };
   const std::vector<distributed::RankShare> shares = distributed::runItems(work, spread);
   if (!distributed::isRoot()) return kExitOk;
+  // The index once more, as buildDataset ends: a run killed between the manifest's write and
+  // classes.json's is repaired even where this one finds every variant there.
+  if (!rows.empty()) dataset::writeDatasetIndex(flags.out, rows);
   for (size_t r = 0; r < shares.size(); ++r) {
     std::cerr << "dataset: rank " << r << ": " << shares[r].items << " programs, "
               << (flags.threads > 0 ? std::to_string(flags.threads) : std::string("every core's"))

@@ -213,6 +213,22 @@ TEST_F(DatasetTest, AnInterruptedRunRerunEqualsAnUninterruptedRun) {
   }
 }
 
+// A kill between the manifest's write and classes.json's leaves classes.json behind (here: its
+// members emptied by hand); the rerun finds every variant there and still rewrites the index.
+TEST_F(DatasetTest, AClassesFileLeftBehindTheManifestIsRewrittenByTheRerun) {
+  ASSERT_EQ(build("whole").exitCode, 0);
+  ASSERT_EQ(build("stale").exitCode, 0);
+  const std::filesystem::path classes = scratch_ / "stale" / "classes.json";
+  nlohmann::json behind = nlohmann::json::parse(read(classes));
+  for (auto& cls : behind.at("classes")) cls["members"] = nlohmann::json::array();
+  std::ofstream(classes) << behind.dump(2) << "\n";
+  EXPECT_NE(check("stale").exitCode, 0);
+  const CliResult rerun = build("stale");
+  ASSERT_EQ(rerun.exitCode, 0) << rerun.err;
+  EXPECT_EQ(read(classes), read(scratch_ / "whole" / "classes.json"));
+  EXPECT_EQ(check("stale").exitCode, 0);
+}
+
 TEST_F(DatasetTest, AScheduleGivenTwiceIsBuiltOnceOnSeveralThreads) {
   dataset::DatasetClassInput cls = savedClass();
   cls.schedules.push_back(cls.schedules.front());
