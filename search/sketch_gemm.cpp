@@ -76,7 +76,9 @@ void splitContraction(const Dataflow& flow, const Segment& segment, const Search
                       const MatmulVars& vars, const BlockChoice& choice, int64_t tiles,
                       std::vector<BlockChoice>& choices) {
   const int64_t sms = config.target->streamingMultiprocessors;
+  // Equal parts of whole steps need the depth fixed: a dynamic one is not cut.
   if (!config.allowGridSplitReduction || tiles * 2 > sms ||
+      flow.vars[vars.k].dynamicDim != graph::kStaticDim ||
       !gridSplittableReduction(flow, segment, vars.k)) {
     return;
   }
