@@ -130,6 +130,10 @@ void useWarpgroupPath(KernelPlan& plan, Path path) {
   if constexpr (std::is_same_v<Path, WarpgroupMmaPlan>) {
     for (int op : path.epilogueInputs) planInputCopy(plan, op);
   }
+  // So are attention's inputs in S's layout, at S's coordinates.
+  if constexpr (std::is_same_v<Path, WarpgroupAttentionPlan>) {
+    for (int op : path.scoreInputs) planInputCopy(plan, op);
+  }
   plan.pipelineStages = path.stages;
   plan.sharedBytes = path.sharedBytes;
   plan.minBlocksPerSm = path.occupancy;
@@ -156,11 +160,13 @@ bool takesEveryLength(const KernelPlan& plan, const WarpgroupMmaPlan& wg) {
 // Whether the warpgroup attention plan `at` of a kernel that takes the lengths runs at every
 // length: its tensor maps (dims and strides) are encoded at launch from the lengths, its loop
 // runs ⌈s / kv⌉ trips, partial key tiles and the causal diagonal are masked with the lengths
-// and its epilogue stops at them; gathered operands, clusters and a causal mask whose query
+// and its epilogue stops at them; gathered operands, clusters, inputs read in S's layout and a causal mask whose query
 // count is fixed while its rows follow a length are not printed from the lengths.
 bool takesEveryLength(const KernelPlan& plan, const WarpgroupAttentionPlan& at) {
   if (at.clusterBlocks > 1 || plan.block->clusterBlocks() > 1) return false;
   if (at.q.map < 0 || at.k.map < 0 || at.v.map < 0) return false;
+  // Inputs read in S's layout are addressed with compiled-in strides and real extents.
+  if (!at.scoreInputs.empty()) return false;
   for (const graph::BlockOp& op : plan.block->ops) {
     if (op.kind != OpKind::CausalMask || op.attrs.queries == 0) continue;
     if (plan.splits[op.inputs[0]].end()[-2].dynamicDim != graph::kStaticDim) return false;

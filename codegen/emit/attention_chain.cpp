@@ -2,6 +2,8 @@
 // attention_chain.h).
 #include "codegen/emit/attention_chain.h"
 
+#include "codegen/emit/warpgroup_printer.h"
+
 namespace mugraph::codegen {
 namespace {
 
@@ -57,6 +59,50 @@ void AttentionChain::emitCausalMask(int index) {
             "[f] = " + context_.causalMask(op, x + "[f]", row, col, "it") + ";");
   out_.close();
 }
+void AttentionChain::loadScoreInput(int index) {
+  const graph::BlockOp& input = block_.ops[index];
+  const plan::InputCopy& copy = *context_.plan.inputs[index];
+  const graph::TensorDesc& source =
+      context_.plan.graph->tensors[context_.plan.kernel->inputs[input.kernelTensor]];
+  // Storage order swaps the last two dims of a transposed tensor; a dim of extent 1 broadcasts.
+  const bool transposed = source.layout == graph::Layout::Transposed;
+  const int rowDim = transposed ? 3 : 2;
+  const int colDim = transposed ? 2 : 3;
+  const std::string base = name(input.output) + "_base";
+  std::string offset;
+  for (int axis = 0; axis < graph::kGridAxes; ++axis) {
+    if (copy.blockStep[axis].coefficient == 0) continue;
+    offset += (offset.empty() ? "" : " + ") + std::string("static_cast<long long>(") +
+              kWarpgroupTile[axis] + ") * " + context_.product(copy.blockStep[axis]);
+  }
+  if (copy.iterationStep.coefficient != 0) {
+    offset += (offset.empty() ? "" : " + ") + std::string("static_cast<long long>(it) * ") +
+              context_.product(copy.iterationStep);
+  }
+  out_.line("const " + storageType(source.dtype) + "* const " + base + " = " +
+            context_.paramName(context_.kernel.inputParams[input.kernelTensor]) +
+            (offset.empty() ? "" : " + (" + offset + ")") + ";");
+  const std::string row = "consumer * " + str(at_.limits.wgmmaRows) +
+                          " + warp * 16 + (lane >> 2) + ((f >> 1) & 1) * 8";
+  const std::string col = "(f >> 2) * 8 + ((lane & 3) << 1) + (f & 1)";
+  const graph::Dims& tile = block_.tensors[input.output].shape;
+  const bool rows = tile.end()[-2] > 1, cols = tile.back() > 1;
+  std::vector<std::pair<std::string, std::string>> terms;
+  if (copy.boxExtent[rowDim] > 1) {
+    terms.push_back({"static_cast<long long>(" + row + ")",
+                     context_.product(copy.globalStride[rowDim])});
+  }
+  if (copy.boxExtent[colDim] > 1) terms.push_back({col, context_.product(copy.globalStride[colDim])});
+  const Index4 element4{"0", "0", rows ? row : "0", cols ? col : "0"};
+  const std::string real = context_.realCondition(input.output, element4, "it");
+  const std::string element = "mg::to_f32(" + base + "[" + linearExpression(terms) + "])";
+  out_.line("float " + name(input.output) + "[" + str(at_.kv / 2) + "];");
+  out_.line("#pragma unroll");
+  out_.line("for (int f = 0; f < " + str(at_.kv / 2) + "; ++f) " + name(input.output) +
+            "[f] = " + (real.empty() ? element : "(" + real + ") ? " + element + " : 0.0f") +
+            ";");
+}
+
 int64_t AttentionChain::width(plan::FragmentRole role) const {
   return role == plan::FragmentRole::S   ? at_.kv / 2
          : role == plan::FragmentRole::O ? at_.dv / 2

@@ -19,6 +19,9 @@ class AttentionChain {
 
   // Block op `index` of the chain (neither matmul, input nor output), for iteration `it`.
   void emitOp(int index);
+  // Input op `index` (one of at.scoreInputs): this thread's elements of its tile in S's
+  // layout, read from global memory for iteration `it`, zero past the real rows and keys.
+  void loadScoreInput(int index);
 
   std::string name(graph::TensorId t) const { return "t" + std::to_string(t); }
   // Registers per thread of a tile of role `role`.

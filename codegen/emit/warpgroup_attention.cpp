@@ -236,6 +236,8 @@ class AttentionEmitter {
     declareRealExtents(context_, true);
     out_.line("const unsigned char* const kBase = stage + " + str(at_.k.offset) + ";");
     out_.line("const unsigned char* const vBase = stage + " + str(at_.v.offset) + ";");
+    // Inputs in S's layout first: their loads are in flight while S is multiplied.
+    for (int input : at_.scoreInputs) chain_.loadScoreInput(input);
     for (size_t o = 0; o < block_.ops.size(); ++o) {
       const int index = static_cast<int>(o);
       const graph::BlockOp& op = block_.ops[o];

@@ -1,6 +1,8 @@
 // Planning attention on the sm_90 warpgroup path (see warpgroup_attention_plan.h).
 #include "plan/paths/warpgroup_attention_plan.h"
 
+#include <algorithm>
+
 #include "plan/kernel_plan.h"
 
 namespace mugraph::plan {
@@ -11,14 +13,40 @@ using graph::TensorId;
 
 // The roles of every tile of an attention-shaped block graph (WarpgroupAttentionPlan), or
 // nothing where an op does not fit them.
+// Whether input tile `t` can be read in S's fragment layout: its dims those of S or 1.
+bool scoreShaped(const graph::BlockGraph& block, TensorId t, TensorId s) {
+  const graph::Dims& tile = block.tensors[t].shape;
+  const graph::Dims& scores = block.tensors[s].shape;
+  if (tile.size() != scores.size()) return false;
+  for (size_t d = 0; d < tile.size(); ++d) {
+    if (tile[d] != scores[d] && tile[d] != 1) return false;
+  }
+  return true;
+}
+
+// `operands`: the input ops of Q, K and V; any other input op is S-shaped (scoreInputs) or
+// the block graph does not qualify.
 std::optional<std::vector<FragmentRole>> attentionRoles(const KernelPlan& plan, int first,
-                                                        int second) {
+                                                        int second,
+                                                        const std::vector<int>& operands,
+                                                        std::vector<int>& scoreInputs) {
   const graph::BlockGraph& block = *plan.block;
   std::vector<FragmentRole> roles(block.tensors.size(), FragmentRole::None);
   const int last = static_cast<int>(block.tensors[block.ops[first].output].shape.size()) - 1;
   for (size_t o = 0; o < block.ops.size(); ++o) {
     const graph::BlockOp& op = block.ops[o];
     const int index = static_cast<int>(o);
+    if (op.kind == OpKind::Input &&
+        std::find(operands.begin(), operands.end(), index) == operands.end()) {
+      if (!isSixteenBit(block.tensors[op.output].dtype) &&
+          block.tensors[op.output].dtype != graph::DType::F32) {
+        return std::nullopt;
+      }
+      if (!scoreShaped(block, op.output, block.ops[first].output)) return std::nullopt;
+      roles[op.output] = FragmentRole::S;
+      scoreInputs.push_back(index);
+      continue;
+    }
     if (op.kind == OpKind::Input || op.kind == OpKind::Output) continue;
     // After the loop only accumulators (and what is computed from them) exist.
     if (!runsInLoop(plan, index)) {
@@ -125,7 +153,7 @@ std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& p
     return std::nullopt;
   }
   const std::optional<std::vector<FragmentRole>> roles =
-      attentionRoles(plan, at.firstMatmulOp, at.secondMatmulOp);
+      attentionRoles(plan, at.firstMatmulOp, at.secondMatmulOp, {qOp, kOp, vOp}, at.scoreInputs);
   if (!roles) return std::nullopt;
   at.roles = *roles;
   if (at.roles[block.ops[at.outputOp].inputs[0]] != FragmentRole::O) return std::nullopt;
@@ -168,7 +196,8 @@ std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& p
   budgetRegisters(at, target);
   // S, O and P (packed) plus the chain's temporaries; S, O and P within what ptxas compiles
   // the kernel with.
-  const int held = static_cast<int>(at.kv / 2 + at.dv / 2 + at.kv / 4);
+  const int held = static_cast<int>(at.kv / 2 + at.dv / 2 + at.kv / 4 +
+                                    at.kv / 2 * static_cast<int64_t>(at.scoreInputs.size()));
   if (held + 48 > at.consumerRegisters || held > at.launchedRegisters) return std::nullopt;
 
   at.launchGrid = block.grid;  // one tile per block (see WarpgroupRing::persistent)

@@ -33,6 +33,11 @@ struct WarpgroupAttentionPlan : WarpgroupRing {
   BulkOperand q, k, v;  // q.offset in shared memory, k's and v's within a stage
   int firstMatmulOp = -1, secondMatmulOp = -1, outputOp = -1;
   std::vector<FragmentRole> roles;  // per tile
+  // Input ops the chain reads in S's layout (an added bias or mask, [rows or 1, kv or 1] per
+  // block): each thread loads its own fragment's elements from global memory at the top of
+  // every iteration, as the GEMM epilogue reads its inputs (plan::InputCopy), zero past the
+  // real rows and keys.
+  std::vector<int> scoreInputs;
   int64_t qBytes = 0;               // Q's boxes, before the stages
   // The loop is software-pipelined: iteration i issues S = Q·K of its own tile and then
   // O += P·V of tile i - 1, and computes its softmax while that second multiply runs; O is
@@ -49,7 +54,8 @@ struct WarpgroupAttentionPlan : WarpgroupRing {
 // accumulators fit the consumers' registers, limits.wgmmaRows query rows per consumer
 // warpgroup and a copy warpgroup (threads = limits.threads x (consumers + 1)). Head dims that
 // are no whole number of boxes (96) are copied in padded boxes whose extra columns no multiply
-// reads. `plan` needs its graph facts (phases, producers, consumers) only.
+// reads. Any other input is S-shaped ([rows or 1, kv or 1] in the block: scoreInputs) and read
+// by the chain on S only. `plan` needs its graph facts (phases, producers, consumers) only.
 std::optional<WarpgroupAttentionPlan> planWarpgroupAttention(const KernelPlan& plan,
                                                              const Target& target);
 

@@ -152,9 +152,56 @@ def _binary(op):
             # cos·attention_scaling with scaling 1 stays a value the subgraph reads
             return _identity(w, n)
         like = a if isinstance(a, torch.fx.Node) else b
-        w.node(n.name, n.name, op, [_operand(w, n, a, 0, like), _operand(w, n, b, 1, like)],
-               [w.value_of(n)])
+        operands = [_operand(w, n, a, 0, like), _operand(w, n, b, 1, like)]
+        if op == "Add":
+            for m, (mask, scores) in enumerate(((a, b), (b, a))):
+                causal = _causal_mask_operand(w, n, mask, scores)
+                if causal is not None:
+                    operands[m] = causal
+                    break
+        w.node(n.name, n.name, op, operands, [w.value_of(n)])
     return translate
+
+
+_CASTS = ("_to_copy", "clone", "alias", "contiguous", "detach")
+
+
+def _only_softmax_reads(node, depth=0):
+    """Whether only softmaxes over the last dim read the FX node (through casts and copies):
+    they see -inf and the dtype's lowest value alike, so a mask of either is causal_mask."""
+    if not node.users or depth > 4:
+        return False
+    rank = len(_tensor_meta(node).shape)
+    for user in node.users:
+        name = _packet(user.target) if user.op == "call_function" else None
+        if name in ("_softmax", "softmax"):
+            dim = user.args[1] if len(user.args) > 1 else user.kwargs.get("dim")
+            if not isinstance(dim, int) or dim % rank != rank - 1 or user.args[0] is not node:
+                return False
+        elif name not in _CASTS or not _only_softmax_reads(user, depth + 1):
+            return False
+    return True
+
+
+def _causal_mask_operand(w, n, mask, scores):
+    """Eager attention's `scores + mask` before a softmax, the mask a constant causal one
+    (constant_mask.py): our CausalMask value, as SDPA's is_causal is written, so the partition
+    reads it as causal_mask (onnx_import/causal_masks.h) and no mask is loaded. None otherwise."""
+    if not (isinstance(mask, torch.fx.Node) and isinstance(scores, torch.fx.Node)):
+        return None
+    mv, sv = _tensor_meta(mask), _tensor_meta(scores)
+    shape = _static_shape(sv) if sv is not None else None
+    if mv is None or shape is None or len(shape) < 2 or mv.dtype == torch.bool:
+        return None
+    rows, cols = shape[-2:]
+    if tuple(mv.shape[-2:]) != (rows, cols) or not _only_softmax_reads(n):
+        return None
+    if not w.constant_causal(mask, rows, cols):
+        return None
+    value = w.value(f"{n.name}.causal_mask", _ELEM_TYPES[sv.dtype], [rows, cols])
+    w.node(n.name, value, "CausalMask", [], [value])
+    w.causal_masks[value] = (n, rows, cols, sv.dtype)
+    return value
 
 
 def _same_type(a, b):

@@ -44,6 +44,24 @@ class InputMask(torch.nn.Module):
                                               attn_mask=_arange_mask(q.dtype) + padding)
 
 
+class EagerAttention(torch.nn.Module):
+    """Attention written out as transformers' eager implementations write it (Gemma 2's
+    soft-capped scores): scores + mask, a softmax in float, P·V. `leak` also returns the masked
+    scores, which a reader other than the softmax then sees."""
+
+    def __init__(self, cap=None, leak=False):
+        super().__init__()
+        self.cap, self.leak = cap, leak
+
+    def forward(self, q, k, v):
+        scores = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5
+        if self.cap is not None:
+            scores = torch.tanh(scores / self.cap) * self.cap
+        masked = scores + _arange_mask(q.dtype)
+        probs = torch.softmax(masked, dim=-1, dtype=torch.float32).to(q.dtype)
+        return (probs @ v, masked) if self.leak else probs @ v
+
+
 def _attention(module, *args):
     (gm,) = model_graphs.aten_graphs(module, *args)
     graph, writer = fx_graph.to_graph_json(gm)
@@ -83,6 +101,21 @@ class ConstantCausalMaskTest(unittest.TestCase):
         self.assertEqual(len(s["inputs"]), 4, s["program_text"])
         self.assertEqual(list(writer.constant_causal_masks.values()), [False])
 
+    def test_eager_attentions_added_mask_is_read_as_causal_mask(self):
+        gm, writer, s = _attention(EagerAttention(cap=50.0), *_qkv())
+        self.assertIn("causal_mask(", s["program_text"])
+        self.assertIn("tanh(", s["program_text"])
+        self.assertEqual(s["causal_masks"][0]["queries"], ROWS)
+        self.assertEqual(len(s["inputs"]), 3, s["program_text"])  # Q, K and V: no mask
+        binding = substitute.Binding(s, writer, {n.name for n in gm.graph.nodes})
+        self.assertTrue(all(isinstance(i, str) for i in binding.inputs), binding.inputs)
+
+    def test_masked_scores_something_else_reads_keep_the_mask(self):
+        # -inf and the dtype's lowest are alike only to a softmax: returned, the sum is exact
+        gm, writer, s = _attention(EagerAttention(leak=True), *_qkv())
+        self.assertNotIn("causal_mask(", s["program_text"])
+        self.assertEqual(writer.causal_masks, {})
+
     def test_the_pattern_is_decided_by_the_values(self):
         keep = torch.ones(ROWS, ROWS, dtype=torch.bool).tril()
         causal = torch.zeros(ROWS, ROWS).masked_fill(~keep, float("-inf"))
@@ -114,6 +147,20 @@ class LlamaCausalMaskTest(unittest.TestCase):
                 self.assertNotIn("mask", i["onnx_value"])
                 self.assertNotIn(i.get("reads_buffer_of", i["onnx_value"]), writer.causal_masks)
         print("\n" + attention[0]["program_text"])
+
+    def test_gemma2_soft_capped_attention_holds_causal_mask(self):
+        """Gemma 2 writes attention out (its scores soft-capped by tanh) and adds the mask."""
+        model = model_graphs.causal_lm("gemma2")
+        ids = torch.randint(0, 512, (1, ROWS))
+        (gm,) = model_graphs.aten_graphs(model, input_ids=ids, use_cache=False)
+        graph, writer = fx_graph.to_graph_json(gm)
+        partition = _capi.partition(graph)
+        attention = [s for s in partition["subgraphs"] if "tanh(" in s["program_text"]
+                     and s["program_text"].count("matmul(") == 2]
+        self.assertEqual(len(attention), 2)  # one per layer
+        for s in attention:
+            self.assertIn("causal_mask(", s["program_text"])
+            self.assertEqual(len(s["inputs"]), 3, s["program_text"])
 
 
 if __name__ == "__main__":

@@ -69,6 +69,30 @@ TEST(CausalSketch, WarpgroupFlashIsACandidateForCausalMhaAndFoldedGqa) {
   }
 }
 
+// Scores with an added tensor (an eager model's mask, ALiBi's distances), soft-capped by tanh
+// as Gemma 2 does: the bias is read in S's layout by the warpgroup flash kernel, whether it
+// holds a row per query ([1, rows, keys], one for every head) or one row for every query
+// ([heads, 1, keys]), and every op of the chain stays in registers.
+TEST(CausalSketch, AnAddedBiasKeepsTheWarpgroupFlash) {
+  for (const char* bias : {"[1, 512, 512]", "[4, 1, 512]"}) {
+    const graph::Program program = graph::parseProgramText(
+        std::string("program biased\ninput Q f16 [4, 512, 128]\n"
+                    "input K f16 [4, 128, 512] layout=transposed\ninput V f16 [4, 512, 128]\n"
+                    "input B f16 ") +
+            bias +
+            "\nA = add(scale(tanh(scale(matmul(Q, K), c=0.002)), c=50), B)\n"
+            "M = reduce_max(A, dim=2)\nE = exp(sub(A, M))\nS = reduce_sum(E, dim=2)\n"
+            "O = matmul(div(E, S), V)\noutput O\n",
+        "biased.mg");
+    SearchConfig config = defaultConfig(classifyProgram(program));
+    config.maxKernels = 1;
+    config.forloopCandidates = {1};
+    config.maxGridBlocks = 16;
+    config.candidatePool = 100000;
+    EXPECT_TRUE(hasWarpgroupFlash(testing::wholeSpace(program, config), program)) << bias;
+  }
+}
+
 // The result stored heads_transposed ([h, s, d] laid out [s, h, d], as the next projection
 // reads it): the warpgroup flash kernel is still a candidate, and every variant the search
 // reports stores the output so and is verified.

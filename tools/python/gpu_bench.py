@@ -292,6 +292,69 @@ def gqa_prefill_case(q_heads, kv_heads, tokens, d, name, variants, options, caus
     return result
 
 
+def biased_scores(logits, bias, cap):
+    """Scores with Gemma 2's soft cap (cap · tanh(s / cap), where cap is given) and an added
+    bias, as tools/bench/programs/attention_*_bias_*.mg write them."""
+    if cap is not None:
+        logits = torch.tanh(logits / cap) * cap
+    return logits + bias
+
+
+def biased_attention(q, k, v, bias, scale, cap):
+    """Eager attention with an added bias (what a model's eager path runs), in q's dtype."""
+    scores = biased_scores((q @ k.transpose(-1, -2)) * scale, bias, cap)
+    return torch.softmax(scores.float(), dim=-1).to(q.dtype) @ v
+
+
+def biased_attention_case(name, variants, options, heads=8, tokens=1024, d=128,
+                          bias_per_head=False, cap=None):
+    # Attention whose scores get an added tensor B (tools/bench/programs/attention_*_bias_*.mg):
+    # [1, tokens, tokens] for every head, or [heads, 1, tokens] (a row per head over the keys);
+    # with `cap`, soft-capped first. B ~ N(0, 1). PyTorch's best: SDPA with B as attn_mask
+    # (without a cap), flex_attention with the cap and B as a score_mod, the eager function and
+    # torch.compile of it.
+    q, k, v = (torch.randn(1, heads, tokens, d, dtype=torch.float16, device="cuda")
+               for _ in range(3))
+    shape = (heads, 1, tokens) if bias_per_head else (1, tokens, tokens)
+    bias = torch.randn(*shape, dtype=torch.float16, device="cuda")
+    scale = 1 / math.sqrt(d)
+    logits = biased_scores(q.double() @ k.double().transpose(-1, -2) * scale, bias.double(), cap)
+    weights = torch.exp(logits - logits.amax(-1, keepdim=True))
+    ref = (weights / weights.sum(-1, keepdim=True)) @ v.double()
+    ours = dict(prefill_inputs(q, k, v), B=bias)
+    rows = [ours_row(label, variant, ours, "O", ref, lambda o: o.reshape(1, heads, tokens, d))
+            for label, variant in variants.items()]
+    mask = bias[None]  # [1, heads or 1, 1 or tokens, tokens]: SDPA broadcasts it
+    if cap is None:
+        backends = {"sdpa_cudnn": torch.nn.attention.SDPBackend.CUDNN_ATTENTION,
+                    "sdpa_efficient": torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION,
+                    "sdpa_math": torch.nn.attention.SDPBackend.MATH}
+        for label, backend in backends.items():
+            with torch.nn.attention.sdpa_kernel(backend):
+                rows.append(timed_row(label, lambda: torch.nn.functional.scaled_dot_product_attention(
+                    q, k, v, attn_mask=mask, scale=scale), ref))
+    try:
+        from torch.nn.attention.flex_attention import flex_attention
+        per_head = bias_per_head
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            if cap is not None:
+                score = torch.tanh(score / cap) * cap
+            return score + (bias[h, 0, kv_idx] if per_head else bias[0, q_idx, kv_idx])
+        torch.compiler.reset()
+        flex = torch.compile(flex_attention, dynamic=False)
+        rows.append(timed_row("flex_attention", lambda: flex(q, k, v, score_mod=score_mod,
+                                                             scale=scale), ref))
+    except Exception as e:
+        rows.append(error_row("flex_attention", e))
+    rows.append(timed_row("eager", lambda: biased_attention(q, k, v, mask, scale, cap), ref))
+    if options.compile:
+        rows.append(compiled_row("torch.compile", biased_attention, (q, k, v, mask, scale, cap),
+                                 ref))
+    return {"case": name, "kind": "attention", "bytes": nbytes(*ours.values(), q),
+            "flops": heads * 4 * tokens * tokens * d, "rows": rows}
+
+
 # --- matrix products -----------------------------------------------------------------------
 
 def matmul(x, w):
@@ -484,6 +547,11 @@ def all_cases():
     # A Llama layer's attention as the torch.compile front end cuts it (hidden 2048).
     cases["llama_attention_512"] = functools.partial(gqa_prefill_case, 32, 8, 512, 64,
                                                      causal=True, v_heads_transposed=True)
+    # Scores with an added tensor (an eager model's mask, ALiBi), soft-capped as Gemma 2's.
+    cases["attention_capped_bias_8x1024_d128"] = functools.partial(biased_attention_case,
+                                                                   cap=50.0)
+    cases["attention_row_bias_8x1024_d128"] = functools.partial(biased_attention_case,
+                                                                bias_per_head=True)
     # Issue 27's sweep (run with --cases of its names: `scripts/device_run.sh sweep`).
     for case, m, k, n, dtype, b_transposed in gemm_sweep.points():
         cases[case] = functools.partial(sweep_case, m, k, n, dtype, b_transposed)
