@@ -62,9 +62,15 @@ double inputStdForLogitStd(const graph::Program& program, double logitStd) {
     double scale = 1.0;
     graph::TensorId logits = op.outputs[0];
     std::vector<const graph::KernelOp*> next = readers(logits);
-    // A scale multiplies the spread; a causal mask leaves the kept logits as they are.
-    while (next.size() == 1 &&
-           (next[0]->kind == graph::OpKind::Scale || next[0]->kind == graph::OpKind::CausalMask)) {
+    // A scale multiplies the spread; a causal mask leaves the kept logits as they are, and so,
+    // for the spread asked, do an added bias or mask (drawn like every input) and a soft cap
+    // (tanh between two scales, Gemma 2's), which only narrows the largest.
+    const auto passesSpreadOn = [](const graph::KernelOp& op) {
+      return op.kind == graph::OpKind::Scale || op.kind == graph::OpKind::CausalMask ||
+             op.kind == graph::OpKind::Tanh || op.kind == graph::OpKind::Add ||
+             op.kind == graph::OpKind::Sub;
+    };
+    while (next.size() == 1 && passesSpreadOn(*next[0])) {
       if (next[0]->kind == graph::OpKind::Scale) scale *= std::abs(next[0]->attrs.scale);
       logits = next[0]->outputs[0];
       next = readers(logits);

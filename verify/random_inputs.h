@@ -15,7 +15,8 @@ TensorMap<double> randomInputs(const graph::Program& program, uint64_t seed, dou
 TensorMap<double> normalInputs(const graph::Program& program, uint64_t seed, double stddev);
 
 // For attention programs: the standard deviation of normal inputs at which the logits (the
-// first matmul feeding exp or reduce_max, times the scale applied to it) have standard
+// first matmul feeding exp or reduce_max, times the scale applied to it, through a causal
+// mask, an added bias and a tanh soft cap) have standard
 // deviation `logitStd`: for q, k ~ N(0, σ²) summed over d terms and scaled by c, the logits'
 // deviation is c·σ²·√d. Real models reach 16 (QK-norm models, long contexts, attention
 // sinks). UserError for a program without such a matmul.

@@ -75,5 +75,22 @@ TEST(RandomInputs, NormalInputsReachTheAskedLogitSpread) {
   EXPECT_THROW(inputStdForLogitStd(twoInputProgram(), 4.0), UserError);
 }
 
+// Scores with an added bias and a tanh soft cap between two scales (Gemma 2's): the spread is
+// that of the scaled products the cap and the bias act on, as for the plain program.
+TEST(RandomInputs, ABiasAndASoftCapPassTheLogitSpreadOn) {
+  const std::string inputs =
+      "input Q f32 [8, 4, 128]\ninput K f32 [8, 128, 1024]\ninput V f32 [8, 1024, 128]\n"
+      "input B f32 [1, 4, 1024]\n";
+  const std::string softmax = "M = reduce_max(A, dim=2)\nE = exp(sub(A, M))\n"
+                              "S = reduce_sum(E, dim=2)\nO = matmul(div(E, S), V)\noutput O\n";
+  const graph::Program plain = graph::parseProgramText(
+      inputs + "A = scale(matmul(Q, K), c=0.08838834764831843)\n" + softmax, "p.mg");
+  const graph::Program capped = graph::parseProgramText(
+      inputs + "A = add(scale(tanh(scale(matmul(Q, K), c=0.0017677669529663688)), c=50), B)\n" +
+          softmax,
+      "c.mg");
+  EXPECT_NEAR(inputStdForLogitStd(capped, 8.0), inputStdForLogitStd(plain, 8.0), 1e-12);
+}
+
 }  // namespace
 }  // namespace mugraph::verify
