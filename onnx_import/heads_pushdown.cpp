@@ -14,7 +14,9 @@ const std::set<std::string> kElementwise = {
     "Tanh", "Erf"};
 
 // Whether the node computes each row along the last axis of rank-`rank` values on its own.
-// (Slice and Concat are here only as the parts and head of a rotate_half, node_support.h.)
+// (Slice and Concat are here only as the parts and head of a rotate_half, rope_patterns.h.
+// rotate_pairs' parts are not: its stacked values have a rank more than x, so a head transpose
+// after it stays a view between two subgraphs.)
 bool lastAxisOnly(const Model& model, const Node& node, size_t rank) {
   if (kElementwise.count(node.op)) return true;
   std::vector<int64_t> axes;
