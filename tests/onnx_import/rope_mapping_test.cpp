@@ -4,8 +4,8 @@
 // rotate_half, and the program checked against the formula written by hand (finite field); the
 // interleaved RoPE of GPT-J (Slice 0::2 and 1::2, Neg, new last axes, Concat, Reshape) mapped to
 // rotate_pairs the same way. Patterns that are not rotations stay with the framework, with the
-// reason. A head transpose of a computed value joins its subgraph where the pushdown applies,
-// else stays a view.
+// reason. A head transpose of a computed value (after rotate_pairs too) joins its subgraph
+// where the pushdown applies, else stays a view.
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -128,6 +128,7 @@ enum class Pairs {
   Reshaped,               // by Reshape, as a front end may write it
   EvenFirst,              // stacks x[..., ::2] before -x[..., 1::2]: not rotate_pairs
   OddSliceReadElsewhere,  // x[..., 1::2] also read by another node: the group is not whole
+  BeforeHeadTranspose,    // Unsqueezed, its result read through the head transpose (GPT-J)
 };
 
 // Y = x·cos + rotate_pairs(x)·sin over X [1, 16, 4, 32] (GPT-J's RoPE before its head
@@ -136,8 +137,8 @@ enum class Pairs {
 Records interleavedRope(Pairs form) {
   Records r;
   r.tensor("X", {1, 16, 4, 32}, true);
-  r.tensor("cos", {16, 1, 32}, true);
-  r.tensor("sin", {16, 1, 32}, true);
+  r.tensor("cos", {1, 16, 1, 32}, true);
+  r.tensor("sin", {1, 16, 1, 32}, true);
   for (const auto& [name, v] : std::vector<std::pair<std::string, double>>{
            {"zero", 0},
            {"one", 1},
@@ -165,6 +166,12 @@ Records interleavedRope(Pairs form) {
   r.node("Mul", {"X", "cos"}, "a", {1, 16, 4, 32});
   r.node("Mul", {"rot", "sin"}, "b", {1, 16, 4, 32});
   r.node("Add", {"a", "b"}, "Y", {1, 16, 4, 32});
+  if (form == Pairs::BeforeHeadTranspose) {
+    r.node("Transpose", {"Y"}, "T", {1, 4, 16, 32}).attributes["perm"].ints = {0, 2, 1, 3};
+    r.node("Exp", {"T"}, "E", {1, 4, 16, 32});
+    r.output("E");
+    return r;
+  }
   r.output("Y");
   if (form == Pairs::OddSliceReadElsewhere) {
     r.node("Exp", {"odd"}, "E", {1, 16, 4, 16});
@@ -213,6 +220,29 @@ TEST(RopeMapping, NearMissesOfTheInterleavedRotationStayWithTheFramework) {
           << graph::programToText(s.program);
     }
   }
+}
+
+// GPT-J rotates q and k before its head transpose: rotate_pairs acts along the last axis alone
+// (its stacked values only append an axis), so the transpose joins and the whole subgraph is
+// computed in the head order, X, cos and sin read heads_transposed.
+TEST(HeadsPushdown, AHeadTransposeAfterInterleavedRopeJoinsItsSubgraph) {
+  const ImportedModel m = partitionModel(interleavedRope(Pairs::BeforeHeadTranspose).model());
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  EXPECT_TRUE(m.unsupported.empty()) << m.unsupported[0].node << ": " << m.unsupported[0].reason;
+  const Subgraph& s = m.subgraphs[0];
+  EXPECT_TRUE(std::count(s.ops.begin(), s.ops.end(), "Transpose"));
+  for (const BoundInput& i : s.inputs) {
+    EXPECT_EQ(i.layout, graph::Layout::HeadsTransposed) << i.value;
+  }
+  const graph::Program expected = graph::parseProgramText(
+      "program p\ninput X f16 [4, 16, 32] layout=heads_transposed\n"
+      "input cos f16 [1, 16, 32] layout=heads_transposed\n"
+      "input sin f16 [1, 16, 32] layout=heads_transposed\n"
+      "E = exp(add(mul(X, cos), mul(rotate_pairs(X, dim=2), sin)))\noutput E\n",
+      "expected.mg");
+  const verify::EquivalenceReport report = verify::checkEquivalence(s.program, expected, {});
+  EXPECT_TRUE(report.equivalent) << report.mismatch << "\n" << graph::programToText(s.program);
+  EXPECT_EQ(report.level, verify::VerificationLevel::FiniteField);
 }
 
 // Y = transpose(f(X)) · C, X [1, 16, 4, 32], the transpose [0, 2, 1, 3]: f an Exp, which acts

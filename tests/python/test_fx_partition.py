@@ -259,7 +259,7 @@ class InterleavedRopeTest(unittest.TestCase):
     and adds, where it used to leave each Neg in a subgraph of its own."""
 
     def test_interleaved_rope_is_rotate_pairs_beside_its_muls_and_adds(self):
-        for name in ("gptj", "cohere"):
+        for name in ("gptj", "gptj_full_rotary", "cohere"):
             with self.subTest(model=name):
                 gm, writer, partition = partitioned(name)
                 subgraphs = partition["subgraphs"]
@@ -279,6 +279,12 @@ class InterleavedRopeTest(unittest.TestCase):
                         self.assertIn("rotate_pairs(", s["program_text"], f"{name}: {s['name']}")
                 placed = {writer.origin.get(n, n) for s in rope for n in s["nodes"]}
                 self.assertEqual(negs - placed, set(), f"{name}: Negs outside RoPE's subgraphs")
+                if name == "gptj_full_rotary":  # RoPE before the head transpose, which joins
+                    fx = {n.name: n for n in gm.graph.nodes}
+                    for s in rope:
+                        moved = [m for m in (writer.origin.get(n, n) for n in s["nodes"])
+                                 if m in fx and fx[m].target == torch.ops.aten.transpose.int]
+                        self.assertTrue(moved, f"{name}: {s['name']}")
 
 
 def decode_step(name, past=8):
