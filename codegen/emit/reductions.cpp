@@ -195,8 +195,8 @@ void emitRotateHalf(const EmitContext& context, int opIndex) {
 }
 
 // rotate_pairs: each element reads its neighbour j ^ 1, negated at even j (interleaved RoPE,
-// verify/apply_op_impl.h). The pair is adjacent, so only a whole pair need be in the tile; the
-// search keeps the dim whole anyway, as for rotate_half.
+// verify/apply_op_impl.h). The dim is whole in the tile, as for rotate_half, so j is the
+// element's place in the row.
 void emitRotatePairs(const EmitContext& context, int opIndex) {
   const graph::BlockOp& op = context.block().ops[opIndex];
   const TensorId x = op.inputs[0];

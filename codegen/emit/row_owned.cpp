@@ -7,9 +7,8 @@
 // that is 1 along the row by lane 0). rotate_half pairs element k with k + perLane / 2, which
 // is column + half a row in the same lane (the plan keeps the chunks even); rotate_pairs pairs
 // element k with k ^ 1, the adjacent column in the same chunk (the plan keeps the vector
-// even). A tile with fewer
-// rows than the block's extent (a GQA program's KV heads beside its query heads) is read and
-// stored only where its rows are.
+// even). A tile with fewer rows than the block's extent (a GQA program's KV heads beside its
+// query heads) is read and stored only where its rows are.
 #include "codegen/emit/context.h"
 
 namespace mugraph::codegen {
