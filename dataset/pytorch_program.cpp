@@ -89,6 +89,13 @@ std::string expression(const graph::Program& program, const graph::KernelOp& op)
     case graph::OpKind::RotateHalf:
       return "torch.cat((-" + in[0] + ".chunk(2, " + dim + ")[1], " + in[0] + ".chunk(2, " + dim +
              ")[0]), " + dim + ")";
+    case graph::OpKind::RotatePairs: {
+      // The dim cut into (pair, lane of the pair); the lanes swapped, the first negated.
+      const std::string pairs = in[0] + ".unflatten(" + dim + ", (-1, 2))";
+      const std::string lane = std::to_string(op.attrs.dim + 1);
+      return "torch.stack((-" + pairs + ".select(" + lane + ", 1), " + pairs + ".select(" + lane +
+             ", 0)), " + lane + ").flatten(" + dim + ", " + lane + ")";
+    }
     case graph::OpKind::CausalMask: {
       // graph/ops.h: row r keeps column c iff c <= r % q + (cols - q).
       const graph::Dims& shape = program.tensors[op.inputs[0]].shape;

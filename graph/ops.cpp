@@ -31,6 +31,7 @@ const std::vector<OpInfo> kOps = {
   {OpKind::CausalMask, "causal_mask",OpClass::Unary,       1,  false, false, false, true,  true,  false, true},
   {OpKind::Tanh,       "tanh",       OpClass::Unary,       1,  false, false, false, true,  true,  true, false},
   {OpKind::Erf,        "erf",        OpClass::Unary,       1,  false, false, false, true,  true,  true, false},
+  {OpKind::RotatePairs,"rotate_pairs",OpClass::Reduction,  1,  true,  false, false, true,  true,  false, false},
 };
 // clang-format on
 

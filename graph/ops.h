@@ -36,6 +36,7 @@ enum class OpKind {
   CausalMask,  // the kinds before it keep their numbers; later ones follow it
   Tanh,
   Erf,
+  RotatePairs,
 };
 
 enum class OpClass { Io, Matmul, Unary, Binary, Reduction, Accumulator, BlockGraph };
@@ -71,10 +72,17 @@ inline bool isElementwise(OpKind kind) {
 inline bool isAccumulator(OpKind kind) {
   return opInfo(kind).opClass == OpClass::Accumulator;
 }
+// RoPE's two rotations of a row along `dim`, signed lane permutations of an even row:
+// rotate_half (Llama, NeoX) pairs lane j with j ± n/2, y = cat(-x[n/2:], x[:n/2]);
+// rotate_pairs (GPT-J, Cohere, CodeGen, GLM: the interleaved form) pairs lane 2i with 2i+1,
+// y[2i] = -x[2i+1], y[2i+1] = x[2i].
+inline bool isRotation(OpKind kind) {
+  return kind == OpKind::RotateHalf || kind == OpKind::RotatePairs;
+}
 // The ops of class Reduction that keep their operand's shape: each output element depends on
-// its whole row along `dim` (rms_norm normalizes it, rotate_half permutes it with signs).
+// its whole row along `dim` (rms_norm normalizes it, the rotations permute it with signs).
 inline bool keepsShape(OpKind kind) {
-  return kind == OpKind::RmsNorm || kind == OpKind::RotateHalf;
+  return kind == OpKind::RmsNorm || isRotation(kind);
 }
 // causal_mask(x, queries=q) keeps the elements of x at or below the causal diagonal of its
 // last two dims and sets the others to -inf. Row r of the whole (kernel-level) tensor is query
@@ -96,7 +104,7 @@ inline bool isCommutative(OpKind kind) {
 
 // Attributes of an op; which ones are meaningful is given by OpInfo.
 struct OpAttrs {
-  int dim = -1;         // reductions, rms_norm, rotate_half
+  int dim = -1;         // reductions, rms_norm, rotate_half, rotate_pairs
   int64_t to = 1;       // reduce_sum: size of the reduced dim after the op
   double scale = 1.0;   // scale, add_scalar: the constant c
   int64_t queries = 0;  // causal_mask: query rows per sequence (0: the whole row dim)

@@ -153,10 +153,10 @@ Inferred inferOp(OpKind kind, const OpAttrs& attrs, const std::vector<Operand>& 
       return {operands[0].shape, operands[0].dtype};
     case OpClass::Reduction: {
       Dims out = operands[0].shape;
-      if (kind == OpKind::RotateHalf && out[attrs.dim] % 2 != 0) {
+      if (isRotation(kind) && out[attrs.dim] % 2 != 0) {
         fail(kind, operands,
-             "rotate_half needs an even dim " + std::to_string(attrs.dim) + " (it is " +
-                 std::to_string(out[attrs.dim]) + ")");
+             std::string(opName(kind)) + " needs an even dim " + std::to_string(attrs.dim) +
+                 " (it is " + std::to_string(out[attrs.dim]) + ")");
       }
       if (!keepsShape(kind)) out[attrs.dim] = kind == OpKind::ReduceSum ? attrs.to : 1;
       return {out, operands[0].dtype};

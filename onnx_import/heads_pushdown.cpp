@@ -4,6 +4,7 @@
 #include <map>
 
 #include "onnx_import/model_shapes.h"
+#include "onnx_import/rope_patterns.h"
 
 namespace mugraph::onnx_import {
 namespace {
@@ -14,7 +15,8 @@ const std::set<std::string> kElementwise = {
     "Tanh", "Erf"};
 
 // Whether the node computes each row along the last axis of rank-`rank` values on its own.
-// (Slice and Concat are here only as the parts and head of a rotate_half, node_support.h.)
+// (Slice and Concat are here only as the parts and head of a rotate_half, rope_patterns.h;
+// rotate_pairs' nodes are taken as a group, pairsRotations below.)
 bool lastAxisOnly(const Model& model, const Node& node, size_t rank) {
   if (kElementwise.count(node.op)) return true;
   std::vector<int64_t> axes;
@@ -33,9 +35,23 @@ bool lastAxisOnly(const Model& model, const Node& node, size_t rank) {
   });
 }
 
-void swapHeads(graph::Dims& shape) {
-  const size_t r = shape.size();
-  std::swap(shape[r - 3], shape[r - 2]);
+// The heads of a value of the transposed rank `rank`, or of one with axes appended after it
+// (rotate_pairs' stacked values): the dims rank - 3 and rank - 2.
+void swapHeads(graph::Dims& shape, size_t rank) {
+  std::swap(shape[rank - 3], shape[rank - 2]);
+}
+
+// The nodes of every rotate_pairs (rope_patterns.h): its slices and Neg act along the last
+// axis, and its stacked values append one axis after it and flatten it back, so the group
+// computes each row on its own as lastAxisOnly's nodes do, through values of a rank more.
+std::set<int> pairsRotations(const Model& model) {
+  std::set<int> nodes;
+  for (const auto& [head, rotation] : findRotations(model)) {
+    if (rotation.kind != graph::OpKind::RotatePairs) continue;
+    nodes.insert(head);
+    nodes.insert(rotation.parts.begin(), rotation.parts.end());
+  }
+  return nodes;
 }
 
 }  // namespace
@@ -80,7 +96,8 @@ std::variant<PushedHeads, int> pushHeadTransposes(const Model& model,
            std::count(model.graphOutputs.begin(), model.graphOutputs.end(), v) > 0;
   };
   PushedHeads pushed{model, support, {}};
-  std::set<std::string> swapped;  // values whose shapes are transposed
+  const std::set<int> pairs = pairsRotations(model);
+  std::map<std::string, size_t> swapped;  // values whose shapes are transposed -> its rank
   for (int view : nodes) {
     if (!joinsAsHeadTranspose(model, support, view)) continue;
     const std::string& input = model.nodes[view].inputs[0];
@@ -101,10 +118,12 @@ std::variant<PushedHeads, int> pushHeadTransposes(const Model& model,
     std::set<std::string> outside;  // tensors the cone reads from outside the subgraph
     for (int c : cone) {
       const Node& node = model.nodes[c];
-      if (!lastAxisOnly(model, node, rank)) return view;
+      const bool pairsPart = pairs.count(c) > 0;
+      if (!pairsPart && !lastAxisOnly(model, node, rank)) return view;
       for (const std::string& out : node.outputs) {
         const std::optional<graph::Dims>& shape = model.values.at(out).shape;
-        if (!shape || shape->size() != rank || returned(out)) return view;
+        const bool stacked = pairsPart && shape && shape->size() == rank + 1;
+        if (!shape || (shape->size() != rank && !stacked) || returned(out)) return view;
         for (int reader : readers[out]) {
           if (!cone.count(reader) && reader != view) return view;  // read in the other order
         }
@@ -123,13 +142,13 @@ std::variant<PushedHeads, int> pushHeadTransposes(const Model& model,
       }
     }
     for (int c : cone) {
-      for (const std::string& out : model.nodes[c].outputs) swapped.insert(out);
+      for (const std::string& out : model.nodes[c].outputs) swapped[out] = rank;
     }
-    swapped.insert(outside.begin(), outside.end());
+    for (const std::string& in : outside) swapped[in] = rank;
     pushed.readSwapped.insert(outside.begin(), outside.end());
     pushed.support[view] = {NodeRole::Alias, "", false};
   }
-  for (const std::string& v : swapped) swapHeads(*pushed.model.values.at(v).shape);
+  for (const auto& [v, rank] : swapped) swapHeads(*pushed.model.values.at(v).shape, rank);
   return pushed;
 }
 

@@ -1,12 +1,13 @@
 // The head transpose of a value computed in the subgraph. A Transpose [.., s, h, d] ->
 // [.., h, s, d] (a heads_transposed view, node_support.h) whose input the subgraph computes
-// (Qwen3's per-head q/k RMSNorm before RoPE) joins the subgraph when every node computing
-// that input acts along the last axis alone (element-wise ops, reductions and softmax over
-// the last axis, rotate_half): such nodes compute the same per (s, h) row in either order of
-// s and h, so the subgraph computes them directly in the transposed order, reading their
-// inputs from outside through the heads_transposed layout, and the Transpose is the value
-// itself. Where a node mixes those dims (a matmul, a reduction over them, a value read
-// elsewhere in the original order) the Transpose stays a view between two subgraphs.
+// (Qwen3's per-head q/k RMSNorm before RoPE, GPT-J's RoPE) joins the subgraph when every node
+// computing that input acts along the last axis alone (element-wise ops, reductions and
+// softmax over the last axis, rotate_half, rotate_pairs' group): such nodes compute the same
+// per (s, h) row in either order of s and h, so the subgraph computes them directly in the
+// transposed order, reading their inputs from outside through the heads_transposed layout, and
+// the Transpose is the value itself. Where a node mixes those dims (a matmul, a reduction over
+// them, a value read elsewhere in the original order) the Transpose stays a view between two
+// subgraphs.
 // A Transpose with the same perm that moves no data (a decode step's one row, [1, 1, h, d] ->
 // [1, h, 1, d]: a contiguous view) joins the same way.
 #pragma once

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "onnx_import/model_shapes.h"
+#include "onnx_import/rope_patterns.h"
 
 namespace mugraph::onnx_import {
 namespace {
@@ -228,52 +229,6 @@ std::map<int, int> softmaxNanGuards(const Model& model) {
   return guards;
 }
 
-// [start, end) of a Slice over the last axis of its input (steps 1), clamped as ONNX does;
-// nullopt for any other slice or one with computed bounds.
-std::optional<std::pair<int64_t, int64_t>> lastAxisRange(const Model& model, const Node& slice) {
-  if (slice.op != "Slice" || !slice.domain.empty() || slice.inputs.size() < 4) return std::nullopt;
-  const std::optional<Dims>& shape = model.values.at(slice.inputs[0]).shape;
-  if (!shape || shape->empty()) return std::nullopt;
-  auto constant = [&](size_t i) -> std::optional<double> {
-    if (i >= slice.inputs.size() || slice.inputs[i].empty()) return std::nullopt;
-    const auto c = model.constants.find(slice.inputs[i]);
-    if (c == model.constants.end() || c->second.values.size() != 1) return std::nullopt;
-    return c->second.values[0];
-  };
-  const std::optional<double> start = constant(1), end = constant(2), axis = constant(3);
-  const std::optional<double> step = slice.inputs.size() > 4 ? constant(4) : 1.0;
-  if (!start || !end || !axis || !step || *step != 1.0) return std::nullopt;
-  const std::optional<int> a = normalizeAxis(static_cast<int64_t>(*axis), shape->size());
-  if (!a || *a + 1 != static_cast<int>(shape->size())) return std::nullopt;
-  const double n = static_cast<double>(shape->back());
-  auto clamp = [n](double v) {
-    return static_cast<int64_t>(std::clamp(v < 0 ? v + n : v, 0.0, n));
-  };
-  return std::pair{clamp(*start), clamp(*end)};
-}
-
-int readers(const Model& model, const std::string& value) {
-  int count =
-      static_cast<int>(std::count(model.graphOutputs.begin(), model.graphOutputs.end(), value));
-  for (const Node& n : model.nodes) {
-    count += static_cast<int>(std::count(n.inputs.begin(), n.inputs.end(), value));
-  }
-  return count;
-}
-
-// The Slice, Slice and Neg of each rotate_half: node -> its Concat.
-std::map<int, int> rotateHalfParts(const Model& model, const std::map<int, std::string>& concats) {
-  std::map<int, int> parts;
-  for (const auto& [concat, x] : concats) {
-    const Node& c = model.nodes[concat];
-    const int neg = model.producerOf(c.inputs[0]);
-    parts[neg] = concat;
-    parts[model.producerOf(model.nodes[neg].inputs[0])] = concat;
-    parts[model.producerOf(c.inputs[1])] = concat;
-  }
-  return parts;
-}
-
 }  // namespace
 
 Layout viewLayout(Layout before, const NodeSupport& view) {
@@ -310,41 +265,6 @@ bool undoesStoredLayout(const Model& model, const std::vector<NodeSupport>& supp
   return layout == Layout::RowMajor;
 }
 
-std::map<int, std::string> rotateHalves(const Model& model) {
-  std::map<int, std::string> found;
-  for (size_t index = 0; index < model.nodes.size(); ++index) {
-    const Node& c = model.nodes[index];
-    if (c.op != "Concat" || !c.domain.empty() || c.inputs.size() != 2) continue;
-    const int neg = model.producerOf(c.inputs[0]);
-    const int low = model.producerOf(c.inputs[1]);
-    if (neg < 0 || low < 0 || model.nodes[neg].op != "Neg" || model.nodes[neg].inputs.empty()) {
-      continue;
-    }
-    const int high = model.producerOf(model.nodes[neg].inputs[0]);
-    if (high < 0) continue;
-    const std::string& x = model.nodes[low].inputs.empty() ? "" : model.nodes[low].inputs[0];
-    if (x.empty() || model.nodes[high].inputs.empty() || model.nodes[high].inputs[0] != x) continue;
-    const std::optional<Dims>& shape = model.values.at(x).shape;
-    if (!shape || shape->empty() || !model.values.at(x).dtype) continue;
-    const std::optional<int> axis = normalizeAxis(c.intAttr("axis", 0), shape->size());
-    if (!axis || *axis + 1 != static_cast<int>(shape->size())) continue;
-    const int64_t n = shape->back(), h = n / 2;
-    const auto lowRange = lastAxisRange(model, model.nodes[low]);
-    const auto highRange = lastAxisRange(model, model.nodes[high]);
-    if (n % 2 != 0 || lowRange != std::pair<int64_t, int64_t>{0, h} ||
-        highRange != std::pair<int64_t, int64_t>{h, n}) {
-      continue;
-    }
-    // Each part read only by the pattern, so mapping it whole changes no other reader.
-    if (readers(model, c.inputs[0]) != 1 || readers(model, c.inputs[1]) != 1 ||
-        readers(model, model.nodes[neg].inputs[0]) != 1) {
-      continue;
-    }
-    found[static_cast<int>(index)] = x;
-  }
-  return found;
-}
-
 Dims stripDims(const Dims& shape) {
   if (shape.empty()) return {1};
   const size_t keep = std::min<size_t>(2, shape.size());
@@ -366,8 +286,11 @@ std::vector<NodeSupport> classifyNodes(const Model& model) {
   std::vector<NodeSupport> support;
   std::map<std::string, Layout> viewLayouts;  // value -> how a view reads its buffer
   const std::map<int, int> guards = softmaxNanGuards(model);
-  const std::map<int, std::string> rotations = rotateHalves(model);
-  const std::map<int, int> rotationParts = rotateHalfParts(model, rotations);
+  const std::map<int, RotationPattern> rotations = findRotations(model);
+  std::set<int> rotationParts;
+  for (const auto& [head, rotation] : rotations) {
+    rotationParts.insert(rotation.parts.begin(), rotation.parts.end());
+  }
   const CausalMasks masks = findCausalMasks(model);
   std::set<int> guardedWheres;
   for (const auto& [isNan, where] : guards) guardedWheres.insert(where);

@@ -13,9 +13,11 @@
 //    masked query), which a causal mask never produces (a padding mask only on a padded
 //    query's own row); the importer reads the guarded value as the softmax itself, so
 //    attention stays one subgraph;
-//  - Part: a Slice or Neg of RoPE's rotate_half, `Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h))`
-//    on the last axis, each read only by the pattern: the Concat is Compute and maps the
-//    pattern whole to the IR's rotate_half; its parts compute nothing of their own;
+//  - Part: a node of one of RoPE's rotations (rope_patterns.h), rotate_half's
+//    `Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h))` on the last axis or rotate_pairs' slices,
+//    Neg, new axes and Concat, each read only by the pattern: the pattern's head (rotate_half's
+//    Concat, rotate_pairs' final Reshape) is Compute and maps the pattern whole to the IR's
+//    op; its parts compute nothing of their own;
 //  - an Add of a causal mask before a softmax (causal_masks.h) is Compute with `causal` set:
 //    causal_mask of its other operand; the nodes making the mask are Parts;
 //  - Unsupported: left to the framework, with the reason.
@@ -68,9 +70,6 @@ bool undoesStoredLayout(const Model& model, const std::vector<NodeSupport>& supp
                         const std::string& value);
 
 std::vector<NodeSupport> classifyNodes(const Model& model);
-
-// rotate_half patterns: the Concat node's index -> the value it rotates (the slices' input).
-std::map<int, std::string> rotateHalves(const Model& model);
 
 // The shape the IR gives a value: without its leading size-1 dims, but a value of rank 2 or
 // more keeps two (a decode step's [1, 1, d] is the row [1, d], which a matmul takes); a

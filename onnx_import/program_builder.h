@@ -6,7 +6,9 @@
 //  - Exp, Sqrt, Sigmoid, Neg (scale by -1), Pow 2/1/0.5, Reciprocal (as a divisor);
 //  - Softmax in the safe form: x − max(x) before exp, divided by the sum;
 //  - an Add of a causal mask before a softmax (causal_masks.h): causal_mask, the mask unread;
-//  - RoPE's Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h)) (node_support.h): rotate_half;
+//  - RoPE's Concat(Neg(Slice(x, h:2h)), Slice(x, 0:h)) (rope_patterns.h): rotate_half; its
+//    interleaved form, the stack of Neg(Slice(x, 1::2)) and Slice(x, 0::2) flattened back to
+//    x's shape: rotate_pairs;
 //  - ReduceSum/ReduceMax per axis, ReduceMean as the sum scaled by 1/n;
 //  - Cast between float types, Identity, reshapes of leading size-1 dims: aliases.
 // Values the set reads from outside become program inputs (weights included), through the

@@ -83,6 +83,7 @@ class ProgramBuilder {
   void mapReduce();
   void mapSoftmax();
   void mapRotateHalf();
+  void mapRotatePairs();
 
   const Model& model_;
   const std::vector<NodeSupport>& support_;

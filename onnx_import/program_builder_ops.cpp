@@ -151,11 +151,22 @@ void ProgramBuilder::mapRotateHalf() {
   define(node().outputs[0], op(OpKind::RotateHalf, {tensor(x, rankOf(x))}, attrs));
 }
 
+// Reshape(Concat(Unsqueeze(Neg(Slice(x, 1::2))), Unsqueeze(Slice(x, 0::2)))) back to x's shape
+// (rope_patterns.h): x is the slices' input, reached through the Concat's second operand.
+void ProgramBuilder::mapRotatePairs() {
+  const Node& concat = model_.nodes[model_.producerOf(node().inputs.at(0))];
+  const Node& axis = model_.nodes[model_.producerOf(concat.inputs.at(1))];
+  const std::string& x = model_.nodes[model_.producerOf(axis.inputs.at(0))].inputs.at(0);
+  graph::OpAttrs attrs;
+  attrs.dim = irDim(x, -1);
+  define(node().outputs[0], op(OpKind::RotatePairs, {tensor(x, rankOf(x))}, attrs));
+}
+
 void ProgramBuilder::map(int index) {
   node_ = index;
   const Node& n = node();
   if (support_[index].role == NodeRole::Guard) return;  // only its Where reads it, as an alias
-  // its rotate_half's Concat maps it, or its causal mask's Add does
+  // its rotation's head maps it, or its causal mask's Add does
   if (support_[index].role == NodeRole::Part) return;
   if (support_[index].role == NodeRole::Alias) {
     const std::string& in = n.inputs.at(support_[index].aliasInput);
@@ -177,7 +188,9 @@ void ProgramBuilder::map(int index) {
   if (op0 == "Add" || op0 == "Sub" || op0 == "Mul" || op0 == "Div") return mapBinary();
   if (op0.rfind("Reduce", 0) == 0) return mapReduce();
   if (op0 == "Softmax") return mapSoftmax();
+  // A Concat or a reshape is Compute only as the head of a rotation (rope_patterns.h).
   if (op0 == "Concat") return mapRotateHalf();
+  if (op0 == "Reshape" || op0 == "Flatten") return mapRotatePairs();
   const std::string& x = n.inputs.at(0);
   if (scalarOf(x)) fail("computes on a constant");
   if (op0 == "Reciprocal") {

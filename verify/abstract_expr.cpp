@@ -42,6 +42,8 @@ const char* kindName(ExprKind kind) {
       return "rms_norm";
     case ExprKind::RotateHalf:
       return "rotate_half";
+    case ExprKind::RotatePairs:
+      return "rotate_pairs";
     case ExprKind::CausalMask:
       return "causal_mask";
   }
@@ -170,6 +172,9 @@ AbstractExprRef AbstractExpr::rmsNorm(int64_t n, AbstractExprRef a) {
 AbstractExprRef AbstractExpr::rotateHalf(AbstractExprRef a) {
   return make(ExprKind::RotateHalf, "", 0, 0, {std::move(a)});
 }
+AbstractExprRef AbstractExpr::rotatePairs(AbstractExprRef a) {
+  return make(ExprKind::RotatePairs, "", 0, 0, {std::move(a)});
+}
 AbstractExprRef AbstractExpr::causalMask(AbstractExprRef a) {
   return make(ExprKind::CausalMask, "", 0, 0, {std::move(a)});
 }
@@ -233,6 +238,8 @@ AbstractExprRef applyOp(OpKind kind, const graph::OpAttrs& attrs,
       return E::rmsNorm(reducedCount(*shapes[0], attrs.dim, split), in[0]);
     case OpKind::RotateHalf:
       return E::rotateHalf(in[0]);
+    case OpKind::RotatePairs:
+      return E::rotatePairs(in[0]);
     case OpKind::CausalMask:
       return E::causalMask(in[0]);
     default:
@@ -412,6 +419,9 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, bool keepShifts,
       break;
     case ExprKind::RotateHalf:
       result = E::rotateHalf(in[0]);
+      break;
+    case ExprKind::RotatePairs:
+      result = E::rotatePairs(in[0]);
       break;
     case ExprKind::CausalMask:
       result = E::causalMask(in[0]);

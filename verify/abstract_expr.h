@@ -14,22 +14,23 @@
 namespace mugraph::verify {
 
 enum class ExprKind {
-  Input,       // a program input, by name
-  Const,       // a numeric constant (scale factors, the -1 of sub)
-  Add,         // add(a, b)
-  Mul,         // mul(a, b)
-  Div,         // div(a, b)
-  Exp,         // exp(a)
-  Sum,         // sum(n, a): the sum of n terms shaped like a
-  Sqrt,        // uninterpreted: no axioms mention it
-  Silu,        // uninterpreted
-  Sigmoid,     // uninterpreted
-  Tanh,        // uninterpreted
-  Erf,         // uninterpreted
-  Max,         // max(n, a): reduce_max / accum_max over n things; uninterpreted
-  RmsNorm,     // rms_norm(n, a); uninterpreted
-  RotateHalf,  // rotate_half(a): RoPE's signed lane permutation; only x ⊑ rotate_half(x)
-  CausalMask,  // causal_mask(a): a with the elements above the diagonal -inf; only x ⊑ it
+  Input,        // a program input, by name
+  Const,        // a numeric constant (scale factors, the -1 of sub)
+  Add,          // add(a, b)
+  Mul,          // mul(a, b)
+  Div,          // div(a, b)
+  Exp,          // exp(a)
+  Sum,          // sum(n, a): the sum of n terms shaped like a
+  Sqrt,         // uninterpreted: no axioms mention it
+  Silu,         // uninterpreted
+  Sigmoid,      // uninterpreted
+  Tanh,         // uninterpreted
+  Erf,          // uninterpreted
+  Max,          // max(n, a): reduce_max / accum_max over n things; uninterpreted
+  RmsNorm,      // rms_norm(n, a); uninterpreted
+  RotateHalf,   // rotate_half(a): RoPE's signed lane permutation; only x ⊑ rotate_half(x)
+  RotatePairs,  // rotate_pairs(a): interleaved RoPE's; another symbol, only x ⊑ rotate_pairs(x)
+  CausalMask,   // causal_mask(a): a with the elements above the diagonal -inf; only x ⊑ it
 };
 
 class AbstractExpr;
@@ -57,6 +58,7 @@ class AbstractExpr {
   static AbstractExprRef max(int64_t n, AbstractExprRef a);  // max(1, a) returns a
   static AbstractExprRef rmsNorm(int64_t n, AbstractExprRef a);
   static AbstractExprRef rotateHalf(AbstractExprRef a);
+  static AbstractExprRef rotatePairs(AbstractExprRef a);
   static AbstractExprRef causalMask(AbstractExprRef a);
 
   ExprKind kind() const { return kind_; }

@@ -101,6 +101,8 @@ class Encoder {
         return v_.rmsNorm(extent(), encode(in[0]));
       case ExprKind::RotateHalf:
         return v_.rotateHalf(encode(in[0]));
+      case ExprKind::RotatePairs:
+        return v_.rotatePairs(encode(in[0]));
       case ExprKind::CausalMask:
         return v_.causalMask(encode(in[0]));
     }

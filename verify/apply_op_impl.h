@@ -279,6 +279,28 @@ void rotateHalf(const HostTensor<T>& x, int dim, HostTensor<T>& out) {
   });
 }
 
+// rotate_pairs(dim), interleaved RoPE's rotation of a row of n = 2h lanes, pairs (2i, 2i+1):
+//   y[2i] = -x[2i + 1],  y[2i + 1] = x[2i].
+// Like rotate_half, a permutation with signs: exact in every domain.
+template <class T>
+void rotatePairs(const HostTensor<T>& x, int dim, HostTensor<T>& out) {
+  using Domain = NumberDomain<T>;
+  const ReductionView v = reductionView(x.shape, dim);
+  forChunks(v.outer, v.n * v.inner, [&](int64_t begin, int64_t end) {
+    for (int64_t o = begin; o < end; ++o) {
+      const T* slab = x.data.data() + o * v.n * v.inner;
+      T* result = out.data.data() + o * v.n * v.inner;
+      for (int64_t j = 0; j < v.n; ++j) {
+        const bool even = j % 2 == 0;
+        const T* from = slab + (j ^ 1) * v.inner;
+        for (int64_t i = 0; i < v.inner; ++i) {
+          result[j * v.inner + i] = even ? Domain::sub(Domain::zero(), from[i]) : from[i];
+        }
+      }
+    }
+  });
+}
+
 }  // namespace mugraph::verify::detail
 
 namespace mugraph::verify {
@@ -323,6 +345,8 @@ HostTensor<T> applyOp(graph::OpKind kind, const graph::OpAttrs& attrs,
         detail::reduceMax(*operands[0], attrs.dim, meaning, out);
       } else if (kind == graph::OpKind::RotateHalf) {
         detail::rotateHalf(*operands[0], attrs.dim, out);
+      } else if (kind == graph::OpKind::RotatePairs) {
+        detail::rotatePairs(*operands[0], attrs.dim, out);
       } else {
         detail::rmsNorm(*operands[0], attrs.dim, meaning, out);
       }

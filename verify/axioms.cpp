@@ -23,6 +23,7 @@ AxiomVocabulary::AxiomVocabulary(z3::context& context)
       max(context.function("max", context.int_sort(), term, term)),
       rmsNorm(context.function("rms_norm", context.int_sort(), term, term)),
       rotateHalf(context.function("rotate_half", term, term)),
+      rotatePairs(context.function("rotate_pairs", term, term)),
       causalMask(context.function("causal_mask", term, term)),
       constant(context.function("const", context.real_sort(), term)),
       contains(context.function("contains", term, context.bool_sort())) {}
@@ -206,6 +207,8 @@ const std::vector<Axiom>& axiomTable() {
        [](const D& d) { return d.within(d.x, d.rmsNorm(d.n, d.x)); }},
       {"in-rotate-half", K::Subexpression, "x ⊑ rotate_half(x)",
        [](const D& d) { return d.within(d.x, d.rotateHalf(d.x)); }},
+      {"in-rotate-pairs", K::Subexpression, "x ⊑ rotate_pairs(x)",
+       [](const D& d) { return d.within(d.x, d.rotatePairs(d.x)); }},
       {"in-causal-mask", K::Subexpression, "x ⊑ causal_mask(x)",
        [](const D& d) { return d.within(d.x, d.causalMask(d.x)); }},
       // A split reduction computes part of the sum (or max) first: a partial sum over m of the

@@ -23,7 +23,7 @@ struct AxiomVocabulary {
   z3::context& ctx;
   z3::sort term;
   z3::func_decl add, mul, div, exp, sum, sqrt, silu, sigmoid, tanh, erf, max, rmsNorm, rotateHalf,
-      causalMask, constant;
+      rotatePairs, causalMask, constant;
   z3::func_decl contains;
 };
 
@@ -50,6 +50,7 @@ class AxiomDsl {
   z3::expr erf(const z3::expr& p) const { return v_.erf(p); }
   z3::expr max(const z3::expr& extent, const z3::expr& p) const { return v_.max(extent, p); }
   z3::expr rotateHalf(const z3::expr& p) const { return v_.rotateHalf(p); }
+  z3::expr rotatePairs(const z3::expr& p) const { return v_.rotatePairs(p); }
   z3::expr causalMask(const z3::expr& p) const { return v_.causalMask(p); }
   z3::expr rmsNorm(const z3::expr& extent, const z3::expr& p) const {
     return v_.rmsNorm(extent, p);

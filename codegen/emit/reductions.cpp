@@ -1,5 +1,6 @@
 // Reductions over one dim of a shared tile: reduce_sum (with to=k), reduce_max and rms_norm;
-// and rotate_half, which like rms_norm reads whole rows of its dim.
+// and the rotations rotate_half and rotate_pairs, which like rms_norm read whole rows of
+// their dim.
 // Where the plan gives each output element to one warp (OpPlan::warpPerRow), lanes stride
 // over the reduced dim and combine with shuffles, so a row of 64 costs two loads per lane
 // instead of 64 serial loads by one thread; otherwise each output goes to one thread.
@@ -193,6 +194,24 @@ void emitRotateHalf(const EmitContext& context, int opIndex) {
   out.close();
 }
 
+// rotate_pairs: each element reads its neighbour j ^ 1, negated at even j (interleaved RoPE,
+// verify/apply_op_impl.h). The dim is whole in the tile, as for rotate_half, so j is the
+// element's place in the row.
+void emitRotatePairs(const EmitContext& context, int opIndex) {
+  const graph::BlockOp& op = context.block().ops[opIndex];
+  const TensorId x = op.inputs[0];
+  const Extent4 extent = padTo4(context.block().tensors[x].shape);
+  const int dim = paddedDim(context.block().tensors[x], op.attrs.dim);
+  CudaWriter& out = context.out;
+  const Index4 index = openElementLoop(context, extent);
+  const std::string j = "(" + index[dim] + ")";
+  out.line("const float r = " + context.readShared(x, withDim(index, dim, "(" + j + " ^ 1)")) +
+           ";");
+  out.line("const float v = (" + j + " & 1) == 0 ? -r : r;");
+  emitEpilogue(context, opIndex, "v", index, "");
+  out.close();
+}
+
 // A row phase (plan::RowPhase): per row, a group of lanes reads the reduced tile once into
 // registers, takes the max (updating the running max), applies the element-wise op and its
 // chain to each element, and sums what the reduce_sum reads; shuffles within the group combine
@@ -306,6 +325,8 @@ void emitReduction(const EmitContext& context, int opIndex) {
     emitRowPhase(context, opIndex);
   } else if (context.block().ops[opIndex].kind == OpKind::RotateHalf) {
     emitRotateHalf(context, opIndex);
+  } else if (context.block().ops[opIndex].kind == OpKind::RotatePairs) {
+    emitRotatePairs(context, opIndex);
   } else if (context.block().ops[opIndex].kind == OpKind::RmsNorm) {
     emitRmsNorm(context, opIndex);
   } else {

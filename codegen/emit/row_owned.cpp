@@ -5,9 +5,10 @@
 // f32. Inputs are read with one load per chunk, ops run in program order on the registers, a
 // row's sum or max is a warp shuffle, and outputs are stored with one store per chunk (a tile
 // that is 1 along the row by lane 0). rotate_half pairs element k with k + perLane / 2, which
-// is column + half a row in the same lane (the plan keeps the chunks even). A tile with fewer
-// rows than the block's extent (a GQA program's KV heads beside its query heads) is read and
-// stored only where its rows are.
+// is column + half a row in the same lane (the plan keeps the chunks even); rotate_pairs pairs
+// element k with k ^ 1, the adjacent column in the same chunk (the plan keeps the vector
+// even). A tile with fewer rows than the block's extent (a GQA program's KV heads beside its
+// query heads) is read and stored only where its rows are.
 #include "codegen/emit/context.h"
 
 namespace mugraph::codegen {
@@ -119,6 +120,9 @@ class RowOwnedEmitter {
         return;
       case OpKind::RotateHalf:
         rotateHalf(op);
+        return;
+      case OpKind::RotatePairs:
+        rotatePairs(op);
         return;
       default:
         elementwise(op);
@@ -251,6 +255,20 @@ class RowOwnedEmitter {
     out.open("for (int k = 0; k < " + half + "; ++k)");
     out.line(name(op.output) + "[k] = -" + name(x) + "[k + " + half + "];");
     out.line(name(op.output) + "[k + " + half + "] = " + name(x) + "[k];");
+    out.close();
+  }
+
+  // rotate_pairs along the row: y[col] = -x[col + 1] at even columns, x[col - 1] at odd ones.
+  // A chunk starts at an even column and holds an even number of them, so k's parity is its
+  // column's and k ^ 1 is the neighbour in the same lane.
+  void rotatePairs(const graph::BlockOp& op) {
+    CudaWriter& out = context_.out;
+    const TensorId x = op.inputs[0];
+    out.line("float " + name(op.output) + "[" + str(rows_.perLane) + "];");
+    out.line("#pragma unroll");
+    out.open("for (int k = 0; k < " + str(rows_.perLane) + "; k += 2)");
+    out.line(name(op.output) + "[k] = -" + name(x) + "[k + 1];");
+    out.line(name(op.output) + "[k + 1] = " + name(x) + "[k];");
     out.close();
   }
 

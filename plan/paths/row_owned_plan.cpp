@@ -30,7 +30,7 @@ bool runsOnRows(const graph::BlockGraph& block, const graph::BlockOp& op) {
   if (op.kind == OpKind::CausalMask) return false;
   if (graph::isElementwise(op.kind)) return true;
   const bool rowOp = op.kind == OpKind::ReduceSum || op.kind == OpKind::ReduceMax ||
-                     op.kind == OpKind::RmsNorm || op.kind == OpKind::RotateHalf;
+                     op.kind == OpKind::RmsNorm || graph::isRotation(op.kind);
   if (!rowOp) return false;
   const int rank = static_cast<int>(block.tensors[op.inputs[0]].shape.size());
   if (op.attrs.dim != rank - 1) return false;
@@ -42,10 +42,12 @@ bool runsOnRows(const graph::BlockGraph& block, const graph::BlockOp& op) {
 std::optional<RowOwnedPlan> planRowOwned(const KernelPlan& plan) {
   const graph::BlockGraph& block = *plan.block;
   if (block.forloop != 1 || block.threads % kWarpSize != 0) return std::nullopt;
-  bool rotates = false;
+  bool rotatesHalves = false;
+  bool rotatesPairs = false;
   for (const graph::BlockOp& op : block.ops) {
     if (!runsOnRows(block, op)) return std::nullopt;
-    rotates = rotates || op.kind == OpKind::RotateHalf;
+    rotatesHalves = rotatesHalves || op.kind == OpKind::RotateHalf;
+    rotatesPairs = rotatesPairs || op.kind == OpKind::RotatePairs;
   }
   RowOwnedPlan rows;
   for (const graph::BlockTensor& tile : block.tensors) {
@@ -82,7 +84,8 @@ std::optional<RowOwnedPlan> planRowOwned(const KernelPlan& plan) {
   rows.vector = std::max(1, chunkBytes / elementBytes);
   const auto splits = [&](int vector) {
     const int chunks = rows.perLane / vector;
-    return rows.perLane % vector == 0 && (!rotates || chunks % 2 == 0);
+    return rows.perLane % vector == 0 && (!rotatesHalves || chunks % 2 == 0) &&
+           (!rotatesPairs || vector % 2 == 0);
   };
   while (rows.vector > 1 && !splits(rows.vector)) rows.vector /= 2;
   if (!splits(rows.vector)) return std::nullopt;

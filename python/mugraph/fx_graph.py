@@ -422,6 +422,35 @@ def _cat(w, n):
            {"axis": dim + rank if dim < 0 else dim})
 
 
+def _stack(w, n):
+    """stack(tensors, dim) as ONNX writes it: each tensor given a new axis of 1 at dim
+    (Unsqueeze), then one Concat along that axis. Interleaved RoPE's
+    torch.stack((-x[..., 1::2], x[..., ::2]), -1).flatten(-2) then reaches the partitioner as
+    the pattern it maps to rotate_pairs (onnx_import/rope_patterns.h)."""
+    tensors = n.args[0]
+    dim = n.args[1] if len(n.args) > 1 else n.kwargs.get("dim", 0)
+    rank = len(_tensor_meta(n).shape)
+    axis = dim + rank if dim < 0 else dim
+    shapes = []  # every operand's shape first: nothing is written for an untranslatable one
+    for index, t in enumerate(tensors):
+        val = _tensor_meta(t) if isinstance(t, torch.fx.Node) else None
+        if val is None:
+            raise _Untranslatable(f"operand {index} is not a tensor")
+        try:
+            shapes.append(w.shape_of(val))
+        except fx_dims.NoDim as e:
+            raise _Untranslatable(f"operand {index}: {e}")
+    axes = _axes(w, n, [axis], rank)
+    stacked = []
+    for index, (t, shape) in enumerate(zip(tensors, shapes)):
+        name = f"{n.name}.u{index}"
+        w.value(name, _ELEM_TYPES.get(_tensor_meta(t).dtype, "not a tensor"),
+                shape[:axis] + [1] + shape[axis:])
+        w.node(n.name, name, "Unsqueeze", [w.value_of(t), axes], [name])
+        stacked.append(name)
+    w.node(n.name, n.name, "Concat", stacked, [w.value_of(n)], {"axis": axis})
+
+
 _TRANSLATIONS = {
     "mm": _matmul, "bmm": _matmul, "matmul": _matmul, "addmm": _addmm,
     "t": _transpose, "transpose": _transpose, "permute": _transpose,
@@ -436,7 +465,7 @@ _TRANSLATIONS = {
     "silu": _silu, "pow": _pow, "gelu": fx_functions.gelu,
     "native_layer_norm": fx_functions.layer_norm,
     "mean": _reduce("ReduceMean"), "sum": _reduce("ReduceSum"), "amax": _reduce("ReduceMax"),
-    "_softmax": _softmax, "softmax": _softmax, "slice": _slice, "cat": _cat,
+    "_softmax": _softmax, "softmax": _softmax, "slice": _slice, "cat": _cat, "stack": _stack,
     "_scaled_dot_product_flash_attention": fx_attention.sdpa,
     "_scaled_dot_product_efficient_attention": fx_attention.sdpa,
     "_scaled_dot_product_cudnn_attention": fx_attention.sdpa,

@@ -187,6 +187,10 @@ inline std::vector<OneOpCase> oneOpCases() {
        oneOp("rotate_half_f16", OpKind::RotateHalf, {t("x", DType::F16, {4, 16, 64})}, dim2)},
       {"rotate_half_bf16_middle", oneOp("rotate_half_bf16_middle", OpKind::RotateHalf,
                                         {t("x", DType::BF16, {6, 32, 5})}, dim1)},
+      {"rotate_pairs_f16",
+       oneOp("rotate_pairs_f16", OpKind::RotatePairs, {t("x", DType::F16, {4, 16, 64})}, dim2)},
+      {"rotate_pairs_bf16_middle", oneOp("rotate_pairs_bf16_middle", OpKind::RotatePairs,
+                                         {t("x", DType::BF16, {6, 32, 5})}, dim1)},
   };
   return cases;
 }

@@ -330,7 +330,12 @@ TEST_F(EmulatedExecution, RowOwnedNormsAndRotationsMatchTheInterpreter) {
   SCOPED_TRACE(verify::testing::seedTrace(seed));
   for (const graph::Schedule& schedule :
        {plan::testing::residualRmsNorm(256, 8), plan::testing::residualRmsNorm(2048, 4),
-        plan::testing::gqaRope(64), plan::testing::gqaRope(128)}) {
+        plan::testing::gqaRope(64), plan::testing::gqaRope(128),
+        plan::testing::gqaRope(64, graph::OpKind::RotatePairs),
+        plan::testing::gqaRope(128, graph::OpKind::RotatePairs)}) {
+    SCOPED_TRACE(schedule.name);
+    ASSERT_NE(plan::planKernel(schedule.graph, 0, emulationTarget()).as<plan::RowOwnedPlan>(),
+              nullptr);
     expectMatchesInterpreter(schedule, verify::normalInputs(schedule.program, seed, 1.0));
   }
 }

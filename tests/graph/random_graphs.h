@@ -134,7 +134,7 @@ inline bool RandomGraphs::addOp(graph::OpKind kind) {
   }
   const graph::Dims& shape = plan_[op.operands[0]].shape;
   if (info.hasDim) op.attrs.dim = uniform(0, static_cast<int>(shape.size()) - 1);
-  if (kind == OpKind::RotateHalf) {  // rotates halves: an even dim
+  if (graph::isRotation(kind)) {  // rotates halves or pairs: an even dim
     std::vector<int> even;
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] % 2 == 0) even.push_back(static_cast<int>(d));
@@ -176,7 +176,8 @@ inline graph::Program RandomGraphs::program() {
   inputs_ = 0;
   std::vector<graph::OpKind> kinds;
   for (const graph::OpInfo& info : graph::allOps()) {
-    if (graph::isPredefinedOp(info.kind) && (!lastOp_ || info.kind <= *lastOp_)) kinds.push_back(info.kind);
+    if (graph::isPredefinedOp(info.kind) && (!lastOp_ || info.kind <= *lastOp_))
+      kinds.push_back(info.kind);
   }
   const int firstInputs = uniform(1, 3);
   for (int i = 0; i < firstInputs; ++i) {

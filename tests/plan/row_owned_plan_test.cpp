@@ -48,6 +48,21 @@ TEST(RowOwnedPlan, RopeKeepsEachRotatedPairInOneLane) {
   EXPECT_EQ(d128.sharedBytes, 0);
 }
 
+TEST(RowOwnedPlan, InterleavedRopeKeepsEachPairInOneChunk) {
+  // rotate_pairs pairs columns 2i and 2i + 1: an even vector holds both in one lane's chunk.
+  const KernelPlan d64 =
+      planKernel(testing::gqaRope(64, graph::OpKind::RotatePairs).graph, 0, testTarget());
+  ASSERT_NE(d64.as<RowOwnedPlan>(), nullptr);
+  EXPECT_EQ(d64.as<RowOwnedPlan>()->perLane, 2);
+  EXPECT_EQ(d64.as<RowOwnedPlan>()->vector, 2);
+  const KernelPlan d128 =
+      planKernel(testing::gqaRope(128, graph::OpKind::RotatePairs).graph, 0, testTarget());
+  ASSERT_NE(d128.as<RowOwnedPlan>(), nullptr);
+  EXPECT_EQ(d128.as<RowOwnedPlan>()->perLane, 4);
+  EXPECT_EQ(d128.as<RowOwnedPlan>()->vector, 4);
+  EXPECT_EQ(d128.sharedBytes, 0);
+}
+
 TEST(RowOwnedPlan, LongRowsRaggedRowsAndColumnSumsStayOnTheGeneralPath) {
   // 4096 elements a row would be 128 registers per live tile and lane.
   EXPECT_EQ(planKernel(testing::residualRmsNorm(4096, 1).graph, 0, testTarget()).as<RowOwnedPlan>(),

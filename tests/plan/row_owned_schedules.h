@@ -55,26 +55,30 @@ inline graph::Schedule residualRmsNorm(int64_t hidden, int64_t rowsPerBlock) {
 // RoPE of 8 query heads and 2 KV heads of `headDim` over 16 tokens, stored [token, head, dim]
 // (heads_transposed, as a linear layer's output viewed per head): Q·cos + rotate_half(Q)·sin
 // and the same for K, one block per token (64 threads, 2 warps) holding every head, so K's
-// tiles have fewer rows than Q's.
-inline graph::Schedule gqaRope(int64_t headDim) {
+// tiles have fewer rows than Q's. `rotation` rotate_pairs is interleaved RoPE's (GPT-J).
+inline graph::Schedule gqaRope(int64_t headDim,
+                               graph::OpKind rotation = graph::OpKind::RotateHalf) {
   using graph::DType;
   using graph::OpKind;
   graph::OpAttrs lastDim;
   lastDim.dim = 2;
-  graph::GraphBuilder program("gqa_rope_d" + std::to_string(headDim));
+  const std::string name =
+      std::string(rotation == graph::OpKind::RotatePairs ? "gqa_rope_pairs_d" : "gqa_rope_d") +
+      std::to_string(headDim);
+  graph::GraphBuilder program(name);
   const graph::Layout heads = graph::Layout::HeadsTransposed;
   const graph::TensorId q = program.input("Q", DType::F16, {8, 16, headDim}, heads);
   const graph::TensorId c = program.input("C", DType::F16, {1, 16, headDim});
   const graph::TensorId s = program.input("S", DType::F16, {1, 16, headDim});
   const graph::TensorId k = program.input("K", DType::F16, {2, 16, headDim}, heads);
   for (const auto& [x, name] : {std::pair{q, "QR"}, std::pair{k, "KR"}}) {
-    const graph::TensorId rotated = program.op(OpKind::RotateHalf, {x}, lastDim);
+    const graph::TensorId rotated = program.op(rotation, {x}, lastDim);
     program.output(program.op(
         OpKind::Add, {program.op(OpKind::Mul, {x, c}), program.op(OpKind::Mul, {rotated, s})}, {},
         name));
   }
   graph::Schedule schedule;
-  schedule.name = "gqa_rope_d" + std::to_string(headDim) + ".rows";
+  schedule.name = name + ".rows";
   schedule.program = program.finish();
   const std::vector<graph::TensorDesc> inputs(schedule.program.tensors.begin(),
                                               schedule.program.tensors.begin() + 4);
@@ -84,7 +88,7 @@ inline graph::Schedule gqaRope(int64_t headDim) {
   const graph::TensorId st = block.input(2, {1, -1, -1}, -1, "s");
   const graph::TensorId kt = block.input(3, {1, -1, -1}, -1, "k");
   for (graph::TensorId x : {qt, kt}) {
-    const graph::TensorId rotated = block.op(OpKind::RotateHalf, {x}, lastDim);
+    const graph::TensorId rotated = block.op(rotation, {x}, lastDim);
     block.output(block.op(OpKind::Add,
                           {block.op(OpKind::Mul, {x, ct}), block.op(OpKind::Mul, {rotated, st})}),
                  {1, -1, -1});

@@ -43,10 +43,11 @@ def configs(hidden=128, layers=2, vocab=512):
 
 def more_configs(hidden=128, layers=2, vocab=512):
     """Architectures the backend has no case for, to partition as a new user's model would be:
-    RoPE written other ways (interleaved: GPT-J, Cohere; partial: StableLM, Falcon), LayerNorm
-    and biases (OPT, BLOOM with ALiBi, StarCoder2), norms scaled by 1 + weight (Gemma 2 and 3,
-    with logit soft-capping in Gemma 2), QK-norms (OLMo 2), scaled residuals (Granite) and
-    mixtures of experts (Mixtral, Qwen3-MoE). Only those the installed transformers has."""
+    RoPE written other ways (interleaved: GPT-J, partial or whole, Cohere; partial: StableLM,
+    Falcon), LayerNorm and biases (OPT, BLOOM with ALiBi, StarCoder2), norms scaled by
+    1 + weight (Gemma 2 and 3, with logit soft-capping in Gemma 2), QK-norms (OLMo 2), scaled
+    residuals (Granite) and mixtures of experts (Mixtral, Qwen3-MoE). Only those the installed
+    transformers has."""
     import transformers as t
 
     heads = max(4, hidden // 64)
@@ -77,6 +78,10 @@ def more_configs(hidden=128, layers=2, vocab=512):
                                        vocab_size=vocab, **ids),
         "gptj": lambda: t.GPTJConfig(n_embd=hidden, n_layer=layers, n_head=heads,
                                      vocab_size=vocab, rotary_dim=head // 2, **ids),
+        # every dim rotated (the pass-through slice empty): RoPE then the head transpose, which
+        # joins RoPE's subgraph
+        "gptj_full_rotary": lambda: t.GPTJConfig(n_embd=hidden, n_layer=layers, n_head=heads,
+                                                 vocab_size=vocab, rotary_dim=head, **ids),
     }
     found = {}
     for name, make in made.items():

@@ -252,6 +252,41 @@ class FxPartitionTest(PartitionChecks, unittest.TestCase):
                                         "outputs": ["y"]}]})
 
 
+class InterleavedRopeTest(unittest.TestCase):
+    """GPT-J and Cohere write RoPE interleaved, torch.stack((-x[..., 1::2], x[..., ::2]),
+    -1).flatten(-2): the FX front end writes the stack as Unsqueezes and a Concat, and the
+    partitioner maps the whole group to rotate_pairs inside RoPE's subgraphs, with its muls
+    and adds, where it used to leave each Neg in a subgraph of its own."""
+
+    def test_interleaved_rope_is_rotate_pairs_beside_its_muls_and_adds(self):
+        for name in ("gptj", "gptj_full_rotary", "cohere"):
+            with self.subTest(model=name):
+                gm, writer, partition = partitioned(name)
+                subgraphs = partition["subgraphs"]
+                rope = [s for s in subgraphs if "rotate_pairs(" in s["program_text"]]
+                rotations = sum(s["program_text"].count("rotate_pairs(") for s in rope)
+                self.assertEqual(rotations, 2 * 2, f"{name}: q and k in each of 2 layers")
+                for s in rope:  # x·cos + rotate_pairs(x)·sin each
+                    text = s["program_text"]
+                    self.assertGreaterEqual(text.count(" = mul("), 2 * text.count("rotate_pairs("))
+                    self.assertGreaterEqual(text.count(" = add("), text.count("rotate_pairs("))
+                negs = {n.name for n in gm.graph.nodes if n.target == torch.ops.aten.neg.default}
+                self.assertEqual(len(negs), 2 * 2, name)
+                for s in subgraphs:
+                    origins = {writer.origin.get(n, n) for n in s["nodes"]}
+                    self.assertFalse(origins <= negs, f"{name}: {s['name']} holds a Neg alone")
+                    if origins & negs:
+                        self.assertIn("rotate_pairs(", s["program_text"], f"{name}: {s['name']}")
+                placed = {writer.origin.get(n, n) for s in rope for n in s["nodes"]}
+                self.assertEqual(negs - placed, set(), f"{name}: Negs outside RoPE's subgraphs")
+                if name == "gptj_full_rotary":  # RoPE before the head transpose, which joins
+                    fx = {n.name: n for n in gm.graph.nodes}
+                    for s in rope:
+                        moved = [m for m in (writer.origin.get(n, n) for n in s["nodes"])
+                                 if m in fx and fx[m].target == torch.ops.aten.transpose.int]
+                        self.assertTrue(moved, f"{name}: {s['name']}")
+
+
 def decode_step(name, past=8):
     """(GraphModule, writer, partition) of one decode step after a prefill of `past` tokens."""
     model = model_graphs.causal_lm(name)

@@ -66,6 +66,13 @@ def _dtype_name(t):
     return {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}[t.dtype]
 
 
+def _is_rope(program_text):
+    """RoPE's subgraph: a rotation (Llama's rotate_half, GPT-J's and Cohere's interleaved
+    rotate_pairs) with no matmul."""
+    rotates = "rotate_half(" in program_text or "rotate_pairs(" in program_text
+    return rotates and "matmul(" not in program_text
+
+
 def traced_with_inputs(model, **kwargs):
     """(aten GraphModule, its real arguments) of model(**kwargs) under torch.compile."""
     from functorch.compile import make_boxed_func
@@ -90,8 +97,10 @@ def traced_with_inputs(model, **kwargs):
 class SubstituteTest(unittest.TestCase):
     def test_every_subgraph_substituted_gives_the_original_outputs(self):
         """Every subgraph replaced, or every one but RoPE's (which then stays in PyTorch and
-        hands the attention launch a head-transposed value): the original outputs either way."""
-        for name in ("llama", "qwen3", "mistral"):
+        hands the attention launch a head-transposed value): the original outputs either way.
+        GPT-J's and Cohere's RoPE is interleaved (rotate_pairs, its stack's Unsqueezes and
+        Concat bound to the FX stack node)."""
+        for name in ("llama", "qwen3", "mistral", "gptj", "cohere"):
             for rope_in_pytorch in (False, True):
                 with self.subTest(model=name, rope_in_pytorch=rope_in_pytorch):
                     self.check_substituted(name, rope_in_pytorch)
@@ -109,8 +118,7 @@ class SubstituteTest(unittest.TestCase):
         chosen = []
         for s in graph_report.partition["subgraphs"]:
             graph_report.searched(s, None, {"variants": []}, False)
-            if rope_in_pytorch and "rotate_half(" in s["program_text"] \
-                    and "matmul(" not in s["program_text"]:
+            if rope_in_pytorch and _is_rope(s["program_text"]):
                 continue
             binding = substitute.Binding(s, writer, fx_nodes)
             module, names = timing.pytorch_subgraph(gm, s, binding, writer)
@@ -126,8 +134,7 @@ class SubstituteTest(unittest.TestCase):
         # handed over as the kernel stores them (no copy to other strides).
         timed = {s["name"]: timing._as_substituted(gm, s, binding, key, chosen, graph_report)
                  for s, binding, (key, _, _) in chosen}
-        rope = [s["name"] for s, _, _ in chosen if "rotate_half(" in s["program_text"]
-                and "matmul(" not in s["program_text"]]
+        rope = [s["name"] for s, _, _ in chosen if _is_rope(s["program_text"])]
         self.assertEqual(bool(rope), not rope_in_pytorch)
         for s, binding, (key, _, _) in chosen:
             variant = kernels.registered(timed[s["name"]])
