@@ -160,8 +160,9 @@ bool takesEveryLength(const KernelPlan& plan, const WarpgroupMmaPlan& wg) {
 // Whether the warpgroup attention plan `at` of a kernel that takes the lengths runs at every
 // length: its tensor maps (dims and strides) are encoded at launch from the lengths, its loop
 // runs ⌈s / kv⌉ trips, partial key tiles and the causal diagonal are masked with the lengths
-// and its epilogue stops at them; gathered operands, clusters, inputs read in S's layout and a causal mask whose query
-// count is fixed while its rows follow a length are not printed from the lengths.
+// and its epilogue stops at them; gathered operands, clusters, inputs read in S's layout and a
+// causal mask whose query count is fixed while its rows follow a length are not printed from the
+// lengths.
 bool takesEveryLength(const KernelPlan& plan, const WarpgroupAttentionPlan& at) {
   if (at.clusterBlocks > 1 || plan.block->clusterBlocks() > 1) return false;
   if (at.q.map < 0 || at.k.map < 0 || at.v.map < 0) return false;

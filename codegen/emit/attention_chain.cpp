@@ -92,7 +92,9 @@ void AttentionChain::loadScoreInput(int index) {
     terms.push_back({"static_cast<long long>(" + row + ")",
                      context_.product(copy.globalStride[rowDim])});
   }
-  if (copy.boxExtent[colDim] > 1) terms.push_back({col, context_.product(copy.globalStride[colDim])});
+  if (copy.boxExtent[colDim] > 1) {
+    terms.push_back({col, context_.product(copy.globalStride[colDim])});
+  }
   const Index4 element4{"0", "0", rows ? row : "0", cols ? col : "0"};
   const std::string real = context_.realCondition(input.output, element4, "it");
   const std::string element = "mg::to_f32(" + base + "[" + linearExpression(terms) + "])";

@@ -38,7 +38,7 @@ struct WarpgroupAttentionPlan : WarpgroupRing {
   // every iteration, as the GEMM epilogue reads its inputs (plan::InputCopy), zero past the
   // real rows and keys.
   std::vector<int> scoreInputs;
-  int64_t qBytes = 0;               // Q's boxes, before the stages
+  int64_t qBytes = 0;  // Q's boxes, before the stages
   // The loop is software-pipelined: iteration i issues S = Q·K of its own tile and then
   // O += P·V of tile i - 1, and computes its softmax while that second multiply runs; O is
   // rescaled once it has landed, and the last tile's P·V follows the loop. A consumer then

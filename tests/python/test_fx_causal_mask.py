@@ -130,15 +130,20 @@ class ConstantCausalMaskTest(unittest.TestCase):
         self.assertFalse(constant_mask.is_causal_pattern(two, ROWS, ROWS))
 
 
-class LlamaCausalMaskTest(unittest.TestCase):
+def _model_attentions(name, marker):
+    """(writer, the attention subgraphs of the model's prefill: two matmuls and `marker`)."""
+    model = model_graphs.causal_lm(name)
+    ids = torch.randint(0, 512, (1, ROWS))
+    (gm,) = model_graphs.aten_graphs(model, input_ids=ids, use_cache=False)
+    graph, writer = fx_graph.to_graph_json(gm)
+    partition = _capi.partition(graph)
+    return writer, [s for s in partition["subgraphs"] if marker in s["program_text"]
+                    and s["program_text"].count("matmul(") == 2]
+
+
+class ModelCausalMaskTest(unittest.TestCase):
     def test_llama_attention_holds_causal_mask_and_reads_no_mask(self):
-        model = model_graphs.causal_lm("llama")
-        ids = torch.randint(0, 512, (1, ROWS))
-        (gm,) = model_graphs.aten_graphs(model, input_ids=ids, use_cache=False)
-        graph, writer = fx_graph.to_graph_json(gm)
-        partition = _capi.partition(graph)
-        attention = [s for s in partition["subgraphs"] if "reduce_max(" in s["program_text"]
-                     and s["program_text"].count("matmul(") == 2]
+        writer, attention = _model_attentions("llama", "reduce_max(")
         self.assertEqual(len(attention), 2)  # one per layer
         for s in attention:
             self.assertIn("causal_mask(", s["program_text"])
@@ -150,13 +155,7 @@ class LlamaCausalMaskTest(unittest.TestCase):
 
     def test_gemma2_soft_capped_attention_holds_causal_mask(self):
         """Gemma 2 writes attention out (its scores soft-capped by tanh) and adds the mask."""
-        model = model_graphs.causal_lm("gemma2")
-        ids = torch.randint(0, 512, (1, ROWS))
-        (gm,) = model_graphs.aten_graphs(model, input_ids=ids, use_cache=False)
-        graph, writer = fx_graph.to_graph_json(gm)
-        partition = _capi.partition(graph)
-        attention = [s for s in partition["subgraphs"] if "tanh(" in s["program_text"]
-                     and s["program_text"].count("matmul(") == 2]
+        _, attention = _model_attentions("gemma2", "tanh(")
         self.assertEqual(len(attention), 2)  # one per layer
         for s in attention:
             self.assertIn("causal_mask(", s["program_text"])

@@ -81,8 +81,9 @@ TEST(RandomInputs, ABiasAndASoftCapPassTheLogitSpreadOn) {
   const std::string inputs =
       "input Q f32 [8, 4, 128]\ninput K f32 [8, 128, 1024]\ninput V f32 [8, 1024, 128]\n"
       "input B f32 [1, 4, 1024]\n";
-  const std::string softmax = "M = reduce_max(A, dim=2)\nE = exp(sub(A, M))\n"
-                              "S = reduce_sum(E, dim=2)\nO = matmul(div(E, S), V)\noutput O\n";
+  const std::string softmax =
+      "M = reduce_max(A, dim=2)\nE = exp(sub(A, M))\n"
+      "S = reduce_sum(E, dim=2)\nO = matmul(div(E, S), V)\noutput O\n";
   const graph::Program plain = graph::parseProgramText(
       inputs + "A = scale(matmul(Q, K), c=0.08838834764831843)\n" + softmax, "p.mg");
   const graph::Program capped = graph::parseProgramText(
