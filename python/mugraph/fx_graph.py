@@ -242,12 +242,28 @@ def _matmul(w, n):
 
 
 def _addmm(w, n):
+    """beta·input + alpha·(a·b): addmm (a linear layer with its bias) and baddbmm (BLOOM's
+    scores: ALiBi's bias plus Q·Kᵀ scaled)."""
     bias, a, b = n.args[:3]
-    if n.kwargs.get("beta", 1) != 1 or n.kwargs.get("alpha", 1) != 1:
-        raise _Untranslatable("beta or alpha other than 1")
-    product = w.value(f"{n.name}.mm", *_described(w, n))
+    beta, alpha = n.kwargs.get("beta", 1), n.kwargs.get("alpha", 1)
+    if not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in (beta, alpha)):
+        raise _Untranslatable("beta or alpha is not a number")
+    if beta == 0:
+        raise _Untranslatable("beta 0 (the input ignored, NaN included)")
+    elem, shape = _described(w, n)
+    product = w.value(f"{n.name}.mm", elem, shape)
     w.node(n.name, f"{n.name}.mm", "MatMul", [w.value_of(a), w.value_of(b)], [product])
-    w.node(n.name, n.name, "Add", [product, w.value_of(bias)], [w.value_of(n)])
+    if alpha != 1:
+        scaled = w.value(f"{n.name}.alpha", elem, shape)
+        w.node(n.name, scaled, "Mul",
+               [product, w.constant(f"{n.name}.alpha_c", [float(alpha)], elem, [])], [scaled])
+        product = scaled
+    term = w.value_of(bias)
+    if beta != 1:
+        term = w.value(f"{n.name}.beta", *_described(w, bias))
+        w.node(n.name, term, "Mul",
+               [w.value_of(bias), w.constant(f"{n.name}.beta_c", [float(beta)], elem, [])], [term])
+    w.node(n.name, n.name, "Add", [product, term], [w.value_of(n)])
 
 
 def _permutation(rank, perm):
@@ -452,7 +468,7 @@ def _stack(w, n):
 
 
 _TRANSLATIONS = {
-    "mm": _matmul, "bmm": _matmul, "matmul": _matmul, "addmm": _addmm,
+    "mm": _matmul, "bmm": _matmul, "matmul": _matmul, "addmm": _addmm, "baddbmm": _addmm,
     "t": _transpose, "transpose": _transpose, "permute": _transpose,
     "view": _reshape, "_unsafe_view": _reshape, "reshape": _reshape, "unsqueeze": _reshape,
     "squeeze": _reshape, "flatten": _reshape, "expand": _expand,

@@ -298,6 +298,42 @@ def decode_step(name, past=8):
     return gm, writer, _capi.partition(graph)
 
 
+class _ScaledBatchProduct(torch.nn.Module):
+    def forward(self, bias, a, b):
+        return torch.baddbmm(bias, a, b, beta=0.5, alpha=2.0)
+
+
+class BiasedScoresTest(unittest.TestCase):
+    """baddbmm: beta·input + alpha·(batch1·batch2), which BLOOM computes its ALiBi scores with."""
+
+    def test_baddbmm_is_the_scaled_product_plus_the_scaled_input(self):
+        args = (torch.randn(4, 1, 16), torch.randn(4, 16, 8), torch.randn(4, 8, 16))
+        (gm,) = model_graphs.aten_graphs(_ScaledBatchProduct(), *args)
+        graph, writer = fx_graph.to_graph_json(gm)
+        (s,) = _capi.partition(graph)["subgraphs"]
+        named = {re.search(r"\[(.*)\]", line).group(1): re.match(r"input (\S+)", line).group(1)
+                 for line in declarations(s["program_text"])}
+        bias, a, b = named["4, 1, 16"], named["4, 16, 8"], named["4, 8, 16"]
+        reference = "\n".join(["program reference"] + declarations(s["program_text"]) + [
+            f"Y = add(scale(matmul({a}, {b}), c=2), scale({bias}, c=0.5))", "output Y", ""])
+        out = re.search(r"^output (\S+)", s["program_text"], re.M).group(1)
+        reference = reference.replace("Y", out)
+        ok, log = equivalent(reference, s["program_text"])
+        self.assertTrue(ok, s["program_text"] + log)
+
+    def test_bloom_attention_is_one_subgraph_with_its_alibi_bias_and_causal_mask(self):
+        gm, writer, partition = partitioned("bloom")
+        attention = [s for s in partition["subgraphs"] if "exp(" in s["program_text"]]
+        self.assertEqual(len(attention), 2)  # one per layer
+        for s in attention:
+            text = s["program_text"]
+            self.assertEqual(text.count("matmul("), 2, text)
+            self.assertIn("causal_mask(", text)
+            self.assertEqual(len(s["inputs"]), 4, text)  # Q, Kᵀ, V and ALiBi's [heads, 1, keys]
+            self.assertTrue(any(re.search(r"\[\d+, 1, \d+\]", line)
+                                for line in declarations(text)), text)
+
+
 class DecodeStepTest(PartitionChecks, unittest.TestCase):
     def test_a_decode_step_partitions_like_a_prefill(self):
         """One query row: the head transposes move no data (Qwen3's q/k norms still join RoPE),
