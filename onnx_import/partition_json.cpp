@@ -42,6 +42,7 @@ nlohmann::json subgraphJson(const Subgraph& s) {
     if (in.tiling.times != 1) {
       entry["tiled"] = {{"dim_from_end", in.tiling.dimFromEnd}, {"times", in.tiling.times}};
     }
+    if (in.castFrom) entry["cast_from"] = std::string(graph::dtypeName(*in.castFrom));
     inputs.push_back(entry);
   }
   for (const BoundOutput& out : s.outputs) {

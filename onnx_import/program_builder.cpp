@@ -104,16 +104,20 @@ void ProgramBuilder::define(const std::string& value, TensorId id) {
 
 // An input of the program for a value computed outside: through the views it comes by, down
 // to the buffer that holds it.
-TensorId ProgramBuilder::external(const std::string& value, int rank, bool transposeHere) {
+TensorId ProgramBuilder::external(const std::string& value, int rank, bool transposeHere,
+                                  std::optional<graph::DType> readAs) {
+  const Value& v = model_.values.at(value);
+  if (!v.dtype) fail("input '" + value + "' is " + v.elemType);
+  const graph::DType declared = readAs.value_or(*v.dtype);
+  const bool converted = declared != *v.dtype;
   // One input per rank a value is read at: RoPE's cos read by q of several heads (rank 3) and
   // by the one KV head of multi-query attention (rank 2, its head dim a leading 1) is two
-  // inputs the binding hands the same memory.
-  const std::string key = value + (transposeHere ? "^T" : "") + "@" + std::to_string(rank);
+  // inputs the binding hands the same memory; and one per dtype it is read at.
+  const std::string key = value + (transposeHere ? "^T" : "") + "@" + std::to_string(rank) +
+                          (converted ? ":" + std::string(graph::dtypeName(declared)) : "");
   if (const auto found = externals_.find(key); found != externals_.end()) {
     return found->second.first;
   }
-  const Value& v = model_.values.at(value);
-  if (!v.dtype) fail("input '" + value + "' is " + v.elemType);
   std::string buffer = value;
   std::vector<int> views;  // from the value down to its buffer (aliases included)
   for (;;) {
@@ -171,13 +175,13 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
     fail("reads '" + value + "' as " + std::string(graph::layoutName(layout)) + " at rank " +
          std::to_string(shape.size()));
   }
-  const TensorId id = builder_.input(irName, *v.dtype, shape, layout,
+  const TensorId id = builder_.input(irName, declared, shape, layout,
                                      dynamicRecord(value, shape.size(), transposeHere));
   externals_[key] = {id, rank};
   const auto tiling = tiled_.find(value);
   inputs_.push_back({irName, value, buffer, layout == graph::Layout::Transposed, layout,
                      tiling == tiled_.end() ? Tiling{} : tiling->second,
-                     model_.values.at(buffer).storedLayout});
+                     model_.values.at(buffer).storedLayout, converted ? v.dtype : std::nullopt});
   return id;
 }
 
@@ -226,12 +230,13 @@ std::vector<int> ProgramBuilder::dynamicRecord(const std::string& value, size_t 
 }
 
 // The IR tensor of a value at `rank` (inputs are declared at the rank their first use needs).
-TensorId ProgramBuilder::tensor(const std::string& value, int rank) {
+TensorId ProgramBuilder::tensor(const std::string& value, int rank,
+                                std::optional<graph::DType> readAs) {
   if (!inside_.count(value)) {
     if (model_.constants.count(value) && model_.constants.at(value).values.size() == 1) {
       fail("reads the constant '" + value + "' where the IR takes a tensor");
     }
-    return external(value, rank);
+    return external(value, rank, false, readAs);
   }
   const IrValue& v = values_.at(value);
   if (v.readsOutside) {
@@ -240,7 +245,7 @@ TensorId ProgramBuilder::tensor(const std::string& value, int rank) {
          p = model_.producerOf(model_.nodes[p].inputs.at(support_[p].aliasInput))) {
       framework_.insert(p);
     }
-    return external(bound, rank);
+    return external(bound, rank, false, readAs);
   }
   if (v.tensor < 0) {
     if (v.denominator >= 0) {
@@ -254,6 +259,14 @@ TensorId ProgramBuilder::tensor(const std::string& value, int rank) {
          " in the IR) to rank " + std::to_string(rank) + ": only inputs take leading size-1 dims");
   }
   return v.tensor;
+}
+
+std::optional<graph::DType> ProgramBuilder::programDtype(const std::string& value) const {
+  if (!inside_.count(value)) return model_.values.at(value).dtype;
+  const IrValue& v = values_.at(value);
+  if (v.readsOutside) return model_.values.at(boundValue(value)).dtype;
+  if (v.tensor < 0) return std::nullopt;
+  return builder_.desc(v.tensor).dtype;
 }
 
 // The value an alias chain from outside (casts, Identity, reshapes of leading 1s) is read

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -52,6 +53,9 @@ struct BoundInput {
   // How the program takes the buffer's memory to be laid out (Value::storedLayout, or
   // row-major where the program reads it in its logical order): the binding hands it over so.
   graph::Layout bufferLayout = graph::Layout::RowMajor;
+  // The value's own dtype where the program reads it at a narrower one (an f32 cos times f16
+  // q, which the framework computes in f32 and casts back): the binding converts it.
+  std::optional<graph::DType> castFrom;
 };
 
 struct BoundOutput {

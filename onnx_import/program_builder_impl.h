@@ -65,8 +65,14 @@ class ProgramBuilder {
   // op broadcasts the result against a higher rank (broadcastRanks_).
   int resultRank(int rank, const std::string& out) const;
   void planBroadcastRanks(const std::vector<int>& nodes);
-  TensorId tensor(const std::string& value, int rank);
-  TensorId external(const std::string& value, int rank, bool transposeHere = false);
+  // `readAs`: a value from outside read at this dtype, not its own (external's castFrom).
+  TensorId tensor(const std::string& value, int rank,
+                  std::optional<graph::DType> readAs = std::nullopt);
+  TensorId external(const std::string& value, int rank, bool transposeHere = false,
+                    std::optional<graph::DType> readAs = std::nullopt);
+  // The dtype `value` has in the program: its IR tensor's, or for a value read from outside,
+  // the dtype external would declare it at; nothing for a constant.
+  std::optional<graph::DType> programDtype(const std::string& value) const;
   std::vector<int> dynamicRecord(const std::string& value, size_t rank, bool transposed);
   std::string fresh(const std::string& base);
   TensorId op(OpKind kind, std::vector<TensorId> in, graph::OpAttrs attrs = {},

@@ -94,7 +94,19 @@ void ProgramBuilder::mapBinary() {
                    : kind == "Sub" ? OpKind::Sub
                    : kind == "Mul" ? OpKind::Mul
                                    : OpKind::Div;
-  define(out, op(k, {tensor(a, rank), tensor(b, rank)}));
+  // f32 times a 16-bit value: the framework promotes to f32 and casts the result back (OLMo 2's
+  // RoPE: f16 q times f32 cos), as the program's casts, aliases, leave it in 16 bits. An f32
+  // operand read from outside is read at the other's dtype, converted by the binding.
+  std::optional<graph::DType> readA, readB;
+  const std::optional<graph::DType> da = programDtype(a), db = programDtype(b);
+  const auto fromOutside = [&](const std::string& v) {
+    return !inside_.count(v) || values_.at(v).readsOutside;
+  };
+  if (da && db && *da != *db) {
+    if (*da == graph::DType::F32 && fromOutside(a)) readA = db;
+    if (*db == graph::DType::F32 && fromOutside(b)) readB = da;
+  }
+  define(out, op(k, {tensor(a, rank, readA), tensor(b, rank, readB)}));
 }
 
 void ProgramBuilder::mapReduce() {

@@ -7,6 +7,8 @@ ELEM_TYPES = {
     torch.float64: "double", torch.int64: "int64", torch.int32: "int32", torch.int16: "int16",
     torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",
 }
+# The IR's dtype names (graph/types.h) as torch dtypes.
+IR_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 # ONNX TensorProto element type numbers, for Cast's `to`.
 ONNX_TYPE_NUMBERS = {torch.float32: 1, torch.float16: 10, torch.bfloat16: 16,
                      torch.float64: 11, torch.int64: 7, torch.int32: 6, torch.bool: 9}

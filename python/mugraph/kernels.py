@@ -12,8 +12,8 @@ import os
 import torch
 
 from . import _capi
+from .fx_values import IR_DTYPES as _DTYPES
 
-_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 _REGISTRY = {}
 # What a launch copied ("<variant folder> input q: strides [..]", "... output o: ..."): an
 # input handed over not dense, an output the FX value downstream strides otherwise. Each copy

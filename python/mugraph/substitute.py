@@ -79,6 +79,9 @@ class Binding:
         # name, rep) or ("permute", FX node name, perm)
         self.inputs = []
         self.tiled = []  # per input: None, or {"dim_from_end", "times"}
+        # per input: None, or the dtype the program reads a wider value at (its "cast_from":
+        # OLMo 2's f32 cos times f16 q, which PyTorch computes in f32 and casts back)
+        self.casts = []
         for i in subgraph["inputs"]:
             buffer = i.get("reads_buffer_of", i["onnx_value"])
             if buffer in writer.causal_masks:
@@ -97,6 +100,8 @@ class Binding:
             else:
                 raise ValueError(f"reads '{buffer}', a value inside one translated aten node")
             self.tiled.append(i.get("tiled"))
+            self.casts.append(fx_values.IR_DTYPES[_declared_dtype(subgraph, i["name"])]
+                              if "cast_from" in i else None)
         self.outputs = []
         for o in subgraph["outputs"]:
             if o["onnx_value"] not in fx_nodes:
@@ -104,7 +109,21 @@ class Binding:
             self.outputs.append(o["onnx_value"])
 
     def input_values(self, values, device):
-        return [_tiled(_input_value(i, values, device), t) for i, t in zip(self.inputs, self.tiled)]
+        return [_tiled(_cast(_input_value(i, values, device), c), t)
+                for i, t, c in zip(self.inputs, self.tiled, self.casts)]
+
+
+def _cast(x, dtype):
+    return x if dtype is None else x.to(dtype)
+
+
+def _declared_dtype(subgraph, name):
+    """The dtype (f16, bf16, f32) the subgraph's program declares input `name` at."""
+    for line in subgraph["program_text"].splitlines():
+        words = line.split()
+        if len(words) > 2 and words[0] == "input" and words[1] == name:
+            return words[2]
+    raise ValueError(f"the program declares no input '{name}'")
 
 
 def output_shapes(binding, fx_nodes, tensors):
@@ -298,8 +317,14 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
     last = max(covered, key=lambda n: order[n])
     with graph.inserting_after(last):
         args = []
-        for i, tiled in zip(binding.inputs, binding.tiled):
-            if isinstance(i, str):
+        for i, tiled, cast in zip(binding.inputs, binding.tiled, binding.casts):
+            if isinstance(i, str) and cast is not None:  # converted as the program reads it
+                arg = graph.call_function(torch.ops.aten._to_copy.default, (nodes[i],),
+                                          {"dtype": cast})
+                if isinstance(nodes[i].meta.get("val"), torch.Tensor):
+                    arg.meta["val"] = nodes[i].meta["val"].to(cast)
+                arg = _dense(graph, arg)
+            elif isinstance(i, str):
                 arg = _dense(graph, nodes[i])
             elif i[0] == "repeat":
                 arg = graph.call_function(torch.ops.aten.repeat_interleave.self_int,

@@ -76,6 +76,27 @@ TEST(OpMapping, AValueReadAtTwoRanksIsTwoInputsOfOneBuffer) {
   EXPECT_EQ(readsC, 2);
 }
 
+// f16 x times an f32 c read from outside (OLMo 2's RoPE: PyTorch promotes to f32, then casts
+// back): c is read at f16, the binding converting it; an f32 value computed inside is not.
+TEST(OpMapping, AWiderFloatReadFromOutsideIsReadAtTheNarrowerDtype) {
+  OnnxGraph g;
+  g.input("X", {1, 4, 8, 16});
+  g.input("C", {1, 1, 8, 16}, onnx::TensorProto_DataType_FLOAT);
+  g.output("Y", {1, 4, 8, 16});
+  g.node("Mul", {"X", "C"}, "P");
+  OnnxGraph::attr(g.node("Cast", {"P"}, "Y"), "to", int64_t{onnx::TensorProto_DataType_FLOAT16});
+  const ImportedModel m = g.import("promoted_rope");
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  EXPECT_TRUE(m.unsupported.empty()) << m.unsupported[0].reason;
+  const Subgraph& s = m.subgraphs[0];
+  for (const BoundInput& in : s.inputs) {
+    const graph::DType declared = s.program.tensors[s.program.inputs[&in - s.inputs.data()]].dtype;
+    EXPECT_EQ(declared, graph::DType::F16) << in.value;
+    EXPECT_EQ(in.castFrom, in.value == "C" ? std::optional(graph::DType::F32) : std::nullopt)
+        << in.value;
+  }
+}
+
 TEST(OpMapping, ScalarConstantsBecomeScaleAndAddScalar) {
   OnnxGraph g;
   g.input("X", {8, 32});

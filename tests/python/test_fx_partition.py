@@ -334,6 +334,28 @@ class BiasedScoresTest(unittest.TestCase):
                                 for line in declarations(text)), text)
 
 
+class PromotedRopeTest(unittest.TestCase):
+    """OLMo 2 multiplies f16 q and k by f32 cos and sin (PyTorch promotes to f32 and casts the
+    result back): RoPE reads the tables at f16, converted by the binding, and stays one
+    subgraph beside an attention that holds both matmuls."""
+
+    def test_olmo2_rope_reads_its_f32_tables_at_f16(self):
+        gm, writer, partition = partitioned("olmo2")
+        fx_nodes = {n.name for n in gm.graph.nodes}
+        rope = [s for s in partition["subgraphs"]
+                if "rotate_half(" in s["program_text"] and "matmul(" not in s["program_text"]]
+        self.assertEqual(len(rope), 2)  # one per layer, q and k together
+        for s in rope:
+            cast = [i for i in s["inputs"] if i.get("cast_from") == "f32"]
+            self.assertEqual(len(cast), 2, s["inputs"])  # cos and sin
+            binding = substitute.Binding(s, writer, fx_nodes)
+            self.assertEqual(binding.casts.count(torch.float16), 2, binding.casts)
+            for i in cast:
+                self.assertIn(f"input {i['name']} f16 ", s["program_text"])
+        attention = [s for s in partition["subgraphs"] if "exp(" in s["program_text"]]
+        self.assertEqual([s["program_text"].count("matmul(") for s in attention], [2, 2])
+
+
 class DecodeStepTest(PartitionChecks, unittest.TestCase):
     def test_a_decode_step_partitions_like_a_prefill(self):
         """One query row: the head transposes move no data (Qwen3's q/k norms still join RoPE),

@@ -100,13 +100,19 @@ class SubstituteTest(unittest.TestCase):
         hands the attention launch a head-transposed value): the original outputs either way.
         GPT-J's and Cohere's RoPE is interleaved (rotate_pairs, its stack's Unsqueezes and
         Concat bound to the FX stack node)."""
-        for name in ("llama", "qwen3", "mistral", "gptj", "cohere"):
+        for name in ("llama", "qwen3", "mistral", "gptj", "cohere", "olmo2"):
             for rope_in_pytorch in (False, True):
                 with self.subTest(model=name, rope_in_pytorch=rope_in_pytorch):
                     self.check_substituted(name, rope_in_pytorch)
 
-    def check_substituted(self, name, rope_in_pytorch):
-        model = model_graphs.causal_lm(name, dtype=torch.float32)
+    def test_a_table_read_at_a_narrower_dtype_is_converted_in_the_graph(self):
+        """OLMo 2 in f16: RoPE reads its f32 cos and sin at f16 (PyTorch computes q·cos in f32
+        and casts back), so the substituted graph converts them before the launch; the outputs
+        stay within f16 rounding of the original's."""
+        self.check_substituted("olmo2", False, dtype=torch.float16, tolerance=2e-2)
+
+    def check_substituted(self, name, rope_in_pytorch, dtype=torch.float32, tolerance=1e-5):
+        model = model_graphs.causal_lm(name, dtype=dtype)
         ids = torch.randint(0, 512, (1, 16))
         gm, args = traced_with_inputs(model, input_ids=ids, use_cache=False)
         graph, writer = fx_graph.to_graph_json(gm)
@@ -170,7 +176,11 @@ class SubstituteTest(unittest.TestCase):
                                      [kernels.stored_strides(variant, j)
                                       for j in range(len(variant.outputs))])
         launched = [kernels.registered(n.args[0]) for n in launches]  # copies for ":stored"
-        runners = [(optimized, 1e-5)]
+        if dtype != torch.float32:
+            casts = [n for n in optimized.graph.nodes if n.target is torch.ops.aten._to_copy.default
+                     and any(u.target is torch.ops.mugraph.launch.default for u in n.users)]
+            self.assertTrue(casts, "a launch reads a converted table")
+        runners = [(optimized, tolerance)]
         if name == "llama":  # Inductor around the launches, as the backend runs it
             runners.append((rest.Rest("inductor").compile(optimized, args), 1e-4))
         for calls, (runner, tolerance) in enumerate(runners, start=1):
