@@ -188,7 +188,10 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state,
   if (!fusionLeft && state.flow.ops[state.position].kind != graph::OpKind::Matmul) return steps;
   const int lastAllowed =
       fusionLeft ? std::min(opCount, state.position + config_.maxBlockOps) - 1 : state.position;
-  for (int last = state.position; last <= lastAllowed; ++last) {
+  // The longest segments first: a search its time limit stops has met the fused kernels,
+  // which the one-op ones' deep subtrees would otherwise keep it from (a softmax's one-kernel
+  // form, half the cost of its two-kernel ones, was not reached in 30 s).
+  for (int last = lastAllowed; last >= state.position; --last) {
     // Combine ops a grid split inserts only add ops: a segment without room is pruned here.
     const bool fused = last > state.position;
     const bool room =
