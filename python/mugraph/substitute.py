@@ -318,13 +318,7 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
     with graph.inserting_after(last):
         args = []
         for i, tiled, cast in zip(binding.inputs, binding.tiled, binding.casts):
-            if isinstance(i, str) and cast is not None:  # converted as the program reads it
-                arg = graph.call_function(torch.ops.aten._to_copy.default, (nodes[i],),
-                                          {"dtype": cast})
-                if isinstance(nodes[i].meta.get("val"), torch.Tensor):
-                    arg.meta["val"] = nodes[i].meta["val"].to(cast)
-                arg = _dense(graph, arg)
-            elif isinstance(i, str):
+            if isinstance(i, str):
                 arg = _dense(graph, nodes[i])
             elif i[0] == "repeat":
                 arg = graph.call_function(torch.ops.aten.repeat_interleave.self_int,
@@ -344,6 +338,12 @@ def _substitute(gm, s, binding, key, graph_report, replaced):
                                            ([i[1], i[2]], float("-inf")),
                                            {"dtype": i[3], "device": _device_of(nodes, binding)})
                 arg = graph.call_function(torch.ops.aten.triu.default, (full, 1))
+            if cast is not None:  # converted as the program reads it (input_values alike)
+                converted = graph.call_function(torch.ops.aten._to_copy.default, (arg,),
+                                                {"dtype": cast})
+                if isinstance(arg.meta.get("val"), torch.Tensor):
+                    converted.meta["val"] = arg.meta["val"].to(cast)
+                arg = converted
             if tiled is not None:
                 arg = graph.call_function(torch.ops.aten.cat.default,
                                           ([arg] * tiled["times"], -tiled["dim_from_end"]))
