@@ -12,6 +12,7 @@
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/node_support.h"
 #include "onnx_import/repeated_heads.h"
+#include "onnx_import/row_merge.h"
 
 namespace mugraph::onnx_import {
 namespace {
@@ -344,6 +345,7 @@ ImportedModel partitionModel(const Model& loaded) {
   inferShapes(model);
   shapeComputedMasks(model);
   std::vector<NodeSupport> support = classifyNodes(model);
+  if (mergeLeadingDims(model, support)) support = classifyNodes(model);
   const Graph g = edges(model);
   ImportedModel result;
   result.path = model.path;

@@ -190,6 +190,8 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
                        in.name + "', which moves data");
   }
   if (node.op == "Expand" || node.op == "Tile") return {NodeRole::Alias, "", false};
+  // Leading dims merged (row_merge.h): [b, s, h] and [b·s, h] are one IR tensor.
+  if (!swap && !heads && irShape(in) == irShape(out)) return {NodeRole::Alias, "", false};
   NodeSupport view{NodeRole::View, "", swap};
   view.swapsHeads = heads;
   return view;
@@ -271,6 +273,17 @@ Dims stripDims(const Dims& shape) {
   size_t first = 0;
   while (first + keep < shape.size() && shape[first] == 1) ++first;
   return Dims(shape.begin() + first, shape.end());
+}
+
+Dims irShape(const Value& value) {
+  const Dims& shape = value.shape.value();
+  const size_t kept = static_cast<size_t>(value.keptDims);
+  if (kept == 0 || shape.size() <= kept) return stripDims(shape);
+  int64_t merged = 1;
+  for (size_t d = 0; d + kept < shape.size(); ++d) merged *= shape[d];
+  Dims ir{merged};
+  ir.insert(ir.end(), shape.end() - static_cast<std::ptrdiff_t>(kept), shape.end());
+  return ir;
 }
 
 bool sameUpToLeadingOnes(const Dims& a, const Dims& b) {

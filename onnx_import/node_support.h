@@ -76,6 +76,10 @@ std::vector<NodeSupport> classifyNodes(const Model& model);
 // scalar becomes [1].
 graph::Dims stripDims(const graph::Dims& shape);
 
+// The shape the IR reads a value at: stripDims of its shape, or with keptDims k, its dims
+// before the last k merged into one (row_merge.h).
+graph::Dims irShape(const Value& value);
+
 // Equal once every leading size-1 dim is dropped: a reshape between them relabels nothing.
 bool sameUpToLeadingOnes(const graph::Dims& a, const graph::Dims& b);
 

@@ -59,6 +59,11 @@ struct Value {
   // column slice of a fused projection, rows further apart than a row's size): a subgraph
   // reading it is handed a dense copy. Always true in ONNX.
   bool dense = true;
+  // Where the IR reads the value with its leading dims merged into one (row_merge.h), how many
+  // last dims it keeps: 1, a batch of sequences [b, s, h] as rows [b·s, h]; 2, a batch of
+  // heads [b, h, s, d] as matrices [b·h, s, d]. 0: as it is (stripDims). The shape stays the
+  // model's.
+  int keptDims = 0;
 };
 
 // A constant small enough to be read by the mapping (a scalar, axes, a target shape).

@@ -30,7 +30,7 @@ int ProgramBuilder::rankOf(const std::string& value) const {
   if (found != values_.end() && found->second.tensor >= 0) {
     return static_cast<int>(builder_.desc(found->second.tensor).shape.size());
   }
-  return static_cast<int>(stripDims(onnxShape(value)).size());
+  return static_cast<int>(irShape(model_.values.at(value)).size());
 }
 
 int ProgramBuilder::resultRank(int rank, const std::string& out) const {
@@ -49,8 +49,8 @@ void ProgramBuilder::planBroadcastRanks(const std::vector<int>& nodes) {
   static const std::set<std::string> kUnary = {"Exp",  "Sqrt", "Sigmoid", "Tanh",
                                                "Erf",  "Neg",  "Pow",     "Reciprocal"};
   const auto natural = [&](const std::string& v) {
-    const std::optional<graph::Dims>& shape = model_.values.at(v).shape;
-    return shape ? static_cast<int>(stripDims(*shape).size()) : 0;
+    const Value& value = model_.values.at(v);
+    return value.shape ? static_cast<int>(irShape(value).size()) : 0;
   };
   const auto ask = [&](const std::string& v, int rank) {
     if (!inside_.count(v) || natural(v) >= rank) return;
@@ -95,7 +95,7 @@ TensorId ProgramBuilder::op(OpKind kind, std::vector<TensorId> in, graph::OpAttr
 
 void ProgramBuilder::define(const std::string& value, TensorId id) {
   const Dims& ir = builder_.desc(id).shape;
-  if (!sameUpToLeadingOnes(ir, onnxShape(value))) {
+  if (!sameUpToLeadingOnes(ir, irShape(model_.values.at(value)))) {
     fail("its result " + graph::formatDims(onnxShape(value)) + " is " + graph::formatDims(ir) +
          " in the IR (the IR keeps reduced dims and aligns ranks only by leading size-1 dims)");
   }
@@ -167,7 +167,7 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
     swap.transposes = true;
     layout = viewLayout(layout, swap);
   }
-  Dims shape = stripDims(onnxShape(value));
+  Dims shape = irShape(v);
   if (transposeHere) std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
   while (static_cast<int>(shape.size()) < rank) shape.insert(shape.begin(), 1);
   const std::string irName = fresh(value + (transposeHere ? "_T" : ""));
@@ -349,9 +349,10 @@ void ProgramBuilder::output(const std::string& value) {
   }
   // Stored as the framework stores the value (Value::storedLayout), so no copy follows; only
   // where the program's tensor is that value's shape (a folded one is not).
-  const graph::Layout layout = onnxValue.shape && sameUpToLeadingOnes(desc.shape, *onnxValue.shape)
-                                   ? onnxValue.storedLayout
-                                   : graph::Layout::RowMajor;
+  const graph::Layout layout =
+      onnxValue.shape && sameUpToLeadingOnes(desc.shape, irShape(onnxValue))
+          ? onnxValue.storedLayout
+          : graph::Layout::RowMajor;
   builder_.output(v.tensor, layout);
   outputs_.push_back({desc.name, value, layout});
 }

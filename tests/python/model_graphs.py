@@ -2,6 +2,8 @@
 and the cases whole-model runs time (a prefill; a decode step over a StaticCache):
 random weights, small configs (GQA, 2 layers), traced by torch.compile through AOTAutograd on
 the CPU. Shared by the CPU tests and the GPU test."""
+import functools
+
 import torch
 
 
@@ -127,24 +129,24 @@ def traced_graphs(model, step):
     return graphs
 
 
-def prefill_case(model, tokens, vocab):
-    ids = torch.randint(0, vocab, (1, tokens), device=model.device)
+def prefill_case(model, tokens, vocab, batch=1):
+    ids = torch.randint(0, vocab, (batch, tokens), device=model.device)
     return (lambda m: m(input_ids=ids, use_cache=False).logits), None
 
 
-def decode_case(model, context, vocab):
-    """One token at the last position of a StaticCache of `context` positions whose keys and
-    values are normal random values at the spread of the model's own (measured on a short
-    prompt), so no 4K-token eager prefill is needed."""
+def decode_case(model, context, vocab, batch=1):
+    """One token per sequence of `batch` at the last position of a StaticCache of `context`
+    positions whose keys and values are normal random values at the spread of the model's own
+    (measured on a short prompt), so no 4K-token eager prefill is needed."""
     from transformers import StaticCache
 
     try:  # transformers 5
         cache = StaticCache(config=model.config, max_cache_len=context)
     except TypeError:  # transformers 4
-        cache = StaticCache(config=model.config, max_batch_size=1, max_cache_len=context,
+        cache = StaticCache(config=model.config, max_batch_size=batch, max_cache_len=context,
                             device=model.device, dtype=model.dtype)
     device = model.device
-    prompt = torch.randint(0, vocab, (1, 16), device=device)
+    prompt = torch.randint(0, vocab, (batch, 16), device=device)
     with torch.no_grad():
         model(input_ids=prompt, past_key_values=cache, use_cache=True,
               cache_position=torch.arange(16, device=device))
@@ -161,7 +163,7 @@ def decode_case(model, context, vocab):
         spread = t[..., :16, :].float().std().item()
         t.normal_(0.0, spread)
     tensors = state
-    token = torch.randint(0, vocab, (1, 1), device=device)
+    token = torch.randint(0, vocab, (batch, 1), device=device)
     position = torch.tensor([positions - 1], device=device)
     with torch.no_grad():  # the cache's own state settles on its first step
         model(input_ids=token, past_key_values=cache, use_cache=True, cache_position=position)
@@ -188,10 +190,15 @@ def add_case_arguments(parser):
     parser.add_argument("--prefill", default="512,2048")
     parser.add_argument("--decode", default="4096")
     parser.add_argument("--time-limit", type=int, default=60, help="search seconds per subgraph")
+    parser.add_argument("--batch", type=int, default=1, help="sequences per prefill or decode step")
 
 
 def cases(args):
     """(label, case function, size) for each prefill and decode length of the arguments."""
-    found = [(f"prefill {t}", prefill_case, int(t)) for t in args.prefill.split(",") if t]
-    found += [(f"decode {c}", decode_case, int(c)) for c in args.decode.split(",") if c]
+    batch = getattr(args, "batch", 1)
+    tag = f" x{batch}" if batch != 1 else ""
+    prefill = functools.partial(prefill_case, batch=batch)
+    decode = functools.partial(decode_case, batch=batch)
+    found = [(f"prefill {t}{tag}", prefill, int(t)) for t in args.prefill.split(",") if t]
+    found += [(f"decode {c}{tag}", decode, int(c)) for c in args.decode.split(",") if c]
     return found

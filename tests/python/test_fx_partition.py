@@ -16,12 +16,13 @@ import model_graphs
 from mugraph import _capi, fx_graph, optimize, report, substitute
 
 
-def partitioned(name, seq=16, **sizes):
-    """(GraphModule, writer, partition) of the model's prefill; `use_cache` (default False) is
-    passed on: with a cache, transformers concatenates empty past keys before attention."""
+def partitioned(name, seq=16, batch=1, **sizes):
+    """(GraphModule, writer, partition) of the model's prefill of `batch` sequences;
+    `use_cache` (default False) is passed on: with a cache, transformers concatenates empty past
+    keys before attention."""
     use_cache = sizes.pop("use_cache", False)
     model = model_graphs.causal_lm(name, **sizes)
-    ids = torch.randint(0, 512, (1, seq))
+    ids = torch.randint(0, 512, (batch, seq))
     (gm,) = model_graphs.aten_graphs(model, input_ids=ids, use_cache=use_cache)
     graph, writer = fx_graph.to_graph_json(gm)
     return gm, writer, _capi.partition(graph)
@@ -287,15 +288,60 @@ class InterleavedRopeTest(unittest.TestCase):
                         self.assertTrue(moved, f"{name}: {s['name']}")
 
 
-def decode_step(name, past=8):
-    """(GraphModule, writer, partition) of one decode step after a prefill of `past` tokens."""
+def decode_step(name, past=8, batch=1):
+    """(GraphModule, writer, partition) of one decode step of `batch` sequences after a prefill
+    of `past` tokens."""
     model = model_graphs.causal_lm(name)
     with torch.no_grad():
-        cache = model(input_ids=torch.randint(0, 512, (1, past)), use_cache=True).past_key_values
-    (gm,) = model_graphs.aten_graphs(model, input_ids=torch.randint(0, 512, (1, 1)),
+        cache = model(input_ids=torch.randint(0, 512, (batch, past)),
+                      use_cache=True).past_key_values
+    (gm,) = model_graphs.aten_graphs(model, input_ids=torch.randint(0, 512, (batch, 1)),
                                      past_key_values=cache, use_cache=True)
     graph, writer = fx_graph.to_graph_json(gm)
     return gm, writer, _capi.partition(graph)
+
+
+class BatchTest(PartitionChecks, unittest.TestCase):
+    """Several sequences at once: PyTorch's linear layers view [b, s, h] as [b·s, h] and eager
+    attention views [b, heads, s, d] as [b·heads, s, d]; those reshapes are aliases inside a
+    subgraph (onnx_import/row_merge.h), so a batch partitions as one sequence does."""
+
+    def test_a_batch_partitions_as_one_sequence_does(self):
+        # SDPA (Llama, Qwen3), eager attention with bmm and a soft cap (Gemma 2), ALiBi through
+        # baddbmm (BLOOM), a fused gate/up projection chunked (Phi-3), LayerNorm (Falcon)
+        for name in ("llama", "qwen3", "gemma2", "bloom", "phi3", "falcon"):
+            with self.subTest(model=name):
+                one = partitioned(name)[2]["subgraphs"]
+                gm, writer, partition = partitioned(name, batch=2)
+                two = partition["subgraphs"]
+                self.assertEqual(len(two), len(one), [s["name"] for s in two])
+                self.assertEqual(sorted(s["program_text"].count("matmul(") for s in two),
+                                 sorted(s["program_text"].count("matmul(") for s in one))
+                if name in ("llama", "qwen3"):
+                    self.check_attention(name, gm, writer, partition, layers=2)
+                    self.check_layers(name, gm, writer, partition, layers=2)
+
+    def test_a_batched_decode_step_partitions_as_one_sequences_does(self):
+        """Qwen3's per-head q/k norms join RoPE through the head transpose of one row
+        (heads_pushdown.h) at batch 2 as at batch 1: the values it reads keep their dims."""
+        for name in ("llama", "qwen3"):
+            with self.subTest(model=name):
+                one = decode_step(name)[2]["subgraphs"]
+                gm, writer, partition = decode_step(name, batch=2)
+                self.assertEqual(len(partition["subgraphs"]), len(one),
+                                 [s["name"] for s in partition["subgraphs"]])
+                self.check_attention(name, gm, writer, partition, layers=2)
+
+    def test_the_batch_is_read_as_rows_by_the_projections(self):
+        """Llama at batch 2: the subgraph of the norm and the Q/K/V projections reads the
+        embeddings [2, 16, h] as [32, h] rows, and the MLP's writes [32, h] rows back."""
+        gm, writer, partition = partitioned("llama", batch=2)
+        projections = [s for s in partition["subgraphs"]
+                       if s["program_text"].count("matmul(") == 3]
+        self.assertTrue(projections, [s["name"] for s in partition["subgraphs"]])
+        rows = [line for line in declarations(projections[0]["program_text"])
+                if re.search(r"\[32, 128\]", line)]
+        self.assertTrue(rows, projections[0]["program_text"])
 
 
 class _ScaledBatchProduct(torch.nn.Module):

@@ -1,0 +1,167 @@
+// A batch of sequences read as rows (row_merge.h): a model at batch b holds [b, s, h] and its
+// linear layers view it as [b·s, h]; where every op on the way acts on rows alone, the views
+// are aliases inside one subgraph. Where an op needs the dims apart, the value keeps them.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "graph/types.h"
+#include "onnx_import/graph_json.h"
+#include "onnx_import/import_model.h"
+#include "verify/interpreter.h"
+
+namespace mugraph::onnx_import {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kBatch = 2, kSeq = 8, kHidden = 16, kWide = 24;
+
+struct RowGraphJson {
+  json values = json::array(), constants = json::array(), nodes = json::array();
+
+  void value(const std::string& name, std::vector<int64_t> shape, const char* type = "float") {
+    values.push_back({{"name", name}, {"type", type}, {"shape", shape}});
+  }
+  void constant(const std::string& name, std::vector<double> numbers, const char* type) {
+    value(name, {static_cast<int64_t>(numbers.size())}, type);
+    constants.push_back({{"name", name}, {"values", numbers}});
+  }
+  void node(const std::string& op, std::vector<std::string> in, const std::string& out,
+            std::vector<int64_t> shape, json attributes = json::object()) {
+    value(out, shape);
+    json n = {{"name", out}, {"op", op}, {"inputs", in}, {"outputs", {out}}};
+    if (!attributes.empty()) n["attributes"] = attributes;
+    nodes.push_back(n);
+  }
+  Model model(std::vector<std::string> inputs, std::vector<std::string> outputs) const {
+    const json g = {
+        {"format", "mugraph.graph"}, {"version", 1},           {"name", "g"},    {"opset", 21},
+        {"values", values},          {"constants", constants}, {"nodes", nodes}, {"inputs", inputs},
+        {"outputs", outputs}};
+    return modelFromGraphJson(g, "rows.json");
+  }
+};
+
+// y = (x + r)·w viewed as PyTorch's linear layer does it, then RMS-normed with weight g:
+// x, r [b, s, h]; the sum viewed [b·s, h]; the product viewed back [b, s, n]; its mean
+// square over the last axis; `table` [tableRows, n] added before the norm where given (a
+// RoPE-like table broadcast over the batch, which needs the batch apart).
+RowGraphJson linearThenNorm(int64_t tableRows = 0) {
+  RowGraphJson g;
+  g.value("x", {kBatch, kSeq, kHidden});
+  g.value("r", {kBatch, kSeq, kHidden});
+  g.value("w", {kHidden, kWide});
+  g.value("g", {kWide});
+  g.constant("rows", {kBatch * kSeq, kHidden}, "int64");
+  g.constant("back", {kBatch, kSeq, kWide}, "int64");
+  g.constant("two", {2.0}, "float");
+  g.constant("eps", {1e-6}, "float");
+  g.node("Add", {"x", "r"}, "sum", {kBatch, kSeq, kHidden});
+  g.node("Reshape", {"sum", "rows"}, "flat", {kBatch * kSeq, kHidden});
+  g.node("MatMul", {"flat", "w"}, "mm", {kBatch * kSeq, kWide});
+  g.node("Reshape", {"mm", "back"}, "y", {kBatch, kSeq, kWide});
+  std::string normed = "y";
+  if (tableRows > 0) {
+    g.value("table", {tableRows, kWide});
+    g.node("Add", {"y", "table"}, "shifted", {kBatch, kSeq, kWide});
+    normed = "shifted";
+  }
+  g.node("Pow", {normed, "two"}, "sq", {kBatch, kSeq, kWide});
+  g.node("ReduceMean", {"sq"}, "ms", {kBatch, kSeq, 1}, {{"axes", {-1}}, {"keepdims", 1}});
+  g.node("Add", {"ms", "eps"}, "mse", {kBatch, kSeq, 1});
+  g.node("Sqrt", {"mse"}, "rms", {kBatch, kSeq, 1});
+  g.node("Div", {normed, "rms"}, "n", {kBatch, kSeq, kWide});
+  g.node("Mul", {"n", "g"}, "out", {kBatch, kSeq, kWide});
+  return g;
+}
+
+std::vector<double> normals(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<double> v(n);
+  for (double& x : v) x = normal(rng);
+  return v;
+}
+
+TEST(RowMerge, ALinearLayerAtBatchTwoIsOneSubgraphWithItsNeighbours) {
+  const ImportedModel m = partitionModel(linearThenNorm().model({"x", "r", "w", "g"}, {"out"}));
+  ASSERT_EQ(m.subgraphs.size(), 1u) << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
+  EXPECT_TRUE(m.unsupported.empty()) << m.unsupported[0].node << ": " << m.unsupported[0].reason;
+  const Subgraph& s = m.subgraphs[0];
+  const graph::Program& p = s.program;
+  // Every value of the batch is read as [b·s, ..]: the inputs, and the result.
+  verify::TensorMap<double> inputs;
+  std::map<std::string, std::vector<double>> data = {{"x", normals(kBatch * kSeq * kHidden, 1)},
+                                                     {"r", normals(kBatch * kSeq * kHidden, 2)},
+                                                     {"w", normals(kHidden * kWide, 3)},
+                                                     {"g", normals(kWide, 4)}};
+  for (const BoundInput& in : s.inputs) {
+    const graph::TensorDesc& t = p.tensors[*p.findTensor(in.irName)];
+    if (in.buffer == "x" || in.buffer == "r") {
+      EXPECT_EQ(t.shape, (graph::Dims{kBatch * kSeq, kHidden})) << in.buffer;
+    }
+    ASSERT_TRUE(data.count(in.buffer)) << in.buffer;
+    inputs[t.name] = {t.shape, data.at(in.buffer)};
+  }
+  ASSERT_EQ(inputs.size(), 4u);
+  ASSERT_EQ(p.outputs.size(), 1u);
+  EXPECT_EQ(p.tensors[p.outputs[0]].shape, (graph::Dims{kBatch * kSeq, kWide}));
+  const std::vector<double> got = verify::evaluate(p, inputs).at(p.tensors[p.outputs[0]].name).data;
+  ASSERT_EQ(got.size(), static_cast<size_t>(kBatch * kSeq * kWide));
+  for (int64_t row = 0; row < kBatch * kSeq; ++row) {
+    std::vector<double> y(kWide, 0.0);
+    double ms = 0;
+    for (int64_t c = 0; c < kWide; ++c) {
+      for (int64_t k = 0; k < kHidden; ++k) {
+        const int64_t at = row * kHidden + k;
+        y[c] += (data["x"][at] + data["r"][at]) * data["w"][k * kWide + c];
+      }
+      ms += y[c] * y[c] / kWide;
+    }
+    for (int64_t c = 0; c < kWide; ++c) {
+      const double expected = y[c] / std::sqrt(ms + 1e-6) * data["g"][c];
+      EXPECT_NEAR(got[row * kWide + c], expected, 1e-9) << "row " << row << " col " << c;
+    }
+  }
+}
+
+// A table of one row per position, broadcast over the batch: the rows of [b, s, n] are not
+// interchangeable, so the sum keeps its batch apart, and with it the values the norm
+// connects it to. The reshape back from the matmul stays a view between two subgraphs.
+TEST(RowMerge, ATableBroadcastOverTheBatchKeepsTheBatchApart) {
+  const ImportedModel m =
+      partitionModel(linearThenNorm(kSeq).model({"x", "r", "w", "g", "table"}, {"out"}));
+  ASSERT_EQ(m.subgraphs.size(), 2u);
+  for (const Subgraph& s : m.subgraphs) {
+    const graph::Program& p = s.program;
+    for (const BoundInput& in : s.inputs) {
+      const graph::TensorDesc& t = p.tensors[*p.findTensor(in.irName)];
+      if (in.buffer == "table") {
+        EXPECT_EQ(t.shape, (graph::Dims{1, kSeq, kWide}));
+      }
+      if (in.value == "y") {
+        EXPECT_EQ(t.shape, (graph::Dims{kBatch, kSeq, kWide}));
+      }
+    }
+  }
+}
+
+// A batch of one is rows already: the same one subgraph, shapes as before.
+TEST(RowMerge, AtBatchOneNothingChanges) {
+  RowGraphJson g;
+  g.value("x", {1, kSeq, kHidden});
+  g.value("w", {kHidden, kWide});
+  g.constant("rows", {kSeq, kHidden}, "int64");
+  g.node("Exp", {"x"}, "e", {1, kSeq, kHidden});
+  g.node("Reshape", {"e", "rows"}, "flat", {kSeq, kHidden});
+  g.node("MatMul", {"flat", "w"}, "y", {kSeq, kWide});
+  const ImportedModel m = partitionModel(g.model({"x", "w"}, {"y"}));
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  const graph::Program& p = m.subgraphs[0].program;
+  EXPECT_EQ(p.tensors[p.outputs[0]].shape, (graph::Dims{kSeq, kWide}));
+}
+
+}  // namespace
+}  // namespace mugraph::onnx_import
