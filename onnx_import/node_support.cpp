@@ -276,7 +276,8 @@ Dims stripDims(const Dims& shape) {
 }
 
 Dims irShape(const Value& value) {
-  const Dims& shape = value.shape.value();
+  Dims shape = value.shape.value();
+  if (value.tiling.times != 1) shape[shape.size() - value.tiling.dimFromEnd] *= value.tiling.times;
   const size_t kept = static_cast<size_t>(value.keptDims);
   if (kept == 0 || shape.size() <= kept) return stripDims(shape);
   int64_t merged = 1;

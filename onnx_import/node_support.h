@@ -77,7 +77,8 @@ std::vector<NodeSupport> classifyNodes(const Model& model);
 graph::Dims stripDims(const graph::Dims& shape);
 
 // The shape the IR reads a value at: stripDims of its shape, or with keptDims k, its dims
-// before the last k merged into one (row_merge.h).
+// before the last k merged into one (row_merge.h); a tiled value's (Value::tiling) stacked
+// first.
 graph::Dims irShape(const Value& value);
 
 // Equal once every leading size-1 dim is dropped: a reshape between them relabels nothing.

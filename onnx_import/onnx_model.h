@@ -40,6 +40,15 @@ struct DimRange {
 };
 using DimRanges = std::map<std::string, DimRange>;
 
+// An input read as `times` copies of its value stacked along one dim (counted from the last, 1
+// = last): what GQA's folded rows read of a mask broadcast over the query heads
+// (repeated_heads.h), and a batch's rows of a table broadcast over the batch (row_merge.h). The
+// binding makes the copies; the program sees one input.
+struct Tiling {
+  int dimFromEnd = 0;
+  int64_t times = 1;
+};
+
 struct Value {
   std::string name;
   std::string elemType;               // ONNX's name: "float16", "int64", ...
@@ -64,6 +73,10 @@ struct Value {
   // heads [b, h, s, d] as matrices [b·h, s, d]. 0: as it is (stripDims). The shape stays the
   // model's.
   int keptDims = 0;
+  // Where a subgraph reads the value as the rows of a batch it is broadcast over (row_merge.h:
+  // a position table [1, s, h] added to [b, s, h] read as [b·s, h]): stacked `times` along a
+  // dim, before keptDims merges. Times 1: as it is.
+  Tiling tiling{};
 };
 
 // A constant small enough to be read by the mapping (a scalar, axes, a target shape).

@@ -180,7 +180,7 @@ TensorId ProgramBuilder::external(const std::string& value, int rank, bool trans
   externals_[key] = {id, rank};
   const auto tiling = tiled_.find(value);
   inputs_.push_back({irName, value, buffer, layout == graph::Layout::Transposed, layout,
-                     tiling == tiled_.end() ? Tiling{} : tiling->second,
+                     tiling == tiled_.end() ? v.tiling : tiling->second,
                      model_.values.at(buffer).storedLayout, converted ? v.dtype : std::nullopt});
   return id;
 }

@@ -34,14 +34,6 @@ struct BuildFailure : std::runtime_error {
   int node;  // index into Model::nodes of the node to leave to the framework
 };
 
-// An input read as `times` copies of its value stacked along one dim (counted from the last, 1
-// = last): what GQA's folded rows read of a mask broadcast over the query heads
-// (repeated_heads.h). The binding makes the copies; the program sees one input.
-struct Tiling {
-  int dimFromEnd = 0;
-  int64_t times = 1;
-};
-
 // A program input and the ONNX value whose memory it is.
 struct BoundInput {
   std::string irName;

@@ -147,6 +147,7 @@ std::optional<std::map<std::string, Tiling>> tiledInputs(
       }
       const int p = model.producerOf(in);
       if (p >= 0 && support[p].role == NodeRole::View) return std::nullopt;
+      if (model.values.at(in).tiling.times != 1) return std::nullopt;  // tiled over a batch
       tiled[in] = Tiling{rowsFromEnd, fold.rep};
     }
   }

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "onnx_import/model_shapes.h"
 
@@ -35,11 +37,74 @@ class MergeGroups {
   }
   void keepApart(const std::string& v) { allow(v, 0); }
 
-  // After every join and allow: the form of each group where an op computes one of its values
-  // and its ops allow one (rows where they allow both), and each value can be read merged
-  // (static dims, stored row-major, a float). Values only relabelled or left to the framework
-  // keep their shape: merging them gains no subgraph anything.
-  std::map<std::string, int> decide() {
+  // x read by an element-wise op whose result y takes one of `tilings`' forms as y's rows
+  // stacked over the batch (the tiling, per form); `otherForms`: those y may take whatever x is.
+  struct TiledRead {
+    std::string x, y;
+    unsigned otherForms = 0;
+    std::map<unsigned, Tiling> tilings;
+  };
+  void tiledRead(TiledRead read) {
+    unsigned forms = read.otherForms;
+    for (const auto& [form, tiling] : read.tilings) forms |= form;
+    allow(read.y, forms);
+    tiledReads_.push_back(std::move(read));
+  }
+
+  struct Decision {
+    std::map<std::string, int> kept;      // value -> keptDims
+    std::map<std::string, Tiling> tiled;  // value -> its tiling
+  };
+
+  // After every join, allow and tiled read: each value's merged form (forms()), and the values
+  // read tiled. A value is read tiled only where every op that reads it does so alike (the
+  // same tiling under the form its result takes); otherwise the results that needed it take
+  // only their other forms, and the forms are decided again.
+  Decision decide() {
+    for (;;) {
+      Decision d{forms(), {}};
+      std::map<std::string, std::vector<const TiledRead*>> byValue;
+      for (const TiledRead& read : tiledReads_) byValue[read.x].push_back(&read);
+      std::set<std::string> conflicting;
+      for (const auto& [x, reads] : byValue) {
+        // Per read, what it needs of x: (keptDims, dimFromEnd, times), or all 0 to read x as
+        // it is (its result not merged, or x broadcast whole under the result's form).
+        const auto need = [&](const TiledRead& read) {
+          const auto kept = d.kept.find(read.y);
+          if (kept == d.kept.end()) return std::tuple<int, int, int64_t>{0, 0, 0};
+          const auto tiling = read.tilings.find(kept->second == 1 ? kRows : kMatrices);
+          if (tiling == read.tilings.end()) return std::tuple<int, int, int64_t>{0, 0, 0};
+          return std::tuple{kept->second, tiling->second.dimFromEnd, tiling->second.times};
+        };
+        const auto first = need(*reads.front());
+        const bool alike = reads.size() == readers(x) &&
+                           std::all_of(reads.begin(), reads.end(),
+                                       [&](const TiledRead* read) { return need(*read) == first; });
+        if (!alike) {
+          conflicting.insert(x);
+        } else if (std::get<0>(first) != 0) {
+          d.kept[x] = std::get<0>(first);
+          d.tiled[x] = Tiling{std::get<1>(first), std::get<2>(first)};
+        }
+      }
+      if (conflicting.empty()) return d;
+      std::vector<TiledRead> rest;
+      for (TiledRead& read : tiledReads_) {
+        if (!conflicting.count(read.x)) {
+          rest.push_back(std::move(read));
+        } else {
+          allow(read.y, read.otherForms);
+        }
+      }
+      tiledReads_ = std::move(rest);
+    }
+  }
+
+  // The form of each group where an op computes one of its values and its ops allow one (rows
+  // where they allow both), and each value can be read merged (static dims, stored row-major,
+  // a float). Values only relabelled or left to the framework keep their shape: merging them
+  // gains no subgraph anything.
+  std::map<std::string, int> forms() {
     std::map<std::string, unsigned> forms;  // group root -> allowed forms
     for (const auto& [name, value] : model_.values) {
       if (multiRow(name)) forms.emplace(root(name), kEither);
@@ -87,7 +152,16 @@ class MergeGroups {
     return r;
   }
 
+  // How many inputs of the model's nodes read v.
+  size_t readers(const std::string& v) const {
+    size_t n = 0;
+    for (const Node& node : model_.nodes)
+      n += std::count(node.inputs.begin(), node.inputs.end(), v);
+    return n;
+  }
+
   const Model& model_;
+  std::vector<TiledRead> tiledReads_;
   std::map<std::string, std::string> parent_;
   std::map<std::string, unsigned> allowed_;  // per value, whatever group it ends in
   std::set<std::string> computed_;           // results of ops
@@ -102,12 +176,30 @@ bool scalarOperand(const Model& model, const std::string& v) {
   return std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d == 1; });
 }
 
+// Whether a subgraph can only read v from memory, as the binding hands it over: a value the
+// framework computes (or the model's input or weight) with static dims, stored row-major.
+bool readFromMemory(const Model& model, const std::vector<NodeSupport>& support,
+                    const std::string& v) {
+  if (model.constants.count(v)) return false;
+  const Value& value = model.values.at(v);
+  const int producer = model.producerOf(v);
+  if (producer >= 0 ? support[producer].role != NodeRole::Unsupported
+                    : !value.graphInput && !value.initializer) {
+    return false;
+  }
+  return value.shape && value.dtype && value.storedLayout == graph::Layout::RowMajor &&
+         std::all_of(value.dynamicDims.begin(), value.dynamicDims.end(),
+                     [](const std::string& d) { return d.empty(); });
+}
+
 // An operand x of an element-wise op whose result is y. Per form, x is read alike (its merged
 // dims equal y's: the same shape, a per-row column, a per-matrix row) and joins y's group, or
 // is broadcast over y's merged dims whole (every merged dim of x is 1: a norm's weight, a
-// table of [s, t] for every head), or neither: that form is not allowed.
-void relateOperand(MergeGroups& groups, const Model& model, const std::string& x,
-                   const std::string& y) {
+// table of [s, t] for every head), or broadcast over the leading ones alone (its merged dims 1
+// and then y's: a table of positions [1, s, h] for every sequence of the batch) where x is read
+// from memory, read tiled, or neither: that form is not allowed.
+void relateOperand(MergeGroups& groups, const Model& model, const std::vector<NodeSupport>& support,
+                   const std::string& x, const std::string& y) {
   if (scalarOperand(model, x)) return;
   const std::optional<Dims>& xs = model.values.at(x).shape;
   const std::optional<Dims>& ys = model.values.at(y).shape;
@@ -119,17 +211,27 @@ void relateOperand(MergeGroups& groups, const Model& model, const std::string& x
   Dims padded(ys->size() - xs->size(), 1);
   padded.insert(padded.end(), xs->begin(), xs->end());
   unsigned alike = 0, broadcast = 0;
+  std::map<unsigned, Tiling> tilings;
   for (const auto& [form, kept] : {std::pair{kRows, size_t{1}}, std::pair{kMatrices, size_t{2}}}) {
     if (padded.size() <= kept) continue;
-    const auto mergedEnd = padded.end() - static_cast<std::ptrdiff_t>(kept);
-    if (std::equal(padded.begin(), mergedEnd, ys->begin())) alike |= form;
-    if (std::all_of(padded.begin(), mergedEnd, [](int64_t d) { return d == 1; })) {
+    const size_t merged = padded.size() - kept;
+    if (std::equal(padded.begin(), padded.begin() + merged, ys->begin())) alike |= form;
+    size_t ones = 0;
+    while (ones < merged && padded[ones] == 1) ++ones;
+    if (ones == merged) {
       broadcast |= form;
+    } else if (std::equal(padded.begin() + ones, padded.begin() + merged, ys->begin() + ones)) {
+      int64_t times = 1;
+      for (size_t d = 0; d < ones; ++d) times *= (*ys)[d];
+      // x stacked `times` along its first dim past the ones is y's merged rows, in order.
+      if (times > 1) tilings[form] = Tiling{static_cast<int>(merged - ones + kept), times};
     }
   }
   if (alike) {
     groups.join(x, y);
     groups.allow(y, alike);
+  } else if (!tilings.empty() && readFromMemory(model, support, x)) {
+    groups.tiledRead({x, y, broadcast, tilings});
   } else {
     groups.allow(y, broadcast);
   }
@@ -182,8 +284,10 @@ void relateMatmul(MergeGroups& groups, const Model& model, const Node& node) {
   groups.keepApart(y);
 }
 
-void relateNode(MergeGroups& groups, const Model& model, const Node& node,
-                const NodeSupport& support) {
+void relateNode(MergeGroups& groups, const Model& model, const std::vector<NodeSupport>& supports,
+                size_t n) {
+  const Node& node = model.nodes[n];
+  const NodeSupport& support = supports[n];
   static const std::set<std::string> kElementwise = {"Exp", "Sqrt", "Sigmoid", "Tanh",
                                                      "Erf", "Neg",  "Pow",     "Reciprocal"};
   const auto apart = [&] {
@@ -222,7 +326,7 @@ void relateNode(MergeGroups& groups, const Model& model, const Node& node,
   }
   if (kElementwise.count(op)) return groups.join(node.inputs[0], y);
   if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") {
-    for (const std::string& x : node.inputs) relateOperand(groups, model, x, y);
+    for (const std::string& x : node.inputs) relateOperand(groups, model, supports, x, y);
     return;
   }
   if (op == "MatMul" && node.inputs.size() == 2) return relateMatmul(groups, model, node);
@@ -240,14 +344,16 @@ void relateNode(MergeGroups& groups, const Model& model, const Node& node,
 bool mergeLeadingDims(Model& model, const std::vector<NodeSupport>& support) {
   MergeGroups groups(model);
   for (size_t n = 0; n < model.nodes.size(); ++n) {
-    relateNode(groups, model, model.nodes[n], support[n]);
+    relateNode(groups, model, support, n);
   }
-  const std::map<std::string, int> kept = groups.decide();
+  const MergeGroups::Decision decided = groups.decide();
   for (auto& [name, value] : model.values) {
-    const auto found = kept.find(name);
-    value.keptDims = found == kept.end() ? 0 : found->second;
+    const auto kept = decided.kept.find(name);
+    value.keptDims = kept == decided.kept.end() ? 0 : kept->second;
+    const auto tiled = decided.tiled.find(name);
+    value.tiling = tiled == decided.tiled.end() ? Tiling{} : tiled->second;
   }
-  return !kept.empty();
+  return !decided.kept.empty();
 }
 
 }  // namespace mugraph::onnx_import

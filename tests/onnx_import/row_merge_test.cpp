@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "graph/types.h"
@@ -46,9 +47,9 @@ struct RowGraphJson {
 
 // y = (x + r)·w viewed as PyTorch's linear layer does it, then RMS-normed with weight g:
 // x, r [b, s, h]; the sum viewed [b·s, h]; the product viewed back [b, s, n]; its mean
-// square over the last axis; `table` [tableRows, n] added before the norm where given (a
-// RoPE-like table broadcast over the batch, which needs the batch apart).
-RowGraphJson linearThenNorm(int64_t tableRows = 0) {
+// square over the last axis; a table of positions [tableRows, n] added before the norm where
+// given (broadcast over the batch): the input `table`, or with `computedTable`, exp of it.
+RowGraphJson linearThenNorm(int64_t tableRows = 0, bool computedTable = false) {
   RowGraphJson g;
   g.value("x", {kBatch, kSeq, kHidden});
   g.value("r", {kBatch, kSeq, kHidden});
@@ -65,7 +66,12 @@ RowGraphJson linearThenNorm(int64_t tableRows = 0) {
   std::string normed = "y";
   if (tableRows > 0) {
     g.value("table", {tableRows, kWide});
-    g.node("Add", {"y", "table"}, "shifted", {kBatch, kSeq, kWide});
+    std::string table = "table";
+    if (computedTable) {
+      g.node("Exp", {"table"}, "exp_table", {tableRows, kWide});
+      table = "exp_table";
+    }
+    g.node("Add", {"y", table}, "shifted", {kBatch, kSeq, kWide});
     normed = "shifted";
   }
   g.node("Pow", {normed, "two"}, "sq", {kBatch, kSeq, kWide});
@@ -83,6 +89,29 @@ std::vector<double> normals(size_t n, uint64_t seed) {
   std::vector<double> v(n);
   for (double& x : v) x = normal(rng);
   return v;
+}
+
+// What linearThenNorm computes, row by row of the batch's [b·s, n], against `got`; with a
+// "table" in `data`, row (i, j) adds the table's row j.
+void expectLinearThenNorm(const std::vector<double>& got,
+                          std::map<std::string, std::vector<double>>& data) {
+  ASSERT_EQ(got.size(), static_cast<size_t>(kBatch * kSeq * kWide));
+  for (int64_t row = 0; row < kBatch * kSeq; ++row) {
+    std::vector<double> y(kWide, 0.0);
+    double ms = 0;
+    for (int64_t c = 0; c < kWide; ++c) {
+      for (int64_t k = 0; k < kHidden; ++k) {
+        const int64_t at = row * kHidden + k;
+        y[c] += (data["x"][at] + data["r"][at]) * data["w"][k * kWide + c];
+      }
+      if (data.count("table")) y[c] += data["table"][(row % kSeq) * kWide + c];
+      ms += y[c] * y[c] / kWide;
+    }
+    for (int64_t c = 0; c < kWide; ++c) {
+      const double expected = y[c] / std::sqrt(ms + 1e-6) * data["g"][c];
+      EXPECT_NEAR(got[row * kWide + c], expected, 1e-9) << "row " << row << " col " << c;
+    }
+  }
 }
 
 TEST(RowMerge, ALinearLayerAtBatchTwoIsOneSubgraphWithItsNeighbours) {
@@ -108,39 +137,56 @@ TEST(RowMerge, ALinearLayerAtBatchTwoIsOneSubgraphWithItsNeighbours) {
   ASSERT_EQ(inputs.size(), 4u);
   ASSERT_EQ(p.outputs.size(), 1u);
   EXPECT_EQ(p.tensors[p.outputs[0]].shape, (graph::Dims{kBatch * kSeq, kWide}));
-  const std::vector<double> got = verify::evaluate(p, inputs).at(p.tensors[p.outputs[0]].name).data;
-  ASSERT_EQ(got.size(), static_cast<size_t>(kBatch * kSeq * kWide));
-  for (int64_t row = 0; row < kBatch * kSeq; ++row) {
-    std::vector<double> y(kWide, 0.0);
-    double ms = 0;
-    for (int64_t c = 0; c < kWide; ++c) {
-      for (int64_t k = 0; k < kHidden; ++k) {
-        const int64_t at = row * kHidden + k;
-        y[c] += (data["x"][at] + data["r"][at]) * data["w"][k * kWide + c];
-      }
-      ms += y[c] * y[c] / kWide;
-    }
-    for (int64_t c = 0; c < kWide; ++c) {
-      const double expected = y[c] / std::sqrt(ms + 1e-6) * data["g"][c];
-      EXPECT_NEAR(got[row * kWide + c], expected, 1e-9) << "row " << row << " col " << c;
-    }
-  }
+  expectLinearThenNorm(verify::evaluate(p, inputs).at(p.tensors[p.outputs[0]].name).data, data);
 }
 
-// A table of one row per position, broadcast over the batch: the rows of [b, s, n] are not
-// interchangeable, so the sum keeps its batch apart, and with it the values the norm
-// connects it to. The reshape back from the matmul stays a view between two subgraphs.
-TEST(RowMerge, ATableBroadcastOverTheBatchKeepsTheBatchApart) {
+// A table of one row per position read from memory, broadcast over the batch (GPT-2's
+// position embeddings): the binding stacks it once per sequence, so the batch's rows read it
+// as [b·s, n] and the layer is still one subgraph.
+TEST(RowMerge, ATableOfPositionsFromMemoryIsReadStackedOverTheBatch) {
   const ImportedModel m =
       partitionModel(linearThenNorm(kSeq).model({"x", "r", "w", "g", "table"}, {"out"}));
+  ASSERT_EQ(m.subgraphs.size(), 1u) << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
+  const Subgraph& s = m.subgraphs[0];
+  const graph::Program& p = s.program;
+  std::map<std::string, std::vector<double>> data = {{"x", normals(kBatch * kSeq * kHidden, 5)},
+                                                     {"r", normals(kBatch * kSeq * kHidden, 6)},
+                                                     {"w", normals(kHidden * kWide, 7)},
+                                                     {"g", normals(kWide, 8)},
+                                                     {"table", normals(kSeq * kWide, 9)}};
+  verify::TensorMap<double> inputs;
+  for (const BoundInput& in : s.inputs) {
+    const graph::TensorDesc& t = p.tensors[*p.findTensor(in.irName)];
+    ASSERT_TRUE(data.count(in.buffer)) << in.buffer;
+    std::vector<double> given = data.at(in.buffer);
+    if (in.buffer == "table") {
+      EXPECT_EQ(in.tiling.dimFromEnd, 2);
+      ASSERT_EQ(in.tiling.times, kBatch);
+      EXPECT_EQ(t.shape, (graph::Dims{kBatch * kSeq, kWide}));
+      for (int64_t i = 1; i < kBatch; ++i) {  // what the binding hands over
+        given.insert(given.end(), data["table"].begin(), data["table"].end());
+      }
+    } else {
+      EXPECT_EQ(in.tiling.times, 1) << in.buffer;
+    }
+    inputs[t.name] = {t.shape, given};
+  }
+  ASSERT_EQ(inputs.size(), 5u);
+  expectLinearThenNorm(verify::evaluate(p, inputs).at(p.tensors[p.outputs[0]].name).data, data);
+}
+
+// The same table computed in the graph: a subgraph cannot read it stacked, so the sum keeps
+// its batch apart, and with it the values the norm connects it to. The reshape back from the
+// matmul stays a view between two subgraphs.
+TEST(RowMerge, ATableComputedInTheGraphKeepsTheBatchApart) {
+  const ImportedModel m =
+      partitionModel(linearThenNorm(kSeq, true).model({"x", "r", "w", "g", "table"}, {"out"}));
   ASSERT_EQ(m.subgraphs.size(), 2u);
   for (const Subgraph& s : m.subgraphs) {
     const graph::Program& p = s.program;
     for (const BoundInput& in : s.inputs) {
       const graph::TensorDesc& t = p.tensors[*p.findTensor(in.irName)];
-      if (in.buffer == "table") {
-        EXPECT_EQ(t.shape, (graph::Dims{1, kSeq, kWide}));
-      }
+      EXPECT_EQ(in.tiling.times, 1) << in.buffer;
       if (in.value == "y") {
         EXPECT_EQ(t.shape, (graph::Dims{kBatch, kSeq, kWide}));
       }

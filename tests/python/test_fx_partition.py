@@ -308,8 +308,9 @@ class BatchTest(PartitionChecks, unittest.TestCase):
 
     def test_a_batch_partitions_as_one_sequence_does(self):
         # SDPA (Llama, Qwen3), eager attention with bmm and a soft cap (Gemma 2), ALiBi through
-        # baddbmm (BLOOM), a fused gate/up projection chunked (Phi-3), LayerNorm (Falcon)
-        for name in ("llama", "qwen3", "gemma2", "bloom", "phi3", "falcon"):
+        # baddbmm (BLOOM), a fused gate/up projection chunked (Phi-3), LayerNorm (Falcon),
+        # position embeddings broadcast over the batch, read stacked (GPT-2)
+        for name in ("llama", "qwen3", "gemma2", "bloom", "phi3", "falcon", "gpt2"):
             with self.subTest(model=name):
                 one = partitioned(name)[2]["subgraphs"]
                 gm, writer, partition = partitioned(name, batch=2)

@@ -45,6 +45,21 @@ class GpuBackendTest(unittest.TestCase):
             self.assertTrue(r.graph and r.graph["compiled"], r.graph and r.graph["why"])
         return reports
 
+    def compiled_logits(self, name, batch=1):
+        """Eager's logits and the second compiled call's, and the compile reports, of the model
+        at hidden 256 on `batch` sequences of 64 tokens, every matching variant used."""
+        model = model_graphs.causal_lm(name, device="cuda", hidden=256)
+        ids = torch.randint(0, 512, (batch, 64), device="cuda")
+        import mugraph.backend
+
+        first_report = len(mugraph.backend.REPORTS)
+        with torch.no_grad():
+            expected = model(input_ids=ids, use_cache=False).logits
+            compiled = self.compiled(model, only_faster=False, end_to_end=False)
+            compiled(input_ids=ids, use_cache=False)
+            second = compiled(input_ids=ids, use_cache=False).logits
+        return expected, second, self.reports_since(first_report)
+
     def test_logits_match_eager_and_our_kernels_run(self):
         """Every matching variant is used (not only the faster ones), in a graph whose rest
         Inductor compiles around the mugraph::launch calls."""
@@ -72,24 +87,29 @@ class GpuBackendTest(unittest.TestCase):
                            for row in r.subgraphs.values())
                 self.assertGreater(used, 0, "no subgraph runs our kernels")
 
+    def test_a_batch_runs_in_our_kernels_and_matches_eager(self):
+        """Two sequences: our kernels read the batch's [2, s, h] values as [2·s, h] rows,
+        eager attention's [2, heads, s, d] as [2·heads, s, d] matrices and GPT-2's position
+        embeddings [1, s, h] stacked over the batch (onnx_import/row_merge.h), so each layer is
+        as few launches as at batch 1; the logits are eager's."""
+        for name in ("llama", "gemma2", "gpt2"):
+            with self.subTest(model=name):
+                expected, second, reports = self.compiled_logits(name, batch=2)
+                self.assertTrue(torch.isfinite(second).all())
+                self.assertLess(max_relative_error(second, expected), 2e-2)
+                rows = [row for r in reports for row in r.subgraphs.values()]
+                self.assertLessEqual(len(rows), 9, [row["name"] for row in rows])
+                used = [row for row in rows if row["status"] == "used"]
+                self.assertGreaterEqual(len(used), 4, rows)
+
     def test_layer_norm_and_gelu_run_in_our_kernels(self):
         """GPT-2 (tanh GELU written out) and GPT-NeoX (aten.gelu): the subgraphs holding a
         LayerNorm and a GELU pass the check against PyTorch and run our kernels."""
-        import mugraph.backend
-
         for name, function in (("gpt2", "tanh("), ("gpt_neox", "erf(")):
             with self.subTest(model=name):
-                model = model_graphs.causal_lm(name, device="cuda", hidden=256)
-                ids = torch.randint(0, 512, (1, 64), device="cuda")
-                first_report = len(mugraph.backend.REPORTS)
-                with torch.no_grad():
-                    expected = model(input_ids=ids, use_cache=False).logits
-                    compiled = self.compiled(model, only_faster=False, end_to_end=False)
-                    compiled(input_ids=ids, use_cache=False)
-                    second = compiled(input_ids=ids, use_cache=False).logits
+                expected, second, reports = self.compiled_logits(name)
                 self.assertLess(max_relative_error(second, expected), 2e-2)
-                used = [s["program_text"] for r in mugraph.backend.REPORTS[first_report:]
-                        for s in r.partition["subgraphs"]
+                used = [s["program_text"] for r in reports for s in r.partition["subgraphs"]
                         if r.subgraphs[s["name"]]["status"] == "used"]
                 self.assertTrue(any(function in text for text in used), f"{name}: {used}")
                 # GPT-2's K is a view of its split QKV: the binding makes Kᵀ (substitute.py)

@@ -107,11 +107,12 @@ class SubstituteTest(unittest.TestCase):
 
     def test_a_batch_substituted_gives_the_original_outputs(self):
         """Two sequences: subgraphs read [2, 16, h] values as [32, h] rows and eager attention's
-        [2, heads, s, d] as [2·heads, s, d] (onnx_import/row_merge.h); the launches take the same
+        [2, heads, s, d] as [2·heads, s, d] (onnx_import/row_merge.h), and GPT-2's position
+        embeddings [1, 16, h] stacked over the batch as [32, h]; the launches take the same
         memory, and the outputs are the original's."""
-        for name in ("llama", "gemma2", "bloom"):
+        for name in ("llama", "gemma2", "bloom", "gpt2"):
             with self.subTest(model=name):
-                self.check_substituted(name, False, batch=2, rotates=name != "bloom")
+                self.check_substituted(name, False, batch=2, rotates=name in ("llama", "gemma2"))
 
     def test_a_table_read_at_a_narrower_dtype_is_converted_in_the_graph(self):
         """OLMo 2 in f16: RoPE reads its f32 cos and sin at f16 (PyTorch computes q·cos in f32
