@@ -13,9 +13,11 @@
 // over the merged dims (matrices kept), causal_mask, casts and aliases, a swap of the last two
 // dims. Such a value is read by the IR with its leading dims merged (Value::keptDims, irShape):
 // [b·s, h] (rows) or [b·heads, s, d] (matrices). The reshapes between it and that form relabel
-// nothing: they are aliases inside one subgraph. A value any mapped op reads or writes with its
-// leading dims apart (head transposes, a table broadcast over some leading dims but not all, a
-// dynamic dim) keeps its shape, and with it every value its ops connect it to.
+// nothing: they are aliases inside one subgraph. A table broadcast over the leading dims but
+// not the rest (GPT-2's position embeddings [1, s, h] added to [b, s, h]) that the subgraph
+// reads from memory is read stacked over them (Value::tiling): [b·s, h]. A value any mapped op
+// reads or writes with its leading dims apart (head transposes, such a table computed in the
+// graph, a dynamic dim) keeps its shape, and with it every value its ops connect it to.
 #pragma once
 
 #include <vector>
