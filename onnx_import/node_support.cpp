@@ -185,13 +185,22 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
   if (!swap && !heads && sameUpToLeadingOnes(*in.shape, *out.shape)) {
     return {NodeRole::Alias, "", false};
   }
-  if (inputLayout != Layout::RowMajor && !swap && !heads) {
-    return unsupported("reshapes a " + std::string(graph::layoutName(inputLayout)) + " view of '" +
-                       in.name + "', which moves data");
-  }
   if (node.op == "Expand" || node.op == "Tile") return {NodeRole::Alias, "", false};
-  // Leading dims merged (row_merge.h): [b, s, h] and [b·s, h] are one IR tensor.
+  // Leading dims merged (row_merge.h): [b, s, h] and [b·s, h] are one IR tensor, whatever
+  // layout it is read in.
   if (!swap && !heads && irShape(in) == irShape(out)) return {NodeRole::Alias, "", false};
+  if (inputLayout != Layout::RowMajor && !swap && !heads) {
+    // A reshape of the dims before those the layout swaps keeps the view (the exporter's
+    // [b, h, d, t] viewed [b·h, d, t] for bmm and back); any other moves data.
+    const size_t swapped = static_cast<size_t>(graph::swappedDimsFromEnd(inputLayout).first);
+    const Dims &from = *in.shape, &to = *out.shape;
+    if (from.size() < swapped || to.size() < swapped ||
+        !std::equal(from.end() - static_cast<std::ptrdiff_t>(swapped), from.end(),
+                    to.end() - static_cast<std::ptrdiff_t>(swapped))) {
+      return unsupported("reshapes a " + std::string(graph::layoutName(inputLayout)) +
+                         " view of '" + in.name + "', which moves data");
+    }
+  }
   NodeSupport view{NodeRole::View, "", swap};
   view.swapsHeads = heads;
   return view;

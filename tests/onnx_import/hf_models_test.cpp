@@ -14,6 +14,7 @@
 #include <string>
 
 #include "graph/program_text.h"
+#include "graph/types.h"
 #include "onnx_import/import_model.h"
 #include "onnx_import/onnx_model.h"
 #include "tests/onnx_import/exported_models.h"
@@ -122,6 +123,31 @@ TEST(HfModels, AtMostThreeSubgraphsPerLayerWithRopeInsideAndEveryNodePlacedOrExp
           << name << ": " << op << " left out";
     }
   }
+}
+
+// The same Llama exported for a batch of two prompts (export_hf_models.py --batch 2): the
+// linear layers' reshapes between [2, 16, h] and [32, h] are aliases (row_merge.h), so the
+// model partitions into the same subgraphs of the same ops as at batch 1, each writing twice
+// the values.
+TEST(HfModels, ABatchOfTwoPromptsPartitionsAsOnePromptDoes) {
+  const ImportedModel one = importModel(exportedModel("hf_llama"), {});
+  const ImportedModel two = importModel(exportedModel("hf_llama_b2"), {});
+  ASSERT_EQ(two.subgraphs.size(), one.subgraphs.size());
+  for (size_t i = 0; i < one.subgraphs.size(); ++i) {
+    const Subgraph &a = one.subgraphs[i], &b = two.subgraphs[i];
+    std::vector<std::string> opsA = a.ops, opsB = b.ops;
+    std::sort(opsA.begin(), opsA.end());
+    std::sort(opsB.begin(), opsB.end());
+    EXPECT_EQ(opsB, opsA) << b.name;
+    ASSERT_EQ(b.program.outputs.size(), a.program.outputs.size()) << b.name;
+    for (size_t o = 0; o < a.program.outputs.size(); ++o) {
+      const graph::TensorDesc &x = a.program.tensors[a.program.outputs[o]],
+                              &y = b.program.tensors[b.program.outputs[o]];
+      EXPECT_EQ(graph::elementCount(y.shape), 2 * graph::elementCount(x.shape))
+          << b.name << ": " << y.name;
+    }
+  }
+  EXPECT_EQ(two.unsupported.size(), one.unsupported.size());
 }
 
 }  // namespace

@@ -194,6 +194,72 @@ TEST(RowMerge, ATableComputedInTheGraphKeepsTheBatchApart) {
   }
 }
 
+// Keys viewed [b·h, t, d], transposed for bmm and viewed back [b, h, d, t] (how PyTorch's
+// exporter writes SDPA at batch b > 1), with queries read through a head transpose, which keeps
+// their batch apart: the reshape back of the transposed view is still a transposed read of the
+// keys, the scores one subgraph.
+TEST(RowMerge, AReshapeOfTheLeadingDimsOfATransposedViewKeepsTheView) {
+  constexpr int64_t b = 2, h = 3, s = 4, t = 5, d = 8;
+  RowGraphJson g;
+  g.value("qs", {b, s, h, d});
+  g.value("k", {b, h, t, d});
+  g.constant("flat", {b * h, t, d}, "int64");
+  g.constant("back", {b, h, d, t}, "int64");
+  g.node("Transpose", {"qs"}, "q", {b, h, s, d}, {{"perm", {0, 2, 1, 3}}});
+  g.node("Reshape", {"k", "flat"}, "kf", {b * h, t, d});
+  g.node("Transpose", {"kf"}, "kt", {b * h, d, t}, {{"perm", {0, 2, 1}}});
+  g.node("Reshape", {"kt", "back"}, "k4", {b, h, d, t});
+  g.node("MatMul", {"q", "k4"}, "scores", {b, h, s, t});
+  const ImportedModel m = partitionModel(g.model({"qs", "k"}, {"scores"}));
+  ASSERT_EQ(m.subgraphs.size(), 1u) << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
+  EXPECT_TRUE(m.unsupported.empty()) << m.unsupported[0].node << ": " << m.unsupported[0].reason;
+  const Subgraph& sub = m.subgraphs[0];
+  const graph::Program& p = sub.program;
+  const std::vector<double> qs = normals(b * s * h * d, 10), k = normals(b * h * t * d, 11);
+  // The interpreter takes each input in its logical order; the layouts say how the program
+  // reads the buffers (q heads-transposed out of qs, the keys transposed).
+  std::vector<double> q(qs.size()), kT(k.size());
+  for (int64_t n = 0; n < b; ++n) {
+    for (int64_t head = 0; head < h; ++head) {
+      for (int64_t i = 0; i < s; ++i) {
+        for (int64_t x = 0; x < d; ++x) {
+          q[((n * h + head) * s + i) * d + x] = qs[((n * s + i) * h + head) * d + x];
+        }
+      }
+      for (int64_t j = 0; j < t; ++j) {
+        for (int64_t x = 0; x < d; ++x) {
+          kT[((n * h + head) * d + x) * t + j] = k[((n * h + head) * t + j) * d + x];
+        }
+      }
+    }
+  }
+  verify::TensorMap<double> inputs;
+  for (const BoundInput& in : sub.inputs) {
+    const graph::TensorDesc& desc = p.tensors[*p.findTensor(in.irName)];
+    ASSERT_TRUE(in.buffer == "qs" || in.buffer == "k") << in.buffer;
+    EXPECT_EQ(in.layout,
+              in.buffer == "k" ? graph::Layout::Transposed : graph::Layout::HeadsTransposed);
+    inputs[desc.name] = {desc.shape, in.buffer == "qs" ? q : kT};
+  }
+  ASSERT_EQ(inputs.size(), 2u);
+  const std::vector<double> got = verify::evaluate(p, inputs).at(p.tensors[p.outputs[0]].name).data;
+  ASSERT_EQ(got.size(), static_cast<size_t>(b * h * s * t));
+  for (int64_t n = 0; n < b; ++n) {
+    for (int64_t head = 0; head < h; ++head) {
+      for (int64_t i = 0; i < s; ++i) {
+        for (int64_t j = 0; j < t; ++j) {
+          double dot = 0;
+          for (int64_t x = 0; x < d; ++x) {
+            dot += qs[((n * s + i) * h + head) * d + x] * k[((n * h + head) * t + j) * d + x];
+          }
+          EXPECT_NEAR(got[((n * h + head) * s + i) * t + j], dot, 1e-9)
+              << n << " " << head << " " << i << " " << j;
+        }
+      }
+    }
+  }
+}
+
 // A batch of one is rows already: the same one subgraph, shapes as before.
 TEST(RowMerge, AtBatchOneNothingChanges) {
   RowGraphJson g;

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Exports real `transformers` decoder architectures to ONNX, as a user of mugraph would.
 
-Llama, Mistral and Qwen3 (QK-norm) causal LMs with random, seeded weights, in f16, batch 1,
-a static prompt length, through the default (torch.export based) exporter with the model's
-default attention implementation (SDPA, which the exporter decomposes into MatMul, Softmax
-and a NaN guard). Small configs keep the files small enough to commit as test models; the
-`--hidden` flag gives real widths for measurements on a GPU machine.
+Llama, Mistral and Qwen3 (QK-norm) causal LMs with random, seeded weights, in f16, a static
+batch (default 1; files of another batch b are named *_b<b>.onnx) and prompt length, through
+the default (torch.export based) exporter with the model's default attention implementation
+(SDPA, which the exporter decomposes into MatMul, Softmax and a NaN guard). Small configs
+keep the files small enough to commit as test models; the `--hidden` flag gives real widths
+for measurements on a GPU machine.
 
 Needs torch, transformers and onnx (the GPU machine has them); runs on the CPU:
     python3 tools/python/export_hf_models.py --out tests/onnx_import/models
@@ -65,15 +66,19 @@ def main():
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--vocab", type=int, default=512)
     parser.add_argument("--seq", type=int, default=SEQ)
+    parser.add_argument("--batch", type=int, default=1, help="prompts per input (static)")
+    parser.add_argument("--models", default="hf_llama,hf_mistral,hf_qwen3")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     failures = 0
     for name, config in configs(args.hidden, args.layers, args.vocab):
+        if name not in args.models.split(","):
+            continue
         torch.manual_seed(0)
         try:
             lm = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float16).eval()
-            ids = torch.randint(0, args.vocab, (1, args.seq))
-            path = os.path.join(args.out, name + ".onnx")
+            ids = torch.randint(0, args.vocab, (args.batch, args.seq))
+            path = os.path.join(args.out, name + (f"_b{args.batch}" if args.batch != 1 else "") + ".onnx")
             with torch.no_grad():
                 torch.onnx.export(LogitsOnly(lm), (ids,), path, input_names=["input_ids"],
                                   output_names=["logits"], dynamo=True, external_data=False)
