@@ -260,6 +260,60 @@ TEST(RowMerge, AReshapeOfTheLeadingDimsOfATransposedViewKeepsTheView) {
   }
 }
 
+// Scores of a batch of heads plus a bias of one [s, t] per head, the same for every sequence
+// (a relative-position bias [1, h, s, t]): the scores are matrices [b·h, s, t], and the bias is
+// read stacked over the batch along its heads, [b·h, s, t].
+TEST(RowMerge, APerHeadBiasIsReadStackedOverTheBatchOfMatrices) {
+  constexpr int64_t b = 2, h = 3, s = 4, t = 5, d = 8;
+  RowGraphJson g;
+  g.value("q", {b, h, s, d});
+  g.value("k", {b, h, d, t});
+  g.value("bias", {1, h, s, t});
+  g.node("MatMul", {"q", "k"}, "scores", {b, h, s, t});
+  g.node("Add", {"scores", "bias"}, "biased", {b, h, s, t});
+  g.node("Softmax", {"biased"}, "p", {b, h, s, t}, {{"axis", -1}});
+  const ImportedModel m = partitionModel(g.model({"q", "k", "bias"}, {"p"}));
+  ASSERT_EQ(m.subgraphs.size(), 1u) << (m.unsupported.empty() ? "" : m.unsupported[0].reason);
+  const Subgraph& sub = m.subgraphs[0];
+  const graph::Program& p = sub.program;
+  EXPECT_EQ(p.tensors[p.outputs[0]].shape, (graph::Dims{b * h, s, t}));
+  const std::vector<double> q = normals(b * h * s * d, 12), k = normals(b * h * d * t, 13),
+                            bias = normals(h * s * t, 14);
+  verify::TensorMap<double> inputs;
+  for (const BoundInput& in : sub.inputs) {
+    const graph::TensorDesc& desc = p.tensors[*p.findTensor(in.irName)];
+    std::vector<double> given = in.buffer == "q" ? q : in.buffer == "k" ? k : bias;
+    if (in.buffer == "bias") {
+      EXPECT_EQ(in.tiling.dimFromEnd, 3);
+      ASSERT_EQ(in.tiling.times, b);
+      EXPECT_EQ(desc.shape, (graph::Dims{b * h, s, t}));
+      given.insert(given.end(), bias.begin(), bias.end());  // b = 2 copies
+    } else {
+      EXPECT_EQ(in.tiling.times, 1) << in.buffer;
+      EXPECT_EQ(desc.shape[0], b * h) << in.buffer;
+    }
+    inputs[desc.name] = {desc.shape, given};
+  }
+  ASSERT_EQ(inputs.size(), 3u);
+  const std::vector<double> got = verify::evaluate(p, inputs).at(p.tensors[p.outputs[0]].name).data;
+  ASSERT_EQ(got.size(), static_cast<size_t>(b * h * s * t));
+  for (int64_t m0 = 0; m0 < b * h; ++m0) {
+    for (int64_t i = 0; i < s; ++i) {
+      std::vector<double> row(t);
+      double sum = 0;
+      for (int64_t j = 0; j < t; ++j) {
+        double dot = bias[((m0 % h) * s + i) * t + j];
+        for (int64_t x = 0; x < d; ++x) dot += q[(m0 * s + i) * d + x] * k[(m0 * d + x) * t + j];
+        row[j] = std::exp(dot);
+        sum += row[j];
+      }
+      for (int64_t j = 0; j < t; ++j) {
+        EXPECT_NEAR(got[(m0 * s + i) * t + j], row[j] / sum, 1e-9) << m0 << " " << i << " " << j;
+      }
+    }
+  }
+}
+
 // A batch of one is rows already: the same one subgraph, shapes as before.
 TEST(RowMerge, AtBatchOneNothingChanges) {
   RowGraphJson g;
