@@ -185,6 +185,27 @@ bool lonePositionOp(const Model& model, const std::vector<NodeSupport>& support,
   return false;
 }
 
+// A set whose only computation is one element-wise op with a one-element operand (RoPE's cos
+// times its scaling, which torch.compile's dynamic shapes make a 0-d tensor): a launch of its
+// own only scales a value the framework computes, and the framework fuses it into that
+// value's kernel.
+bool loneScaling(const Model& model, const std::vector<NodeSupport>& support,
+                 const std::vector<int>& nodes) {
+  static const std::set<std::string> kScalings = {"Mul", "Div", "Add", "Sub"};
+  int computing = -1;
+  for (int n : nodes) {
+    if (support[n].role != NodeRole::Compute) continue;
+    if (computing >= 0) return false;
+    computing = n;
+  }
+  if (computing < 0 || !kScalings.count(model.nodes[computing].op)) return false;
+  return std::any_of(model.nodes[computing].inputs.begin(), model.nodes[computing].inputs.end(),
+                     [&](const std::string& in) {
+                       const std::optional<Dims>& shape = model.values.at(in).shape;
+                       return shape && graph::elementCount(*shape) == 1;
+                     });
+}
+
 // Convex connected sets of mapped nodes and of the head transposes of computed values that
 // are not `pinned` (heads_pushdown.h): convexParts of each connected set.
 std::vector<std::vector<int>> components(const Model& model, const Graph& g,
@@ -380,6 +401,15 @@ ImportedModel partitionModel(const Model& loaded) {
           support[n] = {NodeRole::Unsupported,
                         "one op on positions (converted from integers): a launch of its own "
                         "gains nothing over the framework's kernel",
+                        false};
+        }
+        continue;
+      }
+      if (loneScaling(model, support, nodes)) {
+        for (int n : nodes) {
+          support[n] = {NodeRole::Unsupported,
+                        "one op by a one-element value: a launch of its own only scales a "
+                        "value the framework computes, which fuses it into that value's kernel",
                         false};
         }
         continue;

@@ -4,6 +4,9 @@
 #include <stdexcept>
 #include <map>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "onnx_import/model_shapes.h"
 #include "onnx_import/rope_patterns.h"
@@ -177,18 +180,18 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
       }
     }
   } else if (node.op == "Expand" || node.op == "Tile") {
-    if (!sameUpToLeadingOnes(*in.shape, *out.shape)) {
+    if (!sameUpToLeadingOnes(in, out)) {
       return unsupported("repeats data (" + graph::formatDims(*in.shape) + " to " +
                          graph::formatDims(*out.shape) + "); the IR has no broadcasting copy");
     }
   }
-  if (!swap && !heads && sameUpToLeadingOnes(*in.shape, *out.shape)) {
+  if (!swap && !heads && sameUpToLeadingOnes(in, out)) {
     return {NodeRole::Alias, "", false};
   }
   if (node.op == "Expand" || node.op == "Tile") return {NodeRole::Alias, "", false};
   // Leading dims merged (row_merge.h): [b, s, h] and [b·s, h] are one IR tensor, whatever
   // layout it is read in.
-  if (!swap && !heads && irShape(in) == irShape(out)) return {NodeRole::Alias, "", false};
+  if (!swap && !heads && sameIrShape(in, out)) return {NodeRole::Alias, "", false};
   if (inputLayout != Layout::RowMajor && !swap && !heads) {
     // A reshape of the dims before those the layout swaps keeps the view (the exporter's
     // [b, h, d, t] viewed [b·h, d, t] for bmm and back); any other moves data.
@@ -294,6 +297,40 @@ Dims irShape(const Value& value) {
   Dims ir{merged};
   ir.insert(ir.end(), shape.end() - static_cast<std::ptrdiff_t>(kept), shape.end());
   return ir;
+}
+
+bool sameUpToLeadingOnes(const Value& a, const Value& b) {
+  // Each dim with the dynamic dim it is ("" where static): a dynamic dim's extent is its
+  // reference, which a static dim may equal.
+  auto strip = [](const Value& v) {
+    const Dims& shape = v.shape.value();
+    std::vector<std::pair<int64_t, std::string>> dims;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      dims.emplace_back(shape[d], v.dynamicDims.empty() ? "" : v.dynamicDims[d]);
+    }
+    if (dims.empty()) dims.emplace_back(1, "");
+    size_t first = 0;
+    while (first + 1 < dims.size() && dims[first] == std::pair<int64_t, std::string>{1, ""}) {
+      ++first;
+    }
+    dims.erase(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(first));
+    return dims;
+  };
+  return strip(a) == strip(b);
+}
+
+bool sameIrShape(const Value& a, const Value& b) {
+  const Dims ir = irShape(a);
+  if (ir != irShape(b)) return false;
+  // A merged or tiled value has static dims (row_merge.h); the rest are stripDims' last dims.
+  auto names = [&](const Value& v) {
+    return v.dynamicDims.empty() ? std::vector<std::string>(ir.size())
+                                 : std::vector<std::string>(v.dynamicDims.end() -
+                                                                static_cast<std::ptrdiff_t>(
+                                                                    ir.size()),
+                                                            v.dynamicDims.end());
+  };
+  return names(a) == names(b);
 }
 
 bool sameUpToLeadingOnes(const Dims& a, const Dims& b) {

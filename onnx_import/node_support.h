@@ -83,5 +83,11 @@ graph::Dims irShape(const Value& value);
 
 // Equal once every leading size-1 dim is dropped: a reshape between them relabels nothing.
 bool sameUpToLeadingOnes(const graph::Dims& a, const graph::Dims& b);
+// The same for two values, a dynamic dim equal only to itself (not to a static dim of its
+// reference extent).
+bool sameUpToLeadingOnes(const Value& a, const Value& b);
+// Whether two values are one IR tensor: the same irShape, each dim the same dynamic dim or
+// static in both.
+bool sameIrShape(const Value& a, const Value& b);
 
 }  // namespace mugraph::onnx_import

@@ -105,6 +105,22 @@ void ProgramBuilder::mapBinary() {
   if (da && db && *da != *db) {
     if (*da == graph::DType::F32 && fromOutside(a)) readA = db;
     if (*db == graph::DType::F32 && fromOutside(b)) readB = da;
+    // An f32 operand computed here and converted to 16 bits on the way (RoPE's cos times its
+    // scaling, a 0-d tensor under dynamic shapes): the conversion is left to the framework,
+    // whose result the subgraph then reads.
+    for (const auto& [v, read] : {std::pair{a, readA}, std::pair{b, readB}}) {
+      if (read || programDtype(v) != graph::DType::F32) continue;
+      for (int p = model_.producerOf(v); p >= 0;
+           p = model_.producerOf(model_.nodes[p].inputs.at(support_[p].aliasInput))) {
+        if (support_[p].role != NodeRole::Alias && support_[p].role != NodeRole::View) break;
+        const Node& cast = model_.nodes[p];
+        if (cast.op == "Cast" && model_.values.at(cast.outputs.at(0)).dtype != graph::DType::F32) {
+          throw BuildFailure(p, "converts '" + cast.inputs.at(0) + "' to " +
+                                    model_.values.at(cast.outputs[0]).elemType + " for '" + out +
+                                    "', which the subgraph would compute in f32");
+        }
+      }
+    }
   }
   define(out, op(k, {tensor(a, rank, readA), tensor(b, rank, readB)}));
 }

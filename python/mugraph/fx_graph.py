@@ -345,8 +345,24 @@ def _transpose(w, n):
 
 
 def _reshape(w, n):
-    w.node(n.name, n.name, "Reshape", [w.value_of(n.args[0]), _shape_constant(w, n)],
+    w.node(n.name, n.name, "Reshape", [w.value_of(n.args[0]), _reshape_target(w, n)],
            [w.value_of(n)])
+
+
+def _reshape_target(w, node):
+    """The Reshape's target: its sizes, a symbolic one (a dynamic dim) as -1, which ONNX infers
+    from the input's size at every length; at most one can be."""
+    val = _tensor_meta(node)
+    if _static_shape(val) is not None:
+        return _shape_constant(w, node)
+    try:
+        shape = w.shape_of(val)
+    except fx_dims.NoDim as e:
+        raise _Untranslatable(str(e))
+    if sum(isinstance(d, str) for d in shape) > 1:
+        raise _Untranslatable("its shape has more than one symbolic size")
+    return w.constant(f"{node.name}.shape", [-1 if isinstance(d, str) else d for d in shape],
+                      "int64", [len(shape)])
 
 
 def _expand(w, n):
@@ -402,6 +418,9 @@ def _is_empty(node):
     return shape is not None and 0 in shape
 
 
+_WHOLE = 2 ** 62  # an end past any length: PyTorch writes x[a:] as an end of 2**63 - 1
+
+
 def _slice(w, n):
     x = n.args[0]
     shape = _static_shape(_tensor_meta(x))
@@ -409,14 +428,21 @@ def _slice(w, n):
     start = n.args[2] if len(n.args) > 2 else None
     end = n.args[3] if len(n.args) > 3 else None
     step = n.args[4] if len(n.args) > 4 else 1
-    if shape is None or not all(isinstance(v, int) or v is None for v in (start, end, step)):
+    if not all(isinstance(v, int) or v is None for v in (start, end, step)):
         raise _Untranslatable("its bounds are symbolic")
-    size = shape[dim]
+    sizes = _tensor_meta(x).shape
+    dim = dim + len(sizes) if dim < 0 else dim
+    if shape is None and isinstance(sizes[dim], torch.SymInt) \
+            and not sizes[dim].node.expr.is_number:  # the other dims may be dynamic
+        if start in (None, 0) and (end is None or end >= _WHOLE) and step == 1:
+            return _identity(w, n)  # x[:, :] over a dynamic dim: x at every length
+        raise _Untranslatable("it slices a dynamic dim")
+    size = int(sizes[dim])
     start = 0 if start is None else max(0, min(start + size if start < 0 else start, size))
     end = size if end is None else max(0, min(end + size if end < 0 else end, size))
     if start == 0 and end == size and step == 1:  # x[:, :, None]'s full slices: x itself
         return _identity(w, n)
-    rank = len(shape)
+    rank = len(sizes)
     inputs = [w.value_of(x), w.constant(f"{n.name}.starts", [start], "int64", [1]),
               w.constant(f"{n.name}.ends", [end], "int64", [1]),
               _axes(w, n, [dim], rank), w.constant(f"{n.name}.steps", [step], "int64", [1])]

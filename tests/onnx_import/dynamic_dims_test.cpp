@@ -156,5 +156,51 @@ TEST(GraphJsonDynamicDims, AnUndeclaredNameOrABadRangeNamesItsJsonPath) {
   }
 }
 
+// Reshapes of values with a dynamic dim (PyTorch's views under dynamic shapes, the length
+// written -1): [1, seq, 64] to [seq, 64] relabels at every length, so exp and the matmul are
+// one subgraph; [seq, 64] to [64, seq] with seq's reference extent 64 has the same extents
+// but moves every element at another length, so it is no alias.
+nlohmann::json reshapedJson(const nlohmann::json& reshaped) {
+  const nlohmann::json v = [&] {
+    nlohmann::json values = {{{"name", "A"}, {"type", "float16"}, {"shape", {1, "seq", 64}}},
+                             {{"name", "E"}, {"type", "float16"}, {"shape", {1, "seq", 64}}},
+                             {{"name", "R"}, {"type", "float16"}, {"shape", reshaped}},
+                             {{"name", "to"}, {"type", "int64"}, {"shape", {2}}},
+                             {{"name", "W"}, {"type", "float16"}, {"shape", {64, 32}}},
+                             {{"name", "Y"}, {"type", "float16"}, {"shape", nullptr}}};
+    values[5]["shape"] = {reshaped[0], 32};
+    return values;
+  }();
+  return {{"format", "mugraph.graph"},
+          {"version", 1},
+          {"dims", {{{"name", "seq"}, {"min", 1}, {"max", 64}}}},
+          {"values", v},
+          {"constants", {{{"name", "to"}, {"values", {-1, 64}}}}},
+          {"inputs", {"A", "W"}},
+          {"outputs", {"Y"}},
+          {"nodes",
+           {{{"name", "exp"}, {"op", "Exp"}, {"inputs", {"A"}}, {"outputs", {"E"}}},
+            {{"name", "view"}, {"op", "Reshape"}, {"inputs", {"E", "to"}}, {"outputs", {"R"}}},
+            {{"name", "mm"}, {"op", "MatMul"}, {"inputs", {"R", "W"}}, {"outputs", {"Y"}}}}}};
+}
+
+TEST(GraphJsonDynamicDims, AReshapeRelabelsOnlyWhereEveryDynamicDimKeepsItsPlace) {
+  const ImportedModel kept =
+      partitionModel(modelFromGraphJson(reshapedJson({"seq", 64}), "fx.json"));
+  ASSERT_EQ(kept.subgraphs.size(), 1u);
+  EXPECT_EQ(kept.subgraphs[0].nodes.size(), 3u);
+  const graph::Program& p = kept.subgraphs[0].program;
+  ASSERT_EQ(p.dims.size(), 1u);
+  EXPECT_EQ(graph::dynamicDimOf(p.tensors[p.outputs.at(0)], 0), 0);
+
+  const ImportedModel moved =
+      partitionModel(modelFromGraphJson(reshapedJson({64, "seq"}), "fx.json"));
+  for (const Subgraph& s : moved.subgraphs) {
+    EXPECT_FALSE(std::count(s.nodes.begin(), s.nodes.end(), "exp") &&
+                 std::count(s.nodes.begin(), s.nodes.end(), "mm"))
+        << "the reshape moving the dynamic dim read as an alias";
+  }
+}
+
 }  // namespace
 }  // namespace mugraph::onnx_import

@@ -67,6 +67,48 @@ class DynamicDecodeTest(unittest.TestCase):
         self.assertTrue(all(d["max"] == max_length for d in dynamic[0]["dims"]), dynamic[0])
 
 
+class DynamicPrefillTest(unittest.TestCase):
+    def test_a_prompt_of_any_length_partitions_as_a_static_one(self):
+        """A prefill under dynamic=True: the prompt's length is a dynamic dim, and the views
+        between [1, n, h] and [n, h] or [1, n, heads, d] (a symbolic reshape, written with -1
+        for the length), RoPE's halves (slices of the static last dim of a [.., n, d] value)
+        and the casts of its tables (cos times a scaling the dynamic graph holds as a 0-d
+        tensor, left to PyTorch) map as they do at a static length: the same subgraphs, each
+        program's length one dim."""
+        from functorch.compile import make_boxed_func
+
+        from mugraph.backend import aot
+
+        partitions = []
+
+        def capture(gm, example_inputs):
+            graph, writer = fx_graph.to_graph_json(gm, max_length=1024)
+            partitions.append((graph, _capi.partition(graph)))
+            return make_boxed_func(gm.forward)
+
+        model = model_graphs.causal_lm("llama")
+        for dynamic in (False, True):
+            torch._dynamo.reset()
+            compiled = torch.compile(model, backend=aot(capture), dynamic=dynamic)
+            with torch.no_grad():
+                compiled(input_ids=torch.randint(0, 512, (1, 16)), use_cache=False)
+        (static_graph, static), (dynamic_graph, dynamic) = partitions
+        self.assertNotIn("dims", static_graph)
+        self.assertTrue(dynamic_graph.get("dims"))
+        names = [s["name"] for s in dynamic["subgraphs"]]
+        self.assertEqual(len(names), len(static["subgraphs"]), names)
+        texts = [s["program_text"] for s in dynamic["subgraphs"]]
+        self.assertTrue(all("dim n" in t for t in texts), texts)
+        # RoPE in the IR, each layer's attention one program, the projections reading the
+        # prompt's rows [n, h]
+        self.assertEqual(sum(t.count("rotate_half(") for t in texts), 4, names)
+        self.assertEqual(sum(t.count("matmul(") == 2 and "reduce_max(" in t for t in texts), 2)
+        self.assertTrue(any(re.search(r"^input \w+ f16 \[n\d+, 128\]$", t, re.M)
+                            and t.count("matmul(") == 3 for t in texts), texts)
+        reasons = {u["node"]: u["reason"] for u in dynamic["unsupported"]}
+        self.assertFalse([n for n, r in reasons.items() if "dtype mismatch" in r], reasons)
+
+
 def _declared_inputs(program):
     """Manifest-like entries of a program's inputs: dtype, layout, and per dim its size (the
     dim's max where dynamic) and the dim's name (shape_dims)."""

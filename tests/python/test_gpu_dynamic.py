@@ -2,7 +2,8 @@
 torch.compile(backend="mugraph"). After Dynamo's first (static) compile, the growing length is a
 dynamic dim: one more compile serves every step up to max_length, our attention kernels take
 the length at each launch, the logits match eager's at every step, and a length past
-max_length compiles once more and stays correct. Skips without CUDA (label gpu)."""
+max_length compiles once more and stays correct. A prefill under dynamic=True serves prompts of
+several lengths from one compile. Skips without CUDA (label gpu)."""
 import os
 import tempfile
 import unittest
@@ -66,6 +67,43 @@ class GpuDynamicDecodeTest(unittest.TestCase):
         self.assertEqual(dynamic.graph["runs"], "mugraph")
         self.assertFalse(fx_graph.program_dims(reports[2].partition),
                          "past max_length no program is dynamic")
+
+
+@unittest.skipUnless(CUDA, "no CUDA device")
+class GpuDynamicPrefillTest(unittest.TestCase):
+    def test_one_compile_serves_prompts_of_every_length(self):
+        """A prefill under dynamic=True: one compile, whose programs take the prompt's length
+        as a dynamic dim, serves prompts of 40, 64 and 97 tokens with eager's logits."""
+        import mugraph.backend
+
+        with tempfile.TemporaryDirectory() as cache_dir:
+            os.environ["MUGRAPH_CACHE_DIR"] = cache_dir
+            try:
+                model = model_graphs.causal_lm("llama", device="cuda", hidden=256)
+                torch._dynamo.reset()
+                compiled = torch.compile(
+                    model, backend=mugraph.backend.mugraph_backend, dynamic=True,
+                    options={"time_limit": int(os.environ.get("MUGRAPH_TEST_TIME_LIMIT", "30")),
+                             "only_faster": False, "end_to_end": False, "max_length": 128})
+                torch.manual_seed(4)
+                first_report = len(mugraph.backend.REPORTS)
+                errors = []
+                with torch.no_grad():
+                    for length in (64, 40, 97):
+                        ids = torch.randint(0, 512, (1, length), device="cuda")
+                        ours = compiled(input_ids=ids, use_cache=False).logits
+                        expected = model(input_ids=ids, use_cache=False).logits
+                        self.assertTrue(torch.isfinite(ours).all(), length)
+                        errors.append(max_relative_error(ours, expected))
+            finally:
+                del os.environ["MUGRAPH_CACHE_DIR"]
+        self.assertLess(max(errors), 2e-2, errors)
+        reports = mugraph.backend.REPORTS[first_report:]
+        self.assertEqual(len(reports), 1, [r.graph for r in reports])
+        self.assertTrue(fx_graph.program_dims(reports[0].partition), "the graph is dynamic")
+        used = [row for row in reports[0].subgraphs.values()
+                if row.get("dynamic") and row["status"] == "used"]
+        self.assertGreaterEqual(len(used), 4, reports[0].subgraphs)
 
 
 if __name__ == "__main__":
