@@ -161,18 +161,24 @@ std::vector<std::vector<int>> convexParts(const Model& model, const Graph& g,
   return parts;
 }
 
+// The set's one computing node, or -1 where it has none or several.
+int loneCompute(const std::vector<NodeSupport>& support, const std::vector<int>& nodes) {
+  int computing = -1;
+  for (int n : nodes) {
+    if (support[n].role != NodeRole::Compute) continue;
+    if (computing >= 0) return -1;
+    computing = n;
+  }
+  return computing;
+}
+
 // A set whose only computation is one op on a value converted from integers (RoPE's
 // frequencies: the positions times the inverse frequencies in f32, an element-wise product or
 // a batched outer product): it depends on positions alone, a launch of its own gains nothing
 // over the framework's kernel, and the framework may fuse it with the cos and sin reading it.
 bool lonePositionOp(const Model& model, const std::vector<NodeSupport>& support,
                     const std::vector<int>& nodes) {
-  int computing = -1;
-  for (int n : nodes) {
-    if (support[n].role != NodeRole::Compute) continue;
-    if (computing >= 0) return false;
-    computing = n;
-  }
+  const int computing = loneCompute(support, nodes);
   if (computing < 0) return false;
   for (std::string in : model.nodes[computing].inputs) {
     int p = model.producerOf(in);
@@ -192,12 +198,7 @@ bool lonePositionOp(const Model& model, const std::vector<NodeSupport>& support,
 bool loneScaling(const Model& model, const std::vector<NodeSupport>& support,
                  const std::vector<int>& nodes) {
   static const std::set<std::string> kScalings = {"Mul", "Div", "Add", "Sub"};
-  int computing = -1;
-  for (int n : nodes) {
-    if (support[n].role != NodeRole::Compute) continue;
-    if (computing >= 0) return false;
-    computing = n;
-  }
+  const int computing = loneCompute(support, nodes);
   if (computing < 0 || !kScalings.count(model.nodes[computing].op)) return false;
   return std::any_of(model.nodes[computing].inputs.begin(), model.nodes[computing].inputs.end(),
                      [&](const std::string& in) {
@@ -396,22 +397,16 @@ ImportedModel partitionModel(const Model& loaded) {
         }
         continue;
       }
-      if (lonePositionOp(model, support, nodes)) {
-        for (int n : nodes) {
-          support[n] = {NodeRole::Unsupported,
-                        "one op on positions (converted from integers): a launch of its own "
-                        "gains nothing over the framework's kernel",
-                        false};
-        }
-        continue;
-      }
-      if (loneScaling(model, support, nodes)) {
-        for (int n : nodes) {
-          support[n] = {NodeRole::Unsupported,
-                        "one op by a one-element value: a launch of its own only scales a "
-                        "value the framework computes, which fuses it into that value's kernel",
-                        false};
-        }
+      const char* lone =
+          lonePositionOp(model, support, nodes)
+              ? "one op on positions (converted from integers): a launch of its own gains "
+                "nothing over the framework's kernel"
+          : loneScaling(model, support, nodes)
+              ? "one op by a one-element value: a launch of its own only scales a value the "
+                "framework computes, which fuses it into that value's kernel"
+              : nullptr;
+      if (lone) {
+        for (int n : nodes) support[n] = {NodeRole::Unsupported, lone, false};
         continue;
       }
       try {

@@ -17,6 +17,17 @@ from mugraph.substitute import max_relative_error
 CUDA = torch.cuda.is_available()
 
 
+def _compiled(model, max_length, dynamic=None):
+    """The model under the mugraph backend, every matching variant used."""
+    import mugraph.backend
+
+    torch._dynamo.reset()
+    return torch.compile(
+        model, backend=mugraph.backend.mugraph_backend, dynamic=dynamic,
+        options={"time_limit": int(os.environ.get("MUGRAPH_TEST_TIME_LIMIT", "30")),
+                 "only_faster": False, "end_to_end": False, "max_length": max_length})
+
+
 @unittest.skipUnless(CUDA, "no CUDA device")
 class GpuDynamicDecodeTest(unittest.TestCase):
     def test_one_compile_serves_every_step_of_a_growing_cache(self):
@@ -28,12 +39,7 @@ class GpuDynamicDecodeTest(unittest.TestCase):
             os.environ["MUGRAPH_CACHE_DIR"] = cache_dir
             try:
                 model = model_graphs.causal_lm("llama", device="cuda", hidden=256)
-                torch._dynamo.reset()
-                compiled = torch.compile(
-                    model, backend=mugraph.backend.mugraph_backend,
-                    options={"time_limit": int(os.environ.get("MUGRAPH_TEST_TIME_LIMIT", "30")),
-                             "only_faster": False, "end_to_end": False,
-                             "max_length": max_length})
+                compiled = _compiled(model, max_length)
                 torch.manual_seed(3)
                 prompt = torch.randint(0, 512, (1, 32), device="cuda")
                 ours_cache, eager_cache = DynamicCache(), DynamicCache()
@@ -80,11 +86,7 @@ class GpuDynamicPrefillTest(unittest.TestCase):
             os.environ["MUGRAPH_CACHE_DIR"] = cache_dir
             try:
                 model = model_graphs.causal_lm("llama", device="cuda", hidden=256)
-                torch._dynamo.reset()
-                compiled = torch.compile(
-                    model, backend=mugraph.backend.mugraph_backend, dynamic=True,
-                    options={"time_limit": int(os.environ.get("MUGRAPH_TEST_TIME_LIMIT", "30")),
-                             "only_faster": False, "end_to_end": False, "max_length": 128})
+                compiled = _compiled(model, 128, dynamic=True)
                 torch.manual_seed(4)
                 first_report = len(mugraph.backend.REPORTS)
                 errors = []
