@@ -202,7 +202,7 @@ bool loneScaling(const Model& model, const std::vector<NodeSupport>& support,
   if (computing < 0 || !kScalings.count(model.nodes[computing].op)) return false;
   return std::any_of(model.nodes[computing].inputs.begin(), model.nodes[computing].inputs.end(),
                      [&](const std::string& in) {
-                       const std::optional<Dims>& shape = model.values.at(in).shape;
+                       const std::optional<graph::Dims>& shape = model.values.at(in).shape;
                        return shape && graph::elementCount(*shape) == 1;
                      });
 }
