@@ -345,8 +345,24 @@ def _transpose(w, n):
 
 
 def _reshape(w, n):
-    w.node(n.name, n.name, "Reshape", [w.value_of(n.args[0]), _reshape_target(w, n)],
-           [w.value_of(n)])
+    x = n.args[0]
+    if _static_shape(_tensor_meta(n)) is None:
+        # Leading 1s added or dropped ([h, n, n] as [1, h, n, n]): an Unsqueeze or Squeeze,
+        # which takes no sizes, however many symbolic sizes the shape has.
+        try:
+            before, after = w.shape_of(_tensor_meta(x)), w.shape_of(_tensor_meta(n))
+        except fx_dims.NoDim as e:
+            raise _Untranslatable(str(e))
+        ones = len(after) - len(before)
+        if ones > 0 and after[ones:] == before and all(d == 1 for d in after[:ones]):
+            return w.node(n.name, n.name, "Unsqueeze",
+                          [w.value_of(x), _axes(w, n, list(range(ones)), len(after))],
+                          [w.value_of(n)])
+        if ones < 0 and before[-ones:] == after and all(d == 1 for d in before[:-ones]):
+            return w.node(n.name, n.name, "Squeeze",
+                          [w.value_of(x), _axes(w, n, list(range(-ones)), len(before))],
+                          [w.value_of(n)])
+    w.node(n.name, n.name, "Reshape", [w.value_of(x), _reshape_target(w, n)], [w.value_of(n)])
 
 
 def _reshape_target(w, node):
@@ -366,8 +382,28 @@ def _reshape_target(w, node):
 
 
 def _expand(w, n):
-    w.node(n.name, n.name, "Expand", [w.value_of(n.args[0]), _shape_constant(w, n)],
+    w.node(n.name, n.name, "Expand", [w.value_of(n.args[0]), _expand_target(w, n)],
            [w.value_of(n)])
+
+
+def _expand_target(w, node):
+    """The Expand's target: its sizes, a symbolic one as 1 (ONNX broadcasts it to the input's
+    size), which holds where the input's dim is that same size: a dynamic dim is kept, never
+    repeated."""
+    val = _tensor_meta(node)
+    if _static_shape(val) is not None:
+        return _shape_constant(w, node)
+    x = _tensor_meta(node.args[0])
+    try:
+        shape, given = w.shape_of(val), w.shape_of(x)
+    except fx_dims.NoDim as e:
+        raise _Untranslatable(str(e))
+    given = [1] * (len(shape) - len(given)) + given
+    for size, before in zip(shape, given):
+        if isinstance(size, str) and size != before:
+            raise _Untranslatable(f"repeats data along a dynamic dim ({before} to {size})")
+    return w.constant(f"{node.name}.shape", [1 if isinstance(d, str) else d for d in shape],
+                      "int64", [len(shape)])
 
 
 def _identity(w, n):
@@ -555,6 +591,8 @@ def to_graph_json(gm, name="fx", max_length=DEFAULT_MAX_LENGTH):
             continue
         packet = _packet(node.target)
         translate = _TRANSLATIONS.get(packet)
+        if node.target is torch.ops.prims.convert_element_type.default:
+            translate = _to_copy  # what decompositions write for a dtype conversion
         if node.target is operator.getitem:
             translate = fx_attention.getitem
         if translate is None and node.target == torch.ops.aten.copy_.default:

@@ -67,6 +67,29 @@ class DynamicDecodeTest(unittest.TestCase):
         self.assertTrue(all(d["max"] == max_length for d in dynamic[0]["dims"]), dynamic[0])
 
 
+def _static_and_dynamic(name):
+    """(graph JSON, partition) of the model's prefill of 16 tokens, compiled static, then under
+    dynamic=True (the length a dynamic dim up to 1024)."""
+    from functorch.compile import make_boxed_func
+
+    from mugraph.backend import aot
+
+    partitions = []
+
+    def capture(gm, example_inputs):
+        graph, writer = fx_graph.to_graph_json(gm, max_length=1024)
+        partitions.append((graph, _capi.partition(graph)))
+        return make_boxed_func(gm.forward)
+
+    model = model_graphs.causal_lm(name)
+    for dynamic in (False, True):
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend=aot(capture), dynamic=dynamic)
+        with torch.no_grad():
+            compiled(input_ids=torch.randint(0, 512, (1, 16)), use_cache=False)
+    return partitions
+
+
 class DynamicPrefillTest(unittest.TestCase):
     def test_a_prompt_of_any_length_partitions_as_a_static_one(self):
         """A prefill under dynamic=True: the prompt's length is a dynamic dim, and the views
@@ -75,24 +98,7 @@ class DynamicPrefillTest(unittest.TestCase):
         and the casts of its tables (cos times a scaling the dynamic graph holds as a 0-d
         tensor, left to PyTorch) map as they do at a static length: the same subgraphs, each
         program's length one dim."""
-        from functorch.compile import make_boxed_func
-
-        from mugraph.backend import aot
-
-        partitions = []
-
-        def capture(gm, example_inputs):
-            graph, writer = fx_graph.to_graph_json(gm, max_length=1024)
-            partitions.append((graph, _capi.partition(graph)))
-            return make_boxed_func(gm.forward)
-
-        model = model_graphs.causal_lm("llama")
-        for dynamic in (False, True):
-            torch._dynamo.reset()
-            compiled = torch.compile(model, backend=aot(capture), dynamic=dynamic)
-            with torch.no_grad():
-                compiled(input_ids=torch.randint(0, 512, (1, 16)), use_cache=False)
-        (static_graph, static), (dynamic_graph, dynamic) = partitions
+        (static_graph, static), (dynamic_graph, dynamic) = _static_and_dynamic("llama")
         self.assertNotIn("dims", static_graph)
         self.assertTrue(dynamic_graph.get("dims"))
         names = [s["name"] for s in dynamic["subgraphs"]]
@@ -107,6 +113,18 @@ class DynamicPrefillTest(unittest.TestCase):
                             and t.count("matmul(") == 3 for t in texts), texts)
         reasons = {u["node"]: u["reason"] for u in dynamic["unsupported"]}
         self.assertFalse([n for n, r in reasons.items() if "dtype mismatch" in r], reasons)
+
+    def test_other_architectures_partition_as_static_ones(self):
+        """Gemma 2 (eager attention with a soft cap: its scores viewed [h, n, n] and back, a
+        Squeeze and an Unsqueeze of symbolic shapes; scalings by 0-d tensors), GPT-2
+        (LayerNorm, GELU, absolute positions; matmul's Expand to its own symbolic shape, a
+        relabel) and BLOOM (ALiBi through baddbmm): as many subgraphs as static."""
+        for name in ("gemma2", "gpt2", "bloom"):
+            with self.subTest(model=name):
+                (_, static), (graph, dynamic) = _static_and_dynamic(name)
+                self.assertTrue(graph.get("dims"))
+                self.assertEqual(len(dynamic["subgraphs"]), len(static["subgraphs"]),
+                                 [s["name"] for s in dynamic["subgraphs"]])
 
 
 def _declared_inputs(program):
