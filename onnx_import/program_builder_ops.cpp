@@ -105,20 +105,25 @@ void ProgramBuilder::mapBinary() {
   if (da && db && *da != *db) {
     if (*da == graph::DType::F32 && fromOutside(a)) readA = db;
     if (*db == graph::DType::F32 && fromOutside(b)) readB = da;
-    // An f32 operand computed here and converted to 16 bits on the way (RoPE's cos times its
-    // scaling, a 0-d tensor under dynamic shapes): the conversion is left to the framework,
-    // whose result the subgraph then reads.
+    // An f32 operand computed here (RoPE's cos times its scaling, a 0-d tensor under dynamic
+    // shapes): the framework computes it, converted to 16 bits on the way where the model
+    // converts it, and the subgraph reads the result as it reads any f32 operand from outside.
     for (const auto& [v, read] : {std::pair{a, readA}, std::pair{b, readB}}) {
       if (read || programDtype(v) != graph::DType::F32) continue;
       for (int p = model_.producerOf(v); p >= 0;
            p = model_.producerOf(model_.nodes[p].inputs.at(support_[p].aliasInput))) {
-        if (support_[p].role != NodeRole::Alias && support_[p].role != NodeRole::View) break;
-        const Node& cast = model_.nodes[p];
-        if (cast.op == "Cast" && model_.values.at(cast.outputs.at(0)).dtype != graph::DType::F32) {
-          throw BuildFailure(p, "converts '" + cast.inputs.at(0) + "' to " +
-                                    model_.values.at(cast.outputs[0]).elemType + " for '" + out +
+        const Node& n = model_.nodes[p];
+        if (n.op == "Cast" && model_.values.at(n.outputs.at(0)).dtype != graph::DType::F32) {
+          throw BuildFailure(p, "converts '" + n.inputs.at(0) + "' to " +
+                                    model_.values.at(n.outputs[0]).elemType + " for '" + out +
                                     "', which the subgraph would compute in f32");
         }
+        if (support_[p].role == NodeRole::Compute) {
+          throw BuildFailure(p, "computes '" + n.outputs.at(0) + "' in f32 for '" + out +
+                                    "', which reads it beside a 16-bit value: the framework "
+                                    "computes it, and the subgraph reads it converted");
+        }
+        if (support_[p].role != NodeRole::Alias && support_[p].role != NodeRole::View) break;
       }
     }
   }

@@ -118,8 +118,9 @@ class DynamicPrefillTest(unittest.TestCase):
         """Gemma 2 (eager attention with a soft cap: its scores viewed [h, n, n] and back, a
         Squeeze and an Unsqueeze of symbolic shapes; scalings by 0-d tensors), GPT-2
         (LayerNorm, GELU, absolute positions; matmul's Expand to its own symbolic shape, a
-        relabel) and BLOOM (ALiBi through baddbmm): as many subgraphs as static."""
-        for name in ("gemma2", "gpt2", "bloom"):
+        relabel), BLOOM (ALiBi through baddbmm) and OLMo 2 (f16 q and k times f32 cos and sin,
+        whose scaling by a 0-d tensor PyTorch computes): as many subgraphs as static."""
+        for name in ("gemma2", "gpt2", "bloom", "olmo2"):
             with self.subTest(model=name):
                 (_, static), (graph, dynamic) = _static_and_dynamic(name)
                 self.assertTrue(graph.get("dims"))
