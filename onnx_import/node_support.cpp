@@ -142,6 +142,17 @@ NodeSupport classifyCast(const Model& model, const Node& node) {
   return {NodeRole::Alias, "", false};
 }
 
+// Each dim of a value's shape with the dynamic dim it is ("" where static): a dynamic dim's
+// extent is its reference, which a static dim may equal.
+std::vector<std::pair<int64_t, std::string>> namedDims(const Value& v) {
+  const Dims& shape = v.shape.value();
+  std::vector<std::pair<int64_t, std::string>> dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    dims.emplace_back(shape[d], v.dynamicDims.empty() ? "" : v.dynamicDims[d]);
+  }
+  return dims;
+}
+
 // Reshape-like nodes and Transpose: an alias, a view, or data movement.
 NodeSupport classifyLayout(const Model& model, const Node& node,
                            const std::map<std::string, Layout>& viewLayouts) {
@@ -196,7 +207,7 @@ NodeSupport classifyLayout(const Model& model, const Node& node,
     // A reshape of the dims before those the layout swaps keeps the view (the exporter's
     // [b, h, d, t] viewed [b·h, d, t] for bmm and back); any other moves data.
     const size_t swapped = static_cast<size_t>(graph::swappedDimsFromEnd(inputLayout).first);
-    const Dims &from = *in.shape, &to = *out.shape;
+    const auto from = namedDims(in), to = namedDims(out);
     if (from.size() < swapped || to.size() < swapped ||
         !std::equal(from.end() - static_cast<std::ptrdiff_t>(swapped), from.end(),
                     to.end() - static_cast<std::ptrdiff_t>(swapped))) {
@@ -300,14 +311,8 @@ Dims irShape(const Value& value) {
 }
 
 bool sameUpToLeadingOnes(const Value& a, const Value& b) {
-  // Each dim with the dynamic dim it is ("" where static): a dynamic dim's extent is its
-  // reference, which a static dim may equal.
   auto strip = [](const Value& v) {
-    const Dims& shape = v.shape.value();
-    std::vector<std::pair<int64_t, std::string>> dims;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      dims.emplace_back(shape[d], v.dynamicDims.empty() ? "" : v.dynamicDims[d]);
-    }
+    std::vector<std::pair<int64_t, std::string>> dims = namedDims(v);
     if (dims.empty()) dims.emplace_back(1, "");
     size_t first = 0;
     while (first + 1 < dims.size() && dims[first] == std::pair<int64_t, std::string>{1, ""}) {
