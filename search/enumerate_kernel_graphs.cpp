@@ -186,8 +186,13 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state,
   // an element-wise op's default lowering already streams at bandwidth.
   const bool fusionLeft = state.blockGraphKernels < config_.maxBlockGraphKernels;
   if (!fusionLeft && state.flow.ops[state.position].kind != graph::OpKind::Matmul) return steps;
-  const int lastAllowed =
+  const int lastGeneric =
       fusionLeft ? std::min(opCount, state.position + config_.maxBlockOps) - 1 : state.position;
+  // A matmul's element-wise epilogue may run past maxBlockOps, offered to the sketches alone.
+  const int lastAllowed =
+      fusionLeft && config_.sketches
+          ? std::max(lastGeneric, lastGemmEpilogueOp(state.flow, state.position))
+          : lastGeneric;
   // The longest segments first: a search its time limit stops has met the fused kernels,
   // which the one-op ones' deep subtrees would otherwise keep it from (a softmax's one-kernel
   // form, half the cost of its two-kernel ones, was not reached in 30 s).
@@ -201,7 +206,8 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state,
       continue;
     }
     const Segment segment = analyzeSegment(state.flow, state.position, last);
-    std::vector<BlockChoice> choices = enumerateBlockChoices(state.flow, segment, config_);
+    std::vector<BlockChoice> choices;
+    if (last <= lastGeneric) choices = enumerateBlockChoices(state.flow, segment, config_);
     if (config_.sketches) {
       mergeSketchChoices(choices, sketchChoices(state.flow, segment, config_));
     }

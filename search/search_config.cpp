@@ -78,6 +78,9 @@ SearchConfig defaultConfig(ProgramKind kind) {
       // Model subgraphs (norms written out in primitive ops feeding projections, MLPs): 256
       // threads halve what each thread of a row-wise norm or a small GEMM tile does.
       config.threadCandidates = {128, 256};
+      // A LayerNorm written out is eleven ops (mean, centre, square, mean, epsilon, root,
+      // divide, scale, shift) and the residual add before it a twelfth: one row-wise kernel.
+      config.maxBlockOps = 12;
       break;
   }
   return config;

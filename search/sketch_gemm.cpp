@@ -7,11 +7,13 @@
 // persistent (walking tiles in raster groups) when there are more tiles than the target's
 // multiprocessors run at once (the choice's occupancy: blocks per multiprocessor); a choice the
 // plan declines is pruned.
+#include <algorithm>
 #include <string>
 
 #include "graph/types.h"
 #include "plan/paths/warpgroup_mma_plan.h"
 #include "search/sketch_patterns.h"
+#include "search/sketches.h"
 
 namespace mugraph::search::sketch {
 namespace {
@@ -58,14 +60,16 @@ bool sixteenBit(graph::DType dtype) {
   return dtype == graph::DType::F16 || dtype == graph::DType::BF16;
 }
 
+// An op the epilogue may run: element-wise, no reduction, no combine of a split.
+bool epilogueOp(const FlowOp& op) {
+  return plan::isGemmEpilogueOp(op.kind) && op.reducedVars.empty() && !op.rescaledCombine;
+}
+
 // Whether the segment is its first op, a matmul, then element-wise ops an epilogue runs (the
 // plan decides whether their operands lie along the result tile).
 bool matmulWithEpilogue(const Dataflow& flow, const Segment& segment) {
   for (int i = segment.first + 1; i <= segment.last; ++i) {
-    const FlowOp& op = flow.ops[i];
-    if (!plan::isGemmEpilogueOp(op.kind) || !op.reducedVars.empty() || op.rescaledCombine) {
-      return false;
-    }
+    if (!epilogueOp(flow.ops[i])) return false;
   }
   return true;
 }
@@ -161,3 +165,24 @@ std::vector<BlockChoice> warpgroupGemm(const Dataflow& flow, const Segment& segm
 }
 
 }  // namespace mugraph::search::sketch
+
+namespace mugraph::search {
+
+int lastGemmEpilogueOp(const Dataflow& flow, int first) {
+  const int ops = static_cast<int>(flow.ops.size());
+  if (flow.ops[first].kind != graph::OpKind::Matmul) return first;
+  std::vector<int> chain = {flow.ops[first].output};  // the matmul's result and the epilogue's
+  int last = first;
+  while (last + 1 < ops && last - first < kMostEpilogueOps) {
+    const FlowOp& op = flow.ops[last + 1];
+    const bool readsChain = std::any_of(op.inputs.begin(), op.inputs.end(), [&](int t) {
+      return std::find(chain.begin(), chain.end(), t) != chain.end();
+    });
+    if (!sketch::epilogueOp(op) || !readsChain) break;
+    chain.push_back(op.output);
+    ++last;
+  }
+  return last;
+}
+
+}  // namespace mugraph::search

@@ -7,6 +7,8 @@
 
 #include "graph/error.h"
 #include "graph/value_ranges.h"
+#include "plan/paths/warpgroup_mma_plan.h"
+#include "search/sketches.h"
 
 namespace mugraph::search {
 namespace {
@@ -18,6 +20,22 @@ std::vector<int> producers(const graph::Program& program) {
     for (graph::TensorId t : program.ops[i].outputs) producer[t] = static_cast<int>(i);
   }
   return producer;
+}
+
+// Whether op `op` continues the epilogue of the matmul `matmul` (sketches.h:
+// lastGemmEpilogueOp): element-wise, reading the matmul's result or that of an op of its
+// epilogue, every op between them in the epilogue too.
+bool readsEpilogue(const graph::Program& program, int op, int matmul) {
+  std::set<graph::TensorId> chain(program.ops[matmul].outputs.begin(),
+                                  program.ops[matmul].outputs.end());
+  for (int i = matmul + 1; i <= op; ++i) {
+    const graph::KernelOp& o = program.ops[i];
+    const bool reads = std::any_of(o.inputs.begin(), o.inputs.end(),
+                                   [&](graph::TensorId t) { return chain.count(t) > 0; });
+    if (!plan::isGemmEpilogueOp(o.kind) || !reads || i - matmul > kMostEpilogueOps) return false;
+    chain.insert(o.outputs.begin(), o.outputs.end());
+  }
+  return true;
 }
 
 // How bad a cut before op `cut` is: the tensors computed before it and read at or after it,
@@ -37,7 +55,11 @@ int cutCost(const graph::Program& program, const std::vector<int>& producer,
   int cost = 0;
   for (graph::TensorId t : crossed) cost += avoid[t] ? kAvoided : 1;
   const auto isMatmul = [&](int op) { return program.ops[op].kind == graph::OpKind::Matmul; };
-  if (keepRuns && cut > 0 && !isMatmul(cut - 1) && !isMatmul(cut)) cost += kSplitRun;
+  // A matmul and its epilogue are one kernel too.
+  const bool epilogue = cut > 0 && isMatmul(cut - 1) && readsEpilogue(program, cut, cut - 1);
+  if (keepRuns && cut > 0 && !isMatmul(cut) && (!isMatmul(cut - 1) || epilogue)) {
+    cost += kSplitRun;
+  }
   return cost;
 }
 
@@ -88,12 +110,21 @@ int maxOpsPerPiece(const SearchConfig& config, int programOps) {
 MatmulsAlone kernelsWithMatmulsAlone(const graph::Program& program, int first, int end,
                                      int fusedOps) {
   MatmulsAlone result;
-  int run = 0;  // ops in the current run of other ops
+  int run = 0;      // ops in the current run of other ops
+  int matmul = -1;  // the matmul whose epilogue may go on, -1 where none
   for (int i = first; i < end; ++i) {
     if (program.ops[i].kind == graph::OpKind::Matmul) {
       ++result.kernels;
       run = 0;
-    } else if (run == 0 || run == fusedOps) {
+      matmul = i;
+      continue;
+    }
+    if (matmul >= 0 && readsEpilogue(program, i, matmul)) {
+      if (i == matmul + 1) ++result.fusedRuns;  // the matmul's kernel, now a block graph
+      continue;
+    }
+    matmul = -1;
+    if (run == 0 || run == fusedOps) {
       ++result.kernels;
       run = 1;
     } else if (++run == 2) {

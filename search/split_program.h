@@ -24,8 +24,10 @@ int maxOpsOneSearch(const SearchConfig& config);
 int maxOpsPerPiece(const SearchConfig& config, int programOps);
 
 // The kernels ops [first, end) of `program` take when every matmul is a kernel of its own (a
-// tiled GEMM: the warpgroup GEMM sketch on sm_90) and the other ops between them are fused
-// in runs of at most `fusedOps`, and how many of those runs fuse several ops (block graphs).
+// tiled GEMM: the warpgroup GEMM sketch on sm_90) with the element-wise ops right after it as
+// its epilogue (sketches.h: lastGemmEpilogueOp; the kernel is then a block graph), and the
+// other ops between them are fused in runs of at most `fusedOps`, and how many of those
+// kernels fuse several ops (block graphs).
 // A program or piece needing more kernels or block graphs than a search allows has no
 // candidate whose every matmul runs alone: some matmul would be fused on the general path or
 // left to its default lowering, several times slower for a large GEMM.

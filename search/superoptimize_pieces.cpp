@@ -90,6 +90,7 @@ CostEstimate totalCost(const std::vector<VerifiedVariant>& best) {
 
 void addUp(SearchSummary& total, const SearchSummary& part) {
   total.forms += part.forms;
+  total.pieces = std::max(total.pieces, part.pieces);
   total.subtrees += part.subtrees;
   total.subtreesCompleted += part.subtreesCompleted;
   total.stoppedByTimeLimit = total.stoppedByTimeLimit || part.stoppedByTimeLimit;

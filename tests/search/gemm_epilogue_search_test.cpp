@@ -48,6 +48,29 @@ graph::Program gate() {
       "gate.mg");
 }
 
+// GPT-2's MLP up-projection: a bias and GELU's tanh form (gelu_new), ten element-wise ops
+// after the matmul, more than a block graph's maxBlockOps.
+graph::Program tanhGelu() {
+  return graph::parseProgramText(
+      "program fc_gelu\n"
+      "input x f16 [256, 256]\n"
+      "input w f16 [256, 1024]\n"
+      "input b f16 [1, 1024]\n"
+      "t0 = matmul(x, w)\n"
+      "t1 = add(t0, b)\n"
+      "t2 = scale(t1, c=0.5)\n"
+      "t3 = square(t1)\n"
+      "t4 = mul(t1, t3)\n"
+      "t5 = scale(t4, c=0.044715)\n"
+      "t6 = add(t1, t5)\n"
+      "t7 = scale(t6, c=0.7978845608028654)\n"
+      "t8 = tanh(t7)\n"
+      "t9 = add_scalar(t8, c=1)\n"
+      "y = mul(t2, t9)\n"
+      "output y\n",
+      "fc_gelu.mg");
+}
+
 // The warpgroup GEMM plan of a planned kernel, or null where it runs on another path.
 const plan::WarpgroupMmaPlan* warpgroupGemm(const plan::KernelPlan& planned) {
   return planned.as<plan::WarpgroupMmaPlan>();
@@ -105,6 +128,25 @@ TEST(GemmEpilogueSearch, TheSketchProposesTheGateAsOneKernelWithItsWholeEpilogue
     fused = true;
   }
   EXPECT_TRUE(fused) << "no candidate runs the gate as one warpgroup GEMM sketch kernel";
+}
+
+// The epilogue is offered to the sketch past maxBlockOps (sketches.h: lastGemmEpilogueOp):
+// the whole program is one warpgroup GEMM kernel, ranked first.
+TEST(GemmEpilogueSearch, AnEpilogueLongerThanABlockGraphsOpsIsStillOneKernel) {
+  const graph::Program program = tanhGelu();
+  SearchOptions options = testing::quietOptions(program);
+  options.config.maxBlockOps = 8;
+  ASSERT_GT(static_cast<int>(program.ops.size()), options.config.maxBlockOps);
+  const VerifiedVariant best = bestVariant(program, options);
+  EXPECT_EQ(best.verification.level, "finite-field");
+  EXPECT_LE(best.verification.falseAcceptBound, 1e-12);
+  const graph::KernelGraph& g = best.schedule.graph;
+  ASSERT_EQ(g.ops.size(), 1u) << "the epilogue in kernels of its own";
+  const plan::KernelPlan planned = plan::planKernel(g, 0, *options.config.target);
+  const plan::WarpgroupMmaPlan* wg = warpgroupGemm(planned);
+  ASSERT_TRUE(wg) << g.ops[0].name;
+  EXPECT_EQ(wg->epilogueOps.size(), 10u);
+  EXPECT_EQ(wg->epilogueInputs.size(), 1u);  // the bias
 }
 
 TEST(GemmEpilogueSearch, ThePlanRefusesAnEpilogueWhoseResultIsNotWhatIsStored) {

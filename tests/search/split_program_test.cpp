@@ -18,7 +18,8 @@ namespace {
 
 // A decoder layer's tail at small dims (hidden 64, intermediate 128, vocab 96, 8 rows):
 // o_proj, residual, RMSNorm, gated MLP, residual, RMSNorm, lm_head. 23 ops, more than any
-// candidate of the default limits covers.
+// candidate covers with block graphs of 8 ops (smallerBlocks; the default's 12 cover it in
+// two block graphs).
 graph::Program decoderTail() {
   const std::string norm =
       "sqrt(add_scalar(scale(reduce_sum(square(H), dim=1), c=0.015625), c=1e-06))";
@@ -50,9 +51,15 @@ graph::Program decoderTail() {
       "decoder_tail.mg");
 }
 
+// The limits under which the tail needs pieces.
+void smallerBlocks(SearchConfig& config) {
+  config.maxBlockOps = 8;
+}
+
 TEST(SplitProgram, PiecesCoverEveryOpOnceAndAreValidPrograms) {
   const graph::Program program = decoderTail();
-  const SearchConfig config = defaultConfig(classifyProgram(program));
+  SearchConfig config = defaultConfig(classifyProgram(program));
+  smallerBlocks(config);
   ASSERT_GT(static_cast<int>(program.ops.size()), maxOpsOneSearch(config));
   const std::vector<ProgramPiece> pieces =
       splitProgram(program, maxOpsPerPiece(config, static_cast<int>(program.ops.size())));
@@ -99,7 +106,8 @@ TEST(SplitProgram, PrefersCutsCrossedByFewTensors) {
 // it land in one piece.
 TEST(SplitProgram, PiecesLeaveRoomForEveryMatmulAlone) {
   const graph::Program program = decoderTail();
-  const SearchConfig config = defaultConfig(classifyProgram(program));
+  SearchConfig config = defaultConfig(classifyProgram(program));
+  smallerBlocks(config);
   const int n = static_cast<int>(program.ops.size());
   EXPECT_FALSE(roomForMatmulsAlone(program, config));
   const PieceLimits limits = pieceLimits(config, n);
@@ -116,10 +124,88 @@ TEST(SplitProgram, PiecesLeaveRoomForEveryMatmulAlone) {
   }
 }
 
+// GPT-2's layer after attention: o_proj with its bias and residual, LayerNorm, the MLP (bias
+// and GELU's tanh form after fc, bias and residual after proj). A matmul and the element-wise
+// ops reading its result are one kernel (its epilogue), and no cut falls between them; an
+// element-wise op that does not read the matmul's result starts a run of its own.
+TEST(SplitProgram, NoCutFallsBetweenAMatmulAndItsEpilogue) {
+  const std::string layerNorm =
+      "t3 = reduce_sum(h, dim=1)\n"
+      "t4 = scale(t3, c=0.015625)\n"
+      "t5 = sub(h, t4)\n"
+      "t6 = square(t5)\n"
+      "t7 = reduce_sum(t6, dim=1)\n"
+      "t8 = scale(t7, c=0.015625)\n"
+      "t9 = add_scalar(t8, c=1e-05)\n"
+      "t10 = sqrt(t9)\n"
+      "t11 = div(t5, t10)\n"
+      "t12 = mul(t11, g)\n"
+      "n = add(t12, beta)\n";
+  const graph::Program program = graph::parseProgramText(
+      "program gpt2_mlp\n"
+      "input a f16 [128, 64]\n"
+      "input wo f16 [64, 64]\n"
+      "input bo f16 [1, 64]\n"
+      "input x f16 [128, 64]\n"
+      "input g f16 [1, 64]\n"
+      "input beta f16 [1, 64]\n"
+      "input wf f16 [64, 256]\n"
+      "input bf f16 [1, 256]\n"
+      "input wp f16 [256, 64]\n"
+      "input bp f16 [1, 64]\n"
+      "t0 = matmul(a, wo)\n"
+      "t1 = add(t0, bo)\n"
+      "h = add(t1, x)\n" +
+          layerNorm +
+          "f0 = matmul(n, wf)\n"
+          "f1 = add(f0, bf)\n"
+          "f2 = scale(f1, c=0.5)\n"
+          "f3 = square(f1)\n"
+          "f4 = mul(f1, f3)\n"
+          "f5 = scale(f4, c=0.044715)\n"
+          "f6 = add(f1, f5)\n"
+          "f7 = scale(f6, c=0.7978845608028654)\n"
+          "f8 = tanh(f7)\n"
+          "f9 = add_scalar(f8, c=1)\n"
+          "f = mul(f2, f9)\n"
+          "p0 = matmul(f, wp)\n"
+          "p1 = add(p0, bp)\n"
+          "y = add(h, p1)\n"
+          "output y\n",
+      "gpt2_mlp.mg");
+  // o_proj and its two adds; the norm (one run); fc and its ten; proj and its two.
+  const MatmulsAlone whole =
+      kernelsWithMatmulsAlone(program, 0, static_cast<int>(program.ops.size()), /*fusedOps=*/12);
+  EXPECT_EQ(whole.kernels, 4);
+  EXPECT_EQ(whole.fusedRuns, 4);
+  const PieceLimits limits{static_cast<int>(program.ops.size()) - 1, 4, 2, 12};
+  const std::vector<ProgramPiece> pieces = splitProgram(program, limits);
+  ASSERT_GT(pieces.size(), 1u);
+  for (const ProgramPiece& piece : pieces) {
+    EXPECT_NE(program.ops[piece.firstOp].kind, graph::OpKind::Add) << piece.program.name;
+    EXPECT_NE(program.ops[piece.firstOp].kind, graph::OpKind::Scale) << piece.program.name;
+  }
+  // The recomputed norm's first op after a matmul reads no matmul: a new run, not an epilogue.
+  const graph::Program unrelated = graph::parseProgramText(
+      "program unrelated\n"
+      "input a f16 [64, 64]\n"
+      "input w f16 [64, 64]\n"
+      "input x f16 [64, 64]\n"
+      "p = matmul(a, w)\n"
+      "s = square(x)\n"
+      "y = add(p, s)\n"
+      "output y\n",
+      "unrelated.mg");
+  const MatmulsAlone apart = kernelsWithMatmulsAlone(unrelated, 0, 3, 12);
+  EXPECT_EQ(apart.kernels, 2);
+  EXPECT_EQ(apart.fusedRuns, 1);
+}
+
 TEST(SplitProgram, TheDecoderTailGetsAJoinedVariantThatVerifies) {
   const graph::Program program = decoderTail();
   SearchOptions options = testing::quietOptions(program);
   options.config.maxVariants = 2;
+  smallerBlocks(options.config);
   const SearchResult result = superoptimize(program, options);
   // One joined variant per form searched: the tail as written, and with the norm before gate
   // and up computed once for each (program_rewrites.h, recomputedPrologues).
@@ -142,6 +228,7 @@ TEST(SplitProgram, WithoutRecomputedProloguesTheTailGetsOneJoinedVariant) {
   SearchOptions options = testing::quietOptions(program);
   options.config.maxVariants = 2;
   options.config.recomputePrologues = false;
+  smallerBlocks(options.config);
   const SearchResult result = superoptimize(program, options);
   ASSERT_EQ(result.variants.size(), 1u);
   EXPECT_EQ(result.variants.front().joinedFromPieces, result.summary.pieces);
