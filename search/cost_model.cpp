@@ -204,9 +204,13 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
       }
       (inLoop ? w.stepMicroseconds : w.postLoopMicroseconds) += cost;
     }
-    const double times = w.blocks * (phase[bop.output] != graph::Phase::PostLoop
-                                         ? static_cast<double>(block.forloop) * loopShare
-                                         : 1.0);
+    // An input the plan reads once (loop-invariant: a bias, a residual or a gate read by the
+    // warpgroup GEMM's epilogue, a norm's weights) counts once, not once an iteration.
+    const bool everyIteration = bop.kind == OpKind::Input && planned.inputs[o]
+                                    ? planned.inputs[o]->perIteration
+                                    : phase[bop.output] != graph::Phase::PostLoop;
+    const double times =
+        w.blocks * (everyIteration ? static_cast<double>(block.forloop) * loopShare : 1.0);
     if (bop.kind == OpKind::Input) {
       const double bytes =
           tileElements * static_cast<double>(graph::dtypeBytes(tile.dtype)) * times;

@@ -71,6 +71,20 @@ graph::Program tanhGelu() {
       "fc_gelu.mg");
 }
 
+// Llama's up projection times the gate: the gate [2048, 2816] is read once per result tile by
+// the epilogue, after the loop.
+graph::Program upTimesGate() {
+  return graph::parseProgramText(
+      "program up_gate\n"
+      "input x f16 [2048, 1024]\n"
+      "input g f16 [2048, 2816]\n"
+      "input w f16 [1024, 2816] layout=transposed\n"
+      "u = matmul(x, w)\n"
+      "y = mul(g, u)\n"
+      "output y\n",
+      "up_gate.mg");
+}
+
 // The warpgroup GEMM plan of a planned kernel, or null where it runs on another path.
 const plan::WarpgroupMmaPlan* warpgroupGemm(const plan::KernelPlan& planned) {
   return planned.as<plan::WarpgroupMmaPlan>();
@@ -147,6 +161,22 @@ TEST(GemmEpilogueSearch, AnEpilogueLongerThanABlockGraphsOpsIsStillOneKernel) {
   ASSERT_TRUE(wg) << g.ops[0].name;
   EXPECT_EQ(wg->epilogueOps.size(), 10u);
   EXPECT_EQ(wg->epilogueInputs.size(), 1u);  // the bias
+}
+
+// The cost model charges a loop-invariant input once, as the plan reads it: charged once per
+// iteration (16 here), the gate made the one kernel cost more than the GEMM and a product
+// kernel after it.
+TEST(GemmEpilogueSearch, AGateTheEpilogueReadsOnceIsChargedOnce) {
+  const graph::Program program = upTimesGate();
+  const SearchOptions options = testing::quietOptions(program);
+  const VerifiedVariant best = bestVariant(program, options);
+  const graph::KernelGraph& g = best.schedule.graph;
+  ASSERT_EQ(g.ops.size(), 1u) << "the product in a kernel of its own";
+  const plan::KernelPlan planned = plan::planKernel(g, 0, *options.config.target);
+  const plan::WarpgroupMmaPlan* wg = warpgroupGemm(planned);
+  ASSERT_TRUE(wg) << g.ops[0].name;
+  ASSERT_EQ(wg->epilogueInputs.size(), 1u);
+  EXPECT_FALSE(planned.inputs[wg->epilogueInputs[0]]->perIteration);
 }
 
 TEST(GemmEpilogueSearch, ThePlanRefusesAnEpilogueWhoseResultIsNotWhatIsStored) {
