@@ -18,7 +18,11 @@ search::SearchOptions searchOptionsFor(const graph::Program& program, const RunO
   }
   if (o.maxKernels) options.config.maxKernels = *o.maxKernels;
   if (o.maxBlockGraphs) options.config.maxBlockGraphKernels = *o.maxBlockGraphs;
-  if (o.maxBlockOps) options.config.maxBlockOps = *o.maxBlockOps;
+  if (o.maxBlockOps) {
+    // The limit holds for a GEMM's epilogue too.
+    options.config.maxBlockOps = *o.maxBlockOps;
+    options.config.maxEpilogueOps = std::min(options.config.maxEpilogueOps, *o.maxBlockOps - 1);
+  }
   if (o.maxBlocks) options.config.maxGridBlocks = *o.maxBlocks;
   if (!o.forloops.empty()) options.config.forloopCandidates = o.forloops;
   if (!o.blockThreads.empty()) options.config.threadCandidates = o.blockThreads;

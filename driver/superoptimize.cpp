@@ -15,10 +15,6 @@ namespace {
 
 // A dynamic program's search options: whole-program candidates only (the pieces of a split
 // program are searched as static programs of their own).
-search::SearchOptions dynamicSearchOptions(search::SearchOptions options) {
-  options.config.splitLargePrograms = false;
-  return options;
-}
 
 // A dynamic program for which the search built no length-independent candidate: bad input
 // (exit 2), never "0 variants".
@@ -44,7 +40,6 @@ ProgramRun superoptimizeProgram(const graph::Program& program, const RunOptions&
                                 const graph::Program* searchAs) {
   const bool dynamic = !program.dims.empty();
   search::SearchOptions searchOptions = searchOptionsFor(program, options);
-  if (dynamic) searchOptions = dynamicSearchOptions(std::move(searchOptions));
   const plan::Target& target = *searchOptions.config.target;
   ProgramRun run;
   // Search and verify: enumerate, prune, rank by the cost model, verify the best. A dynamic

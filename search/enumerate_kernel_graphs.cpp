@@ -189,10 +189,10 @@ std::vector<Step> KernelGraphEnumerator::steps(const PartialSchedule& state,
   const int lastGeneric =
       fusionLeft ? std::min(opCount, state.position + config_.maxBlockOps) - 1 : state.position;
   // A matmul's element-wise epilogue may run past maxBlockOps, offered to the sketches alone.
-  const int lastAllowed =
-      fusionLeft && config_.sketches
-          ? std::max(lastGeneric, lastGemmEpilogueOp(state.flow, state.position))
-          : lastGeneric;
+  const int lastAllowed = fusionLeft && config_.sketches
+                              ? std::max(lastGeneric, lastGemmEpilogueOp(state.flow, state.position,
+                                                                         config_.maxEpilogueOps))
+                              : lastGeneric;
   // The longest segments first: a search its time limit stops has met the fused kernels,
   // which the one-op ones' deep subtrees would otherwise keep it from (a softmax's one-kernel
   // form, half the cost of its two-kernel ones, was not reached in 30 s).

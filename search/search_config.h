@@ -19,11 +19,18 @@ const char* programKindName(ProgramKind kind);
 // by rms_norm; GEMM: matmuls only.
 ProgramKind classifyProgram(const graph::Program& program);
 
+// The most element-wise ops a GEMM's epilogue takes past maxBlockOps by default
+// (SearchConfig::maxEpilogueOps): a bias and GELU's tanh form are ten.
+inline constexpr int kMostEpilogueOps = 16;
+
 struct SearchConfig {
   const plan::Target* target = &plan::targetByName(plan::kDefaultTarget);
   int maxKernels = 4;            // kernel ops in a candidate (predefined ops included)
   int maxBlockGraphKernels = 2;  // of which block-graph kernels
   int maxBlockOps = 8;           // program ops fused into one block graph
+  // Element-wise ops after a matmul the warpgroup GEMM sketch may take as its epilogue past
+  // maxBlockOps (sketches.h: lastGemmEpilogueOp).
+  int maxEpilogueOps = kMostEpilogueOps;
   int64_t maxGridBlocks = 1024;  // blocks per kernel
   int64_t minGridBlocks = 1;
   // Grid counts per mapped dim: powers of two dividing the dim, n/t for power-of-two tiles t

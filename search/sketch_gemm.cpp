@@ -168,12 +168,12 @@ std::vector<BlockChoice> warpgroupGemm(const Dataflow& flow, const Segment& segm
 
 namespace mugraph::search {
 
-int lastGemmEpilogueOp(const Dataflow& flow, int first) {
+int lastGemmEpilogueOp(const Dataflow& flow, int first, int maxEpilogueOps) {
   const int ops = static_cast<int>(flow.ops.size());
   if (flow.ops[first].kind != graph::OpKind::Matmul) return first;
   std::vector<int> chain = {flow.ops[first].output};  // the matmul's result and the epilogue's
   int last = first;
-  while (last + 1 < ops && last - first < kMostEpilogueOps) {
+  while (last + 1 < ops && last - first < maxEpilogueOps) {
     const FlowOp& op = flow.ops[last + 1];
     const bool readsChain = std::any_of(op.inputs.begin(), op.inputs.end(), [&](int t) {
       return std::find(chain.begin(), chain.end(), t) != chain.end();

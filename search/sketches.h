@@ -39,13 +39,12 @@ std::vector<BlockChoice> sketchChoices(const Dataflow& flow, const Segment& segm
 
 // The last op of the longest segment the warpgroup GEMM family takes from the matmul at
 // `first`: the element-wise ops after it, each reading the matmul's result or an earlier one
-// of them, up to kMostEpilogueOps, run in registers as its epilogue (a bias and GELU's tanh form
+// of them, up to `maxEpilogueOps`, run in registers as its epilogue (a bias and GELU's tanh form
 // are ten ops, a norm's scale and shift or a residual fewer). `first` when it is no matmul or
 // nothing follows. The enumerator offers the segments longer than maxBlockOps up to it to the
 // sketches alone: an epilogue adds no choice of its own, where the generic block choices of a long
 // segment multiply.
-inline constexpr int kMostEpilogueOps = 16;
-int lastGemmEpilogueOp(const Dataflow& flow, int first);
+int lastGemmEpilogueOp(const Dataflow& flow, int first, int maxEpilogueOps);
 
 // Adds `sketched` to `choices`: a proposal equal to a generic choice names it (the generic
 // choice keeps its own pruning), any other is appended.

@@ -67,6 +67,7 @@ graph::Program pieceProgram(const graph::Program& program, const std::vector<int
                             int first, int end, int index) {
   graph::Program piece;
   piece.name = program.name + ".piece" + std::to_string(index);
+  piece.dims = program.dims;  // its tensors name them by index
   std::map<graph::TensorId, graph::TensorId> local;
   const auto add = [&](graph::TensorId t) {
     const auto [it, added] = local.emplace(t, static_cast<graph::TensorId>(piece.tensors.size()));

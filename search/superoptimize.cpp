@@ -50,8 +50,9 @@ struct Subtree {
 std::string configKey(const SearchConfig& c) {
   std::ostringstream key;
   key << c.target->name << " kernels " << c.maxKernels << " block_graphs " << c.maxBlockGraphKernels
-      << " block_ops " << c.maxBlockOps << " blocks " << c.minGridBlocks << ".." << c.maxGridBlocks
-      << " per_dim " << c.maxGridPerDim << " min_tile " << c.minMatmulTile << " threads";
+      << " block_ops " << c.maxBlockOps << " epilogue_ops " << c.maxEpilogueOps << " blocks "
+      << c.minGridBlocks << ".." << c.maxGridBlocks << " per_dim " << c.maxGridPerDim
+      << " min_tile " << c.minMatmulTile << " threads";
   for (int t : c.threadCandidates) key << " " << t;
   key << " warpgroup_only";
   for (int t : c.warpgroupOnlyThreads) key << " " << t;

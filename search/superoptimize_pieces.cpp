@@ -8,6 +8,7 @@
 
 #include "graph/hash.h"
 #include "search/split_program.h"
+#include "verify/range_check.h"
 
 namespace mugraph::search {
 namespace {
@@ -56,6 +57,7 @@ graph::Schedule joinPieces(const graph::Program& program,
   graph::Schedule joined;
   joined.program = program;
   graph::KernelGraph& whole = joined.graph;
+  whole.dims = program.dims;  // the pieces' tensors name them by index, as the program's do
   std::map<std::string, graph::TensorId> byName;
   std::set<std::string> taken;
   for (const graph::TensorDesc& t : program.tensors) taken.insert(t.name);
@@ -129,13 +131,33 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
   SearchResult result;
   SearchSummary& summary = result.summary;
   summary.pieces = static_cast<int>(pieces.size());
+  // A dynamic program's pieces: a variant verified at the reference length may still be wrong
+  // at another length, which the whole program's range check (the driver's) would find only
+  // after the join. Each piece's verified variants are checked over its range here, its first
+  // equivalent at every length taken.
+  const bool dynamic = !program.dims.empty();
+  if (dynamic) {
+    pieceOptions.config.maxVariants = kDynamicPieceVariants;
+    pieceOptions.verifyVariants = true;
+  }
+  const auto firstOverRange = [&](std::vector<VerifiedVariant>& variants) {
+    for (VerifiedVariant& v : variants) {
+      verify::EquivalenceOptions check;
+      check.seed = options.verifySeed;
+      if (!dynamic || verify::checkOverRange(v.schedule, check).equivalent) return &v;
+      ++summary.rejected;
+    }
+    return static_cast<VerifiedVariant*>(nullptr);
+  };
+
   std::vector<VerifiedVariant> best;
   for (size_t p = 0; p < pieces.size(); ++p) {
     pieceOptions.timeLimitSeconds = shareOfTimeLeft(pieces.size() - p);
     SearchResult found = superoptimize(pieces[p].program, pieceOptions);
     addUp(summary, found.summary);
-    if (found.variants.empty()) break;  // no schedule of the whole program without this piece
-    best.push_back(std::move(found.variants.front()));
+    VerifiedVariant* chosen = firstOverRange(found.variants);
+    if (!chosen) break;  // no schedule of the whole program without this piece
+    best.push_back(std::move(*chosen));
   }
   summary.complete = summary.subtreesCompleted == summary.subtrees;
   const auto finish = [&] {

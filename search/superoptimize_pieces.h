@@ -22,6 +22,10 @@ namespace mugraph::search {
 // to `total`'s.
 void addUp(SearchSummary& total, const SearchSummary& part);
 
+// A dynamic program's pieces keep this many verified variants each, the first equivalent over
+// the piece's range joined.
+inline constexpr int kDynamicPieceVariants = 8;
+
 SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options,
                                    const PieceLimits& limits);
 

@@ -144,7 +144,11 @@ Command addSuperoptimizeCommand(CLI::App& app) {
       ->check(CLI::Range(1, 16));
   sub->add_option("--max-block-graphs", o->maxBlockGraphs, "block-graph kernels per candidate")
       ->check(CLI::Range(0, 16));
-  sub->add_option("--max-block-ops", o->maxBlockOps, "program ops fused into one block graph")
+  sub->add_option(
+         "--max-block-ops", o->maxBlockOps,
+         "program ops fused into one block graph, a GEMM's epilogue included (default: 8; 12 "
+         "for attention, norm + matmul programs and model subgraphs; a GEMM's "
+         "element-wise epilogue may pass it by up to 16 ops unless this is given)")
       ->check(CLI::Range(1, 64));
   sub->add_option("--max-blocks", o->maxBlocks, "blocks per kernel")->check(CLI::Range(1, 1 << 20));
   sub->add_option("--forloops", o->forloops, "for-loop trip counts to try")->delimiter(',');

@@ -12,6 +12,7 @@
 #include "search/superoptimize.h"
 #include "search_support.h"
 #include "verify/equivalence.h"
+#include "verify/range_check.h"
 
 namespace mugraph::search {
 namespace {
@@ -20,35 +21,33 @@ namespace {
 // o_proj, residual, RMSNorm, gated MLP, residual, RMSNorm, lm_head. 23 ops, more than any
 // candidate covers with block graphs of 8 ops (smallerBlocks; the default's 12 cover it in
 // two block graphs).
-graph::Program decoderTail() {
+graph::Program decoderTail(const std::string& rows = "8", const std::string& dims = "") {
   const std::string norm =
       "sqrt(add_scalar(scale(reduce_sum(square(H), dim=1), c=0.015625), c=1e-06))";
   std::string norm2 = norm;
   norm2.replace(norm2.find("(H)"), 3, "(H2)");
-  return graph::parseProgramText(
-      "program decoder_tail\n"
-      "input X f16 [8, 64]\n"
-      "input Attn f16 [8, 64]\n"
-      "input Wo f16 [64, 64]\n"
-      "input Wn f16 [1, 64]\n"
-      "input Wg f16 [64, 128]\n"
-      "input Wu f16 [64, 128]\n"
-      "input Wd f16 [128, 64]\n"
-      "input Wn2 f16 [1, 64]\n"
-      "input Wlm f16 [64, 96]\n"
-      "H = add(X, matmul(Attn, Wo))\n"
-      "N = mul(div(H, " +
-          norm +
-          "), Wn)\n"
-          "M = mul(silu(matmul(N, Wg)), matmul(N, Wu))\n"
-          "H2 = add(H, matmul(M, Wd))\n"
-          "N2 = mul(div(H2, " +
-          norm2 +
-          "), Wn2)\n"
-          "L = matmul(N2, Wlm)\n"
-          "output H2\n"
-          "output L\n",
-      "decoder_tail.mg");
+  return graph::parseProgramText("program decoder_tail\n" + dims + "input X f16 [" + rows +
+                                     ", 64]\n" + "input Attn f16 [" + rows + ", 64]\n" +
+                                     "input Wo f16 [64, 64]\n"
+                                     "input Wn f16 [1, 64]\n"
+                                     "input Wg f16 [64, 128]\n"
+                                     "input Wu f16 [64, 128]\n"
+                                     "input Wd f16 [128, 64]\n"
+                                     "input Wn2 f16 [1, 64]\n"
+                                     "input Wlm f16 [64, 96]\n"
+                                     "H = add(X, matmul(Attn, Wo))\n"
+                                     "N = mul(div(H, " +
+                                     norm +
+                                     "), Wn)\n"
+                                     "M = mul(silu(matmul(N, Wg)), matmul(N, Wu))\n"
+                                     "H2 = add(H, matmul(M, Wd))\n"
+                                     "N2 = mul(div(H2, " +
+                                     norm2 +
+                                     "), Wn2)\n"
+                                     "L = matmul(N2, Wlm)\n"
+                                     "output H2\n"
+                                     "output L\n",
+                                 "decoder_tail.mg");
 }
 
 // The limits under which the tail needs pieces.
@@ -221,6 +220,25 @@ TEST(SplitProgram, TheDecoderTailGetsAJoinedVariantThatVerifies) {
     check.seed = 11;
     EXPECT_TRUE(verify::checkEquivalence(program, v.schedule.graph, check).equivalent);
   }
+}
+
+// A dynamic program is searched in pieces too: each piece keeps its variants that are
+// equivalent at every length of its range, and the join is checked over the range.
+TEST(SplitProgram, ADynamicTailGetsAJoinedVariantEquivalentOverItsRange) {
+  const graph::Program program = decoderTail("n", "dim n in [1, 64]\n");
+  ASSERT_FALSE(program.dims.empty());
+  SearchOptions options = testing::quietOptions(program);
+  options.config.maxVariants = 1;
+  options.config.recomputePrologues = false;
+  smallerBlocks(options.config);
+  const SearchResult result = superoptimize(program, options);
+  ASSERT_EQ(result.variants.size(), 1u);
+  const VerifiedVariant& v = result.variants.front();
+  EXPECT_GT(v.joinedFromPieces, 1);
+  EXPECT_EQ(v.schedule.graph.dims, program.dims);
+  verify::EquivalenceOptions check;
+  check.seed = 13;
+  EXPECT_TRUE(verify::checkOverRange(v.schedule, check).equivalent);
 }
 
 TEST(SplitProgram, WithoutRecomputedProloguesTheTailGetsOneJoinedVariant) {
