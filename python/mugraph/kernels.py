@@ -36,7 +36,8 @@ class BoundVariant:
     A variant whose kernels take the lengths of dynamic dims (`dims`, graph/dynamic_dims.h)
     reads each length from the first input that has the dim, and its output shapes name the
     dims (an entry of `output_shapes` is a size or a dim's name); it serves every length of the
-    dims' ranges with one launch each, and outputs come in their stored layout's order."""
+    dims' ranges with one launch each, and outputs come in the dim order of the FX values'
+    strides at the recorded length (`output_strides`; their stored layout's where not given)."""
 
     def __init__(self, directory, tensors, output_shapes, output_strides=None, dims=()):
         self.inputs = [t for t in tensors if t["role"] == "input"]
@@ -49,7 +50,11 @@ class BoundVariant:
         self.output_shapes = [list(s) for s in output_shapes]
         self.dim_sources = [_source_of(d["name"], self.inputs, directory) for d in self.dims]
         if self.dims:
-            self.output_strides = None  # a dynamic output keeps its stored layout's strides
+            # A dynamic output keeps the FX value's dim order (a view after a transpose may
+            # depend on it), its strides following the lengths.
+            self.output_strides = None
+            self.output_orders = [_dim_order(s) for s in output_strides] if output_strides \
+                else [None] * len(self.outputs)
             return
         # The FX values' strides: aten nodes downstream may depend on them (a view of a
         # transpose), so the outputs keep them; dense where not given.
@@ -62,7 +67,8 @@ class BoundVariant:
 
     def lengths(self, inputs):
         """Each dynamic dim's length in these inputs (ints, or SymInts of fake tensors)."""
-        return [inputs[i].shape[axis] for i, axis in self.dim_sources]
+        return [inputs[i].shape[fx_axis(inputs[i].shape, self.inputs[i], d["name"])]
+                for (i, _), d in zip(self.dim_sources, self.dims)]
 
     def shapes_at(self, lengths):
         at = {d["name"]: n for d, n in zip(self.dims, lengths)}
@@ -71,9 +77,12 @@ class BoundVariant:
 
     def fake_outputs(self, device, inputs=()):
         if self.dims:
-            return [_logical(torch.empty(_storage_shape(shape, t["layout"]),
+            return [torch.empty_permuted(shape, order, dtype=_DTYPES[t["dtype"]], device=device)
+                    if order else
+                    _logical(torch.empty(_storage_shape(shape, t["layout"]),
                                          dtype=_DTYPES[t["dtype"]], device=device), t["layout"])
-                    for shape, t in zip(self.shapes_at(self.lengths(inputs)), self.outputs)]
+                    for shape, t, order in zip(self.shapes_at(self.lengths(inputs)),
+                                               self.outputs, self.output_orders)]
         return [torch.empty_strided(shape, stride, dtype=_DTYPES[t["dtype"]], device=device)
                 for shape, stride, t in zip(self.output_shapes, self.output_strides, self.outputs)]
 
@@ -109,7 +118,8 @@ class BoundVariant:
                                device=device) for shape, t in zip(shapes, self.outputs)]
         self._launch(dense, outputs, device, lengths)
         if self.dims:
-            return [_logical(x, t["layout"]) for x, t in zip(outputs, self.outputs)]
+            return [_in_order(_logical(x, t["layout"]), order, f"{self.name} output {t['name']}")
+                    for x, t, order in zip(outputs, self.outputs, self.output_orders)]
         return [_with_strides(_logical(x, t["layout"]), stride, f"{self.name} output {t['name']}")
                 for x, t, stride in zip(outputs, self.outputs, self.output_strides)]
 
@@ -119,11 +129,39 @@ class BoundVariant:
 
 
 def _source_of(dim, inputs, directory):
-    """(input index, axis) of the first input whose shape has dynamic dim `dim`."""
+    """(input index, axis) of the first input whose shape has dynamic dim `dim`, an axis of the
+    value as stored (its layout's order), counted from the last: the FX value may have leading
+    1s the program's shape drops."""
     for i, t in enumerate(inputs):
-        if dim in t.get("shape_dims", []):
-            return i, t["shape_dims"].index(dim)
+        names = stored_dim_names(t)
+        if dim in names:
+            return i, names.index(dim) - len(names)
     raise _capi.MugraphError(f"{directory}: no input has dim {dim}, so no launch knows its length")
+
+
+def fx_axis(shape, t, dim):
+    """The axis of an FX value of `shape`, the bytes of manifest tensor `t`, that holds `t`'s
+    dynamic dim `dim`. The value may be another view of the stored tensor: leading 1s the
+    program drops, or dims it splits ([1, n, 64] for a stored [n, 2, 32]); the axis is the one
+    whose inner dims hold as many elements as the stored dims after `dim` do (from the last
+    axis where another dynamic dim lies among those)."""
+    names = stored_dim_names(t)
+    stored = _storage_shape(t["shape"], t.get("layout", "row_major"))
+    axis = names.index(dim)
+    if any(names[axis + 1:]):
+        return axis - len(names)
+    inner = _numel(stored[axis + 1:])
+    elements = 1
+    for a in range(len(shape) - 1, -1, -1):
+        if elements == inner:
+            return a
+        elements *= int(shape[a])
+    raise _capi.MugraphError(f"no axis of {tuple(shape)} holds dim {dim} of input {t['name']}")
+
+
+def stored_dim_names(t):
+    """A manifest tensor's dim names (shape_dims; "" for a static dim) in its stored order."""
+    return _storage_shape(t.get("shape_dims", []), t.get("layout", "row_major"))
 
 
 def _bytes_at(t, at):
@@ -219,6 +257,23 @@ def _logical(x, layout):
     if layout == "heads_transposed":
         return x.transpose(-3, -2)
     return x
+
+
+def _dim_order(stride):
+    """The dims from outermost to innermost (largest stride first; ties in dim order)."""
+    return sorted(range(len(stride)), key=lambda d: -int(stride[d]))
+
+
+def _in_order(x, order, what):
+    """x itself where its dims are laid out in `order` (dims of size 1 aside), else a copy laid
+    out so (torch.empty_permuted); x where no order is given."""
+    if order is None:
+        return x
+    target = torch.empty_permuted(x.shape, order, dtype=x.dtype, device=x.device)
+    if all(size == 1 or a == b for size, a, b in zip(x.shape, x.stride(), target.stride())):
+        return x
+    _copied(f"{what}: {tuple(x.shape)} strides {tuple(x.stride())} -> {tuple(target.stride())}")
+    return target.copy_(x)
 
 
 def _with_strides(x, stride, what):

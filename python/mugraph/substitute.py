@@ -137,8 +137,10 @@ def output_shapes(binding, fx_nodes, tensors):
             else None
         if name is None or tiled is not None or i >= len(inputs):
             continue
-        for size, dim in zip(_meta_shape(fx_nodes[name]), inputs[i].get("shape_dims", [])):
-            if dim and _symbolic(size):
+        shape = _meta_shape(fx_nodes[name])
+        for dim in filter(None, kernels.stored_dim_names(inputs[i])):
+            size = shape[kernels.fx_axis(shape, inputs[i], dim)]
+            if _symbolic(size):
                 sources.setdefault(str(size.node.expr), dim)
     shapes = []
     for o in binding.outputs:
@@ -168,7 +170,8 @@ def _loaded_variant(directory, binding, fx_nodes, expected):
     or for kernels that take the lengths of dynamic dims, shapes naming the dims."""
     variant = kernels.loaded(directory)
     if variant.dims:
-        return kernels.LoadedVariant(directory, output_shapes(binding, fx_nodes, variant.tensors))
+        return kernels.LoadedVariant(directory, output_shapes(binding, fx_nodes, variant.tensors),
+                                     [list(e.stride()) for e in expected])
     return kernels.LoadedVariant(directory, [list(e.shape) for e in expected],
                                  [list(e.stride()) for e in expected])
 

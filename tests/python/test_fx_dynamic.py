@@ -151,11 +151,15 @@ class DynamicStandIn(StandInVariant):
 
     def __init__(self, module, program, binding, fx_nodes, outputs):
         entries, dims = _declared_inputs(program)
+        shapes = substitute.output_shapes(binding, fx_nodes, entries)
+        maxima = {d["name"]: d["max"] for d in dims}
         entries += [{"name": f"y{i}", "role": "output", "dtype": "f32", "layout": "row_major",
-                     "bytes": t.numel() * t.element_size()} for i, t in enumerate(outputs)]
-        kernels.BoundVariant.__init__(self, "stand-in", entries,
-                                      substitute.output_shapes(binding, fx_nodes, entries),
-                                      None, dims)
+                     "bytes": t.numel() * t.element_size(),
+                     "shape": [maxima.get(d, d) for d in shape],
+                     "shape_dims": [d if isinstance(d, str) else "" for d in shape]}
+                    for i, (t, shape) in enumerate(zip(outputs, shapes))]
+        kernels.BoundVariant.__init__(self, "stand-in", entries, shapes,
+                                      [list(t.stride()) for t in outputs], dims)
         self.module = module
         self.layouts = ["row_major"] * len(outputs)  # a dynamic output stays row-major
         self.launches = 0
@@ -255,6 +259,69 @@ class DynamicSubstitutionTest(unittest.TestCase):
         # one shorter than the attention's after the append)
         again = timing.shorter_sets(runs[0], placeholders)
         self.assertFalse({int(make()[3].shape[2]) + 1 for make in again} & set(seen))
+
+
+class DynamicPrefillSubstitutionTest(unittest.TestCase):
+    def test_every_dynamic_subgraph_of_a_prefill_launches_at_every_length(self):
+        """Llama's prefill under dynamic=True with every dynamic subgraph replaced by a launch
+        that takes the prompt's length: the FX values have leading 1s the programs drop
+        ([1, n, h] read as [n, h], Q as [1, heads, n, d] read as [heads, n, d]), so a dim's
+        length is found from the last axis, in the inputs a launch reads and in the shapes of
+        what it returns, whose dims keep the FX values' order (attention's output, transposed
+        back and viewed [1, n, h]). The outputs are the original's (at 40 tokens: the stand-ins
+        run the recorded aten nodes)."""
+        from functorch.compile import make_boxed_func
+
+        from mugraph.backend import aot
+
+        calls = []
+
+        def capture(gm, example_inputs):
+            def run(*args):
+                calls.append((gm, list(args)))
+                return gm(*args)
+            return make_boxed_func(run)
+
+        model = model_graphs.causal_lm("llama", dtype=torch.float32)
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend=aot(capture), dynamic=True)
+        with torch.no_grad():
+            for length in (40, 64):
+                compiled(input_ids=torch.randint(0, 512, (1, length)), use_cache=False)
+        gm = calls[0][0]
+        runs = [args for g, args in calls if g is gm]
+        self.assertEqual(len(runs), 2)
+        graph, writer = fx_graph.to_graph_json(gm, max_length=128)
+        graph_report = report.GraphReport(gm, writer, _capi.partition(graph))
+        recorder = substitute._Recorder(gm)
+        with torch.no_grad():
+            recorder.run(*runs[0])
+        fx_nodes = {n.name: n for n in gm.graph.nodes}
+        chosen, stand_ins = [], []
+        for s in graph_report.partition["subgraphs"]:
+            graph_report.searched(s, None, {"variants": []}, False)
+            self.assertIn("dim ", s["canonical_program_text"], s["name"])
+            binding = substitute.Binding(s, writer, fx_nodes)
+            module, names = timing.pytorch_subgraph(gm, s, binding, writer)
+            variant = DynamicStandIn(module, s["canonical_program_text"], binding, fx_nodes,
+                                     [recorder.values[o] for o in binding.outputs])
+            variant.bind(binding, names, recorder.values)
+            kernels.register(f"dynamic_prefill:{s['name']}", variant)
+            stand_ins.append(variant)
+            chosen.append((s, binding, (f"dynamic_prefill:{s['name']}", {"name": "stand-in"},
+                                        0.0)))
+        # both attentions among them
+        self.assertEqual(sum("reduce_max(" in s["canonical_program_text"]
+                             for s, _, _ in chosen), 2)
+        optimized = substitute.substituted(gm, chosen, graph_report)
+        # The stand-ins run the recorded aten nodes, whose views hold the first length.
+        with torch.no_grad():
+            expected, got = gm(*runs[0]), optimized(*runs[0])
+        for a, b in zip(got, expected):
+            if isinstance(b, torch.Tensor):
+                torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+        for variant in stand_ins:
+            self.assertEqual(variant.lengths_seen, [40], variant)
 
 
 if __name__ == "__main__":
