@@ -99,5 +99,32 @@ TEST(SigmoidAddScalar, SiluAsXTimesSigmoidPassesFloatTestsAndIsRejectedAsUninter
       << report.mismatch;
 }
 
+// A dynamic graph passes RMSNorm's epsilon as an input [1, 1] (Dynamo lifts Python floats):
+// drawn with either sign, the mean square plus a negative one has no root, and the reference is
+// NaN there. Such a draw lies outside the program's domain: the float tests draw again, so the
+// program is equivalent to itself and to its rearrangement, and a wrong epsilon is still
+// refuted.
+TEST(SigmoidAddScalar, AnEpsilonPassedAsAnInputIsTestedInsideTheDomain) {
+  const auto program = [](const std::string& rms) {
+    return parseYProgram("input X f32 [16, 64]\ninput E f32 [1, 1]\n", "Y = div(X, " + rms + ")\n");
+  };
+  const graph::Program reference =
+      program("sqrt(add(scale(reduce_sum(square(X), dim=1), c=0.015625), E))");
+  const graph::Program rearranged =
+      program("sqrt(add(reduce_sum(scale(square(X), c=0.015625), dim=1), E))");
+  const graph::Program wrong =
+      program("sqrt(add(scale(reduce_sum(square(X), dim=1), c=0.03125), E))");
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    SCOPED_TRACE(testing::seedTrace(seed));
+    EquivalenceOptions options;
+    options.seed = seed;
+    EXPECT_TRUE(checkEquivalence(reference, reference, options).equivalent);
+    const EquivalenceReport report = checkEquivalence(reference, rearranged, options);
+    EXPECT_TRUE(report.equivalent) << report.mismatch;
+    EXPECT_EQ(report.level, VerificationLevel::FiniteField);
+    EXPECT_FALSE(checkEquivalence(reference, wrong, options).equivalent);
+  }
+}
+
 }  // namespace
 }  // namespace mugraph::verify
