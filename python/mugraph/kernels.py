@@ -160,8 +160,10 @@ def fx_axis(shape, t, dim):
 
 
 def stored_dim_names(t):
-    """A manifest tensor's dim names (shape_dims; "" for a static dim) in its stored order."""
-    return _storage_shape(t.get("shape_dims", []), t.get("layout", "row_major"))
+    """A manifest tensor's dim names (shape_dims; "" for a static dim) in its stored order; none
+    for a static tensor (the manifest gives it no shape_dims)."""
+    names = t.get("shape_dims")
+    return _storage_shape(names, t.get("layout", "row_major")) if names else []
 
 
 def _bytes_at(t, at):

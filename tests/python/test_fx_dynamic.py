@@ -138,8 +138,11 @@ def _declared_inputs(program):
         sizes = [d.strip() for d in dims.split(",")]
         entries.append({"name": name, "role": "input", "dtype": dtype,
                         "layout": layout or "row_major",
-                        "shape": [maxima[d] if d in maxima else int(d) for d in sizes],
-                        "shape_dims": [d if d in maxima else "" for d in sizes]})
+                        "shape": [maxima[d] if d in maxima else int(d) for d in sizes]})
+        entries[-1]["bytes"] = (4 if dtype == "f32" else 2) * \
+            int(torch.tensor(entries[-1]["shape"]).prod())
+        if any(d in maxima for d in sizes):  # as the manifest: static tensors have none
+            entries[-1]["shape_dims"] = [d if d in maxima else "" for d in sizes]
     dims = [{"name": m[0], "min": int(m[1]), "max": int(m[2])}
             for m in re.findall(r"^dim (\w+) in \[(\d+), (\d+)\]", program, re.M)]
     return entries, dims
