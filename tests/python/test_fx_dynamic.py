@@ -265,6 +265,20 @@ class DynamicSubstitutionTest(unittest.TestCase):
 
 
 class DynamicPrefillSubstitutionTest(unittest.TestCase):
+    def test_a_length_is_found_in_any_view_of_the_stored_tensor(self):
+        """kernels.fx_axis: the FX value's axis holding a dim of the stored tensor, through
+        leading 1s, a split last dim and a transposed layout; a static tensor (no shape_dims
+        in the manifest, a transposed weight among them) names no dim."""
+        k = {"name": "k", "shape": [2, 32, 128], "layout": "transposed",
+             "shape_dims": ["", "", "n0"]}  # stored [2, n0, 32]
+        self.assertEqual(kernels.stored_dim_names(k), ["", "n0", ""])
+        self.assertEqual(kernels.fx_axis((1, 2, 40, 32), k, "n0"), 2)
+        q = {"name": "q", "shape": [128, 2, 32], "layout": "row_major",
+             "shape_dims": ["n0", "", ""]}
+        self.assertEqual(kernels.fx_axis((1, 40, 64), q, "n0"), 1)
+        self.assertEqual(kernels.stored_dim_names({"name": "w", "shape": [64, 64],
+                                                   "layout": "transposed"}), [])
+
     def test_every_dynamic_subgraph_of_a_prefill_launches_at_every_length(self):
         """Llama's prefill under dynamic=True with every dynamic subgraph replaced by a launch
         that takes the prompt's length: the FX values have leading 1s the programs drop
