@@ -173,6 +173,32 @@ class DynamicStandIn(StandInVariant):
         super()._launch(inputs, outputs, device, lengths)
 
 
+def _with_dynamic_stand_ins(gm, args, max_length, tag):
+    """`gm` with every dynamic subgraph replaced by a DynamicStandIn launch (registered under
+    tag:name), the values recorded at `args`: (the substituted graph, the chosen subgraphs, the
+    stand-ins)."""
+    graph, writer = fx_graph.to_graph_json(gm, max_length=max_length)
+    graph_report = report.GraphReport(gm, writer, _capi.partition(graph))
+    recorder = substitute._Recorder(gm)
+    with torch.no_grad():
+        recorder.run(*args)
+    fx_nodes = {n.name: n for n in gm.graph.nodes}
+    chosen, stand_ins = [], []
+    for s in graph_report.partition["subgraphs"]:
+        graph_report.searched(s, None, {"variants": []}, False)
+        if "dim " not in s["canonical_program_text"]:
+            continue
+        binding = substitute.Binding(s, writer, fx_nodes)
+        module, names = timing.pytorch_subgraph(gm, s, binding, writer)
+        variant = DynamicStandIn(module, s["canonical_program_text"], binding, fx_nodes,
+                                 [recorder.values[o] for o in binding.outputs])
+        variant.bind(binding, names, recorder.values)
+        kernels.register(f"{tag}:{s['name']}", variant)
+        stand_ins.append(variant)
+        chosen.append((s, binding, (f"{tag}:{s['name']}", {"name": "stand-in"}, 0.0)))
+    return substitute.substituted(gm, chosen, graph_report), chosen, stand_ins
+
+
 class DynamicSubstitutionTest(unittest.TestCase):
     def test_one_launch_serves_every_length(self):
         """The attention subgraphs of the dynamic graph replaced by launches of variants that
@@ -206,27 +232,8 @@ class DynamicSubstitutionTest(unittest.TestCase):
         gm = calls[1][0]
         runs = [args for g, args in calls if g is gm]
         self.assertEqual(len(runs), 3)
-        graph, writer = fx_graph.to_graph_json(gm, max_length=64)
-        graph_report = report.GraphReport(gm, writer, _capi.partition(graph))
-        recorder = substitute._Recorder(gm)
-        with torch.no_grad():
-            recorder.run(*runs[0])
-        fx_nodes = {n.name: n for n in gm.graph.nodes}
-        chosen, stand_ins = [], []
-        for s in graph_report.partition["subgraphs"]:
-            graph_report.searched(s, None, {"variants": []}, False)
-            if "dim " not in s["canonical_program_text"]:
-                continue
-            binding = substitute.Binding(s, writer, fx_nodes)
-            module, names = timing.pytorch_subgraph(gm, s, binding, writer)
-            variant = DynamicStandIn(module, s["canonical_program_text"], binding, fx_nodes,
-                                     [recorder.values[o] for o in binding.outputs])
-            variant.bind(binding, names, recorder.values)
-            kernels.register(f"dynamic:{s['name']}", variant)
-            stand_ins.append(variant)
-            chosen.append((s, binding, (f"dynamic:{s['name']}", {"name": "stand-in"}, 0.0)))
+        optimized, chosen, stand_ins = _with_dynamic_stand_ins(gm, runs[0], 64, "dynamic")
         self.assertEqual(len(stand_ins), 2)  # each layer's attention
-        optimized = substitute.substituted(gm, chosen, graph_report)
         inductor = rest.Rest("inductor").compile(optimized, fakes[gm])
         for runner in (optimized, inductor):
             for variant in stand_ins:
@@ -308,29 +315,13 @@ class DynamicPrefillSubstitutionTest(unittest.TestCase):
         gm = calls[0][0]
         runs = [args for g, args in calls if g is gm]
         self.assertEqual(len(runs), 2)
-        graph, writer = fx_graph.to_graph_json(gm, max_length=128)
-        graph_report = report.GraphReport(gm, writer, _capi.partition(graph))
-        recorder = substitute._Recorder(gm)
-        with torch.no_grad():
-            recorder.run(*runs[0])
-        fx_nodes = {n.name: n for n in gm.graph.nodes}
-        chosen, stand_ins = [], []
-        for s in graph_report.partition["subgraphs"]:
-            graph_report.searched(s, None, {"variants": []}, False)
-            self.assertIn("dim ", s["canonical_program_text"], s["name"])
-            binding = substitute.Binding(s, writer, fx_nodes)
-            module, names = timing.pytorch_subgraph(gm, s, binding, writer)
-            variant = DynamicStandIn(module, s["canonical_program_text"], binding, fx_nodes,
-                                     [recorder.values[o] for o in binding.outputs])
-            variant.bind(binding, names, recorder.values)
-            kernels.register(f"dynamic_prefill:{s['name']}", variant)
-            stand_ins.append(variant)
-            chosen.append((s, binding, (f"dynamic_prefill:{s['name']}", {"name": "stand-in"},
-                                        0.0)))
-        # both attentions among them
+        optimized, chosen, stand_ins = _with_dynamic_stand_ins(gm, runs[0], 128,
+                                                               "dynamic_prefill")
+        # every subgraph is dynamic, both attentions among them
+        self.assertEqual(len(chosen), len(_capi.partition(
+            fx_graph.to_graph_json(gm, max_length=128)[0])["subgraphs"]))
         self.assertEqual(sum("reduce_max(" in s["canonical_program_text"]
                              for s, _, _ in chosen), 2)
-        optimized = substitute.substituted(gm, chosen, graph_report)
         # The stand-ins run the recorded aten nodes, whose views hold the first length.
         with torch.no_grad():
             expected, got = gm(*runs[0]), optimized(*runs[0])
