@@ -184,8 +184,9 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
         ++summary.rejected;
         pieceOptions.timeLimitSeconds = shareOfTimeLeft(pieces.size() - p);
         SearchResult found = superoptimize(pieces[p].program, pieceOptions);
-        if (found.variants.empty()) return finish();
-        best[p] = std::move(found.variants.front());
+        VerifiedVariant* chosen = firstOverRange(found.variants);
+        if (!chosen) return finish();
+        best[p] = std::move(*chosen);
       }
       joined = joinPieces(program, best);
       variant.verification = verifySchedule(program, joined.graph, options.verifySeed, nullptr);
