@@ -173,6 +173,24 @@ class DynamicStandIn(StandInVariant):
         super()._launch(inputs, outputs, device, lengths)
 
 
+def _recording_backend():
+    """An AOT compiler that runs each graph as traced and records it: (the compiler, the
+    (GraphModule, its real arguments) of every call, each GraphModule's example inputs: fake
+    tensors with symbolic sizes)."""
+    from functorch.compile import make_boxed_func
+
+    calls, fakes = [], {}
+
+    def capture(gm, example_inputs):
+        fakes[gm] = list(example_inputs)
+
+        def run(*args):
+            calls.append((gm, list(args)))
+            return gm(*args)
+        return make_boxed_func(run)
+    return capture, calls, fakes
+
+
 def _with_dynamic_stand_ins(gm, args, max_length, tag):
     """`gm` with every dynamic subgraph replaced by a DynamicStandIn launch (registered under
     tag:name), the values recorded at `args`: (the substituted graph, the chosen subgraphs, the
@@ -204,22 +222,11 @@ class DynamicSubstitutionTest(unittest.TestCase):
         """The attention subgraphs of the dynamic graph replaced by launches of variants that
         take the length: eager and under Inductor (which traces the launch with symbolic
         sizes through register_fake), the graph gives the original's outputs at each length."""
-        from functorch.compile import make_boxed_func
         from transformers import DynamicCache
 
         from mugraph.backend import aot
 
-        calls = []  # (GraphModule, its real arguments) per call
-        fakes = {}  # GraphModule -> its example inputs (fake tensors, symbolic sizes)
-
-        def capture(gm, example_inputs):
-            fakes[gm] = list(example_inputs)
-
-            def run(*args):
-                calls.append((gm, list(args)))
-                return gm(*args)
-            return make_boxed_func(run)
-
+        capture, calls, fakes = _recording_backend()
         model = model_graphs.causal_lm("llama", dtype=torch.float32)
         torch._dynamo.reset()
         compiled = torch.compile(model, backend=aot(capture))
@@ -290,22 +297,14 @@ class DynamicPrefillSubstitutionTest(unittest.TestCase):
         """Llama's prefill under dynamic=True with every dynamic subgraph replaced by a launch
         that takes the prompt's length: the FX values have leading 1s the programs drop
         ([1, n, h] read as [n, h], Q as [1, heads, n, d] read as [heads, n, d]), so a dim's
-        length is found from the last axis, in the inputs a launch reads and in the shapes of
+        length is found on the axis whose inner dims hold the stored dims after it
+        (kernels.fx_axis), in the inputs a launch reads and in the shapes of
         what it returns, whose dims keep the FX values' order (attention's output, transposed
         back and viewed [1, n, h]). The outputs are the original's (at 40 tokens: the stand-ins
         run the recorded aten nodes)."""
-        from functorch.compile import make_boxed_func
-
         from mugraph.backend import aot
 
-        calls = []
-
-        def capture(gm, example_inputs):
-            def run(*args):
-                calls.append((gm, list(args)))
-                return gm(*args)
-            return make_boxed_func(run)
-
+        capture, calls, _ = _recording_backend()
         model = model_graphs.causal_lm("llama", dtype=torch.float32)
         torch._dynamo.reset()
         compiled = torch.compile(model, backend=aot(capture), dynamic=True)
