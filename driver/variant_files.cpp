@@ -128,6 +128,9 @@ nlohmann::json summaryJson(const search::SearchResult& result, const ProfileRank
     const auto measured = ranking.measured.find(v.name);
     if (measured != ranking.measured.end()) variants.back()["measured_us"] = measured->second;
     if (v.joinedFromPieces > 0) variants.back()["joined_from_pieces"] = v.joinedFromPieces;
+    if (!v.verification.detail.empty()) {
+      variants.back()["verification_detail"] = v.verification.detail;
+    }
     if (!v.verification.scaledTwin.empty()) {
       variants.back()["scaled_twin"] = v.verification.scaledTwin;
     }

@@ -46,7 +46,8 @@ struct KernelWork {
   double packedOccupancy = 1;
 };
 
-double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const CostConstants& c) {
+KernelCostTerms kernelTerms(const KernelWork& w, const plan::Target& target,
+                            const CostConstants& c) {
   const double sms = target.streamingMultiprocessors;
   const double peakBandwidth = target.memoryBytesPerSecond;
   const double resident = std::min(w.blocks, sms * w.blocksPerSm);
@@ -73,9 +74,18 @@ double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const
   // resident on it at once share its load rate), each loading bytesPerBlock.
   const double blocksPerSmOverKernel = std::ceil(w.blocks / activeSms);
   const double blockLoads = blocksPerSmOverKernel * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
-  return c.launchMicroseconds +
-         1e6 * std::max({memory, compute * tail, latency, blockLoads}) / w.clusterEfficiency +
-         waves * w.rowsMicroseconds;
+  KernelCostTerms terms;
+  terms.launch = c.launchMicroseconds;
+  terms.memory = 1e6 * memory / w.clusterEfficiency;
+  terms.compute = 1e6 * compute * tail / w.clusterEfficiency;
+  terms.loop = 1e6 * latency / w.clusterEfficiency;
+  terms.blockLoads = 1e6 * blockLoads / w.clusterEfficiency;
+  terms.rows = waves * w.rowsMicroseconds;
+  return terms;
+}
+
+double kernelMicroseconds(const KernelWork& w, const plan::Target& target, const CostConstants& c) {
+  return kernelTerms(w, target, c).total();
 }
 
 // The share of its loop iterations a kernel runs: below 1 for causal attention on the warpgroup
@@ -298,17 +308,30 @@ CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& t
   return estimate;
 }
 
-double estimateKernelMicroseconds(const graph::KernelGraph& graph, int kernelIndex,
-                                  const plan::Target& target, const CostConstants& constants) {
+KernelCostTerms kernelCostTerms(const graph::KernelGraph& graph, int kernelIndex,
+                                const plan::Target& target, const CostConstants& constants) {
   const graph::KernelOp& op = graph.ops.at(kernelIndex);
   if (op.kind == OpKind::BlockGraph) {
-    return kernelMicroseconds(blockGraphWork(graph, kernelIndex, target, constants), target,
-                              constants);
+    return kernelTerms(blockGraphWork(graph, kernelIndex, target, constants), target, constants);
   }
   graph::KernelGraph lowered = graph;
   lowered.ops[kernelIndex] = plan::lowerKernelOp(graph, op, target);
-  return kernelMicroseconds(blockGraphWork(lowered, kernelIndex, target, constants), target,
-                            constants);
+  return kernelTerms(blockGraphWork(lowered, kernelIndex, target, constants), target, constants);
+}
+
+double estimateKernelMicroseconds(const graph::KernelGraph& graph, int kernelIndex,
+                                  const plan::Target& target, const CostConstants& constants) {
+  return kernelCostTerms(graph, kernelIndex, target, constants).total();
+}
+
+const char* KernelCostTerms::bound() const {
+  const std::pair<double, const char*> terms[] = {{memory, "memory"},
+                                                  {compute, "compute"},
+                                                  {loop, "loop latency"},
+                                                  {blockLoads, "block loads"}};
+  return std::max_element(std::begin(terms), std::end(terms),
+                          [](const auto& a, const auto& b) { return a.first < b.first; })
+      ->second;
 }
 
 }  // namespace mugraph::search

@@ -19,6 +19,7 @@
 // the constants below are the rest, fitted to kernels measured on an H100.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -100,6 +101,18 @@ struct CostEstimate {
 // block graphs, shared memory and tensor-core use as the plan decides.
 CostEstimate estimateCost(const graph::KernelGraph& graph, const plan::Target& target,
                           const CostConstants& constants = calibratedConstants());
+
+// Kernel `kernelIndex`'s estimate term by term, in microseconds (the header comment says what
+// each is): the kernel takes launch + the largest of memory, compute, loop and block loads,
+// + rows. `mugraph show` prints them, so a user sees what the model thinks bounds a kernel.
+struct KernelCostTerms {
+  double launch = 0, memory = 0, compute = 0, loop = 0, blockLoads = 0, rows = 0;
+  double total() const { return launch + std::max({memory, compute, loop, blockLoads}) + rows; }
+  const char* bound() const;  // the largest term's name
+};
+KernelCostTerms kernelCostTerms(const graph::KernelGraph& graph, int kernelIndex,
+                                const plan::Target& target,
+                                const CostConstants& constants = calibratedConstants());
 
 // The microseconds of kernel `kernelIndex` alone, as estimateCost counts it: a schedule's
 // estimate is the sum of its kernels', which is what lets the search compare two ways of

@@ -77,6 +77,26 @@ graph::Schedule joinPieces(const graph::Program& program,
   return joined;
 }
 
+// The record of a join that swaps one piece's variant in a verified join (`whole`): the piece's
+// variant it replaced (`before`) and the one it put in (`after`) each verified against the
+// piece's program. Either false accept makes the swapped join's verdict wrong: the bounds add.
+VerificationRecord composedRecord(const VerificationRecord& whole, const VerificationRecord& before,
+                                  const VerificationRecord& after, size_t piece) {
+  VerificationRecord record = whole;
+  const bool floatOnly =
+      whole.level == "float-only" || before.level == "float-only" || after.level == "float-only";
+  record.level = floatOnly ? "float-only" : "finite-field";
+  record.falseAcceptBound =
+      std::min(1.0, whole.falseAcceptBound + before.falseAcceptBound + after.falseAcceptBound);
+  record.trials = std::min({whole.trials, before.trials, after.trials});
+  record.maxRelError = std::max({whole.maxRelError, before.maxRelError, after.maxRelError});
+  record.detail =
+      "by composition: the join of every piece's best, verified against the whole "
+      "program, with piece " +
+      std::to_string(piece) + "'s kernels swapped for others verified against that piece's program";
+  return record;
+}
+
 CostEstimate totalCost(const std::vector<VerifiedVariant>& best) {
   CostEstimate cost;
   for (const VerifiedVariant& v : best) {
@@ -86,6 +106,56 @@ CostEstimate totalCost(const std::vector<VerifiedVariant>& best) {
     cost.kernels += v.cost.kernels;
   }
   return cost;
+}
+
+// Joins that swap one piece's best for one of its alternatives (superoptimize_pieces.h,
+// kPieceAlternatives), the cheapest swaps first, until `result` holds maxVariants joins.
+// result.variants[0] is the verified join of `best`.
+void addSwappedJoins(const graph::Program& program, const std::vector<ProgramPiece>& pieces,
+                     const std::vector<VerifiedVariant>& best,
+                     const std::vector<std::vector<VerifiedVariant>>& others,
+                     const SearchOptions& options, SearchResult& result) {
+  struct Swap {
+    size_t piece, alternative;
+    double extraMicroseconds;
+  };
+  std::vector<Swap> swaps;
+  for (size_t p = 0; p < others.size(); ++p) {
+    for (size_t a = 0; a < others[p].size(); ++a) {
+      swaps.push_back({p, a, others[p][a].cost.microseconds - best[p].cost.microseconds});
+    }
+  }
+  std::stable_sort(swaps.begin(), swaps.end(), [](const Swap& x, const Swap& y) {
+    return x.extraMicroseconds < y.extraMicroseconds;
+  });
+  const VerificationRecord whole = result.variants.front().verification;
+  std::map<size_t, VerificationRecord> bestAlone;  // a piece's best against its own program
+  const auto verifiedAlone = [&](size_t p, const graph::KernelGraph& graph) {
+    VerificationRecord record =
+        verifySchedule(pieces[p].program, graph, options.verifySeed, nullptr);
+    if (!acceptable(record)) ++result.summary.rejected;
+    return record;
+  };
+  for (const Swap& swap : swaps) {
+    if (result.variants.size() >= static_cast<size_t>(options.config.maxVariants)) break;
+    if (!bestAlone.count(swap.piece)) {
+      bestAlone[swap.piece] = verifiedAlone(swap.piece, best[swap.piece].schedule.graph);
+    }
+    if (!acceptable(bestAlone[swap.piece])) continue;
+    const VerifiedVariant& alternative = others[swap.piece][swap.alternative];
+    const VerificationRecord own = verifiedAlone(swap.piece, alternative.schedule.graph);
+    if (!acceptable(own)) continue;
+    std::vector<VerifiedVariant> chosen = best;
+    chosen[swap.piece] = alternative;
+    VerifiedVariant variant;
+    variant.schedule = joinPieces(program, chosen);
+    variant.hash = graph::scheduleHash(variant.schedule);
+    variant.name = graph::variantName(variant.schedule);
+    variant.cost = totalCost(chosen);
+    variant.joinedFromPieces = static_cast<int>(pieces.size());
+    variant.verification = composedRecord(whole, bestAlone[swap.piece], own, swap.piece);
+    result.variants.push_back(std::move(variant));
+  }
 }
 
 }  // namespace
@@ -114,7 +184,10 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
   SearchOptions pieceOptions = options;
   pieceOptions.checkpointPath.clear();
   pieceOptions.resume = false;
-  pieceOptions.config.maxVariants = 1;  // each piece's best: the first verified is the cheapest
+  // Each piece's best (the first is the cheapest), and alternatives for a static program's
+  // joins (kPieceAlternatives).
+  const bool alternatives = program.dims.empty() && options.config.maxVariants > 1;
+  pieceOptions.config.maxVariants = alternatives ? kPieceAlternatives : 1;
   // The joined schedule is verified against the whole program; a piece's own verification is
   // needed only where that fails.
   pieceOptions.verifyVariants = false;
@@ -151,6 +224,7 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
   };
 
   std::vector<VerifiedVariant> best;
+  std::vector<std::vector<VerifiedVariant>> others(pieces.size());  // unverified alternatives
   for (size_t p = 0; p < pieces.size(); ++p) {
     pieceOptions.timeLimitSeconds = shareOfTimeLeft(pieces.size() - p);
     SearchResult found = superoptimize(pieces[p].program, pieceOptions);
@@ -158,6 +232,13 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
     VerifiedVariant* chosen = firstOverRange(found.variants);
     if (!chosen) break;  // no schedule of the whole program without this piece
     best.push_back(std::move(*chosen));
+    if (!alternatives) continue;
+    for (VerifiedVariant& v : found.variants) {
+      if (v.hash != best.back().hash &&
+          v.cost.microseconds <= kAlternativeCostRatio * best.back().cost.microseconds) {
+        others[p].push_back(std::move(v));
+      }
+    }
   }
   summary.complete = summary.subtreesCompleted == summary.subtrees;
   const auto finish = [&] {
@@ -204,6 +285,7 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
   variant.cost = totalCost(best);
   variant.joinedFromPieces = static_cast<int>(pieces.size());
   result.variants.push_back(std::move(variant));
+  if (options.verifyVariants) addSwappedJoins(program, pieces, best, others, options, result);
   return finish();
 }
 

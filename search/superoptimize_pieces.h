@@ -26,6 +26,17 @@ void addUp(SearchSummary& total, const SearchSummary& part);
 // the piece's range joined.
 inline constexpr int kDynamicPieceVariants = 8;
 
+// A static program's joined schedule has alternatives for `--profile` and the torch backend to
+// time: each piece keeps up to this many variants (its best first), an alternative only where
+// its estimate is within kAlternativeCostRatio of its piece's best. Each alternative join swaps
+// one piece's best for one of its alternatives (the cheapest swaps first, up to maxVariants
+// joins in all). Its verification is by composition: the join of the bests is verified against
+// the whole program; the swapped piece's best and its alternative are verified against the
+// piece's own program, so the two joins compute the same function. Its bound is the sum of the
+// three bounds.
+inline constexpr int kPieceAlternatives = 3;
+inline constexpr double kAlternativeCostRatio = 1.5;
+
 SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options,
                                    const PieceLimits& limits);
 

@@ -6,6 +6,7 @@
 #include "graph/tile_splits.h"
 #include "plan/kernel_plan.h"
 #include "plan/lower_predefined_ops.h"
+#include "search/cost_model.h"
 
 namespace mugraph::tools {
 namespace {
@@ -69,6 +70,20 @@ std::string planText(const KernelGraph& lowered, int k, const plan::Target& targ
   return out.str();
 }
 
+// The cost model's estimate of kernel `k` of `lowered`, term by term (search/cost_model.h).
+std::string costText(const KernelGraph& lowered, int k, const plan::Target& target) {
+  const search::KernelCostTerms terms = search::kernelCostTerms(lowered, k, target);
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(1);
+  out << "estimated " << terms.total() << " us, bound by " << terms.bound() << " (memory "
+      << terms.memory << ", compute " << terms.compute << ", loop " << terms.loop
+      << ", block loads " << terms.blockLoads << ", launch " << terms.launch;
+  if (terms.rows > 0) out << ", rows " << terms.rows;
+  out << ")";
+  return out.str();
+}
+
 // "  partial: dim 1 1030 in tiles of 128, the last 6" for the partial dims of an input tile.
 std::string partialText(const TileSplit& split) {
   std::string text;
@@ -81,8 +96,9 @@ std::string partialText(const TileSplit& split) {
 }
 
 void describeGraphOps(std::ostringstream& out, const KernelGraph& graph, const char* indent,
-                      const KernelGraph* lowered, const plan::Target& target) {
-  // `lowered` is `graph` with its predefined ops lowered, kernel for kernel.
+                      const KernelGraph* lowered, const plan::Target& target, bool estimate) {
+  // `lowered` is `graph` with its predefined ops lowered, kernel for kernel. `estimate`: print
+  // the cost model's estimate of each kernel (a graph of static shapes).
   for (size_t k = 0; k < graph.ops.size(); ++k) {
     const KernelOp& op = graph.ops[k];
     if (op.kind != OpKind::BlockGraph) {
@@ -95,11 +111,17 @@ void describeGraphOps(std::ostringstream& out, const KernelGraph& graph, const c
           << "  (predefined op, default schedule)\n";
       out << indent << "    default schedule: " << planText(*lowered, static_cast<int>(k), target)
           << "\n";
+      if (estimate) {
+        out << indent << "    " << costText(*lowered, static_cast<int>(k), target) << "\n";
+      }
       continue;
     }
     const BlockGraph& block = *op.block;
     out << indent << "kernel " << k << ": " << op.name << "  "
         << planText(*lowered, static_cast<int>(k), target) << "\n";
+    if (estimate) {
+      out << indent << "    " << costText(*lowered, static_cast<int>(k), target) << "\n";
+    }
     std::vector<Dims> inputShapes;
     for (TensorId t : op.inputs) inputShapes.push_back(graph.tensors[t].shape);
     const std::vector<TileSplit> splits = blockTileSplits(block, inputShapes);
@@ -204,7 +226,7 @@ std::string describeProgram(const Program& program, const plan::Target& target) 
       << hashHex(programHash(program)) << "\n";
   describeInterface(out, program);
   const Schedule lowered = plan::lowerProgram(program, target);
-  describeGraphOps(out, program, "  ", &lowered.graph, target);
+  describeGraphOps(out, program, "  ", &lowered.graph, target, program.dims.empty());
   return out.str();
 }
 
@@ -224,9 +246,19 @@ std::string describeSchedule(const Schedule& schedule, const plan::Target& targe
       if (!isOutput) workspace += elementCount(d.shape) * dtypeBytes(d.dtype);
     }
   }
-  out << "  kernels: " << schedule.graph.ops.size() << ", workspace " << workspace << " B\n";
+  out << "  kernels: " << schedule.graph.ops.size() << ", workspace " << workspace << " B";
+  // A dynamic schedule's kernels are costed per length by superoptimize, not here.
+  const bool estimate = schedule.program.dims.empty();
+  if (estimate) {
+    std::ostringstream total;
+    total.setf(std::ios::fixed);
+    total.precision(1);
+    total << search::estimateCost(schedule.graph, target).microseconds;
+    out << ", estimated " << total.str() << " us on " << target.name << " (cost model)";
+  }
+  out << "\n";
   const Schedule lowered = plan::lowerPredefinedOps(schedule, target);
-  describeGraphOps(out, schedule.graph, "  ", &lowered.graph, target);
+  describeGraphOps(out, schedule.graph, "  ", &lowered.graph, target, estimate);
   return out.str();
 }
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <string>
+#include <utility>
 
 #include "graph/files.h"
 #include "graph/shape_inference.h"
@@ -36,6 +38,29 @@ TEST(CostModel, ATiledGemmCostsAtLeastItsFlopsAtTensorCorePeakPlusALaunch) {
   EXPECT_GE(cost.microseconds, constants.launchMicroseconds + computeFloor);
   // Compute-bound and filling the GPU: not far above that floor.
   EXPECT_LE(cost.microseconds, 2 * (constants.launchMicroseconds + computeFloor));
+}
+
+// The terms `mugraph show` prints add up to the estimate the search ranks with, and the bound
+// named is the largest term, for every kernel of a GEMM and a split-KV decode.
+TEST(CostModel, AKernelsTermsAddUpToItsEstimateAndNameTheLargest) {
+  for (const char* name : {"gemm_4096.tiled.json", "gqa_decode_32k.split_kv.json"}) {
+    const graph::Schedule schedule = shipped(name);
+    double total = 0;
+    for (size_t k = 0; k < schedule.graph.ops.size(); ++k) {
+      const int kernel = static_cast<int>(k);
+      const KernelCostTerms terms = kernelCostTerms(schedule.graph, kernel, h100());
+      EXPECT_DOUBLE_EQ(terms.total(), estimateKernelMicroseconds(schedule.graph, kernel, h100()));
+      EXPECT_GT(terms.launch, 0);
+      const std::pair<double, std::string> largest =
+          std::max<std::pair<double, std::string>>({{terms.memory, "memory"},
+                                                    {terms.compute, "compute"},
+                                                    {terms.loop, "loop latency"},
+                                                    {terms.blockLoads, "block loads"}});
+      EXPECT_EQ(terms.bound(), largest.second) << name << " kernel " << k;
+      total += terms.total();
+    }
+    EXPECT_NEAR(total, estimateCost(schedule.graph, h100()).microseconds, 1e-9) << name;
+  }
 }
 
 TEST(CostModel, DecodeAttentionCostsAtLeastItsBytesAtCopyBandwidth) {

@@ -241,15 +241,45 @@ TEST(SplitProgram, ADynamicTailGetsAJoinedVariantEquivalentOverItsRange) {
   EXPECT_TRUE(verify::checkOverRange(v.schedule, check).equivalent);
 }
 
-TEST(SplitProgram, WithoutRecomputedProloguesTheTailGetsOneJoinedVariant) {
+TEST(SplitProgram, WithOneVariantAskedTheTailGetsOneJoin) {
   const graph::Program program = decoderTail();
   SearchOptions options = testing::quietOptions(program);
-  options.config.maxVariants = 2;
+  options.config.maxVariants = 1;
   options.config.recomputePrologues = false;
   smallerBlocks(options.config);
   const SearchResult result = superoptimize(program, options);
   ASSERT_EQ(result.variants.size(), 1u);
   EXPECT_EQ(result.variants.front().joinedFromPieces, result.summary.pieces);
+}
+
+// Further joins swap one piece's best for an alternative, verified by composition: each is a
+// different schedule of the whole program, estimated no cheaper than the join of the bests,
+// and (checked here against the whole program, as the search does not) equivalent to it.
+TEST(SplitProgram, TheTailsFurtherJoinsSwapOnePieceAndAreEquivalent) {
+  const graph::Program program = decoderTail();
+  SearchOptions options = testing::quietOptions(program);
+  options.config.maxVariants = 4;
+  options.config.recomputePrologues = false;
+  smallerBlocks(options.config);
+  const SearchResult result = superoptimize(program, options);
+  ASSERT_GT(result.variants.size(), 1u);
+  ASSERT_LE(result.variants.size(), 4u);
+  const VerifiedVariant& bests = result.variants.front();
+  EXPECT_EQ(bests.verification.detail.find("by composition"), std::string::npos);
+  std::set<uint64_t> hashes;
+  for (const VerifiedVariant& v : result.variants) {
+    EXPECT_TRUE(hashes.insert(v.hash).second) << v.name;
+    EXPECT_EQ(v.joinedFromPieces, result.summary.pieces);
+    EXPECT_GE(v.cost.microseconds, bests.cost.microseconds);
+    EXPECT_NO_THROW(graph::validateSchedule(v.schedule));
+    if (&v == &bests) continue;
+    EXPECT_EQ(v.verification.detail.rfind("by composition", 0), 0u) << v.verification.detail;
+    EXPECT_GE(v.verification.falseAcceptBound, bests.verification.falseAcceptBound);
+    EXPECT_LE(v.verification.falseAcceptBound, 1e-12);
+    verify::EquivalenceOptions check;
+    check.seed = 17;
+    EXPECT_TRUE(verify::checkEquivalence(program, v.schedule.graph, check).equivalent) << v.name;
+  }
 }
 
 }  // namespace

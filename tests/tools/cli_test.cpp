@@ -92,6 +92,9 @@ TEST_F(CliTest, ShowSummarizesKernelsGridsTilesAndSharedMemory) {
   EXPECT_THAT(r.out, HasSubstr("grid (2, 16, 4)"));
   EXPECT_THAT(r.out, HasSubstr("shared memory"));
   EXPECT_THAT(r.out, HasSubstr("[1, 64, 64]"));
+  // The cost model's view: the schedule's total and each kernel's terms.
+  EXPECT_THAT(r.out, HasSubstr(" us on sm_90 (cost model)"));
+  EXPECT_THAT(r.out, HasSubstr("us, bound by "));
   const CliResult program = run("show " + shipped("gqa_mirage.mg"));
   ASSERT_EQ(program.exitCode, 0) << program.err;
   EXPECT_THAT(program.out, HasSubstr("matmul(Q, K)"));
