@@ -241,13 +241,17 @@ TEST(SplitProgram, ADynamicTailGetsAJoinedVariantEquivalentOverItsRange) {
   EXPECT_TRUE(verify::checkOverRange(v.schedule, check).equivalent);
 }
 
-TEST(SplitProgram, WithOneVariantAskedTheTailGetsOneJoin) {
-  const graph::Program program = decoderTail();
+// The decoder tail as written (no recomputed prologues), searched for `maxVariants`.
+SearchResult searchedTail(const graph::Program& program, int maxVariants) {
   SearchOptions options = testing::quietOptions(program);
-  options.config.maxVariants = 1;
+  options.config.maxVariants = maxVariants;
   options.config.recomputePrologues = false;
   smallerBlocks(options.config);
-  const SearchResult result = superoptimize(program, options);
+  return superoptimize(program, options);
+}
+
+TEST(SplitProgram, WithOneVariantAskedTheTailGetsOneJoin) {
+  const SearchResult result = searchedTail(decoderTail(), 1);
   ASSERT_EQ(result.variants.size(), 1u);
   EXPECT_EQ(result.variants.front().joinedFromPieces, result.summary.pieces);
 }
@@ -257,11 +261,7 @@ TEST(SplitProgram, WithOneVariantAskedTheTailGetsOneJoin) {
 // and (checked here against the whole program, as the search does not) equivalent to it.
 TEST(SplitProgram, TheTailsFurtherJoinsSwapOnePieceAndAreEquivalent) {
   const graph::Program program = decoderTail();
-  SearchOptions options = testing::quietOptions(program);
-  options.config.maxVariants = 4;
-  options.config.recomputePrologues = false;
-  smallerBlocks(options.config);
-  const SearchResult result = superoptimize(program, options);
+  const SearchResult result = searchedTail(program, 4);
   ASSERT_GT(result.variants.size(), 1u);
   ASSERT_LE(result.variants.size(), 4u);
   const VerifiedVariant& bests = result.variants.front();
