@@ -175,6 +175,7 @@ void addUp(SearchSummary& total, const SearchSummary& part) {
   total.oracle.cacheHits += part.oracle.cacheHits;
   total.oracle.z3Queries += part.oracle.z3Queries;
   total.oracle.timeouts += part.oracle.timeouts;
+  total.oracle.pastDeadline += part.oracle.pastDeadline;
 }
 
 SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOptions& options,
@@ -229,6 +230,14 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
     pieceOptions.timeLimitSeconds = shareOfTimeLeft(pieces.size() - p);
     SearchResult found = superoptimize(pieces[p].program, pieceOptions);
     addUp(summary, found.summary);
+    if (found.variants.empty() && found.summary.stoppedByTimeLimit) {
+      // Its share ran out before any candidate: once more, with kPieceRetryFactor times it.
+      SearchOptions longer = pieceOptions;
+      longer.timeLimitSeconds =
+          std::max(kPieceRetryFactor * pieceOptions.timeLimitSeconds, kPieceRetryMinimumSeconds);
+      found = superoptimize(pieces[p].program, longer);
+      addUp(summary, found.summary);
+    }
     VerifiedVariant* chosen = firstOverRange(found.variants);
     if (!chosen) break;  // no schedule of the whole program without this piece
     best.push_back(std::move(*chosen));

@@ -22,6 +22,14 @@ namespace mugraph::search {
 // to `total`'s.
 void addUp(SearchSummary& total, const SearchSummary& part);
 
+// A piece whose search the time limit stopped before it had any candidate is searched once
+// more with this many times its share of the limit, at least kPieceRetryMinimumSeconds: one
+// short share would otherwise leave the whole program without a schedule (a piece whose first
+// steps ask Z3 slow questions, session 69: StarCoder2's down projection, residual and
+// LayerNorm with a second's share).
+inline constexpr double kPieceRetryFactor = 4;
+inline constexpr double kPieceRetryMinimumSeconds = 10;
+
 // A dynamic program's pieces keep this many verified variants each, the first equivalent over
 // the piece's range joined.
 inline constexpr int kDynamicPieceVariants = 8;

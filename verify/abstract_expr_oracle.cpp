@@ -2,6 +2,7 @@
 // (one context and solver per thread, the axiom table asserted once, each query in a scope).
 #include "verify/abstract_expr_oracle.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 
@@ -202,9 +203,12 @@ bool SubexpressionOracle::isPossibleSubexpression(const AbstractExprRef& candida
       ++precheckRejected_;
       answer = false;
       break;
-    case Precheck::AskZ3:
-      answer = decideWithZ3(Claim::InSomeTarget, canonical);
+    case Precheck::AskZ3: {
+      const std::optional<bool> decided = decideWithZ3(Claim::InSomeTarget, canonical);
+      if (!decided) return true;
+      answer = *decided;
       break;
+    }
   }
   remember(key, answer);
   return answer;
@@ -221,15 +225,25 @@ bool SubexpressionOracle::isEquivalent(const AbstractExprRef& a, const AbstractE
     ++cacheHits_;
     return answer;
   }
-  answer = decideWithZ3(Claim::EqualTerms, left, right);
+  const std::optional<bool> decided = decideWithZ3(Claim::EqualTerms, left, right);
+  if (!decided) return true;
+  answer = *decided;
   remember(key, answer);
   return answer;
 }
 
-bool SubexpressionOracle::decideWithZ3(Claim claim, const AbstractExprRef& a,
-                                       const AbstractExprRef& b) {
-  ++z3Queries_;
+std::optional<bool> SubexpressionOracle::decideWithZ3(Claim claim, const AbstractExprRef& a,
+                                                      const AbstractExprRef& b) {
   auto start = std::chrono::steady_clock::now();
+  if (start >= options_.deadline) {
+    ++pastDeadline_;
+    return std::nullopt;
+  }
+  ++z3Queries_;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.deadline - start);
+  const unsigned timeoutMs = static_cast<unsigned>(
+      std::clamp<int64_t>(left.count() + 1, 1, static_cast<int64_t>(options_.timeoutMs)));
   ThreadSolver& state = threadSolver();
   bool answer = true;
   state.solver.push();
@@ -247,7 +261,7 @@ bool SubexpressionOracle::decideWithZ3(Claim claim, const AbstractExprRef& a,
     }
     z3::params limits(state.ctx);
     limits.set("rlimit", options_.rlimit);
-    limits.set("timeout", options_.timeoutMs);
+    limits.set("timeout", timeoutMs);
     state.solver.set(limits);
     z3::check_result result = state.solver.check();
     if (result == z3::unsat) {
@@ -278,6 +292,7 @@ OracleStats SubexpressionOracle::stats() const {
   s.z3Proved = z3Proved_;
   s.z3Refuted = z3Refuted_;
   s.timeouts = timeouts_;
+  s.pastDeadline = pastDeadline_;
   s.z3Errors = z3Errors_;
   s.z3Seconds = static_cast<double>(z3Microseconds_.load()) * 1e-6;
   return s;

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,6 +25,9 @@ struct OracleOptions {
   // GQA and GEMM queries use about 4k; a 6-leaf add/mul target saturates in about 2.4M.
   unsigned rlimit = 3'000'000;
   unsigned timeoutMs = 5'000;
+  // A query asked after this time does not go to Z3 (answered "possible", uncached); one
+  // asked before it stops there. A time-limited search sets it (search/superoptimize.cpp).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 struct OracleStats {
@@ -35,6 +40,7 @@ struct OracleStats {
   uint64_t z3Refuted = 0;         // Z3 found no derivation after exhausting the instances
   uint64_t timeouts = 0;          // Z3 hit the resource limit or timeout: answered true
   uint64_t z3Errors = 0;          // Z3 raised an error: answered true
+  uint64_t pastDeadline = 0;      // asked past OracleOptions::deadline: answered true
   double z3Seconds = 0;           // wall time spent inside Z3, all threads together
 };
 
@@ -65,7 +71,9 @@ class SubexpressionOracle {
   enum class Claim { InSomeTarget, EqualTerms };
   // Asserts the negation of the claim about `a` (and `b` for EqualTerms) next to the
   // axioms; unsat proves the claim. Applies the answer policy above and counts the outcome.
-  bool decideWithZ3(Claim claim, const AbstractExprRef& a, const AbstractExprRef& b = nullptr);
+  // Nothing past the deadline (the caller answers true and caches nothing).
+  std::optional<bool> decideWithZ3(Claim claim, const AbstractExprRef& a,
+                                   const AbstractExprRef& b = nullptr);
 
   std::vector<AbstractExprRef> targets_;         // canonical forms
   std::vector<AbstractExprRef> shiftedTargets_;  // shifts kept: for the precheck's subterms
@@ -78,7 +86,7 @@ class SubexpressionOracle {
   std::unordered_map<std::string, bool> cache_;
 
   std::atomic<uint64_t> queries_{0}, cacheHits_{0}, precheckAccepted_{0}, precheckRejected_{0},
-      z3Queries_{0}, z3Proved_{0}, z3Refuted_{0}, timeouts_{0}, z3Errors_{0};
+      z3Queries_{0}, z3Proved_{0}, z3Refuted_{0}, timeouts_{0}, z3Errors_{0}, pastDeadline_{0};
   std::atomic<int64_t> z3Microseconds_{0};
 };
 

@@ -220,6 +220,28 @@ TEST(AbstractExprTest, UnrelatedComputationsAreRejected) {
   EXPECT_FALSE(gemm.isPossibleSubexpression(E::sum(64, E::mul(E::input("A"), E::input("A")))));
 }
 
+// Past its deadline (a time-limited search's) the oracle asks Z3 nothing: a term Z3 refutes is
+// answered "possible", so pruning loses no schedule, and the answer is not cached; prechecks
+// (an input the program lacks) still reject.
+TEST(AbstractExprTest, PastItsDeadlineTheOracleAnswersPossibleWithoutZ3) {
+  GqaTerms t;
+  const AbstractExprRef partialExp = E::exp(E::sum(32, E::mul(t.q, t.k)));
+  OracleOptions late;
+  late.deadline = std::chrono::steady_clock::now();
+  SubexpressionOracle oracle({t.program}, late);
+  EXPECT_TRUE(oracle.isPossibleSubexpression(partialExp));
+  EXPECT_TRUE(oracle.isPossibleSubexpression(partialExp));
+  EXPECT_FALSE(oracle.isPossibleSubexpression(E::mul(t.q, E::input("W"))));
+  EXPECT_TRUE(oracle.isEquivalent(E::sum(4096, t.exps), t.program));
+  const OracleStats s = oracle.stats();
+  EXPECT_EQ(s.z3Queries, 0u);
+  EXPECT_EQ(s.pastDeadline, 3u);  // the same term twice: never cached
+  EXPECT_EQ(s.cacheHits, 0u);
+  SubexpressionOracle inTime({t.program});
+  EXPECT_FALSE(inTime.isPossibleSubexpression(partialExp));
+  EXPECT_EQ(inTime.stats().pastDeadline, 0u);
+}
+
 // sqrt and silu are uninterpreted here as in the finite field (verify/README.md): equal
 // arguments give equal terms, and no identity of the real function is known.
 TEST(AbstractExprTest, UninterpretedOpsMatchTheirFieldMeaning) {
