@@ -130,20 +130,23 @@ void addSwappedJoins(const graph::Program& program, const std::vector<ProgramPie
   });
   const VerificationRecord whole = result.variants.front().verification;
   std::map<size_t, VerificationRecord> bestAlone;  // a piece's best against its own program
-  const auto verifiedAlone = [&](size_t p, const graph::KernelGraph& graph) {
+  // A piece's variant against the piece's own program: as its search verified it (a dynamic
+  // program's pieces), else verified here.
+  const auto verifiedAlone = [&](size_t p, const VerifiedVariant& v) {
+    if (acceptable(v.verification)) return v.verification;
     VerificationRecord record =
-        verifySchedule(pieces[p].program, graph, options.verifySeed, nullptr);
+        verifySchedule(pieces[p].program, v.schedule.graph, options.verifySeed, nullptr);
     if (!acceptable(record)) ++result.summary.rejected;
     return record;
   };
   for (const Swap& swap : swaps) {
     if (result.variants.size() >= static_cast<size_t>(options.config.maxVariants)) break;
     if (!bestAlone.count(swap.piece)) {
-      bestAlone[swap.piece] = verifiedAlone(swap.piece, best[swap.piece].schedule.graph);
+      bestAlone[swap.piece] = verifiedAlone(swap.piece, best[swap.piece]);
     }
     if (!acceptable(bestAlone[swap.piece])) continue;
     const VerifiedVariant& alternative = others[swap.piece][swap.alternative];
-    const VerificationRecord own = verifiedAlone(swap.piece, alternative.schedule.graph);
+    const VerificationRecord own = verifiedAlone(swap.piece, alternative);
     if (!acceptable(own)) continue;
     std::vector<VerifiedVariant> chosen = best;
     chosen[swap.piece] = alternative;
@@ -185,9 +188,9 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
   SearchOptions pieceOptions = options;
   pieceOptions.checkpointPath.clear();
   pieceOptions.resume = false;
-  // Each piece's best (the first is the cheapest), and alternatives for a static program's
-  // joins (kPieceAlternatives).
-  const bool alternatives = program.dims.empty() && options.config.maxVariants > 1;
+  // Each piece's best (the first is the cheapest), and alternatives for further joins
+  // (kPieceAlternatives).
+  const bool alternatives = options.config.maxVariants > 1;
   pieceOptions.config.maxVariants = alternatives ? kPieceAlternatives : 1;
   // The joined schedule is verified against the whole program; a piece's own verification is
   // needed only where that fails.
@@ -240,12 +243,15 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
     }
     VerifiedVariant* chosen = firstOverRange(found.variants);
     if (!chosen) break;  // no schedule of the whole program without this piece
-    best.push_back(std::move(*chosen));
+    best.push_back(*chosen);
     if (!alternatives) continue;
-    for (VerifiedVariant& v : found.variants) {
-      if (v.hash != best.back().hash &&
-          v.cost.microseconds <= kAlternativeCostRatio * best.back().cost.microseconds) {
-        others[p].push_back(std::move(v));
+    // Those ranked after the chosen one (before it: not equivalent over a dynamic range). A
+    // dynamic program's joins are each checked over the range by the driver, as every variant.
+    for (VerifiedVariant* v = chosen + 1; v != found.variants.data() + found.variants.size() &&
+                                          others[p].size() + 1 < kPieceAlternatives;
+         ++v) {
+      if (v->cost.microseconds <= kAlternativeCostRatio * best.back().cost.microseconds) {
+        others[p].push_back(std::move(*v));
       }
     }
   }

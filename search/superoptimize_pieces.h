@@ -34,14 +34,16 @@ inline constexpr double kPieceRetryMinimumSeconds = 10;
 // the piece's range joined.
 inline constexpr int kDynamicPieceVariants = 8;
 
-// A static program's joined schedule has alternatives for `--profile` and the torch backend to
-// time: each piece keeps up to this many variants (its best first), an alternative only where
-// its estimate is within kAlternativeCostRatio of its piece's best. Each alternative join swaps
-// one piece's best for one of its alternatives (the cheapest swaps first, up to maxVariants
-// joins in all). Its verification is by composition: the join of the bests is verified against
-// the whole program; the swapped piece's best and its alternative are verified against the
-// piece's own program, so the two joins compute the same function. Its bound is the sum of the
-// three bounds.
+// A joined schedule has alternatives for `--profile` and the torch backend to time: each piece
+// keeps up to this many variants (its best first), an alternative only where its estimate is within
+// kAlternativeCostRatio of its piece's best. Each alternative join swaps one piece's best for one
+// of its alternatives (the cheapest swaps first, up to maxVariants joins in all). Its verification
+// is by composition: the join of the bests is verified against the whole program; the swapped
+// piece's best and its alternative are verified against the piece's own program, so the two joins
+// compute the same function. Its bound is the sum of the three bounds. A dynamic program's pieces
+// keep kDynamicPieceVariants verified variants, its alternatives are among those ranked after the
+// one joined, and every join is checked over the range by the driver, as any variant of a dynamic
+// program.
 inline constexpr int kPieceAlternatives = 3;
 inline constexpr double kAlternativeCostRatio = 1.5;
 

@@ -222,16 +222,21 @@ TEST(SplitProgram, TheDecoderTailGetsAJoinedVariantThatVerifies) {
   }
 }
 
+// The decoder tail as written (no recomputed prologues), searched for `maxVariants`.
+SearchResult searchedTail(const graph::Program& program, int maxVariants) {
+  SearchOptions options = testing::quietOptions(program);
+  options.config.maxVariants = maxVariants;
+  options.config.recomputePrologues = false;
+  smallerBlocks(options.config);
+  return superoptimize(program, options);
+}
+
 // A dynamic program is searched in pieces too: each piece keeps its variants that are
 // equivalent at every length of its range, and the join is checked over the range.
 TEST(SplitProgram, ADynamicTailGetsAJoinedVariantEquivalentOverItsRange) {
   const graph::Program program = decoderTail("n", "dim n in [1, 64]\n");
   ASSERT_FALSE(program.dims.empty());
-  SearchOptions options = testing::quietOptions(program);
-  options.config.maxVariants = 1;
-  options.config.recomputePrologues = false;
-  smallerBlocks(options.config);
-  const SearchResult result = superoptimize(program, options);
+  const SearchResult result = searchedTail(program, 1);
   ASSERT_EQ(result.variants.size(), 1u);
   const VerifiedVariant& v = result.variants.front();
   EXPECT_GT(v.joinedFromPieces, 1);
@@ -241,13 +246,19 @@ TEST(SplitProgram, ADynamicTailGetsAJoinedVariantEquivalentOverItsRange) {
   EXPECT_TRUE(verify::checkOverRange(v.schedule, check).equivalent);
 }
 
-// The decoder tail as written (no recomputed prologues), searched for `maxVariants`.
-SearchResult searchedTail(const graph::Program& program, int maxVariants) {
-  SearchOptions options = testing::quietOptions(program);
-  options.config.maxVariants = maxVariants;
-  options.config.recomputePrologues = false;
-  smallerBlocks(options.config);
-  return superoptimize(program, options);
+// A dynamic program's further joins take alternatives its pieces verified; the driver checks each
+// over the range (here: checked directly).
+TEST(SplitProgram, ADynamicTailsFurtherJoinsAreEquivalentOverItsRange) {
+  const graph::Program program = decoderTail("n", "dim n in [1, 64]\n");
+  const SearchResult result = searchedTail(program, 3);
+  ASSERT_GT(result.variants.size(), 1u);
+  for (const VerifiedVariant& v : result.variants) {
+    EXPECT_EQ(v.joinedFromPieces, result.summary.pieces);
+    EXPECT_EQ(v.schedule.graph.dims, program.dims);
+    verify::EquivalenceOptions check;
+    check.seed = 19;
+    EXPECT_TRUE(verify::checkOverRange(v.schedule, check).equivalent) << v.name;
+  }
 }
 
 TEST(SplitProgram, WithOneVariantAskedTheTailGetsOneJoin) {
