@@ -30,8 +30,19 @@ search::VerifiedVariant renamedVariant(const search::VerifiedVariant& variant,
   for (size_t t = 0; t < from.tensors.size(); ++t) names[from.tensors[t].name] = to.tensors[t].name;
   search::VerifiedVariant renamed = variant;
   for (graph::TensorDesc& tensor : renamed.schedule.graph.tensors) {
-    const auto found = names.find(tensor.name);
-    if (found != names.end()) tensor.name = found->second;
+    // A tensor the search made is named after the program tensor it derives from
+    // ("h_part": h's split-K partial sums): the longest such name is replaced too.
+    auto match = names.end();
+    for (auto it = names.begin(); it != names.end(); ++it) {
+      const std::string& name = it->first;
+      const bool derived = tensor.name == name || (tensor.name.size() > name.size() &&
+                                                   tensor.name.compare(0, name.size(), name) == 0 &&
+                                                   tensor.name[name.size()] == '_');
+      if (derived && (match == names.end() || name.size() > match->first.size())) match = it;
+    }
+    if (match != names.end()) {
+      tensor.name = match->second + tensor.name.substr(match->first.size());
+    }
   }
   return search::asVariantOf(to, std::move(renamed));
 }

@@ -32,8 +32,9 @@ class SearchReuse {
 std::string reuseKey(const graph::Program& program);
 
 // `variant`, a schedule of `from`, as a schedule of `to`: the program replaced, every kernel
-// graph tensor named as a tensor of `from` given the name of the same tensor of `to`, and the
-// schedule named and hashed anew. `to` must equal `from` up to names.
+// graph tensor named as a tensor of `from` (or after one: "<name>_...") given the name of the
+// same tensor of `to`, and the schedule named and hashed anew. `to` must equal `from` up to
+// names.
 search::VerifiedVariant renamedVariant(const search::VerifiedVariant& variant,
                                        const graph::Program& from, const graph::Program& to);
 
