@@ -7,6 +7,7 @@
 // that lowers the worst regret, then the summed regret, then the log error.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,9 +81,12 @@ CostConstants fitCostConstants(const CalibrationData& data, const plan::Target& 
 
 // Out of sample: per program, the constants fitted (from `start`) to every other program,
 // judged on that program alone. The report's programs are the held-out judgements; a model
-// that ranks well here ranks a program nobody measured, which is what a user brings.
-CalibrationReport leaveOneOut(const CalibrationData& data, const plan::Target& target,
-                              const CostConstants& start);
+// that ranks well here ranks a program nobody measured, which is what a user brings. The fits
+// run in parallel; `progress`, if given, is called (from any thread, one call at a time) with
+// the fits done and their count as each ends.
+CalibrationReport leaveOneOut(
+    const CalibrationData& data, const plan::Target& target, const CostConstants& start,
+    const std::function<void(size_t done, size_t total)>& progress = nullptr);
 
 // Constants from a cost-constants JSON (search/cost_constants.json's format); UserError
 // naming `where` and the JSON path of anything missing.

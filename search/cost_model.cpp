@@ -32,6 +32,8 @@ struct KernelWork {
   double stepMicroseconds = 0;      // latency of one for-loop step
   double postLoopMicroseconds = 0;  // of the ops after the loop
   double bytesPerBlock = 0;         // tiles one block loads over the whole loop
+  // Bytes one block's ring keeps in flight (the warpgroup path; 0 elsewhere: no bound).
+  double bytesInFlightPerBlock = 0;
   // A row-owned kernel's rows one warp takes one after another, per wave: their latency adds
   // to the memory time (measured on an H200: the same RMSNorm in blocks of 16 rows over 4
   // warps 18.4 us, of 8 rows over 8 warps 14.5 us).
@@ -73,7 +75,13 @@ KernelCostTerms kernelTerms(const KernelWork& w, const plan::Target& target,
   // What one SM pulls from L2 and memory over the kernel: its share of the blocks (the blocks
   // resident on it at once share its load rate), each loading bytesPerBlock.
   const double blocksPerSmOverKernel = std::ceil(w.blocks / activeSms);
-  const double blockLoads = blocksPerSmOverKernel * w.bytesPerBlock / c.perSmLoadBytesPerSecond;
+  double smLoadRate = c.perSmLoadBytesPerSecond;
+  if (w.bytesInFlightPerBlock > 0) {
+    const double together = std::min(w.blocksPerSm, blocksPerSmOverKernel);
+    smLoadRate = std::min(
+        smLoadRate, together * w.bytesInFlightPerBlock / (c.ringLoadLatencyMicroseconds * 1e-6));
+  }
+  const double blockLoads = blocksPerSmOverKernel * w.bytesPerBlock / smLoadRate;
   KernelCostTerms terms;
   terms.launch = c.launchMicroseconds;
   terms.memory = 1e6 * memory / w.clusterEfficiency;
@@ -244,12 +252,13 @@ KernelWork blockGraphWork(const graph::KernelGraph& g, int kernelIndex, const pl
       w.vectorFlops += tileElements * times;
     }
   }
-  // A ring of two stages cannot keep copies ahead of the multiplies, and one multiplying
-  // warpgroup cannot hide its own waits: unless other blocks on the same multiprocessor
-  // (occupancy) multiply meanwhile.
-  if (asynchronous && planned.ring()->stages * w.blocksPerSm <= 2) {
-    w.tensorFlops /= c.twoStageRingEfficiency;
+  // A ring keeps all its stages but the one being multiplied in flight.
+  if (asynchronous) {
+    w.bytesInFlightPerBlock =
+        static_cast<double>((planned.ring()->stages - 1) * planned.ring()->stageBytes);
   }
+  // One multiplying warpgroup cannot hide its own waits: unless other blocks on the same
+  // multiprocessor (occupancy) multiply meanwhile.
   if (asynchronous && planned.ring()->consumers * w.blocksPerSm == 1) {
     w.tensorFlops /= c.singleConsumerEfficiency;
   }
@@ -277,7 +286,7 @@ const std::vector<CostConstantField>& costConstantFields() {
       {"row_us", &CostConstants::rowMicroseconds, false},
       {"element_us", &CostConstants::elementMicroseconds},
       {"per_sm_load_bytes_per_s", &CostConstants::perSmLoadBytesPerSecond},
-      {"two_stage_ring_efficiency", &CostConstants::twoStageRingEfficiency},
+      {"ring_load_latency_us", &CostConstants::ringLoadLatencyMicroseconds},
       {"single_consumer_efficiency", &CostConstants::singleConsumerEfficiency},
       {"unaligned_row_load_factor", &CostConstants::unalignedRowLoadFactor},
       {"cluster_efficiency", &CostConstants::clusterEfficiency},

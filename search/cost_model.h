@@ -3,14 +3,14 @@
 //  - memory time = device bytes moved / bandwidth reachable by the active blocks. Bytes are
 //    every tensor read once plus tile re-reads (replicated tiles, reloaded per block) at an
 //    L2 discount, plus the outputs written;
-//  - compute time = FLOPs of the matmuls the plan puts on tensor cores at tensor-core peak
-//    (less with a warpgroup ring of only two stages),
+//  - compute time = FLOPs of the matmuls the plan puts on tensor cores at tensor-core peak,
 //    of the other matmuls at the general (shared-memory, CUDA-core) path's rate, and of the
 //    other ops at CUDA-core peak, all scaled by the fraction of SMs the grid occupies (blocks
 //    vs SMs, the plan's shared memory limiting blocks per SM);
 //  - block time = ceil(blocks / SMs) x (bytes one block loads / what one SM can pull from L2
 //    and memory): blocks resident on one SM together share its rate. A few blocks streaming a
-//    whole KV cache are slow even if the total traffic is small;
+//    whole KV cache are slow even if the total traffic is small. On the warpgroup path the
+//    rate is also bounded by the bytes the SM's rings keep in flight over a copy's latency;
 //  - loop latency = waves x (for-loop trips x step latency + the ops after the loop), a step
 //    being a fixed latency plus, per op the plan emits in the loop, a barrier and its
 //    elements per thread (thread-owned kernels: a few register operations per element).
@@ -56,11 +56,12 @@ struct CostConstants {
   double opMicroseconds = 0.05;           // one op emitted in the loop: its barrier and setup
   double elementMicroseconds = 0.005;     // each element (or 16-byte copy) one thread handles
   double perSmLoadBytesPerSecond = 75e9;  // L2 -> one SM
-  // The fraction of the tensor cores' time a warpgroup kernel keeps them busy with a ring of
-  // two stages: the copy of stage i + 2 waits until the multiply of stage i has landed, so
-  // the copies' latency shows (measured: gemm_2000's 256 x 128 tiles take 47 us with two
-  // stages of k 128, 29 us with four of k 64).
-  double twoStageRingEfficiency = 1.0;
+  // How long a warpgroup ring's stage copy takes to land under load, from issue to its full
+  // barrier. A multiprocessor's blocks keep at most (stages - 1) stages in flight each (one is
+  // being multiplied), so they pull at most that many bytes per this latency (Little's law):
+  // a ring of few or small stages cannot reach perSmLoadBytesPerSecond (measured: gemm_2000's
+  // 256 x 128 tiles take 47 us with two stages of k 128, 29 us with four of k 64).
+  double ringLoadLatencyMicroseconds = 2.0;
   // The same for a warpgroup kernel with one multiplying warpgroup: its copies' waits, its
   // epilogue and its loop overhead stall the tensor cores that a second warpgroup would keep
   // busy (measured: a 512 x 4096 x 4096 GEMM in 128 x 128 tiles takes 29 us with two, 34-35

@@ -119,7 +119,11 @@ Command addCalibrateCommand(CLI::App& app) {
         }
         if (options->leaveOneOut) {
           const search::CalibrationReport held = search::leaveOneOut(
-              data, target, options->fromDefaults ? search::CostConstants{} : current);
+              data, target, options->fromDefaults ? search::CostConstants{} : current,
+              [](size_t done, size_t total) {
+                std::cerr << "mugraph: leave one out: " << done << " of " << total
+                          << " fits done\n";
+              });
           out["leave_one_out"] = reportJson(held);
           if (!options->json) {
             printReport(held, "leave one out (each program judged by constants fitted to the others):");

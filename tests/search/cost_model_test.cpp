@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -12,6 +13,7 @@
 #include "graph/shape_inference.h"
 #include "plan/kernel_plan.h"
 #include "plan/lower_predefined_ops.h"
+#include "search/cost_calibration.h"
 #include "search/cost_model.h"
 
 namespace mugraph::search {
@@ -184,6 +186,51 @@ TEST(CostModel, AClusterPaysWhereRowsStraddleL2LinesAndCostsItsWaitsElsewhere) {
   EXPECT_NEAR(loadMicroseconds(unaligned, {1, 2, 1}), 1e6 * (a + 1.8 * b) / 1e9 / 0.9,
               0.02 * unalignedAlone);
   EXPECT_LT(loadMicroseconds(unaligned, {1, 2, 1}), unalignedAlone);
+}
+
+// A warpgroup ring keeps all its stages but the one being multiplied in flight, so an SM pulls
+// at most (stages - 1) x stage bytes per copy latency (Little's law). gemm_2000's 256 x 128
+// tiles, measured on an H100 (docs/measurements/cost_calibration_h100.json): two stages of
+// k 128 took 47.4 us, four of k 64 29.0. With the L2-to-SM rate unbounded, each block's loads
+// take its bytes over that rate: the two stages keep one 96 KiB stage in flight, the four
+// three of 48 KiB, so the same bytes load 1.5 times slower.
+TEST(CostModel, ARingOfFewStagesLoadsNoFasterThanItsBytesInFlightOverTheCopyLatency) {
+  const CalibrationData data = loadCalibrationData(std::string(MUGRAPH_SOURCE_DIR) +
+                                                   "/docs/measurements/cost_calibration_h100.json");
+  const auto variant = [&](const std::string& name) -> const graph::Schedule& {
+    for (const CalibrationProgram& program : data.programs) {
+      for (const CalibrationVariant& v : program.variants) {
+        if (v.name == name) return v.schedule;
+      }
+    }
+    throw std::runtime_error("no variant " + name);
+  };
+  const graph::Schedule& twoStages = variant("v0424bdb95b0bf376");
+  const graph::Schedule& fourStages = variant("vd4fa3ef1cf0de71c");
+  CostConstants constants;
+  constants.perSmLoadBytesPerSecond = 1e15;
+  constants.ringLoadLatencyMicroseconds = 2.0;
+  const auto loads = [&](const graph::Schedule& s, int expectedStages) {
+    const plan::KernelPlan planned = plan::planKernel(s.graph, 0, h100());
+    EXPECT_EQ(planned.ring()->stages, expectedStages);
+    const graph::BlockGraph& block = *s.graph.ops.at(0).block;
+    EXPECT_EQ(block.blocks(), 128);  // one a multiprocessor
+    // Both operands' tiles, every step: 256 x k and k x 128 halves.
+    const double bytesPerBlock =
+        static_cast<double>(block.forloop) * (256.0 + 128.0) * (2048.0 / block.forloop) * 2;
+    const double inFlight =
+        static_cast<double>((planned.ring()->stages - 1) * planned.ring()->stageBytes);
+    const double terms = kernelCostTerms(s.graph, 0, h100(), constants).blockLoads;
+    EXPECT_NEAR(terms, bytesPerBlock / (inFlight / 2.0), 1e-6 * terms);
+    return terms;
+  };
+  const double two = loads(twoStages, 2), four = loads(fourStages, 4);
+  EXPECT_NEAR(two / four, 1.5, 0.01);
+  // An unbounded latency-free ring leaves the loads to the SM's rate alone.
+  constants.ringLoadLatencyMicroseconds = 0;
+  constants.perSmLoadBytesPerSecond = 1e9;
+  EXPECT_NEAR(kernelCostTerms(twoStages.graph, 0, h100(), constants).blockLoads,
+              kernelCostTerms(fourStages.graph, 0, h100(), constants).blockLoads, 1e-6);
 }
 
 }  // namespace
