@@ -69,5 +69,31 @@ TEST(SearchReuse, TheSecondLayerTakesTheFirstLayersSearchInItsOwnNames) {
   }
 }
 
+// A tensor the search makes is named after the program tensor it derives from (a split-K
+// partial "h_part"): it is renamed with that tensor; a name that only contains a program
+// tensor's name is kept.
+TEST(SearchReuse, ATensorNamedAfterAProgramTensorIsRenamedWithIt) {
+  const graph::Program first = layer("first");
+  const graph::Program second = layer("second");
+  driver::RunOptions options;
+  options.threads = 2;
+  options.maxKernels = 2;
+  options.maxVariants = 1;
+  options.progress = false;
+  const driver::ProgramRun searched = driver::superoptimizeProgram(first, options, nullptr);
+  ASSERT_FALSE(searched.result.variants.empty());
+  search::VerifiedVariant variant = searched.result.variants.front();
+  graph::TensorDesc derived = variant.schedule.graph.tensors.front();
+  derived.name = "first_h_part";
+  graph::TensorDesc unrelated = derived;
+  unrelated.name = "scratch_first_h";
+  variant.schedule.graph.tensors.push_back(derived);
+  variant.schedule.graph.tensors.push_back(unrelated);
+  const search::VerifiedVariant renamed = driver::renamedVariant(variant, first, second);
+  const std::vector<graph::TensorDesc>& tensors = renamed.schedule.graph.tensors;
+  EXPECT_EQ(tensors[tensors.size() - 2].name, "second_h_part");
+  EXPECT_EQ(tensors.back().name, "scratch_first_h");
+}
+
 }  // namespace
 }  // namespace mugraph::testing
