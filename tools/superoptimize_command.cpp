@@ -112,7 +112,8 @@ Command addSuperoptimizeCommand(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   sub->add_option("--time-limit", o->timeLimit,
                   "stop enumerating after S seconds (resumable with --checkpoint; for a model, per "
-                  "subgraph)")
+                  "subgraph); checking what was found comes after, and for a program searched "
+                  "in pieces the check of their join can take longer than the search")
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--arch", o->arch,
                   "target the search plans, prunes and ranks for and the code is generated for "
