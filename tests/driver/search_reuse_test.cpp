@@ -20,6 +20,16 @@ graph::Program layer(const std::string& prefix, int rows = 64) {
                                  "search_reuse_test");
 }
 
+// A quick search of the layer: two threads, two kernels, no progress line.
+driver::RunOptions smallSearch(int maxVariants) {
+  driver::RunOptions options;
+  options.threads = 2;
+  options.maxKernels = 2;
+  options.maxVariants = maxVariants;
+  options.progress = false;
+  return options;
+}
+
 TEST(SearchReuse, ProgramsEqualUpToNamesShareAKeyAndOthersDoNot) {
   EXPECT_EQ(driver::reuseKey(layer("a")), driver::reuseKey(layer("b")));
   EXPECT_NE(driver::reuseKey(layer("a")), driver::reuseKey(layer("a", 32)));
@@ -28,11 +38,7 @@ TEST(SearchReuse, ProgramsEqualUpToNamesShareAKeyAndOthersDoNot) {
 TEST(SearchReuse, TheSecondLayerTakesTheFirstLayersSearchInItsOwnNames) {
   const graph::Program first = layer("first");
   const graph::Program second = layer("second");
-  driver::RunOptions options;
-  options.threads = 2;
-  options.maxKernels = 2;
-  options.maxVariants = 4;
-  options.progress = false;
+  const driver::RunOptions options = smallSearch(4);
   driver::SearchReuse reuse;
   const driver::ProgramRun searched = driver::superoptimizeProgram(first, options, nullptr, &reuse);
   ASSERT_FALSE(searched.result.variants.empty());
@@ -75,11 +81,7 @@ TEST(SearchReuse, TheSecondLayerTakesTheFirstLayersSearchInItsOwnNames) {
 TEST(SearchReuse, ATensorNamedAfterAProgramTensorIsRenamedWithIt) {
   const graph::Program first = layer("first");
   const graph::Program second = layer("second");
-  driver::RunOptions options;
-  options.threads = 2;
-  options.maxKernels = 2;
-  options.maxVariants = 1;
-  options.progress = false;
+  const driver::RunOptions options = smallSearch(1);
   const driver::ProgramRun searched = driver::superoptimizeProgram(first, options, nullptr);
   ASSERT_FALSE(searched.result.variants.empty());
   search::VerifiedVariant variant = searched.result.variants.front();
