@@ -238,7 +238,9 @@ TEST(ScaledTwin, RandomSchedulesAndMutantsGetTheRealShapesVerdict) {
             << " unmutated and equivalent; each the verdict at the real shapes (" << selection
             << " more with max as a selection, not compared)\n";
   EXPECT_GE(twins, 100);
-  EXPECT_GE(wrongOnTwins, 20);
+  // Enough wrong ones to mean something, whatever the seed: 25-47 over 20 seeds, and 18 once in
+  // CI (a floor of 20 failed it).
+  EXPECT_GE(wrongOnTwins, 10);
   EXPECT_GE(correctOnTwins, 30);
 }
 
