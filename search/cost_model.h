@@ -44,7 +44,7 @@ struct CostConstants {
   // drove it to 0 wherever no program in the data re-reads operands at scale. The embedded
   // constants use 0.2, chosen over the calibration data (search/README.md, "Ranking and
   // verification"); 0.5 ranked skinny projections 89% off their fastest.
-  double l2RereadDiscount = 0.5;
+  double l2RereadDiscount = 0.2;
   double iterationMicroseconds = 0.25;  // one for-loop step's pipeline latency
   // One for-loop step of a thread-owned kernel (registers only, no barriers).
   double threadOwnedIterationMicroseconds = 0.25;
