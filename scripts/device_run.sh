@@ -6,7 +6,8 @@
 # benchmarks replay folders made on the development machine (REPLAYS, CASE or CASE.LABEL
 # each), and `ncu` profiles the schedules NCU_SCHEDULES names (neither is part of `all`);
 # `sweep` runs issue 27's GEMM sweep against cuBLAS (not part of `all`); `runs` times carried
-# superoptimize runs (RUNS) against PyTorch, `dynamic` issue 28's dispatch over lengths
+# superoptimize runs (RUNS) against PyTorch, `programs` any program's runs (PROGRAM_RUNS) against
+# its own PyTorch form, `dynamic` issue 28's dispatch over lengths
 # (DYNAMIC_RUNS) against static variants and PyTorch's best (neither part of `all`);
 # `dynamic_decode` runs the torch backend over a growing DynamicCache (test and bench; not part
 # of `all`). `distributed` measures gqa, the decoder-block model and a 10-program dataset over 1, 2, 4
@@ -126,6 +127,16 @@ if [[ $step == runs ]]; then
   PYTHONUNBUFFERED=1 python3 tools/python/gpu_bench.py --replays /tmp/run_replays \
     --cases "$cases" --out "$out/bench_runs.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_runs.log" |
     grep -v "logit std"
+fi
+
+if [[ $step == programs ]]; then
+  # Programs searched on the development machine as a new user would (PROGRAM_RUNS=DIR, one
+  # `superoptimize --out` folder per program, carried): every verified variant and the
+  # program's own PyTorch form, eager and torch.compile max-autotune, timed in one run
+  # (tools/python/program_bench.py; no gpu_bench case needed). BENCH_ARGS: --no-compile.
+  echo "== programs"
+  PYTHONUNBUFFERED=1 python3 tools/python/program_bench.py "${PROGRAM_RUNS:?PROGRAM_RUNS=DIR}"/*/ \
+    --out "$out/bench_programs.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_programs.log"
 fi
 
 if [[ $step == dynamic ]]; then

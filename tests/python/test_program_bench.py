@@ -1,0 +1,134 @@
+"""`tools/python/program_bench.py` runs any program as PyTorch ops (its baseline and its
+float64 reference). Each op's PyTorch form is checked here against the op's meaning as
+schedules/README.md states it, computed independently (loops, torch.softmax), on the CPU in
+float64; and a program JSON written by `mugraph replay` (the format the bench reads from a
+run's schedule.json) evaluates to what its text says. Needs a build ($MUGRAPH_BUILD_DIR)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
+import program_bench  # noqa: E402
+
+BINARY = os.path.join(os.environ.get("MUGRAPH_BUILD_DIR", os.path.join(ROOT, "build")), "bin",
+                      "mugraph")
+
+
+def program(inputs, ops, outputs):
+    return {"name": "p", "inputs": [{"name": n, "dtype": "f16", "shape": s} for n, s in inputs],
+            "ops": ops, "outputs": outputs}
+
+
+def op(kind, inputs, output, **attrs):
+    return dict({"op": kind, "inputs": inputs, "output": output}, **attrs)
+
+
+class OpFormsTest(unittest.TestCase):
+    def setUp(self):
+        self.generator = torch.Generator().manual_seed(7)
+
+    def randn(self, *shape):
+        return torch.randn(*shape, generator=self.generator, dtype=torch.float64)
+
+    def test_a_safe_softmax_program_is_torch_softmax(self):
+        p = program([("X", [6, 10])],
+                    [op("reduce_max", ["X"], "M", dim=1), op("sub", ["X", "M"], "D"),
+                     op("exp", ["D"], "E"), op("reduce_sum", ["E"], "S", dim=1, to=1),
+                     op("div", ["E", "S"], "Y")], ["Y"])
+        x = self.randn(6, 10) * 4
+        (y,) = program_bench.evaluate(p, {"X": x})
+        torch.testing.assert_close(y, torch.softmax(x, dim=1))
+
+    def test_reduce_sum_to_k_sums_the_n_over_k_factor(self):
+        x = self.randn(3, 12)
+        (y,) = program_bench.evaluate(program([("X", [3, 12])],
+                                              [op("reduce_sum", ["X"], "Y", dim=1, to=4)], ["Y"]),
+                                      {"X": x})
+        self.assertEqual(list(y.shape), [3, 4])
+        for r in range(3):
+            for j in range(4):
+                want = sum(x[r, i * 4 + j].item() for i in range(3))
+                self.assertAlmostEqual(y[r, j].item(), want, places=12)
+
+    def test_rms_norm_divides_by_the_root_mean_square_of_the_row(self):
+        x = self.randn(4, 8)
+        (y,) = program_bench.evaluate(program([("X", [4, 8])],
+                                              [op("rms_norm", ["X"], "Y", dim=1)], ["Y"]),
+                                      {"X": x})
+        for r in range(4):
+            rms = (sum(v * v for v in x[r].tolist()) / 8) ** 0.5
+            torch.testing.assert_close(y[r], x[r] / rms)
+
+    def test_rotations_are_the_signed_lane_permutations(self):
+        x = self.randn(2, 8)
+        half, pairs = program_bench.evaluate(
+            program([("X", [2, 8])], [op("rotate_half", ["X"], "H", dim=1),
+                                      op("rotate_pairs", ["X"], "P", dim=1)], ["H", "P"]),
+            {"X": x})
+        for r in range(2):
+            for j in range(8):
+                want = -x[r, j + 4] if j < 4 else x[r, j - 4]
+                self.assertEqual(half[r, j].item(), want.item())
+                want = -x[r, j + 1] if j % 2 == 0 else x[r, j - 1]
+                self.assertEqual(pairs[r, j].item(), want.item())
+
+    def test_the_causal_mask_keeps_columns_up_to_each_rows_position_from_the_end(self):
+        # Two sequences of 3 queries folded into 6 rows, over 5 keys (bottom-right aligned).
+        x = self.randn(1, 6, 5)
+        (y,) = program_bench.evaluate(
+            program([("X", [1, 6, 5])], [op("causal_mask", ["X"], "Y", queries=3)], ["Y"]),
+            {"X": x})
+        for r in range(6):
+            for c in range(5):
+                kept = c <= r % 3 + (5 - 3)
+                self.assertEqual(y[0, r, c].item(), x[0, r, c].item() if kept else -float("inf"))
+
+    def test_layouts_store_the_swapped_dims_and_read_back(self):
+        x = self.randn(2, 3, 4)
+        stored = program_bench.to_storage(x, "transposed")
+        self.assertEqual(list(stored.shape), [2, 4, 3])
+        self.assertTrue(stored.is_contiguous())
+        self.assertTrue(torch.equal(program_bench.from_storage(stored, "transposed"), x))
+        heads = program_bench.to_storage(x, "heads_transposed")
+        self.assertEqual(list(heads.shape), [3, 2, 4])
+        self.assertTrue(torch.equal(program_bench.from_storage(heads, "heads_transposed"), x))
+        self.assertTrue(torch.equal(program_bench.to_storage(x, "row_major"), x))
+
+    def test_projection_weights_are_drawn_at_one_over_root_fan_in(self):
+        p = program([("X", [64, 1024]), ("W", [1024, 512])], [op("matmul", ["X", "W"], "Y")],
+                    ["Y"])
+        inputs = program_bench.draw_inputs(p, "cpu", self.generator)
+        self.assertEqual(inputs["W"].dtype, torch.float16)
+        self.assertAlmostEqual(inputs["X"].float().std().item(), 1.0, delta=0.05)
+        self.assertAlmostEqual(inputs["W"].float().std().item(), 1024 ** -0.5, delta=0.003)
+
+    def test_an_op_without_a_form_is_named(self):
+        p = program([("X", [2, 2])], [op("frobnicate", ["X"], "Y")], ["Y"])
+        with self.assertRaisesRegex(ValueError, "frobnicate"):
+            program_bench.evaluate(p, {"X": self.randn(2, 2)})
+
+
+class ReplayedProgramTest(unittest.TestCase):
+    def test_a_replayed_programs_json_evaluates_to_its_text(self):
+        with tempfile.TemporaryDirectory() as out:
+            subprocess.run([BINARY, "replay",
+                            os.path.join(ROOT, "tools", "bench", "dataset_programs",
+                                         "gemm_silu_128.mg"), "--out", out],
+                           check=True, capture_output=True)
+            with open(os.path.join(out, "schedule.json")) as f:
+                p = json.load(f)["program"]
+        generator = torch.Generator().manual_seed(3)
+        a = torch.randn(128, 128, generator=generator, dtype=torch.float64)
+        b = torch.randn(128, 64, generator=generator, dtype=torch.float64)
+        (d,) = program_bench.evaluate(p, {"A": a, "B": b})
+        torch.testing.assert_close(d, torch.nn.functional.silu(a @ b))
+
+
+if __name__ == "__main__":
+    unittest.main()

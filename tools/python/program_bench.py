@@ -1,0 +1,232 @@
+"""Any program's search results against PyTorch on the same GPU, in one run: what a user who
+brings their own program gets (issue 24's "programs tried as a new user would").
+
+    python3 tools/python/program_bench.py RUN_DIR... --out bench_programs.json [--no-compile]
+
+A RUN_DIR is a `mugraph superoptimize PROGRAM --out RUN_DIR` folder: summary.json and one
+folder per verified variant, in the search's rank order. No gpu_bench case has to know the
+program: it is read from the first variant's schedule.json ("program", schedules/README.md)
+and run as PyTorch ops, op by op (`evaluate`), in float64 for the reference, in the program's
+dtype eagerly, and under torch.compile max-autotune. Every variant and both PyTorch forms are
+timed as gpu_bench times everything (CUDA-graph replays, do_bench medians, L2 flushed) and
+checked against the reference first.
+
+Inputs are fresh normal draws: standard deviation 1, except a rank-2 input read as a matmul's
+right operand (a projection weight [K, N]), drawn at 1 / sqrt(K), the spread of an initialised
+projection, so that activations keep unit scale through a layer as they do in a model.
+
+JSON: {"device", "copy_bandwidth_bytes_per_s", "torch", "results": [program, ...]}; a
+program has "program", "run", "first_choice" (the search's rank 1), "rows" as gpu_bench's
+({"impl", "us", "rel_error", "ratio_to_best_torch"} or {"impl", "us": null, "error"}).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+
+
+def _reduce_sum(x, dim, to):
+    """reduce_sum(x, dim=d, to=k): dim d of size n viewed as [n/k, k], summed over n/k."""
+    shape = list(x.shape)
+    dim = dim % len(shape)
+    n = shape[dim]
+    return x.reshape(shape[:dim] + [n // to, to] + shape[dim + 1:]).sum(dim)
+
+
+def _rotate_half(x, dim):
+    h = x.shape[dim] // 2
+    first, second = x.split(h, dim=dim)
+    return torch.cat((-second, first), dim=dim)
+
+
+def _rotate_pairs(x, dim):
+    dim = dim % x.dim()
+    pairs = x.unflatten(dim, (x.shape[dim] // 2, 2))
+    even, odd = pairs.select(dim + 1, 0), pairs.select(dim + 1, 1)
+    return torch.stack((-odd, even), dim=dim + 1).flatten(dim, dim + 1)
+
+
+def _causal_mask(x, queries):
+    rows, cols = x.shape[-2], x.shape[-1]
+    q = queries if queries > 0 else rows
+    r = torch.arange(rows, device=x.device)[:, None] % q
+    c = torch.arange(cols, device=x.device)[None, :]
+    return torch.where(c <= r + (cols - q), x, torch.full_like(x, -math.inf))
+
+
+# Each op of graph/ops.cpp's table as PyTorch computes it (schedules/README.md, "Ops").
+_OPS = {
+    "matmul": lambda a, op: torch.matmul(a[0], a[1]),
+    "exp": lambda a, op: torch.exp(a[0]),
+    "square": lambda a, op: a[0] * a[0],
+    "sqrt": lambda a, op: torch.sqrt(a[0]),
+    "silu": lambda a, op: F.silu(a[0]),
+    "sigmoid": lambda a, op: torch.sigmoid(a[0]),
+    "tanh": lambda a, op: torch.tanh(a[0]),
+    "erf": lambda a, op: torch.erf(a[0]),
+    "scale": lambda a, op: a[0] * op["c"],
+    "add_scalar": lambda a, op: a[0] + op["c"],
+    "add": lambda a, op: a[0] + a[1],
+    "sub": lambda a, op: a[0] - a[1],
+    "mul": lambda a, op: a[0] * a[1],
+    "div": lambda a, op: a[0] / a[1],
+    "reduce_sum": lambda a, op: _reduce_sum(a[0], op["dim"], op.get("to", 1)),
+    "reduce_max": lambda a, op: a[0].amax(dim=op["dim"], keepdim=True),
+    "rms_norm": lambda a, op: a[0] / torch.sqrt((a[0] * a[0]).mean(dim=op["dim"], keepdim=True)),
+    "rotate_half": lambda a, op: _rotate_half(a[0], op["dim"]),
+    "rotate_pairs": lambda a, op: _rotate_pairs(a[0], op["dim"]),
+    "causal_mask": lambda a, op: _causal_mask(a[0], op.get("queries", 0)),
+}
+
+
+def output_names(program):
+    return [o if isinstance(o, str) else o["name"] for o in program["outputs"]]
+
+
+def evaluate(program, inputs):
+    """The program's outputs (a list, in its order) from `inputs` (name -> logical tensor),
+    computed op by op in the inputs' dtype."""
+    values = dict(inputs)
+    for op in program["ops"]:
+        if op["op"] not in _OPS:
+            raise ValueError(f"program {program['name']}: op '{op['op']}' has no PyTorch form here")
+        values[op["output"]] = _OPS[op["op"]]([values[n] for n in op["inputs"]], op)
+    return [values[n] for n in output_names(program)]
+
+
+def _storage_swap(layout):
+    """The two dims a layout swaps in storage (graph::storedShape), or None."""
+    return {"transposed": (-1, -2), "heads_transposed": (-2, -3)}.get(layout)
+
+
+def to_storage(tensor, layout):
+    swap = _storage_swap(layout)
+    return tensor if swap is None else tensor.transpose(*swap).contiguous()
+
+
+def from_storage(tensor, layout):
+    swap = _storage_swap(layout)
+    return tensor if swap is None else tensor.transpose(*swap)
+
+
+def weight_inputs(program):
+    """Rank-2 inputs read as a matmul's right operand: name -> K (their fan-in)."""
+    ranks = {t["name"]: t for t in program["inputs"]}
+    found = {}
+    for op in program["ops"]:
+        if op["op"] == "matmul" and op["inputs"][1] in ranks:
+            t = ranks[op["inputs"][1]]
+            if len(t["shape"]) == 2:
+                found[t["name"]] = t["shape"][0]
+    return found
+
+
+def draw_inputs(program, device, generator=None):
+    """Fresh normal draws in each input's logical shape and dtype (see the module's note)."""
+    weights = weight_inputs(program)
+    inputs = {}
+    for t in program["inputs"]:
+        std = 1.0 / math.sqrt(weights[t["name"]]) if t["name"] in weights else 1.0
+        x = torch.randn(t["shape"], generator=generator, dtype=torch.float32, device=device) * std
+        inputs[t["name"]] = x.to(_DTYPES[t["dtype"]])
+    return inputs
+
+
+def run_program(run_dir, compile_torch):
+    import gpu_bench  # noqa: E402 (needs a GPU, triton and cupy)
+    from mugraph_launch import Variant  # noqa: E402
+
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        summary = json.load(f)
+    names = [v["name"] for v in summary.get("variants", [])]
+    if not names:
+        return {"run": run_dir, "error": "the run has no verified variant"}
+    with open(os.path.join(run_dir, names[0], "schedule.json")) as f:
+        program = json.load(f)["program"]
+    outputs = program["outputs"]
+    if len(outputs) != 1:
+        return {"program": program["name"], "run": run_dir,
+                "error": f"{len(outputs)} outputs; this bench times one"}
+    out_name = output_names(program)[0]
+    out_layout = "row_major" if isinstance(outputs[0], str) else outputs[0].get("layout")
+    inputs = draw_inputs(program, "cuda")
+    ref = evaluate(program, {n: t.double() for n, t in inputs.items()})[0]
+    layouts = {t["name"]: t.get("layout", "row_major") for t in program["inputs"]}
+    stored = {n: to_storage(t, layouts[n]) for n, t in inputs.items()}
+    args = [inputs[t["name"]] for t in program["inputs"]]
+    order = [t["name"] for t in program["inputs"]]
+
+    def eager(*xs):
+        return evaluate(program, dict(zip(order, xs)))[0]
+
+    rows = [gpu_bench.timed_row("torch.eager", lambda: eager(*args), ref)]
+    if compile_torch:
+        rows.append(gpu_bench.compiled_row("torch.compile", eager, args, ref))
+    for rank, name in enumerate(names, 1):
+        variant = Variant(os.path.join(run_dir, name))
+        row = gpu_bench.ours_row(f"mugraph.{name}", variant, stored, out_name, ref,
+                                 view=lambda out: from_storage(out, out_layout))
+        row["rank"] = rank
+        rows.append(row)
+    result = {"program": program["name"], "run": run_dir, "first_choice": f"mugraph.{names[0]}",
+              "rows": rows}
+    best_torch = min((r["us"] for r in rows if r["impl"].startswith("torch") and r["us"]),
+                     default=None)
+    for r in rows:
+        if best_torch and r["us"]:
+            r["ratio_to_best_torch"] = best_torch / r["us"]
+    return result
+
+
+def print_table(results):
+    for result in results:
+        if "error" in result:
+            print(f"{result.get('program', result['run'])}: {result['error']}")
+            continue
+        print(result["program"])
+        for r in result["rows"]:
+            if r["us"] is None:
+                print(f"  {r['impl']:<28} error: {r['error']}")
+                continue
+            ratio = r.get("ratio_to_best_torch")
+            first = "  (first choice)" if r["impl"] == result["first_choice"] else ""
+            print(f"  {r['impl']:<28} {r['us']:9.2f} us  rel err {r['rel_error']:.1e}"
+                  f"  {'' if ratio is None else f'{ratio:.2f}x of best PyTorch'}{first}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", help="superoptimize --out folders")
+    parser.add_argument("--out", required=True, help="JSON to write")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    options = parser.parse_args()
+    import gpu_bench  # noqa: E402
+
+    results = []
+    for run in options.runs:
+        print(f"== {run}", flush=True)
+        try:
+            results.append(run_program(run, not options.no_compile))
+        except Exception as e:  # one program's failure is reported, the rest still run
+            results.append({"run": run, "error": gpu_bench.short_error(e)})
+        print_table(results[-1:])
+    device = torch.cuda.get_device_name()
+    payload = {"device": device, "copy_bandwidth_bytes_per_s": gpu_bench.copy_bandwidth(),
+               "torch": torch.__version__, "results": results}
+    temporary = options.out + ".tmp"
+    with open(temporary, "w") as f:
+        json.dump(payload, f, indent=1)
+    os.replace(temporary, options.out)
+    print(f"wrote {options.out}")
+
+
+if __name__ == "__main__":
+    main()
