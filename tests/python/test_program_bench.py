@@ -130,5 +130,45 @@ class ReplayedProgramTest(unittest.TestCase):
         torch.testing.assert_close(d, torch.nn.functional.silu(a @ b))
 
 
+    def test_attention_is_recognized_and_its_sdpa_form_computes_the_program(self):
+        # Phi-2-shaped causal prefill and a GQA decode (7 query heads folded into the rows).
+        for name, causal in (("mha_causal_32x512_d80", 0), ("gqa_decode_14q2kv_777_d64", None)):
+            with tempfile.TemporaryDirectory() as out:
+                subprocess.run([BINARY, "replay",
+                                os.path.join(ROOT, "tools", "bench", "user_programs",
+                                             name + ".mg"), "--out", out],
+                               check=True, capture_output=True)
+                with open(os.path.join(out, "schedule.json")) as f:
+                    p = json.load(f)["program"]
+            form = program_bench.attention_form(p)
+            self.assertEqual(form[:3], ("Q", "K", "V"), name)
+            self.assertEqual(form[4], causal, name)
+            inputs = {n: t.double() for n, t in program_bench.draw_inputs(p, "cpu").items()}
+            (want,) = program_bench.evaluate(p, inputs)
+            q, k, v = (inputs[n] for n in form[:3])
+            got = torch.nn.functional.scaled_dot_product_attention(
+                q, k.transpose(-1, -2), v, scale=form[3], is_causal=causal is not None)
+            torch.testing.assert_close(got, want)
+
+    def test_a_softmax_alone_or_an_unscaled_product_is_no_attention(self):
+        softmax = program([("X", [6, 10])],
+                          [op("reduce_max", ["X"], "M", dim=1), op("sub", ["X", "M"], "D"),
+                           op("exp", ["D"], "E"), op("reduce_sum", ["E"], "S", dim=1, to=1),
+                           op("div", ["E", "S"], "Y")], ["Y"])
+        self.assertIsNone(program_bench.attention_form(softmax))
+        # The softmax over the queries (dim 1), not the keys: no SDPA computes it.
+        wrong = program([("Q", [2, 8, 4]), ("K", [2, 4, 8]), ("V", [2, 8, 4])],
+                        [op("matmul", ["Q", "K"], "A0"), op("scale", ["A0"], "A", c=0.5),
+                         op("reduce_max", ["A"], "M", dim=1), op("sub", ["A", "M"], "D"),
+                         op("exp", ["D"], "E"), op("reduce_sum", ["E"], "S", dim=1, to=1),
+                         op("div", ["E", "S"], "P"), op("matmul", ["P", "V"], "O")], ["O"])
+        self.assertIsNone(program_bench.attention_form(wrong))
+        right = json.loads(json.dumps(wrong))
+        for o in right["ops"]:
+            if "dim" in o:
+                o["dim"] = 2
+        self.assertIsNotNone(program_bench.attention_form(right))
+
+
 if __name__ == "__main__":
     unittest.main()

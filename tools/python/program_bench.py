@@ -7,7 +7,8 @@ A RUN_DIR is a `mugraph superoptimize PROGRAM --out RUN_DIR` folder: summary.jso
 folder per verified variant, in the search's rank order. No gpu_bench case has to know the
 program: it is read from the first variant's schedule.json ("program", schedules/README.md)
 and run as PyTorch ops, op by op (`evaluate`), in float64 for the reference, in the program's
-dtype eagerly, and under torch.compile max-autotune. Every variant and both PyTorch forms are
+dtype eagerly, and under torch.compile max-autotune; softmax attention written as our programs
+write it (`attention_form`) is also run by every scaled_dot_product_attention backend. Every variant and both PyTorch forms are
 timed as gpu_bench times everything (CUDA-graph replays, do_bench medians, L2 flushed) and
 checked against the reference first.
 
@@ -140,6 +141,68 @@ def draw_inputs(program, device, generator=None):
     return inputs
 
 
+def attention_form(program):
+    """(Q, K, V, scale, causal) where the program is softmax attention as our programs write
+    it (scale(matmul(Q, K)), an optional causal_mask, the safe softmax over the keys, then
+    matmul(·, V), every operand a program input): PyTorch's best for it is then
+    scaled_dot_product_attention, not the op-by-op form. `causal` is the mask's queries= (0:
+    every row one sequence), or None. Else None."""
+    ops = program["ops"]
+    names = {t["name"] for t in program["inputs"]}
+    causal = None
+    if len(ops) == 9 and ops[2]["op"] == "causal_mask":
+        causal = ops[2].get("queries", 0)
+        ops = ops[:2] + ops[3:]
+    kinds = ["matmul", "scale", "reduce_max", "sub", "exp", "reduce_sum", "div", "matmul"]
+    if [o["op"] for o in ops] != kinds or output_names(program) != [ops[7]["output"]]:
+        return None
+    qk, scaled, mx, sub, ex, sm, dv, pv = ops
+    a = program["ops"][2]["output"] if causal is not None else scaled["output"]
+    last = len(next(t for t in program["inputs"] if t["name"] == qk["inputs"][0])["shape"]) - 1
+    wired = (set(qk["inputs"]) <= names and pv["inputs"][1] in names
+             and scaled["inputs"] == [qk["output"]] and mx["inputs"] == [a]
+             and sub["inputs"] == [a, mx["output"]] and ex["inputs"] == [sub["output"]]
+             and sm["inputs"] == [ex["output"]] and sm.get("to", 1) == 1
+             and dv["inputs"] == [ex["output"], sm["output"]] and pv["inputs"][0] == dv["output"]
+             and mx["dim"] % (last + 1) == last and sm["dim"] % (last + 1) == last)
+    if not wired:
+        return None
+    return qk["inputs"][0], qk["inputs"][1], pv["inputs"][1], scaled["c"], causal
+
+
+def sdpa_rows(form, inputs, ref):
+    """Every SDPA backend on the program's inputs (heads as the batch dims), as gpu_bench times
+    them for its attention cases."""
+    import gpu_bench  # noqa: E402
+
+    q_name, k_name, v_name, scale, causal = form
+    q = inputs[q_name].unsqueeze(0)
+    k = inputs[k_name].transpose(-1, -2).unsqueeze(0)
+    v = inputs[v_name].unsqueeze(0)
+    rows_, cols = q.shape[-2], k.shape[-2]
+    mask, is_causal = None, False
+    if causal is not None:
+        if rows_ == cols and causal in (0, rows_):
+            is_causal = True
+        else:
+            zero = torch.zeros(rows_, cols, dtype=q.dtype, device=q.device)
+            mask = _causal_mask(zero, causal)
+    backends = {
+        "torch.sdpa_cudnn": torch.nn.attention.SDPBackend.CUDNN_ATTENTION,
+        "torch.sdpa_flash": torch.nn.attention.SDPBackend.FLASH_ATTENTION,
+        "torch.sdpa_efficient": torch.nn.attention.SDPBackend.EFFICIENT_ATTENTION,
+        "torch.sdpa_math": torch.nn.attention.SDPBackend.MATH,
+    }
+    rows = []
+    for label, backend in backends.items():
+        with torch.nn.attention.sdpa_kernel(backend):
+            rows.append(gpu_bench.timed_row(
+                label, lambda: F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=mask, scale=scale, is_causal=is_causal),
+                ref, view=lambda out: out.squeeze(0)))
+    return rows
+
+
 def run_program(run_dir, compile_torch):
     import gpu_bench  # noqa: E402 (needs a GPU, triton and cupy)
     from mugraph_launch import Variant  # noqa: E402
@@ -170,6 +233,9 @@ def run_program(run_dir, compile_torch):
     rows = [gpu_bench.timed_row("torch.eager", lambda: eager(*args), ref)]
     if compile_torch:
         rows.append(gpu_bench.compiled_row("torch.compile", eager, args, ref))
+    form = attention_form(program)
+    if form is not None:
+        rows += sdpa_rows(form, inputs, ref)
     for rank, name in enumerate(names, 1):
         variant = Variant(os.path.join(run_dir, name))
         row = gpu_bench.ours_row(f"mugraph.{name}", variant, stored, out_name, ref,
@@ -210,21 +276,22 @@ def main():
     options = parser.parse_args()
     import gpu_bench  # noqa: E402
 
-    results = []
-    for run in options.runs:
-        print(f"== {run}", flush=True)
+    payload = {"device": torch.cuda.get_device_name(),
+               "copy_bandwidth_bytes_per_s": gpu_bench.copy_bandwidth(),
+               "torch": torch.__version__, "results": []}
+    for i, run in enumerate(options.runs, 1):
+        print(f"== {run} ({i} of {len(options.runs)})", flush=True)
         try:
-            results.append(run_program(run, not options.no_compile))
+            result = run_program(run, not options.no_compile)
         except Exception as e:  # one program's failure is reported, the rest still run
-            results.append({"run": run, "error": gpu_bench.short_error(e)})
-        print_table(results[-1:])
-    device = torch.cuda.get_device_name()
-    payload = {"device": device, "copy_bandwidth_bytes_per_s": gpu_bench.copy_bandwidth(),
-               "torch": torch.__version__, "results": results}
-    temporary = options.out + ".tmp"
-    with open(temporary, "w") as f:
-        json.dump(payload, f, indent=1)
-    os.replace(temporary, options.out)
+            result = {"run": run, "error": gpu_bench.short_error(e)}
+        print_table([result])
+        payload["results"].append(result)
+        # Written after every program, whole: a run stopped part way keeps what it measured.
+        temporary = options.out + ".tmp"
+        with open(temporary, "w") as f:
+            json.dump(payload, f, indent=1)
+        os.replace(temporary, options.out)
     print(f"wrote {options.out}")
 
 
