@@ -63,6 +63,8 @@ std::string expression(const graph::Program& program, const graph::KernelOp& op)
       return "torch.tanh(" + in[0] + ")";
     case graph::OpKind::Erf:
       return "torch.erf(" + in[0] + ")";
+    case graph::OpKind::Relu:
+      return "torch.relu(" + in[0] + ")";
     case graph::OpKind::Scale:
       return in[0] + " * " + number(op.attrs.scale);
     case graph::OpKind::AddScalar:

@@ -32,6 +32,7 @@ const std::vector<OpInfo> kOps = {
   {OpKind::Tanh,       "tanh",       OpClass::Unary,       1,  false, false, false, true,  true,  true, false},
   {OpKind::Erf,        "erf",        OpClass::Unary,       1,  false, false, false, true,  true,  true, false},
   {OpKind::RotatePairs,"rotate_pairs",OpClass::Reduction,  1,  true,  false, false, true,  true,  false, false},
+  {OpKind::Relu,       "relu",       OpClass::Unary,       1,  false, false, false, true,  true,  true, false},
 };
 // clang-format on
 

@@ -37,6 +37,7 @@ enum class OpKind {
   Tanh,
   Erf,
   RotatePairs,
+  Relu,
 };
 
 enum class OpClass { Io, Matmul, Unary, Binary, Reduction, Accumulator, BlockGraph };

@@ -15,6 +15,7 @@ std::vector<bool> nonnegativeTensors(const KernelGraph& program) {
       case OpKind::Exp:
       case OpKind::Sqrt:
       case OpKind::Sigmoid:
+      case OpKind::Relu:
         value = true;
         break;
       case OpKind::Scale:

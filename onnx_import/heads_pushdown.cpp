@@ -10,9 +10,8 @@ namespace mugraph::onnx_import {
 namespace {
 
 const std::set<std::string> kElementwise = {
-    "Add", "Sub",        "Mul",  "Div",      "Pow",   "Sqrt",  "Exp",   "Sigmoid",
-    "Neg", "Reciprocal", "Cast", "Identity", "IsNaN", "Where", "Slice", "Concat",
-    "Tanh", "Erf"};
+    "Add",  "Sub",      "Mul",   "Div",   "Pow",   "Sqrt",   "Exp",  "Sigmoid", "Neg", "Reciprocal",
+    "Cast", "Identity", "IsNaN", "Where", "Slice", "Concat", "Tanh", "Erf",     "Relu"};
 
 // Whether the node computes each row along the last axis of rank-`rank` values on its own.
 // (Slice and Concat are here only as the parts and head of a rotate_half, rope_patterns.h;

@@ -18,9 +18,9 @@ using graph::Dims;
 using graph::Layout;
 
 const std::set<std::string> kComputeOps = {
-    "MatMul",  "Gemm",       "Add", "Sub", "Mul",     "Div",       "Exp",        "Sqrt",
-    "Sigmoid", "Reciprocal", "Neg", "Pow", "Softmax", "ReduceSum", "ReduceMean", "ReduceMax",
-    "Tanh",    "Erf"};
+    "MatMul",     "Gemm",      "Add",        "Sub", "Mul", "Div",     "Exp",
+    "Sqrt",       "Sigmoid",   "Reciprocal", "Neg", "Pow", "Softmax", "ReduceSum",
+    "ReduceMean", "ReduceMax", "Tanh",       "Erf", "Relu"};
 const std::set<std::string> kReshapeOps = {"Reshape", "Unsqueeze", "Squeeze", "Flatten"};
 
 NodeSupport unsupported(std::string reason) {

@@ -46,8 +46,8 @@ int ProgramBuilder::resultRank(int rank, const std::string& out) const {
 // among them) passes what is asked of it on to its operand; reductions and matmuls pass
 // nothing on.
 void ProgramBuilder::planBroadcastRanks(const std::vector<int>& nodes) {
-  static const std::set<std::string> kUnary = {"Exp",  "Sqrt", "Sigmoid", "Tanh",
-                                               "Erf",  "Neg",  "Pow",     "Reciprocal"};
+  static const std::set<std::string> kUnary = {"Exp",  "Sqrt", "Sigmoid", "Tanh",      "Erf",
+                                               "Relu", "Neg",  "Pow",     "Reciprocal"};
   const auto natural = [&](const std::string& v) {
     const Value& value = model_.values.at(v);
     return value.shape ? static_cast<int>(irShape(value).size()) : 0;

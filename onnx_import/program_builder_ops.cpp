@@ -236,6 +236,7 @@ void ProgramBuilder::map(int index) {
   if (op0 == "Sigmoid") return define(out, op(OpKind::Sigmoid, {in}));
   if (op0 == "Tanh") return define(out, op(OpKind::Tanh, {in}));
   if (op0 == "Erf") return define(out, op(OpKind::Erf, {in}));
+  if (op0 == "Relu") return define(out, op(OpKind::Relu, {in}));
   if (op0 == "Neg") return define(out, op(OpKind::Scale, {in}, {.scale = -1.0}));
   if (op0 == "Pow") {
     const double e = *scalarOf(n.inputs.at(1));

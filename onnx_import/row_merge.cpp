@@ -288,8 +288,8 @@ void relateNode(MergeGroups& groups, const Model& model, const std::vector<NodeS
                 size_t n) {
   const Node& node = model.nodes[n];
   const NodeSupport& support = supports[n];
-  static const std::set<std::string> kElementwise = {"Exp", "Sqrt", "Sigmoid", "Tanh",
-                                                     "Erf", "Neg",  "Pow",     "Reciprocal"};
+  static const std::set<std::string> kElementwise = {"Exp",  "Sqrt", "Sigmoid", "Tanh",      "Erf",
+                                                     "Relu", "Neg",  "Pow",     "Reciprocal"};
   const auto apart = [&] {
     for (const std::string& v : node.inputs) groups.keepApart(v);
     for (const std::string& v : node.outputs) groups.keepApart(v);

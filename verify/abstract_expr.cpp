@@ -36,6 +36,8 @@ const char* kindName(ExprKind kind) {
       return "tanh";
     case ExprKind::Erf:
       return "erf";
+    case ExprKind::Relu:
+      return "relu";
     case ExprKind::Max:
       return "max";
     case ExprKind::RmsNorm:
@@ -162,6 +164,9 @@ AbstractExprRef AbstractExpr::tanh(AbstractExprRef a) {
 AbstractExprRef AbstractExpr::erf(AbstractExprRef a) {
   return make(ExprKind::Erf, "", 0, 0, {std::move(a)});
 }
+AbstractExprRef AbstractExpr::relu(AbstractExprRef a) {
+  return make(ExprKind::Relu, "", 0, 0, {std::move(a)});
+}
 AbstractExprRef AbstractExpr::max(int64_t n, AbstractExprRef a) {
   if (n == 1) return a;
   return make(ExprKind::Max, "", 0, n, {std::move(a)});
@@ -216,6 +221,8 @@ AbstractExprRef applyOp(OpKind kind, const graph::OpAttrs& attrs,
       return E::tanh(in[0]);
     case OpKind::Erf:
       return E::erf(in[0]);
+    case OpKind::Relu:
+      return E::relu(in[0]);
     case OpKind::Scale:
       return E::mul(in[0], E::constant(attrs.scale));
     case OpKind::AddScalar:
@@ -408,6 +415,9 @@ AbstractExprRef canonicalizeMemo(const AbstractExprRef& expr, bool keepShifts,
       break;
     case ExprKind::Erf:
       result = E::erf(in[0]);
+      break;
+    case ExprKind::Relu:
+      result = E::relu(in[0]);
       break;
     case ExprKind::Max:  // max-split
       result = in[0]->kind() == ExprKind::Max

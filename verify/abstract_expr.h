@@ -26,6 +26,7 @@ enum class ExprKind {
   Sigmoid,      // uninterpreted
   Tanh,         // uninterpreted
   Erf,          // uninterpreted
+  Relu,         // uninterpreted
   Max,          // max(n, a): reduce_max / accum_max over n things; uninterpreted
   RmsNorm,      // rms_norm(n, a); uninterpreted
   RotateHalf,   // rotate_half(a): RoPE's signed lane permutation; only x ⊑ rotate_half(x)
@@ -55,6 +56,7 @@ class AbstractExpr {
   static AbstractExprRef sigmoid(AbstractExprRef a);
   static AbstractExprRef tanh(AbstractExprRef a);
   static AbstractExprRef erf(AbstractExprRef a);
+  static AbstractExprRef relu(AbstractExprRef a);
   static AbstractExprRef max(int64_t n, AbstractExprRef a);  // max(1, a) returns a
   static AbstractExprRef rmsNorm(int64_t n, AbstractExprRef a);
   static AbstractExprRef rotateHalf(AbstractExprRef a);

@@ -96,6 +96,8 @@ class Encoder {
         return v_.tanh(encode(in[0]));
       case ExprKind::Erf:
         return v_.erf(encode(in[0]));
+      case ExprKind::Relu:
+        return v_.relu(encode(in[0]));
       case ExprKind::Max:
         return v_.max(extent(), encode(in[0]));
       case ExprKind::RmsNorm:

@@ -22,8 +22,8 @@ struct AxiomVocabulary {
 
   z3::context& ctx;
   z3::sort term;
-  z3::func_decl add, mul, div, exp, sum, sqrt, silu, sigmoid, tanh, erf, max, rmsNorm, rotateHalf,
-      rotatePairs, causalMask, constant;
+  z3::func_decl add, mul, div, exp, sum, sqrt, silu, sigmoid, tanh, erf, relu, max, rmsNorm,
+      rotateHalf, rotatePairs, causalMask, constant;
   z3::func_decl contains;
 };
 
@@ -48,6 +48,7 @@ class AxiomDsl {
   z3::expr sigmoid(const z3::expr& p) const { return v_.sigmoid(p); }
   z3::expr tanh(const z3::expr& p) const { return v_.tanh(p); }
   z3::expr erf(const z3::expr& p) const { return v_.erf(p); }
+  z3::expr relu(const z3::expr& p) const { return v_.relu(p); }
   z3::expr max(const z3::expr& extent, const z3::expr& p) const { return v_.max(extent, p); }
   z3::expr rotateHalf(const z3::expr& p) const { return v_.rotateHalf(p); }
   z3::expr rotatePairs(const z3::expr& p) const { return v_.rotatePairs(p); }

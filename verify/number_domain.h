@@ -45,6 +45,8 @@ inline double realFunction(graph::OpKind kind, double x) {
       return std::tanh(x);
     case graph::OpKind::Erf:
       return std::erf(x);
+    case graph::OpKind::Relu:
+      return x > 0 ? x : 0.0;
     default:
       throw std::logic_error("no real function for op '" + std::string(graph::opName(kind)) + "'");
   }

@@ -29,6 +29,8 @@ std::string elementwiseExpression(OpKind kind, const graph::OpAttrs& attrs,
       return "mg::tanh(" + x[0] + ")";
     case OpKind::Erf:
       return "erff(" + x[0] + ")";
+    case OpKind::Relu:
+      return "fmaxf(" + x[0] + ", 0.0f)";
     case OpKind::Scale:
       return x[0] + " * " + floatLiteral(attrs.scale);
     case OpKind::AddScalar:

@@ -538,7 +538,7 @@ _TRANSLATIONS = {
     "_to_copy": _to_copy,
     "add": _binary("Add"), "sub": _binary("Sub"), "mul": _binary("Mul"), "div": _binary("Div"),
     "rsub": _rsub, "neg": _unary("Neg"), "exp": _unary("Exp"), "sqrt": _unary("Sqrt"),
-    "tanh": _unary("Tanh"), "erf": _unary("Erf"),
+    "tanh": _unary("Tanh"), "erf": _unary("Erf"), "relu": _unary("Relu"),
     "sigmoid": _unary("Sigmoid"), "reciprocal": _unary("Reciprocal"), "rsqrt": _rsqrt,
     "silu": _silu, "pow": _pow, "gelu": fx_functions.gelu,
     "native_layer_norm": fx_functions.layer_norm,

@@ -148,6 +148,7 @@ inline std::vector<OneOpCase> oneOpCases() {
       {"sigmoid_f16", oneOp("sigmoid_f16", OpKind::Sigmoid, {t("x", DType::F16, {64, 256})})},
       {"tanh_f16", oneOp("tanh_f16", OpKind::Tanh, {t("x", DType::F16, {64, 256})})},
       {"erf_bf16", oneOp("erf_bf16", OpKind::Erf, {t("x", DType::BF16, {3, 40, 50})})},
+      {"relu_f16", oneOp("relu_f16", OpKind::Relu, {t("x", DType::F16, {64, 256})})},
       {"scale_f32", oneOp("scale_f32", OpKind::Scale, {t("x", DType::F32, {128, 64})}, scale)},
       {"add_scalar_bf16",
        oneOp("add_scalar_bf16", OpKind::AddScalar, {t("x", DType::BF16, {3, 40, 50})}, shift)},

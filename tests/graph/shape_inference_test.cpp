@@ -68,7 +68,7 @@ TEST(ShapeInference, MatmulErrorsNameOperandsAndDims) {
 
 TEST(ShapeInference, UnaryOpsKeepShapeAndDtype) {
   for (OpKind kind : {OpKind::Exp, OpKind::Square, OpKind::Sqrt, OpKind::Silu, OpKind::Sigmoid,
-                      OpKind::Tanh, OpKind::Erf, OpKind::Scale, OpKind::AddScalar}) {
+                      OpKind::Tanh, OpKind::Erf, OpKind::Relu, OpKind::Scale, OpKind::AddScalar}) {
     SCOPED_TRACE(std::string(opName(kind)));
     const Inferred result = infer(kind, {{"X", {2, 3, 5}, DType::BF16}});
     EXPECT_EQ(result.shape, (Dims{2, 3, 5}));

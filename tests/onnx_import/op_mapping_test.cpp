@@ -35,6 +35,28 @@ TEST(OpMapping, GemmWithTransposedWeightAlphaBetaAndBias) {
                  "output Y\n");
 }
 
+// OPT's MLP: fc1 with its bias, ReLU, fc2 with its bias; one subgraph, nothing left out
+// (before `relu` was an IR op the Relu split it in two and ran in the framework).
+TEST(OpMapping, ReluIsTheReluOp) {
+  OnnxGraph g;
+  g.input("X", {16, 64});
+  g.input("W1", {64, 128});
+  g.input("b1", {128});
+  g.input("W2", {128, 64});
+  g.output("Y", {16, 64});
+  g.node("MatMul", {"X", "W1"}, "H0");
+  g.node("Add", {"H0", "b1"}, "H");
+  g.node("Relu", {"H"}, "R");
+  g.node("MatMul", {"R", "W2"}, "Y");
+  const ImportedModel m = g.import("relu_mlp");
+  ASSERT_EQ(m.subgraphs.size(), 1u);
+  EXPECT_TRUE(m.unsupported.empty());
+  expectComputes(m.subgraphs[0].program,
+                 "input X f16 [16, 64]\ninput W1 f16 [64, 128]\ninput b1 f16 [1, 128]\n"
+                 "input W2 f16 [128, 64]\nY = matmul(relu(add(matmul(X, W1), b1)), W2)\n"
+                 "output Y\n");
+}
+
 // Gemma's norm scale, x · (1 + w): the sum is computed from the rank-1 input alone and
 // broadcast against [8, 32]. The IR aligns ranks by leading 1s only for inputs, so the sum is
 // built at the product's rank, the weight read as [1, 32], and nothing is left out.

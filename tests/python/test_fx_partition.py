@@ -195,6 +195,19 @@ class FxPartitionTest(PartitionChecks, unittest.TestCase):
             self.assertEqual(len(holder), 1, n.name)
             self.assertGreaterEqual(holder[0]["program_text"].count("matmul"), 1, n.name)
 
+    def test_opts_relu_lies_between_its_two_projections_in_one_subgraph(self):
+        """OPT's MLP, fc1 -> ReLU -> fc2: the ReLU maps to `relu` and joins both projections
+        (before, it was left to PyTorch and cut the MLP in two)."""
+        gm, writer, partition = partitioned("opt")
+        relus = [n.name for n in gm.graph.nodes if n.target is torch.ops.aten.relu.default]
+        self.assertEqual(len(relus), 2, relus)  # one per layer
+        for r in relus:
+            holders = [s for s in partition["subgraphs"]
+                       if r in {writer.origin.get(m, m) for m in s["nodes"]}]
+            self.assertEqual(len(holders), 1, r)
+            self.assertIn("relu(", holders[0]["program_text"])
+            self.assertGreaterEqual(holders[0]["program_text"].count("matmul("), 2, r)
+
     def test_multi_query_attention_folds_onto_its_one_kv_head(self):
         """Gemma at hidden 1024: 4 query heads of 256 over one KV head. Its repeats' merge
         [1, 1, 4, s, d] -> [1, 4, s, d] only drops a leading 1 (an alias, not a view), and the

@@ -127,6 +127,10 @@ TEST(PredefinedOps, Erf) {
     return Eigen::ArrayXd(x.unaryExpr([](double v) { return std::erf(v); }));
   });
 }
+TEST(PredefinedOps, Relu) {
+  expectUnary(OpKind::Relu, {}, false,
+              [](const Eigen::ArrayXd& x, double) { return Eigen::ArrayXd(x.max(0.0)); });
+}
 TEST(PredefinedOps, AddScalar) {
   graph::OpAttrs attrs;
   attrs.scale = -0.37;

@@ -48,7 +48,7 @@ TEST(UninterpretedOps, EqualArgumentsGiveEqualValuesAndOpsAndTrialsDiffer) {
   const TrialMeaning trial = trialMeaning(seed, false);
   const TrialMeaning otherTrial = trialMeaning(seed + 1, false);
   const std::vector<OpKind> uninterpreted = {OpKind::Sqrt, OpKind::Silu, OpKind::Sigmoid,
-                                              OpKind::Tanh, OpKind::Erf};
+                                             OpKind::Tanh, OpKind::Erf,  OpKind::Relu};
   for (OpKind kind : uninterpreted) {
     SCOPED_TRACE(std::string(graph::opName(kind)));
     const auto xy = program([kind](GraphBuilder& g, TensorId x, TensorId y) {

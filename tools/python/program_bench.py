@@ -73,6 +73,7 @@ _OPS = {
     "sigmoid": lambda a, op: torch.sigmoid(a[0]),
     "tanh": lambda a, op: torch.tanh(a[0]),
     "erf": lambda a, op: torch.erf(a[0]),
+    "relu": lambda a, op: torch.relu(a[0]),
     "scale": lambda a, op: a[0] * op["c"],
     "add_scalar": lambda a, op: a[0] + op["c"],
     "add": lambda a, op: a[0] + a[1],
