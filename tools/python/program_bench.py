@@ -275,6 +275,15 @@ def main():
     parser.add_argument("--out", required=True, help="JSON to write")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     options = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("program_bench: no CUDA device here (this bench times kernels on a GPU)",
+              file=sys.stderr)
+        return 2
+    for run in options.runs:
+        if not os.path.isfile(os.path.join(run, "summary.json")):
+            print(f"program_bench: {run}: no summary.json (not a superoptimize --out folder)",
+                  file=sys.stderr)
+            return 2
     import gpu_bench  # noqa: E402
 
     payload = {"device": torch.cuda.get_device_name(),
@@ -297,4 +306,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
