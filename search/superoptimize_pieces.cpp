@@ -7,6 +7,7 @@
 #include <string>
 
 #include "graph/hash.h"
+#include "search/progress.h"
 #include "search/split_program.h"
 #include "verify/range_check.h"
 
@@ -132,8 +133,13 @@ void addSwappedJoins(const graph::Program& program, const std::vector<ProgramPie
   std::map<size_t, VerificationRecord> bestAlone;  // a piece's best against its own program
   // A piece's variant against the piece's own program: as its search verified it (a dynamic
   // program's pieces), else verified here.
+  ProgressLine progress(options.progress);
   const auto verifiedAlone = [&](size_t p, const VerifiedVariant& v) {
     if (acceptable(v.verification)) return v.verification;
+    progress.update("checking " + v.name + " against piece " + std::to_string(p + 1) + " of " +
+                    std::to_string(pieces.size()) + " for another join (" +
+                    std::to_string(result.variants.size()) + " of " +
+                    std::to_string(options.config.maxVariants) + " joins so far)");
     VerificationRecord record =
         verifySchedule(pieces[p].program, v.schedule.graph, options.verifySeed, nullptr);
     if (!acceptable(record)) ++result.summary.rejected;
@@ -159,6 +165,7 @@ void addSwappedJoins(const graph::Program& program, const std::vector<ProgramPie
     variant.verification = composedRecord(whole, bestAlone[swap.piece], own, swap.piece);
     result.variants.push_back(std::move(variant));
   }
+  progress.finish();
 }
 
 }  // namespace
@@ -267,7 +274,19 @@ SearchResult superoptimizeInPieces(const graph::Program& program, const SearchOp
   VerifiedVariant variant;
   graph::Schedule joined = joinPieces(program, best);
   if (options.verifyVariants) {
+    // The search is done; the check of the join against the whole program follows, unbounded
+    // by the time limit (--help says so), and is the long silent part of a large program.
+    ProgressLine progress(options.progress);
+    progress.update("checking the join of " + std::to_string(pieces.size()) +
+                    " pieces against the whole program (the time limit bounds the search only)");
+    const auto checkStart = std::chrono::steady_clock::now();
     variant.verification = verifySchedule(program, joined.graph, options.verifySeed, nullptr);
+    progress.update(
+        "checked the join of " + std::to_string(pieces.size()) + " pieces in " +
+        std::to_string(static_cast<int>(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - checkStart).count())) +
+        " s");
+    progress.finish();
     if (!acceptable(variant.verification)) {
       // Some piece's best is wrong: each piece's variant is verified, a refuted one replaced
       // by its piece's best verified one, and the join verified again.
