@@ -170,5 +170,96 @@ class ReplayedProgramTest(unittest.TestCase):
         self.assertIsNotNone(program_bench.attention_form(right))
 
 
+class RunWiringTest(unittest.TestCase):
+    """`run_program` on the CPU, with the GPU parts stood in for: each variant "launches" by
+    evaluating its own schedule's program in float32 from the tensors it is handed in storage
+    layout, writing its outputs in theirs. What is checked is the bench's wiring: every output
+    of a two-output program reaches the check, stored layouts are undone, a row per variant in
+    rank order, the ratio to PyTorch's best. A variant that computed the wrong thing (one
+    output negated) shows a large error."""
+
+    def search(self, text, out):
+        path = os.path.join(out, "p.mg")
+        with open(path, "w") as f:
+            f.write(text)
+        subprocess.run([BINARY, "superoptimize", path, "--arch", "sm_90", "--max-variants", "2",
+                        "--time-limit", "20", "--out", os.path.join(out, "run")],
+                       check=True, capture_output=True)
+        return os.path.join(out, "run")
+
+    def run_with_stand_ins(self, run, negate=None):
+        import types
+        from unittest import mock
+
+        gpu_bench = types.ModuleType("gpu_bench")
+        gpu_bench.median_us = lambda fn: 10.0 if fn.__name__ == "<lambda>" else 5.0
+        gpu_bench.error_row = lambda label, e: {"impl": label, "us": None, "error": str(e)}
+        gpu_bench.COMPILE_MODE = "default"
+
+        def relative_error(got, want):
+            got, want = got.double(), want.double()
+            return ((got - want).abs().max() / want.abs().max()).item()
+
+        class Variant:
+            def __init__(self, directory):
+                with open(os.path.join(directory, "schedule.json")) as f:
+                    self.program = json.load(f)["program"]
+
+            def empty(self, name):
+                for t in self.program["outputs"]:
+                    if (t if isinstance(t, str) else t["name"]) == name:
+                        layout = "row_major" if isinstance(t, str) else t["layout"]
+                shape = program_bench.evaluate(self.program, self.logical_inputs(dummy=True))
+                shape = shape[program_bench.output_names(self.program).index(name)].shape
+                return program_bench.to_storage(torch.empty(shape, dtype=torch.float16), layout)
+
+            def logical_inputs(self, tensors=None, dummy=False):
+                values = {}
+                for t in self.program["inputs"]:
+                    x = (torch.zeros(t["shape"]) if dummy else
+                         program_bench.from_storage(tensors[t["name"]],
+                                                    t.get("layout", "row_major")).float())
+                    values[t["name"]] = x
+                return values
+
+            def launch(self, tensors):
+                results = program_bench.evaluate(self.program, self.logical_inputs(tensors))
+                for t, value in zip(self.program["outputs"], results):
+                    name = t if isinstance(t, str) else t["name"]
+                    layout = "row_major" if isinstance(t, str) else t["layout"]
+                    if name == negate:
+                        value = -value
+                    tensors[name].copy_(program_bench.to_storage(value, layout))
+
+        launch = types.ModuleType("mugraph_launch")
+        launch.Variant = Variant
+        launch.relative_error = relative_error
+        with mock.patch.dict(sys.modules, {"gpu_bench": gpu_bench, "mugraph_launch": launch}), \
+                mock.patch.object(torch.cuda, "synchronize", lambda: None):
+            return program_bench.run_program(run, compile_torch=False, device="cpu")
+
+    def test_two_outputs_and_a_transposed_input_reach_the_check(self):
+        text = ("program two\ninput X f16 [64, 256]\ninput R f16 [64, 256]\n"
+                "input W f16 [256, 128] layout=transposed\n"
+                "H = add(X, R)\nY = matmul(rms_norm(H, dim=1), W)\noutput H\noutput Y\n")
+        with tempfile.TemporaryDirectory() as out:
+            run = self.search(text, out)
+            result = self.run_with_stand_ins(run)
+            wrong = self.run_with_stand_ins(run, negate="Y")
+        self.assertEqual(result["outputs"], 2)
+        rows = {r["impl"]: r for r in result["rows"]}
+        self.assertIn("torch.eager", rows)
+        ours = [r for r in result["rows"] if r["impl"].startswith("mugraph.")]
+        self.assertEqual([r["rank"] for r in ours], [1, 2])
+        self.assertEqual(result["first_choice"], ours[0]["impl"])
+        for r in result["rows"]:
+            self.assertLess(r["rel_error"], 2e-3, r)
+        for r in ours:
+            self.assertAlmostEqual(r["ratio_to_best_torch"], 2.0)  # 10 us eager, 5 us ours
+        for r in wrong["rows"]:
+            if r["impl"].startswith("mugraph."):
+                self.assertGreater(r["rel_error"], 1.0, r)
+
+
 if __name__ == "__main__":
     unittest.main()

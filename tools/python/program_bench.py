@@ -3,21 +3,23 @@ brings their own program gets (issue 24's "programs tried as a new user would").
 
     python3 tools/python/program_bench.py RUN_DIR... --out bench_programs.json [--no-compile]
 
-A RUN_DIR is a `mugraph superoptimize PROGRAM --out RUN_DIR` folder: summary.json and one
-folder per verified variant, in the search's rank order. No gpu_bench case has to know the
+A RUN_DIR is a `mugraph superoptimize PROGRAM --out RUN_DIR` folder (summary.json and one
+folder per verified variant, in the search's rank order), or one subgraph's folder of a
+model's run (`superoptimize model.onnx --out DIR`: DIR/*/). No gpu_bench case has to know the
 program: it is read from the first variant's schedule.json ("program", schedules/README.md)
 and run as PyTorch ops, op by op (`evaluate`), in float64 for the reference, in the program's
 dtype eagerly, and under torch.compile max-autotune; softmax attention written as our programs
-write it (`attention_form`) is also run by every scaled_dot_product_attention backend. Every variant and both PyTorch forms are
-timed as gpu_bench times everything (CUDA-graph replays, do_bench medians, L2 flushed) and
-checked against the reference first.
+write it (`attention_form`) is also run by every scaled_dot_product_attention backend. Every
+variant and PyTorch form is timed as gpu_bench times everything (CUDA-graph replays, do_bench
+medians, L2 flushed) and checked against the reference first, output by output (the worst
+error is reported; a program of several outputs is timed whole).
 
 Inputs are fresh normal draws: standard deviation 1, except a rank-2 input read as a matmul's
 right operand (a projection weight [K, N]), drawn at 1 / sqrt(K), the spread of an initialised
 projection, so that activations keep unit scale through a layer as they do in a model.
 
 JSON: {"device", "copy_bandwidth_bytes_per_s", "torch", "results": [program, ...]}; a
-program has "program", "run", "first_choice" (the search's rank 1), "rows" as gpu_bench's
+program has "program", "run", "outputs", "first_choice" (the search's rank 1), "rows" as gpu_bench's
 ({"impl", "us", "rel_error", "ratio_to_best_torch"} or {"impl", "us": null, "error"}).
 """
 import argparse
@@ -171,11 +173,38 @@ def attention_form(program):
     return qk["inputs"][0], qk["inputs"][1], pv["inputs"][1], scaled["c"], causal
 
 
-def sdpa_rows(form, inputs, ref):
-    """Every SDPA backend on the program's inputs (heads as the batch dims), as gpu_bench times
-    them for its attention cases."""
+def timed(label, fn, refs, views=None):
+    """fn() returns the outputs (a list, in the program's order): checked against `refs` (each
+    seen through its view), the worst output's error reported, then timed as gpu_bench times
+    everything; an exception on the way gives an error row."""
+    import gpu_bench  # noqa: E402
+    from mugraph_launch import relative_error  # noqa: E402
+
+    views = views or [lambda out: out] * len(refs)
+    try:
+        outs = fn()
+        torch.cuda.synchronize()
+        error = max(relative_error(view(out), ref) for view, out, ref in zip(views, outs, refs))
+        return {"impl": label, "us": gpu_bench.median_us(fn), "rel_error": error}
+    except Exception as e:  # a backend that does not support the shape, a compile failure
+        return gpu_bench.error_row(label, e)
+
+
+def compiled(label, fn, args, refs):
+    """torch.compile of fn(*args) (static shapes, gpu_bench's mode), tuned before it is timed."""
     import gpu_bench  # noqa: E402
 
+    try:
+        torch.compiler.reset()
+        run = torch.compile(fn, mode=gpu_bench.COMPILE_MODE, dynamic=False)
+    except Exception as e:
+        return gpu_bench.error_row(label, e)
+    return timed(label, lambda: run(*args), refs)
+
+
+def sdpa_rows(form, inputs, refs):
+    """Every SDPA backend on the program's inputs (heads as the batch dims), as gpu_bench times
+    them for its attention cases."""
     q_name, k_name, v_name, scale, causal = form
     q = inputs[q_name].unsqueeze(0)
     k = inputs[k_name].transpose(-1, -2).unsqueeze(0)
@@ -197,16 +226,15 @@ def sdpa_rows(form, inputs, ref):
     rows = []
     for label, backend in backends.items():
         with torch.nn.attention.sdpa_kernel(backend):
-            rows.append(gpu_bench.timed_row(
-                label, lambda: F.scaled_dot_product_attention(
-                    q, k, v, attn_mask=mask, scale=scale, is_causal=is_causal),
-                ref, view=lambda out: out.squeeze(0)))
+            rows.append(timed(label, lambda: [F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, scale=scale, is_causal=is_causal).squeeze(0)], refs))
     return rows
 
 
-def run_program(run_dir, compile_torch):
-    import gpu_bench  # noqa: E402 (needs a GPU, triton and cupy)
-    from mugraph_launch import Variant  # noqa: E402
+def run_program(run_dir, compile_torch, device="cuda"):
+    """One search's variants and the program's PyTorch forms, timed in this process. `run_dir`
+    is a `superoptimize --out` folder: a program's, or one subgraph's of a model's run."""
+    from mugraph_launch import Variant  # noqa: E402 (needs a GPU and cupy)
 
     with open(os.path.join(run_dir, "summary.json")) as f:
         summary = json.load(f)
@@ -215,42 +243,49 @@ def run_program(run_dir, compile_torch):
         return {"run": run_dir, "error": "the run has no verified variant"}
     with open(os.path.join(run_dir, names[0], "schedule.json")) as f:
         program = json.load(f)["program"]
-    outputs = program["outputs"]
-    if len(outputs) != 1:
-        return {"program": program["name"], "run": run_dir,
-                "error": f"{len(outputs)} outputs; this bench times one"}
-    out_name = output_names(program)[0]
-    out_layout = "row_major" if isinstance(outputs[0], str) else outputs[0].get("layout")
-    inputs = draw_inputs(program, "cuda")
-    ref = evaluate(program, {n: t.double() for n, t in inputs.items()})[0]
+    outs = output_names(program)
+    out_layouts = ["row_major" if isinstance(o, str) else o.get("layout", "row_major")
+                   for o in program["outputs"]]
+    inputs = draw_inputs(program, device)
+    refs = evaluate(program, {n: t.double() for n, t in inputs.items()})
     layouts = {t["name"]: t.get("layout", "row_major") for t in program["inputs"]}
     stored = {n: to_storage(t, layouts[n]) for n, t in inputs.items()}
-    args = [inputs[t["name"]] for t in program["inputs"]]
     order = [t["name"] for t in program["inputs"]]
+    args = [inputs[n] for n in order]
 
     def eager(*xs):
-        return evaluate(program, dict(zip(order, xs)))[0]
+        return evaluate(program, dict(zip(order, xs)))
 
-    rows = [gpu_bench.timed_row("torch.eager", lambda: eager(*args), ref)]
+    rows = [timed("torch.eager", lambda: eager(*args), refs)]
     if compile_torch:
-        rows.append(gpu_bench.compiled_row("torch.compile", eager, args, ref))
+        rows.append(compiled("torch.compile", eager, args, refs))
     form = attention_form(program)
     if form is not None:
-        rows += sdpa_rows(form, inputs, ref)
+        rows += sdpa_rows(form, inputs, refs)
+    views = [lambda out, layout=layout: from_storage(out, layout) for layout in out_layouts]
     for rank, name in enumerate(names, 1):
-        variant = Variant(os.path.join(run_dir, name))
-        row = gpu_bench.ours_row(f"mugraph.{name}", variant, stored, out_name, ref,
-                                 view=lambda out: from_storage(out, out_layout))
+        try:
+            variant = Variant(os.path.join(run_dir, name))
+            results = {n: variant.empty(n) for n in outs}
+            tensors = dict(stored, **results)
+
+            def launch(variant=variant, tensors=tensors, results=results):
+                variant.launch(tensors)
+                return [results[n] for n in outs]
+            row = timed(f"mugraph.{name}", launch, refs, views)
+        except Exception as e:
+            import gpu_bench  # noqa: E402
+
+            row = gpu_bench.error_row(f"mugraph.{name}", e)
         row["rank"] = rank
         rows.append(row)
-    result = {"program": program["name"], "run": run_dir, "first_choice": f"mugraph.{names[0]}",
-              "rows": rows}
     best_torch = min((r["us"] for r in rows if r["impl"].startswith("torch") and r["us"]),
                      default=None)
     for r in rows:
         if best_torch and r["us"]:
             r["ratio_to_best_torch"] = best_torch / r["us"]
-    return result
+    return {"program": program["name"], "run": run_dir, "outputs": len(outs),
+            "first_choice": f"mugraph.{names[0]}", "rows": rows}
 
 
 def print_table(results):
