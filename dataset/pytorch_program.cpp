@@ -123,7 +123,7 @@ std::string shapeText(const graph::Dims& shape) {
 
 }  // namespace
 
-std::string pytorchProgram(const graph::Program& program) {
+std::string pytorchProgram(const graph::Program& program, bool native) {
   std::ostringstream py;
   std::string parameters;
   for (graph::TensorId t : program.inputs) parameters += ", " + pythonName(program.tensors[t].name);
@@ -137,7 +137,7 @@ std::string pytorchProgram(const graph::Program& program) {
     const auto [first, second] = graph::swappedDimsFromEnd(desc.layout);
     py << "        " << name << " = " << name;
     if (first > 0) py << ".transpose(-" << first << ", -" << second << ")";
-    py << ".float()\n";
+    py << (native ? "\n" : ".float()\n");
   }
   for (const graph::KernelOp& op : program.ops) {
     py << "        " << pythonName(program.tensors[op.outputs[0]].name) << " = "
@@ -146,7 +146,8 @@ std::string pytorchProgram(const graph::Program& program) {
   py << "        return ";
   for (size_t i = 0; i < program.outputs.size(); ++i) {
     const graph::TensorDesc& desc = program.tensors[program.outputs[i]];
-    py << (i ? ", " : "") << pythonName(desc.name) << ".to(" << torchDtype(desc.dtype) << ")";
+    py << (i ? ", " : "") << pythonName(desc.name);
+    if (!native) py << ".to(" << torchDtype(desc.dtype) << ")";
   }
   py << "\n\n\ndef get_inputs():\n    return [\n";
   for (graph::TensorId t : program.inputs) {

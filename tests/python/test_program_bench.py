@@ -1,8 +1,9 @@
-"""`tools/python/program_bench.py` runs any program as PyTorch ops (its baseline and its
-float64 reference). Each op's PyTorch form is checked here against the op's meaning as
+"""`tools/python/program_bench.py` runs any program as the PyTorch module `mugraph show
+--pytorch` prints (dataset/pytorch_program.h, the one PyTorch form of each op) for its baseline
+and its float64 reference. Each op's form is checked here against the op's meaning as
 schedules/README.md states it, computed independently (loops, torch.softmax), on the CPU in
-float64; and a program JSON written by `mugraph replay` (the format the bench reads from a
-run's schedule.json) evaluates to what its text says. Needs a build ($MUGRAPH_BUILD_DIR)."""
+float64; a schedule written by `mugraph replay` (the file the bench reads) gives the module of
+its program. Needs a build ($MUGRAPH_BUILD_DIR)."""
 import json
 import os
 import subprocess
@@ -16,8 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tools", "python"))
 import program_bench  # noqa: E402
 
-BINARY = os.path.join(os.environ.get("MUGRAPH_BUILD_DIR", os.path.join(ROOT, "build")), "bin",
-                      "mugraph")
+BINARY = program_bench.mugraph_binary()
 
 
 def program(inputs, ops, outputs):
@@ -29,6 +29,15 @@ def op(kind, inputs, output, **attrs):
     return dict({"op": kind, "inputs": inputs, "output": output}, **attrs)
 
 
+def run_text(text, *inputs):
+    """The outputs of the program `text` (.mg) on float64 `inputs`, through its module."""
+    with tempfile.TemporaryDirectory() as out:
+        path = os.path.join(out, "p.mg")
+        with open(path, "w") as f:
+            f.write("program p\n" + text)
+        return program_bench.outputs_of(program_bench.pytorch_module(path), inputs)
+
+
 class OpFormsTest(unittest.TestCase):
     def setUp(self):
         self.generator = torch.Generator().manual_seed(7)
@@ -37,40 +46,35 @@ class OpFormsTest(unittest.TestCase):
         return torch.randn(*shape, generator=self.generator, dtype=torch.float64)
 
     def test_a_safe_softmax_program_is_torch_softmax(self):
-        p = program([("X", [6, 10])],
-                    [op("reduce_max", ["X"], "M", dim=1), op("sub", ["X", "M"], "D"),
-                     op("exp", ["D"], "E"), op("reduce_sum", ["E"], "S", dim=1, to=1),
-                     op("div", ["E", "S"], "Y")], ["Y"])
         x = self.randn(6, 10) * 4
-        (y,) = program_bench.evaluate(p, {"X": x})
+        (y,) = run_text("input X f16 [6, 10]\nM = reduce_max(X, dim=1)\nE = exp(sub(X, M))\n"
+                        "Y = div(E, reduce_sum(E, dim=1))\noutput Y\n", x)
+        self.assertEqual(y.dtype, torch.float64)  # computed in the dtype the inputs arrive in
         torch.testing.assert_close(y, torch.softmax(x, dim=1))
 
     def test_reduce_sum_to_k_sums_the_n_over_k_factor(self):
         x = self.randn(3, 12)
-        (y,) = program_bench.evaluate(program([("X", [3, 12])],
-                                              [op("reduce_sum", ["X"], "Y", dim=1, to=4)], ["Y"]),
-                                      {"X": x})
+        (y,) = run_text("input X f16 [3, 12]\nY = reduce_sum(X, dim=1, to=4)\noutput Y\n", x)
         self.assertEqual(list(y.shape), [3, 4])
         for r in range(3):
             for j in range(4):
                 want = sum(x[r, i * 4 + j].item() for i in range(3))
                 self.assertAlmostEqual(y[r, j].item(), want, places=12)
 
-    def test_rms_norm_divides_by_the_root_mean_square_of_the_row(self):
+    def test_rms_norm_and_relu(self):
         x = self.randn(4, 8)
-        (y,) = program_bench.evaluate(program([("X", [4, 8])],
-                                              [op("rms_norm", ["X"], "Y", dim=1)], ["Y"]),
-                                      {"X": x})
+        norm, relu = run_text("input X f16 [4, 8]\nN = rms_norm(X, dim=1)\nR = relu(X)\n"
+                              "output N\noutput R\n", x)
         for r in range(4):
             rms = (sum(v * v for v in x[r].tolist()) / 8) ** 0.5
-            torch.testing.assert_close(y[r], x[r] / rms)
+            torch.testing.assert_close(norm[r], x[r] / rms)
+            for j in range(8):
+                self.assertEqual(relu[r, j].item(), max(x[r, j].item(), 0.0))
 
     def test_rotations_are_the_signed_lane_permutations(self):
         x = self.randn(2, 8)
-        half, pairs = program_bench.evaluate(
-            program([("X", [2, 8])], [op("rotate_half", ["X"], "H", dim=1),
-                                      op("rotate_pairs", ["X"], "P", dim=1)], ["H", "P"]),
-            {"X": x})
+        half, pairs = run_text("input X f16 [2, 8]\nH = rotate_half(X, dim=1)\n"
+                               "P = rotate_pairs(X, dim=1)\noutput H\noutput P\n", x)
         for r in range(2):
             for j in range(8):
                 want = -x[r, j + 4] if j < 4 else x[r, j - 4]
@@ -81,13 +85,17 @@ class OpFormsTest(unittest.TestCase):
     def test_the_causal_mask_keeps_columns_up_to_each_rows_position_from_the_end(self):
         # Two sequences of 3 queries folded into 6 rows, over 5 keys (bottom-right aligned).
         x = self.randn(1, 6, 5)
-        (y,) = program_bench.evaluate(
-            program([("X", [1, 6, 5])], [op("causal_mask", ["X"], "Y", queries=3)], ["Y"]),
-            {"X": x})
+        (y,) = run_text("input X f16 [1, 6, 5]\nY = causal_mask(X, queries=3)\noutput Y\n", x)
         for r in range(6):
             for c in range(5):
                 kept = c <= r % 3 + (5 - 3)
                 self.assertEqual(y[0, r, c].item(), x[0, r, c].item() if kept else -float("inf"))
+
+    def test_a_transposed_input_is_taken_in_storage_layout(self):
+        a, b = self.randn(4, 6), self.randn(6, 5)
+        (y,) = run_text("input A f16 [4, 6]\ninput B f16 [6, 5] layout=transposed\n"
+                        "Y = matmul(A, B)\noutput Y\n", a, b.t().contiguous())
+        torch.testing.assert_close(y, a @ b)
 
     def test_layouts_store_the_swapped_dims_and_read_back(self):
         x = self.randn(2, 3, 4)
@@ -108,25 +116,27 @@ class OpFormsTest(unittest.TestCase):
         self.assertAlmostEqual(inputs["X"].float().std().item(), 1.0, delta=0.05)
         self.assertAlmostEqual(inputs["W"].float().std().item(), 1024 ** -0.5, delta=0.003)
 
-    def test_an_op_without_a_form_is_named(self):
-        p = program([("X", [2, 2])], [op("frobnicate", ["X"], "Y")], ["Y"])
-        with self.assertRaisesRegex(ValueError, "frobnicate"):
-            program_bench.evaluate(p, {"X": self.randn(2, 2)})
+    def test_a_file_mugraph_cannot_read_is_named(self):
+        with tempfile.TemporaryDirectory() as out:
+            path = os.path.join(out, "bad.mg")
+            with open(path, "w") as f:
+                f.write("program p\ninput X f16 [2, 2]\nY = frobnicate(X)\noutput Y\n")
+            with self.assertRaisesRegex(ValueError, "bad.mg"):
+                program_bench.pytorch_module(path)
 
 
 class ReplayedProgramTest(unittest.TestCase):
-    def test_a_replayed_programs_json_evaluates_to_its_text(self):
+    def test_a_replayed_schedule_gives_the_module_of_its_program(self):
+        generator = torch.Generator().manual_seed(3)
+        a = torch.randn(128, 128, generator=generator, dtype=torch.float64)
+        b = torch.randn(128, 64, generator=generator, dtype=torch.float64)
         with tempfile.TemporaryDirectory() as out:
             subprocess.run([BINARY, "replay",
                             os.path.join(ROOT, "tools", "bench", "dataset_programs",
                                          "gemm_silu_128.mg"), "--out", out],
                            check=True, capture_output=True)
-            with open(os.path.join(out, "schedule.json")) as f:
-                p = json.load(f)["program"]
-        generator = torch.Generator().manual_seed(3)
-        a = torch.randn(128, 128, generator=generator, dtype=torch.float64)
-        b = torch.randn(128, 64, generator=generator, dtype=torch.float64)
-        (d,) = program_bench.evaluate(p, {"A": a, "B": b})
+            module = program_bench.pytorch_module(os.path.join(out, "schedule.json"))
+        (d,) = program_bench.outputs_of(module, [a, b])
         torch.testing.assert_close(d, torch.nn.functional.silu(a @ b))
 
 
@@ -140,12 +150,14 @@ class ReplayedProgramTest(unittest.TestCase):
                                check=True, capture_output=True)
                 with open(os.path.join(out, "schedule.json")) as f:
                     p = json.load(f)["program"]
+                module = program_bench.pytorch_module(os.path.join(out, "schedule.json"))
             form = program_bench.attention_form(p)
             self.assertEqual(form[:3], ("Q", "K", "V"), name)
             self.assertEqual(form[4], causal, name)
             inputs = {n: t.double() for n, t in program_bench.draw_inputs(p, "cpu").items()}
-            (want,) = program_bench.evaluate(p, inputs)
             q, k, v = (inputs[n] for n in form[:3])
+            # The module takes K as stored (transposed), Q and V as they are.
+            (want,) = program_bench.outputs_of(module, [q, k.transpose(-1, -2).contiguous(), v])
             got = torch.nn.functional.scaled_dot_product_attention(
                 q, k.transpose(-1, -2), v, scale=form[3], is_causal=causal is not None)
             torch.testing.assert_close(got, want)
@@ -202,28 +214,25 @@ class RunWiringTest(unittest.TestCase):
 
         class Variant:
             def __init__(self, directory):
-                with open(os.path.join(directory, "schedule.json")) as f:
+                path = os.path.join(directory, "schedule.json")
+                with open(path) as f:
                     self.program = json.load(f)["program"]
+                self.module = program_bench.pytorch_module(path)
 
             def empty(self, name):
                 for t in self.program["outputs"]:
                     if (t if isinstance(t, str) else t["name"]) == name:
                         layout = "row_major" if isinstance(t, str) else t["layout"]
-                shape = program_bench.evaluate(self.program, self.logical_inputs(dummy=True))
+                zeros = [program_bench.to_storage(torch.zeros(t["shape"]),
+                                                  t.get("layout", "row_major"))
+                         for t in self.program["inputs"]]
+                shape = program_bench.outputs_of(self.module, zeros)
                 shape = shape[program_bench.output_names(self.program).index(name)].shape
                 return program_bench.to_storage(torch.empty(shape, dtype=torch.float16), layout)
 
-            def logical_inputs(self, tensors=None, dummy=False):
-                values = {}
-                for t in self.program["inputs"]:
-                    x = (torch.zeros(t["shape"]) if dummy else
-                         program_bench.from_storage(tensors[t["name"]],
-                                                    t.get("layout", "row_major")).float())
-                    values[t["name"]] = x
-                return values
-
             def launch(self, tensors):
-                results = program_bench.evaluate(self.program, self.logical_inputs(tensors))
+                results = program_bench.outputs_of(
+                    self.module, [tensors[t["name"]].float() for t in self.program["inputs"]])
                 for t, value in zip(self.program["outputs"], results):
                     name = t if isinstance(t, str) else t["name"]
                     layout = "row_major" if isinstance(t, str) else t["layout"]

@@ -7,7 +7,8 @@ A RUN_DIR is a `mugraph superoptimize PROGRAM --out RUN_DIR` folder (summary.jso
 folder per verified variant, in the search's rank order), or one subgraph's folder of a
 model's run (`superoptimize model.onnx --out DIR`: DIR/*/). No gpu_bench case has to know the
 program: it is read from the first variant's schedule.json ("program", schedules/README.md)
-and run as PyTorch ops, op by op (`evaluate`), in float64 for the reference, in the program's
+and run as the PyTorch module `mugraph show --pytorch` prints for it (`pytorch_module`, the
+dataset's one PyTorch form of each op) in float64 for the reference, in the program's
 dtype eagerly, and under torch.compile max-autotune; softmax attention written as our programs
 write it (`attention_form`) is also run by every scaled_dot_product_attention backend. Every
 variant and PyTorch form is timed as gpu_bench times everything (CUDA-graph replays, do_bench
@@ -26,6 +27,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 
 import torch
@@ -36,74 +38,36 @@ sys.path.insert(0, os.path.dirname(__file__))
 _DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
 
-def _reduce_sum(x, dim, to):
-    """reduce_sum(x, dim=d, to=k): dim d of size n viewed as [n/k, k], summed over n/k."""
-    shape = list(x.shape)
-    dim = dim % len(shape)
-    n = shape[dim]
-    return x.reshape(shape[:dim] + [n // to, to] + shape[dim + 1:]).sum(dim)
+def mugraph_binary():
+    """$MUGRAPH_BINARY, else bin/mugraph of $MUGRAPH_BUILD_DIR, else of build/."""
+    if os.environ.get("MUGRAPH_BINARY"):
+        return os.environ["MUGRAPH_BINARY"]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(os.environ.get("MUGRAPH_BUILD_DIR", os.path.join(root, "build")), "bin",
+                        "mugraph")
 
 
-def _rotate_half(x, dim):
-    h = x.shape[dim] // 2
-    first, second = x.split(h, dim=dim)
-    return torch.cat((-second, first), dim=dim)
+def pytorch_module(path):
+    """The program of `path` (a program or schedule file) as the PyTorch module `mugraph show
+    --pytorch` prints (dataset/pytorch_program.h, the one PyTorch form of each op): it takes the
+    inputs in program order and storage layout and computes in the dtype they arrive in."""
+    shown = subprocess.run([mugraph_binary(), "show", "--pytorch", path], capture_output=True,
+                           text=True)
+    if shown.returncode != 0:
+        raise ValueError(f"{path}: mugraph show --pytorch: {shown.stderr.strip()}")
+    namespace = {}
+    exec(compile(shown.stdout, f"{path} (mugraph show --pytorch)", "exec"), namespace)
+    return namespace["Model"]()
 
 
-def _rotate_pairs(x, dim):
-    dim = dim % x.dim()
-    pairs = x.unflatten(dim, (x.shape[dim] // 2, 2))
-    even, odd = pairs.select(dim + 1, 0), pairs.select(dim + 1, 1)
-    return torch.stack((-odd, even), dim=dim + 1).flatten(dim, dim + 1)
-
-
-def _causal_mask(x, queries):
-    rows, cols = x.shape[-2], x.shape[-1]
-    q = queries if queries > 0 else rows
-    r = torch.arange(rows, device=x.device)[:, None] % q
-    c = torch.arange(cols, device=x.device)[None, :]
-    return torch.where(c <= r + (cols - q), x, torch.full_like(x, -math.inf))
-
-
-# Each op of graph/ops.cpp's table as PyTorch computes it (schedules/README.md, "Ops").
-_OPS = {
-    "matmul": lambda a, op: torch.matmul(a[0], a[1]),
-    "exp": lambda a, op: torch.exp(a[0]),
-    "square": lambda a, op: a[0] * a[0],
-    "sqrt": lambda a, op: torch.sqrt(a[0]),
-    "silu": lambda a, op: F.silu(a[0]),
-    "sigmoid": lambda a, op: torch.sigmoid(a[0]),
-    "tanh": lambda a, op: torch.tanh(a[0]),
-    "erf": lambda a, op: torch.erf(a[0]),
-    "relu": lambda a, op: torch.relu(a[0]),
-    "scale": lambda a, op: a[0] * op["c"],
-    "add_scalar": lambda a, op: a[0] + op["c"],
-    "add": lambda a, op: a[0] + a[1],
-    "sub": lambda a, op: a[0] - a[1],
-    "mul": lambda a, op: a[0] * a[1],
-    "div": lambda a, op: a[0] / a[1],
-    "reduce_sum": lambda a, op: _reduce_sum(a[0], op["dim"], op.get("to", 1)),
-    "reduce_max": lambda a, op: a[0].amax(dim=op["dim"], keepdim=True),
-    "rms_norm": lambda a, op: a[0] / torch.sqrt((a[0] * a[0]).mean(dim=op["dim"], keepdim=True)),
-    "rotate_half": lambda a, op: _rotate_half(a[0], op["dim"]),
-    "rotate_pairs": lambda a, op: _rotate_pairs(a[0], op["dim"]),
-    "causal_mask": lambda a, op: _causal_mask(a[0], op.get("queries", 0)),
-}
+def outputs_of(module, tensors):
+    """The module's outputs on `tensors`, as a list in the program's order."""
+    result = module(*tensors)
+    return list(result) if isinstance(result, tuple) else [result]
 
 
 def output_names(program):
     return [o if isinstance(o, str) else o["name"] for o in program["outputs"]]
-
-
-def evaluate(program, inputs):
-    """The program's outputs (a list, in its order) from `inputs` (name -> logical tensor),
-    computed op by op in the inputs' dtype."""
-    values = dict(inputs)
-    for op in program["ops"]:
-        if op["op"] not in _OPS:
-            raise ValueError(f"program {program['name']}: op '{op['op']}' has no PyTorch form here")
-        values[op["output"]] = _OPS[op["op"]]([values[n] for n in op["inputs"]], op)
-    return [values[n] for n in output_names(program)]
 
 
 def _storage_swap(layout):
@@ -205,6 +169,8 @@ def compiled(label, fn, args, refs):
 def sdpa_rows(form, inputs, refs):
     """Every SDPA backend on the program's inputs (heads as the batch dims), as gpu_bench times
     them for its attention cases."""
+    import gpu_bench  # noqa: E402
+
     q_name, k_name, v_name, scale, causal = form
     q = inputs[q_name].unsqueeze(0)
     k = inputs[k_name].transpose(-1, -2).unsqueeze(0)
@@ -212,11 +178,12 @@ def sdpa_rows(form, inputs, refs):
     rows_, cols = q.shape[-2], k.shape[-2]
     mask, is_causal = None, False
     if causal is not None:
-        if rows_ == cols and causal in (0, rows_):
+        if causal not in (0, rows_):
+            return []  # several sequences folded into the rows: no SDPA call computes that
+        if rows_ == cols:
             is_causal = True
-        else:
-            zero = torch.zeros(rows_, cols, dtype=q.dtype, device=q.device)
-            mask = _causal_mask(zero, causal)
+        else:  # bottom-right aligned, gpu_bench's causal mask
+            mask = gpu_bench.causal_bias(rows_, cols, q.device).to(q.dtype)
     backends = {
         "torch.sdpa_cudnn": torch.nn.attention.SDPBackend.CUDNN_ATTENTION,
         "torch.sdpa_flash": torch.nn.attention.SDPBackend.FLASH_ATTENTION,
@@ -247,14 +214,14 @@ def run_program(run_dir, compile_torch, device="cuda"):
     out_layouts = ["row_major" if isinstance(o, str) else o.get("layout", "row_major")
                    for o in program["outputs"]]
     inputs = draw_inputs(program, device)
-    refs = evaluate(program, {n: t.double() for n, t in inputs.items()})
     layouts = {t["name"]: t.get("layout", "row_major") for t in program["inputs"]}
     stored = {n: to_storage(t, layouts[n]) for n, t in inputs.items()}
-    order = [t["name"] for t in program["inputs"]]
-    args = [inputs[n] for n in order]
+    module = pytorch_module(os.path.join(run_dir, names[0], "schedule.json"))
+    args = [stored[t["name"]] for t in program["inputs"]]
+    refs = outputs_of(module, [a.double() for a in args])
 
     def eager(*xs):
-        return evaluate(program, dict(zip(order, xs)))
+        return outputs_of(module, xs)
 
     rows = [timed("torch.eager", lambda: eager(*args), refs)]
     if compile_torch:
